@@ -1,0 +1,343 @@
+package core_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand"
+	"sync"
+	"testing"
+	"time"
+
+	"kylix/core"
+	"kylix/netio"
+)
+
+// rankData is one rank's sparse contribution and request, regenerated from (seed, rank) so the
+// reference can be computed independently of the library.
+type rankData struct {
+	out, in []int64
+	vals    []float64 // width values per out index, small integers: sums are exact in any order
+}
+
+func genRank(seed int64, rank, n, nOut, nIn, width int) rankData {
+	rng := rand.New(rand.NewSource(seed*1000 + int64(rank)))
+	pick := func() int64 {
+		if rng.Intn(3) == 0 { // a popular head, as in power-law data
+			return int64(rng.Intn(1 + n/50))
+		}
+		return int64(rng.Intn(n))
+	}
+	d := rankData{}
+	for i := 0; i < nOut; i++ {
+		d.out = append(d.out, pick())
+	}
+	for i := 0; i < nIn; i++ {
+		d.in = append(d.in, pick())
+	}
+	if nIn > 2 {
+		d.in[nIn-1] = d.in[0]         // a repeated request
+		d.in[nIn-2] = int64(n + 1000) // nobody contributes it
+	}
+	for i := 0; i < nOut*width; i++ {
+		d.vals = append(d.vals, float64(rng.Intn(5)-1)) // in {-1..3}
+	}
+	return d
+}
+
+// valueFor keeps products exact in every order: PROD sees only -1, 1 and 2.
+func valueFor(o core.Op, v float64) float64 {
+	if o == core.Prod && v != -1 && v != 2 {
+		return 1
+	}
+	return v
+}
+
+// encode writes float64 test values, as op o sees them, as dtype d.
+func encode(d core.Dtype, o core.Op, vals []float64) []byte {
+	b := make([]byte, len(vals)*d.Size())
+	for i, v := range vals {
+		v = valueFor(o, v)
+		switch d {
+		case core.F32:
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(v)))
+		case core.F64:
+			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(v))
+		case core.I32:
+			binary.LittleEndian.PutUint32(b[4*i:], uint32(int32(v)))
+		case core.I64:
+			binary.LittleEndian.PutUint64(b[8*i:], uint64(int64(v)))
+		case core.U64:
+			binary.LittleEndian.PutUint64(b[8*i:], uint64(int64(v)))
+		}
+	}
+	return b
+}
+
+// refOp applies op to two values held as the dtype's bit pattern in a uint64.
+func refOp(d core.Dtype, o core.Op, a, b uint64) uint64 {
+	switch d {
+	case core.F32, core.F64:
+		fa, fb := math.Float64frombits(a), math.Float64frombits(b)
+		var r float64
+		switch o {
+		case core.Sum:
+			r = fa + fb
+		case core.Prod:
+			r = fa * fb
+		case core.Min:
+			r = math.Min(fa, fb)
+		case core.Max:
+			r = math.Max(fa, fb)
+		}
+		if d == core.F32 {
+			r = float64(float32(r))
+		}
+		return math.Float64bits(r)
+	case core.I32:
+		x, y := int32(a), int32(b)
+		switch o {
+		case core.Sum:
+			return uint64(uint32(x + y))
+		case core.Prod:
+			return uint64(uint32(x * y))
+		case core.Min:
+			return uint64(uint32(min(x, y)))
+		case core.Max:
+			return uint64(uint32(max(x, y)))
+		}
+	case core.I64:
+		x, y := int64(a), int64(b)
+		switch o {
+		case core.Sum:
+			return uint64(x + y)
+		case core.Prod:
+			return uint64(x * y)
+		case core.Min:
+			return uint64(min(x, y))
+		case core.Max:
+			return uint64(max(x, y))
+		}
+	case core.U64:
+		switch o {
+		case core.Sum:
+			return a + b
+		case core.Prod:
+			return a * b
+		case core.Min:
+			return min(a, b)
+		case core.Max:
+			return max(a, b)
+		}
+	}
+	switch o {
+	case core.Band:
+		return a & b
+	case core.Bor:
+		return a | b
+	case core.Bxor:
+		return a ^ b
+	}
+	panic("refOp")
+}
+
+// refIdentity is the value an index nobody contributes must get.
+func refIdentity(d core.Dtype, o core.Op) uint64 {
+	switch o {
+	case core.Sum, core.Bor, core.Bxor:
+		if d.IsFloat() {
+			return math.Float64bits(0)
+		}
+		return 0
+	case core.Prod:
+		if d.IsFloat() {
+			return math.Float64bits(1)
+		}
+		return 1
+	case core.Band:
+		if d == core.I32 {
+			return uint64(^uint32(0))
+		}
+		return ^uint64(0)
+	case core.Min:
+		switch d {
+		case core.F32, core.F64:
+			return math.Float64bits(math.Inf(1))
+		case core.I32:
+			return uint64(uint32(math.MaxInt32))
+		case core.I64:
+			return math.MaxInt64
+		default:
+			return math.MaxUint64
+		}
+	case core.Max:
+		switch d {
+		case core.F32, core.F64:
+			return math.Float64bits(math.Inf(-1))
+		case core.I32:
+			return uint64(uint32(1 << 31))
+		case core.I64:
+			return 1 << 63
+		default:
+			return 0
+		}
+	}
+	panic("refIdentity")
+}
+
+// toBits turns a test value into the refOp representation.
+func toBits(d core.Dtype, v float64) uint64 {
+	switch d {
+	case core.F32, core.F64:
+		return math.Float64bits(v)
+	case core.I32:
+		return uint64(uint32(int32(v)))
+	default:
+		return uint64(int64(v))
+	}
+}
+
+// decodeBits reads element i of a dtype buffer into the refOp representation.
+func decodeBits(d core.Dtype, b []byte, i int) uint64 {
+	switch d {
+	case core.F32:
+		return math.Float64bits(float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))))
+	case core.I32:
+		return uint64(binary.LittleEndian.Uint32(b[4*i:]))
+	default:
+		return binary.LittleEndian.Uint64(b[8*i:])
+	}
+}
+
+// reference computes, by brute force over every rank's data, what rank r must receive.
+func reference(all []rankData, r int, d core.Dtype, o core.Op, width int) []uint64 {
+	acc := map[int64][]uint64{}
+	for _, rd := range all {
+		for p, idx := range rd.out {
+			a, ok := acc[idx]
+			if !ok {
+				a = make([]uint64, width)
+				for c := range a {
+					a[c] = refIdentity(d, o)
+				}
+				acc[idx] = a
+			}
+			for c := 0; c < width; c++ {
+				a[c] = refOp(d, o, a[c], toBits(d, valueFor(o, rd.vals[p*width+c])))
+			}
+		}
+	}
+	var want []uint64
+	for _, idx := range all[r].in {
+		a, ok := acc[idx]
+		for c := 0; c < width; c++ {
+			if ok {
+				want = append(want, a[c])
+			} else {
+				want = append(want, refIdentity(d, o))
+			}
+		}
+	}
+	return want
+}
+
+// runJob runs fn on every rank of an in-memory job at once and returns the errors by rank.
+func runJob(t *testing.T, m int, degrees string, fn func(c *core.Comm) error) []error {
+	t.Helper()
+	ts := netio.NewMemJob(m, 10*time.Second)
+	errs := make([]error, m)
+	var wg sync.WaitGroup
+	for r := 0; r < m; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			opts := core.Options{Rank: r, Size: m, Degrees: degrees, Replication: 1, MinPacket: 4096, Timeout: 10 * time.Second}
+			c, err := core.NewComm(ts[r], opts)
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer c.Close()
+			errs[r] = fn(c)
+		}(r)
+	}
+	wg.Wait()
+	return errs
+}
+
+var allDtypes = []core.Dtype{core.F32, core.F64, core.I32, core.I64, core.U64}
+
+func opsFor(d core.Dtype) []core.Op {
+	ops := []core.Op{core.Sum, core.Prod, core.Min, core.Max}
+	if !d.IsFloat() {
+		ops = append(ops, core.Band, core.Bor, core.Bxor)
+	}
+	return ops
+}
+
+func checkResult(t *testing.T, label string, all []rankData, r int, d core.Dtype, o core.Op, width int, got []byte) {
+	t.Helper()
+	want := reference(all, r, d, o, width)
+	for i, w := range want {
+		if g := decodeBits(d, got, i); g != w {
+			t.Errorf("%s rank %d %s %s width %d: element %d (in index %d) = %#x, want %#x",
+				label, r, d, o, width, i, all[r].in[i/width], g, w)
+			return
+		}
+	}
+}
+
+func TestButterflyAgainstBruteForce(t *testing.T) {
+	plans := []struct {
+		m       int
+		degrees string
+	}{
+		{1, "auto"}, {2, "direct"}, {3, "direct"}, {4, "binary"}, {4, "direct"}, {4, "auto"},
+		{5, "direct"}, {6, "3x2"}, {6, "2x3"}, {6, "binary"}, {7, "auto"}, {8, "4x2"},
+		{8, "2x2x2"}, {8, "2x4"}, {8, "auto"},
+	}
+	for _, pl := range plans {
+		for _, width := range []int{1, 3} {
+			name := fmt.Sprintf("m%d_%s_w%d", pl.m, pl.degrees, width)
+			t.Run(name, func(t *testing.T) {
+				const n = 5000
+				all := make([]rankData, pl.m)
+				for r := range all {
+					all[r] = genRank(int64(pl.m*10+width), r, n, 300+50*r, 200+30*r, width)
+				}
+				if pl.m > 2 {
+					all[1] = rankData{in: all[1].in} // a rank that contributes nothing
+					all[2].in = nil                  // and one that asks for nothing
+				}
+				errs := runJob(t, pl.m, pl.degrees, func(c *core.Comm) error {
+					rd := all[c.Rank()]
+					p, err := c.Config(rd.out, rd.in)
+					if err != nil {
+						return err
+					}
+					defer p.Free()
+					for _, d := range allDtypes {
+						for _, o := range opsFor(d) {
+							in := make([]byte, len(rd.in)*width*d.Size())
+							if err := p.Reduce(encode(d, o, rd.vals), in, d, o, width); err != nil {
+								return fmt.Errorf("reduce %s %s: %w", d, o, err)
+							}
+							checkResult(t, "reduce", all, c.Rank(), d, o, width, in)
+							in2 := make([]byte, len(in))
+							if _, err := c.ConfigReduce(rd.out, encode(d, o, rd.vals), rd.in, in2, d, o, width, false); err != nil {
+								return fmt.Errorf("config_reduce %s %s: %w", d, o, err)
+							}
+							checkResult(t, "config_reduce", all, c.Rank(), d, o, width, in2)
+						}
+					}
+					return nil
+				})
+				for r, err := range errs {
+					if err != nil {
+						t.Errorf("rank %d: %v", r, err)
+					}
+				}
+			})
+		}
+	}
+}

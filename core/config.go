@@ -1,0 +1,237 @@
+package core
+
+// DefaultAlpha is the power-law exponent degrees=auto assumes. Prop. 4.1's density curve
+// depends only weakly on it (paper Fig. 4), and the data does not reveal it cheaply.
+const DefaultAlpha = 1.0
+
+// values travelling with config (config_reduce), or nil for a plain config.
+type valueSpec struct {
+	d     Dtype
+	o     Op
+	width int
+	es    int // bytes per index: width * element size
+}
+
+// Config routes the index sets down the butterfly and keeps the maps for later reduces.
+func (c *Comm) Config(outIdx, inIdx []int64) (*Plan, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
+	if err := checkIndices("out_idx", outIdx); err != nil {
+		return nil, c.Reject(err)
+	}
+	if err := checkIndices("in_idx", inIdx); err != nil {
+		return nil, c.Reject(err)
+	}
+	p := &Plan{c: c, id: uint32(c.seq), nOut: len(outIdx), nIn: len(inIdx)}
+	err := c.collective(Fingerprint{Kind: KindConfig, Plan: p.id}, func(seq uint64) error {
+		_, err := p.configure(seq, outIdx, inIdx, nil, nil)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// ConfigReduce configures and reduces in one pass down and one up: indices and values travel
+// together (mini-batches whose indices change every step). The plan is returned when keep.
+func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVals []byte,
+	d Dtype, o Op, width int, keep bool) (*Plan, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
+	err := checkIndices("out_idx", outIdx)
+	if err == nil {
+		err = checkIndices("in_idx", inIdx)
+	}
+	if err == nil {
+		err = checkReduceArgs(d, o, width)
+	}
+	if err == nil {
+		err = checkValues("out_vals", outVals, len(outIdx), d, width)
+	}
+	if err == nil {
+		err = checkValues("in_vals", inVals, len(inIdx), d, width)
+	}
+	if err != nil {
+		return nil, c.Reject(err)
+	}
+	p := &Plan{c: c, id: uint32(c.seq), nOut: len(outIdx), nIn: len(inIdx)}
+	vs := &valueSpec{d: d, o: o, width: width, es: width * d.Size()}
+	fp := Fingerprint{Kind: KindConfigReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
+	err = c.collective(fp, func(seq uint64) error {
+		v, err := p.configure(seq, outIdx, inIdx, outVals, vs)
+		if err != nil {
+			return err
+		}
+		return p.up(seq, v, inVals, vs)
+	})
+	if err != nil || !keep {
+		return nil, err
+	}
+	return p, nil
+}
+
+// configure runs the configuration pass for p. With vs it also carries and reduces the values
+// and returns the fully reduced values of the bottom out keys.
+func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *valueSpec) ([]byte, error) {
+	c := p.c
+	outKeys, outPos := sortUnique(outIdx)
+	inKeys, inPos := sortUnique(inIdx)
+	p.outPos, p.inPos, p.out0, p.in0 = outPos, inPos, len(outKeys), len(inKeys)
+
+	degrees := c.degrees
+	if degrees == nil {
+		var err error
+		if degrees, err = c.autoDegrees(seq, outIdx, len(outKeys)); err != nil {
+			return nil, err
+		}
+	}
+	topo, err := NewTopology(degrees, c.Size())
+	if err != nil {
+		return nil, err
+	}
+	p.topo = topo
+
+	var v []byte
+	if vs != nil {
+		v = make([]byte, len(outKeys)*vs.es)
+		Identity(vs.d, vs.o, v)
+		ScatterCombine(vs.d, vs.o, v, outVals, outPos, vs.width)
+	}
+	p.layers = make([]layerMap, topo.Layers())
+	for i := range p.layers {
+		outKeys, inKeys, v, err = p.configLayer(seq, i, outKeys, inKeys, v, vs)
+		if err != nil {
+			return nil, err
+		}
+	}
+	p.bottom = lookup(inKeys, outKeys)
+	return v, nil
+}
+
+// configLayer splits this node's sorted keys among its layer-i group, sends each member its
+// slice (with values when vs != nil), and merges what the members sent into the keys (and
+// values) this node holds below the layer.
+func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *valueSpec) ([]uint64, []uint64, []byte, error) {
+	c, t := p.c, p.topo
+	node, d := c.Rank(), t.Degrees[i]
+	me := t.Digit(node, i)
+	lm := &p.layers[i]
+	lm.outSplit = SplitPoints(out, t.Degrees, i)
+	lm.inSplit = SplitPoints(in, t.Degrees, i)
+	phase := PhaseConfig
+	es := 0
+	if vs != nil {
+		phase, es = PhaseConfigDown, vs.es
+	}
+	tag := Tag{Seq: seq, Layer: uint8(i), Phase: phase}
+
+	sg := sendGroup{t: c.t}
+	hdrs := make([]byte, 16*d)
+	for g := 0; g < d; g++ {
+		if g == me {
+			continue
+		}
+		oa, ob := lm.outSplit[g], lm.outSplit[g+1]
+		ia, ib := lm.inSplit[g], lm.inSplit[g+1]
+		h := hdrs[16*g : 16*g+16]
+		putU64(h, uint64(ob-oa))
+		putU64(h[8:], uint64(ib-ia))
+		bufs := [][]byte{h, keyBytes(out[oa:ob]), keyBytes(in[ia:ib])}
+		if vs != nil {
+			bufs = append(bufs, v[oa*es:ob*es])
+		}
+		sg.send(t.Member(node, i, g), tag, bufs...)
+	}
+
+	outLists := make([][]uint64, d)
+	inLists := make([][]uint64, d)
+	valLists := make([][]byte, d)
+	var rerr error
+	for g := 0; g < d && rerr == nil; g++ {
+		if g == me {
+			oa, ob := lm.outSplit[g], lm.outSplit[g+1]
+			outLists[g] = out[oa:ob]
+			inLists[g] = in[lm.inSplit[g]:lm.inSplit[g+1]]
+			if vs != nil {
+				valLists[g] = v[oa*es : ob*es]
+			}
+			continue
+		}
+		from := t.Member(node, i, g)
+		b, err := c.t.Recv(from, tag)
+		if err != nil {
+			rerr = err
+			break
+		}
+		outLists[g], inLists[g], valLists[g], rerr = parseConfigMsg(b, es, from)
+	}
+	if err := sg.wait(); rerr == nil {
+		rerr = err
+	}
+	if rerr != nil {
+		return nil, nil, nil, rerr
+	}
+
+	newOut, outMaps := treeMerge(outLists)
+	newIn, inMaps := treeMerge(inLists)
+	lm.outMaps, lm.inMaps, lm.outLen, lm.inLen = outMaps, inMaps, len(newOut), len(newIn)
+	var nv []byte
+	if vs != nil {
+		nv = make([]byte, len(newOut)*es)
+		Identity(vs.d, vs.o, nv)
+		for g := 0; g < d; g++ { // source order, never arrival order: bitwise reproducible
+			ScatterCombine(vs.d, vs.o, nv, valLists[g], outMaps[g], vs.width)
+		}
+	}
+	return newOut, newIn, nv, nil
+}
+
+// parseConfigMsg splits a config message: counts, out keys, in keys, then values (es bytes per
+// out key, none when es == 0).
+func parseConfigMsg(b []byte, es, from int) (out, in []uint64, vals []byte, err error) {
+	if len(b) < 16 {
+		return nil, nil, nil, Errorf(CodeInternal, "rank %d sent a config message of %d bytes", from, len(b))
+	}
+	no, ni := getU64(b), getU64(b[8:])
+	if no > uint64(len(b)) || ni > uint64(len(b)) || uint64(len(b)) != 16+8*no+8*ni+no*uint64(es) {
+		return nil, nil, nil, Errorf(CodeInternal, "rank %d sent a malformed config message (%d out, %d in keys in %d bytes)", from, no, ni, len(b))
+	}
+	ko := 16 + 8*no
+	ki := ko + 8*ni
+	return bytesKeys(b[16:ko]), bytesKeys(b[ko:ki]), b[ki:], nil
+}
+
+// autoDegrees agrees with every rank on the feature count and the mean out density, then asks
+// the planner (Prop. 4.1) for degrees that keep messages above min_packet. Every rank computes
+// the same answer from the same agreed numbers.
+func (c *Comm) autoDegrees(seq uint64, outIdx []int64, nUnique int) ([]int, error) {
+	m := c.Size()
+	if m == 1 {
+		return nil, nil
+	}
+	var maxIdx int64 = -1
+	for _, x := range outIdx {
+		maxIdx = max(maxIdx, x)
+	}
+	all, err := c.allgatherSmall(seq, []uint64{uint64(nUnique), uint64(maxIdx + 1)})
+	if err != nil {
+		return nil, err
+	}
+	var total, n uint64
+	for r := 0; r < m; r++ {
+		total += all[2*r]
+		n = max(n, all[2*r+1])
+	}
+	if n == 0 || total == 0 {
+		return []int{m}, nil
+	}
+	density := float64(total) / float64(m) / float64(n)
+	ds, _, err := PlanDegrees(int64(n), min(density, 1), m, DefaultAlpha, c.opts.MinPacket, 8)
+	if err != nil {
+		return []int{m}, nil // the planner refuses only degenerate inputs; direct always works
+	}
+	return ds, nil
+}

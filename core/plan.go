@@ -1,0 +1,71 @@
+package core
+
+// Plan is a configured pair of index sets: the per-layer split points and position maps
+// computed once by config, so every reduce is pure streaming (paper §III-A).
+type Plan struct {
+	c      *Comm
+	id     uint32
+	topo   Topology
+	nOut   int
+	nIn    int
+	outPos []int32 // caller's out position -> position in the rank's sorted unique out keys
+	inPos  []int32 // caller's in position -> position in the rank's sorted unique in keys
+	out0   int     // number of unique out keys on this rank
+	in0    int
+	layers []layerMap
+	bottom []int32 // bottom in-key position -> bottom out-key position, -1 if nobody sent it
+	freed  bool
+}
+
+// layerMap is what config learned about one communication layer.
+type layerMap struct {
+	outSplit []int     // d+1 bounds: out keys above this layer sent to member g
+	inSplit  []int     // likewise for in keys
+	outMaps  [][]int32 // member g's out keys -> positions in the merged out keys below
+	inMaps   [][]int32 // member g's in keys -> positions in the merged in keys below
+	outLen   int       // merged out keys below this layer
+	inLen    int
+}
+
+// Degrees returns the plan's layer degrees (empty for one node).
+func (p *Plan) Degrees() []int { return append([]int(nil), p.topo.Degrees...) }
+
+// Free releases the plan; later use fails with CodeState.
+func (p *Plan) Free() error {
+	p.freed = true
+	p.layers, p.outPos, p.inPos, p.bottom = nil, nil, nil, nil
+	return nil
+}
+
+func (p *Plan) usable() error {
+	if p.freed {
+		return Errorf(CodeState, "plan was freed")
+	}
+	return p.c.usable()
+}
+
+// checkIndices refuses negative indices, naming the argument and position.
+func checkIndices(name string, idx []int64) error {
+	for i, v := range idx {
+		if v < 0 {
+			return Errorf(CodeArg, "%s[%d] = %d is negative", name, i, v)
+		}
+	}
+	return nil
+}
+
+// checkValues validates a value buffer's length for n indices.
+func checkValues(name string, b []byte, n int, d Dtype, width int) error {
+	if want := n * width * d.Size(); len(b) != want {
+		return Errorf(CodeArg, "%s holds %d bytes, want %d (%d indices x width %d x %d bytes)",
+			name, len(b), want, n, width, d.Size())
+	}
+	return nil
+}
+
+func checkReduceArgs(d Dtype, o Op, width int) error {
+	if width < 1 {
+		return Errorf(CodeArg, "width: %d is below 1", width)
+	}
+	return CheckDtypeOp(d, o)
+}

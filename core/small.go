@@ -1,0 +1,94 @@
+package core
+
+// allgatherSmall gives every rank every rank's few words, in rank order. Each rank sends its
+// words straight to every other: m-1 tiny messages, fine for the agreement exchanges it serves.
+func (c *Comm) allgatherSmall(seq uint64, words []uint64) ([]uint64, error) {
+	m, me, k := c.Size(), c.Rank(), len(words)
+	tag := Tag{Seq: seq, Phase: PhaseSmall}
+	sg := sendGroup{t: c.t}
+	for r := 0; r < m; r++ {
+		if r != me {
+			sg.send(r, tag, keyBytes(words))
+		}
+	}
+	all := make([]uint64, m*k)
+	copy(all[me*k:], words)
+	var rerr error
+	for r := 0; r < m && rerr == nil; r++ {
+		if r == me {
+			continue
+		}
+		b, err := c.t.Recv(r, tag)
+		switch {
+		case err != nil:
+			rerr = err
+		case len(b) != 8*k:
+			rerr = Errorf(CodeInternal, "rank %d sent %d bytes in an agreement exchange, want %d", r, len(b), 8*k)
+		default:
+			copy(all[r*k:], bytesKeys(b))
+		}
+	}
+	if err := sg.wait(); rerr == nil {
+		rerr = err
+	}
+	return all, rerr
+}
+
+// Bcast copies root's buf to every rank along a binomial tree: log2(m) rounds, each rank
+// receiving once from its parent and forwarding to its children.
+func (c *Comm) Bcast(buf []byte, root int) error {
+	if err := c.usable(); err != nil {
+		return err
+	}
+	m, me := c.Size(), c.Rank()
+	if root < 0 || root >= m {
+		return c.Reject(Errorf(CodeArg, "root: %d is not a rank of this %d-rank comm", root, m))
+	}
+	// The root travels in Width so ranks that disagree on it fail with a mismatch.
+	fp := Fingerprint{Kind: KindBcast, Width: int32(root), Count: int64(len(buf))}
+	return c.collective(fp, func(seq uint64) error {
+		tag := Tag{Seq: seq, Phase: PhaseBcast}
+		vr := (me - root + m) % m // rank relative to root
+		mask := 1
+		for mask < m {
+			if vr&mask != 0 {
+				from := (vr - mask + root) % m
+				b, err := c.t.Recv(from, tag)
+				if err != nil {
+					return err
+				}
+				if len(b) != len(buf) {
+					return Errorf(CodeMismatch, "rank %d broadcast %d bytes, this rank expected %d", from, len(b), len(buf))
+				}
+				copy(buf, b)
+				break
+			}
+			mask <<= 1
+		}
+		sg := sendGroup{t: c.t}
+		for mask >>= 1; mask > 0; mask >>= 1 {
+			if vr+mask < m {
+				sg.send((vr+mask+root)%m, tag, buf)
+			}
+		}
+		return sg.wait()
+	})
+}
+
+// Barrier returns once every rank has entered it (dissemination: ceil(log2 m) rounds of
+// empty messages to rank+2^k).
+func (c *Comm) Barrier() error {
+	return c.collective(Fingerprint{Kind: KindBarrier}, func(seq uint64) error {
+		m, me := c.Size(), c.Rank()
+		for k, dist := 0, 1; dist < m; k, dist = k+1, dist*2 {
+			tag := Tag{Seq: seq, Layer: uint8(k), Phase: PhaseSmall}
+			if err := c.t.Send((me+dist)%m, tag); err != nil {
+				return err
+			}
+			if _, err := c.t.Recv((me-dist+m)%m, tag); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

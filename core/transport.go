@@ -1,0 +1,104 @@
+package core
+
+import "time"
+
+// Transport moves messages between the ranks of one job. core sees nothing else of the network:
+// netio provides a TCP implementation and an in-memory one with the same semantics.
+//
+// Messages are addressed by (sequence, layer, phase, source). Each collective call on a comm
+// takes the next sequence number; every rank calls collectives in the same order, so the numbers
+// agree. Within a collective, layer and phase tell messages apart.
+type Transport interface {
+	Rank() int
+	Size() int
+	// Begin announces that this rank now runs collective seq with fingerprint fp. Frames of seq
+	// that carry another fingerprint make Recv fail with CodeMismatch naming the sender and the
+	// field; frames of earlier sequences are dropped.
+	Begin(seq uint64, fp Fingerprint)
+	// Send delivers the concatenation of bufs to rank `to` as one message. bufs are not kept
+	// after Send returns (a writev straight from them). Sending to oneself is allowed.
+	Send(to int, tag Tag, bufs ...[]byte) error
+	// Recv returns the payload of the message from rank `from` with tag, owned by the caller.
+	// It fails with CodeTimeout (silence for Timeout()), CodePeer (the peer died or finalized),
+	// CodeMismatch (fingerprint) or the code a peer reported through Abort for this sequence.
+	Recv(from int, tag Tag) ([]byte, error)
+	// Abort tells every live peer that collective seq failed with err, so ranks waiting in it
+	// fail at once instead of timing out.
+	Abort(seq uint64, err error)
+	// Timeout is the bound on any single wait for a peer.
+	Timeout() time.Duration
+	Close() error
+}
+
+// Tag names one message inside a collective.
+type Tag struct {
+	Seq   uint64
+	Layer uint8
+	Phase uint8
+}
+
+// Message phases.
+const (
+	PhaseConfig     uint8 = iota + 1 // index sets going down
+	PhaseDown                        // values going down (scatter-reduce)
+	PhaseUp                          // values coming back up (allgather)
+	PhaseConfigDown                  // indices and values together (config_reduce)
+	PhaseSmall                       // tiny dense exchanges (agreement on sizes, barrier)
+	PhaseBcast
+	PhaseDense
+)
+
+// Kind of collective, carried in every frame's fingerprint.
+type Kind uint8
+
+const (
+	KindInvalid Kind = iota // a rank whose arguments failed validation
+	KindConfig
+	KindReduce
+	KindConfigReduce
+	KindAllreduce
+	KindBcast
+	KindBarrier
+	KindMix
+	KindAgree // internal agreement exchange (degrees=auto)
+)
+
+var kindNames = [...]string{"invalid-arguments", "config", "reduce", "config_reduce", "allreduce",
+	"bcast", "barrier", "mix", "agree"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "kind?"
+}
+
+// Fingerprint is what every rank must agree on for a collective. It travels in each frame
+// header, so a rank that called something else is detected by whoever hears from it.
+type Fingerprint struct {
+	Kind  Kind
+	Dtype uint8
+	Op    uint16
+	Width int32
+	Plan  uint32
+	Count int64 // dense element count, bcast bytes/root; 0 where not meaningful
+}
+
+// Diff names the first field in which f and g differ, or "" when they agree.
+func (f Fingerprint) Diff(g Fingerprint) string {
+	switch {
+	case f.Kind != g.Kind:
+		return "collective (" + f.Kind.String() + " vs " + g.Kind.String() + ")"
+	case f.Plan != g.Plan:
+		return "plan"
+	case f.Dtype != g.Dtype:
+		return "dtype"
+	case f.Op != g.Op:
+		return "op"
+	case f.Width != g.Width:
+		return "width"
+	case f.Count != g.Count:
+		return "count"
+	}
+	return ""
+}

@@ -242,7 +242,7 @@ func reference(all []rankData, r int, d core.Dtype, o core.Op, width int) []uint
 }
 
 // runJob runs fn on every rank of an in-memory job at once and returns the errors by rank.
-func runJob(t *testing.T, m int, degrees string, fn func(c *core.Comm) error) []error {
+func runJob(t testing.TB, m int, degrees string, fn func(c *core.Comm) error) []error {
 	t.Helper()
 	ts := netio.NewMemJob(m, 10*time.Second)
 	errs := make([]error, m)

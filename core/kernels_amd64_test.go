@@ -11,8 +11,9 @@ import (
 
 // TestAddAVX2Equivalence compares the assembly Sum with the Go loop for every length 0..257 and
 // every start offset 0..7 elements (unaligned vector loads), on data with NaN payloads, ±Inf,
-// ±0 and subnormals; the 16 elements past the end of dst (sentinels) must stay unchanged. Both
-// paths put dst first, so even a Sum of two NaNs must agree bit for bit.
+// ±0 and subnormals; the 16 elements past the end of dst (sentinels) must stay unchanged. Bits
+// must agree except for a Sum of two NaNs, where the Go compiler may commute the operands
+// (it does under -race) and either payload is allowed.
 func TestAddAVX2Equivalence(t *testing.T) {
 	if !kernHasAVX2 {
 		t.Skip("no AVX2")
@@ -34,9 +35,13 @@ func TestAddAVX2Equivalence(t *testing.T) {
 					src[i] = f32()
 				}
 				ref := append([]float32(nil), base...)
+				orig := append([]float32(nil), base...)
 				kernAddGo(ref[off:off+n], src[off:])
 				kernAddF32AVX2(base[off:off+n], src[off:off+n])
 				for i := range base {
+					if i >= off && i < off+n && orig[i] != orig[i] && src[i] != src[i] && base[i] != base[i] {
+						continue // NaN + NaN
+					}
 					if math.Float32bits(base[i]) != math.Float32bits(ref[i]) {
 						t.Fatalf("f32 n=%d off=%d element %d: asm %#x go %#x", n, off, i-off,
 							math.Float32bits(base[i]), math.Float32bits(ref[i]))
@@ -54,9 +59,13 @@ func TestAddAVX2Equivalence(t *testing.T) {
 					src[i] = f64()
 				}
 				ref := append([]float64(nil), base...)
+				orig := append([]float64(nil), base...)
 				kernAddGo(ref[off:off+n], src[off:])
 				kernAddF64AVX2(base[off:off+n], src[off:off+n])
 				for i := range base {
+					if i >= off && i < off+n && orig[i] != orig[i] && src[i] != src[i] && base[i] != base[i] {
+						continue // NaN + NaN
+					}
 					if math.Float64bits(base[i]) != math.Float64bits(ref[i]) {
 						t.Fatalf("f64 n=%d off=%d element %d: asm %#x go %#x", n, off, i-off,
 							math.Float64bits(base[i]), math.Float64bits(ref[i]))
@@ -76,9 +85,13 @@ func TestCombineSumBytesMatchesGo(t *testing.T) {
 		x := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(dst))), n)
 		y := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(src))), n)
 		ref := append([]float32(nil), x...)
+		orig := append([]float32(nil), x...)
 		kernAddGo(ref, y)
 		Combine(F32, Sum, dst, src)
 		for i := range n {
+			if orig[i] != orig[i] && y[i] != y[i] && x[i] != x[i] {
+				continue // NaN + NaN
+			}
 			if math.Float32bits(x[i]) != math.Float32bits(ref[i]) {
 				t.Fatalf("n=%d element %d", n, i)
 			}

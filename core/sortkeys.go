@@ -1,71 +1,77 @@
 package core
 
+import (
+	"cmp"
+	"slices"
+)
+
 // sortUnique hashes idx, sorts the hashed keys and removes repeats. It returns the sorted
 // unique keys and, for every position of idx, the position of its key in that list — the map
 // that lets reduce combine repeated indices and answer in the caller's order.
 //
-// An LSD radix sort on (key, position) pairs: linear time and no comparisons, which matters at
-// 10^7 indices (a comparison sort is several times slower here).
+// Hashed keys are uniform over 2^64, so one counting pass on their top bits spreads them into
+// buckets of ~16 that a small sort finishes: two passes over memory instead of a radix sort's
+// eight, and no comparison sort over the whole set.
 func sortUnique(idx []int64) (keys []uint64, pos []int32) {
 	n := len(idx)
 	pos = make([]int32, n)
 	if n == 0 {
 		return nil, pos
 	}
-	k := make([]uint64, n)
-	p := make([]int32, n)
+	bits := 4
+	for (n>>bits) > 16 && bits < 20 {
+		bits++
+	}
+	shift := 64 - bits
+	counts := make([]int32, (1<<bits)+1)
+	for _, v := range idx {
+		counts[Mix(uint64(v))>>shift+1]++
+	}
+	for b := 1; b < len(counts); b++ {
+		counts[b] += counts[b-1]
+	}
+	pairs := make([]keyPos, n)
+	next := append([]int32(nil), counts[:len(counts)-1]...)
 	for i, v := range idx {
-		k[i] = Mix(uint64(v))
-		p[i] = int32(i)
+		k := Mix(uint64(v))
+		b := k >> shift
+		pairs[next[b]] = keyPos{k, int32(i)}
+		next[b]++
 	}
-	if n > 1 {
-		k, p = radixSortPairs(k, p)
+	for b := 0; b+1 < len(counts); b++ {
+		sortPairs(pairs[counts[b]:counts[b+1]])
 	}
-	keys = k[:0]
+	keys = make([]uint64, 0, n)
 	u := int32(-1)
-	var last uint64
-	for i := 0; i < n; i++ {
-		if i == 0 || k[i] != last {
+	for i, kp := range pairs {
+		if i == 0 || kp.k != keys[u] {
+			keys = append(keys, kp.k)
 			u++
-			last = k[i]
-			keys = append(keys, last) // in place: keys never overtakes k
 		}
-		pos[p[i]] = u
+		pos[kp.p] = u
 	}
 	return keys, pos
 }
 
-// radixSortPairs sorts keys ascending, carrying vals along; stable. It skips byte positions in
-// which every key agrees (common when keys are few or share high bits).
-func radixSortPairs(keys []uint64, vals []int32) ([]uint64, []int32) {
-	n := len(keys)
-	k2 := make([]uint64, n)
-	v2 := make([]int32, n)
-	var counts [8][256]int
-	for _, x := range keys {
-		for b := 0; b < 8; b++ {
-			counts[b][byte(x>>(8*b))]++
-		}
+type keyPos struct {
+	k uint64
+	p int32
+}
+
+// sortPairs sorts a bucket by key: insertion sort for the usual handful, pdqsort beyond (a
+// bucket is only large when the input repeats an index many times).
+func sortPairs(a []keyPos) {
+	if len(a) > 48 {
+		slices.SortFunc(a, func(x, y keyPos) int { return cmp.Compare(x.k, y.k) })
+		return
 	}
-	for b := 0; b < 8; b++ {
-		c := &counts[b]
-		if c[byte(keys[0]>>(8*b))] == n {
-			continue // all keys share this byte
+	for i := 1; i < len(a); i++ {
+		x := a[i]
+		j := i
+		for j > 0 && a[j-1].k > x.k {
+			a[j] = a[j-1]
+			j--
 		}
-		sum := 0
-		for i := range c {
-			c[i], sum = sum, sum+c[i]
-		}
-		shift := uint(8 * b)
-		for i, x := range keys {
-			d := byte(x >> shift)
-			j := c[d]
-			c[d]++
-			k2[j] = x
-			v2[j] = vals[i]
-		}
-		keys, k2 = k2, keys
-		vals, v2 = v2, vals
+		a[j] = x
 	}
-	return keys, vals
 }

@@ -1,0 +1,38 @@
+// Command kylix is the companion tool: `kylix plan` prints the degrees Proposition 4.1 picks
+// for a data set and cluster, `kylix bench` measures config and reduce throughput of a real job
+// (run it under kylixrun).
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `usage:
+  kylix plan  --features N --density D --ranks M [--alpha A] [--min-packet BYTES] [--bytes-per-value B]
+  kylix bench --features N --density D [--width W] [--iters K] [--alpha A]   (under kylixrun)
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "plan":
+		err = planCmd(os.Args[2:])
+	case "bench":
+		err = benchCmd(os.Args[2:])
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "kylix: unknown command %q\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kylix:", err)
+		os.Exit(1)
+	}
+}

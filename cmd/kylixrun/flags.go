@@ -1,0 +1,199 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"kylix/core"
+)
+
+const usageText = `usage: kylixrun -n N [options] [--] program [args...]
+
+Starts N ranks of program, serves the rendezvous they use to find each other, and gives
+every rank KYLIX_RANK, KYLIX_SIZE, KYLIX_RENDEZVOUS and a fresh KYLIX_SECRET (plus
+KYLIX_DEGREES, KYLIX_REPLICATION, KYLIX_TIMEOUT_MS when given). The rest of the environment
+is inherited. program is looked up in PATH: a C binary, python3 prog.py, java -cp ... alike.
+
+When a rank exits non-zero or dies of a signal, the other ranks are stopped (SIGTERM to
+each rank's process group, SIGKILL 2 s later) and kylixrun exits with that rank's code
+(128+signal for a signal death). SIGINT, SIGTERM and SIGHUP are forwarded to every rank.
+
+options:
+  -n N, -np N            number of ranks (default with --hosts/--hostfile: all their slots)
+  --hosts h1:s1,h2:s2    hosts and slots (":s" defaults to 1); ranks fill the slots in order
+  --hostfile F           one host per line: "host slots=N", "host:N" or "host"; # comments
+  --degrees SPEC         auto, direct, binary or a list like 8x4x2 (KYLIX_DEGREES)
+  --replication S        replicas per node; N must be a multiple of S (KYLIX_REPLICATION)
+  --timeout SEC          per-wait timeout the ranks use (KYLIX_TIMEOUT_MS); not a job limit
+  --job-timeout SEC      kill the whole job after SEC seconds and exit 124 (0: no limit)
+  --tag-output           prefix every line of every rank's stdout and stderr with "[rank] "
+  --keep-going           do not stop the other ranks when one fails; exit with the first
+                         failure's code once all are done
+  --ssh CMD              remote shell for hosts other than this one (default "ssh")
+  --rendezvous-host H    address remote ranks use to reach this machine (default: the
+                         local address that routes to the first remote host)
+  -h, --help             print this help
+
+Ranks on localhost, 127.0.0.1, ::1 or this machine's hostname run locally; the others run
+through "ssh -o BatchMode=yes host" in the same working directory with the same KYLIX_*
+variables (the secret travels over ssh's stdin, never on a command line), and are stopped
+when the launcher or their ssh goes away. Rank 0 gets kylixrun's stdin, the others /dev/null.
+
+exit status: 0 if all ranks exit 0; the failing rank's code; 124 on --job-timeout;
+128+signal when kylixrun is interrupted; 127 if program is not found; 2 on bad usage.
+`
+
+// config is everything the command line says about a job.
+type config struct {
+	n           int // 0: not given
+	hosts       []hostSlots
+	degrees     string
+	replication int // 0: not given
+	timeout     time.Duration
+	jobTimeout  time.Duration
+	tagOutput   bool
+	keepGoing   bool
+	ssh         []string
+	rvHost      string
+	argv        []string
+}
+
+// usageError is a command-line mistake: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// errHelp asks for the usage text on stdout and exit status 0.
+var errHelp = errors.New("help requested")
+
+// secondsValue is a non-negative duration given in (possibly fractional) seconds.
+type secondsValue struct {
+	d   *time.Duration
+	set bool
+}
+
+func (s *secondsValue) String() string {
+	if s.d == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(s.d.Seconds(), 'g', -1, 64)
+}
+
+func (s *secondsValue) Set(v string) error {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) || f > 1e9 {
+		return errors.New("must be a number of seconds >= 0")
+	}
+	*s.d = time.Duration(f * float64(time.Second))
+	s.set = true
+	return nil
+}
+
+// parseArgs reads the command line (without the program name). The flag package stops at the
+// first non-flag argument or at "--", so the program's own flags are never touched.
+func parseArgs(args []string) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("kylixrun", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	var hostsArg, hostfile, sshArg string
+	var help bool
+	timeout := &secondsValue{d: &c.timeout}
+	jobTimeout := &secondsValue{d: &c.jobTimeout}
+	fs.IntVar(&c.n, "n", 0, "")
+	fs.IntVar(&c.n, "np", 0, "")
+	fs.StringVar(&hostsArg, "hosts", "", "")
+	fs.StringVar(&hostfile, "hostfile", "", "")
+	fs.StringVar(&c.degrees, "degrees", "", "")
+	fs.IntVar(&c.replication, "replication", 0, "")
+	fs.Var(timeout, "timeout", "")
+	fs.Var(jobTimeout, "job-timeout", "")
+	fs.BoolVar(&c.tagOutput, "tag-output", false, "")
+	fs.BoolVar(&c.keepGoing, "keep-going", false, "")
+	fs.StringVar(&sshArg, "ssh", "ssh", "")
+	fs.StringVar(&c.rvHost, "rendezvous-host", "", "")
+	fs.BoolVar(&help, "h", false, "")
+	fs.BoolVar(&help, "help", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, errHelp
+		}
+		return nil, &usageError{err.Error()}
+	}
+	if help {
+		return nil, errHelp
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	c.argv = fs.Args()
+	if len(c.argv) == 0 {
+		return nil, usagef("no program given")
+	}
+	if set["hosts"] && set["hostfile"] {
+		return nil, usagef("give --hosts or --hostfile, not both")
+	}
+	var err error
+	switch {
+	case set["hosts"]:
+		c.hosts, err = parseHostList(hostsArg)
+	case set["hostfile"]:
+		c.hosts, err = readHostfile(hostfile)
+	}
+	if err != nil {
+		return nil, &usageError{err.Error()}
+	}
+	if set["n"] || set["np"] {
+		if c.n < 1 {
+			return nil, usagef("-n %d: need at least one rank", c.n)
+		}
+	} else if c.hosts != nil {
+		c.n = totalSlots(c.hosts)
+	} else {
+		return nil, usagef("-n N is required (or --hosts/--hostfile to use all their slots)")
+	}
+	if c.hosts != nil && c.n > totalSlots(c.hosts) {
+		return nil, usagef("-n %d exceeds the %d slots of the hosts given", c.n, totalSlots(c.hosts))
+	}
+	if set["replication"] {
+		if c.replication < 1 {
+			return nil, usagef("--replication %d must be >= 1", c.replication)
+		}
+		if c.n%c.replication != 0 {
+			return nil, usagef("-n %d is not a multiple of --replication %d", c.n, c.replication)
+		}
+	}
+	if set["degrees"] {
+		c.degrees = strings.TrimSpace(c.degrees)
+		s := c.replication
+		if s < 1 {
+			s = 1
+		}
+		if _, err := core.ParseDegreesSpec(c.degrees, c.n/s); err != nil {
+			return nil, usagef("--degrees %q: %v", c.degrees, err)
+		}
+	}
+	if timeout.set && c.timeout < time.Millisecond {
+		return nil, usagef("--timeout must be at least 0.001 seconds")
+	}
+	c.ssh = strings.Fields(sshArg)
+	if len(c.ssh) == 0 {
+		return nil, usagef("--ssh must name a command")
+	}
+	return c, nil
+}
+
+// printUsageError writes the one-line complaint and a pointer to --help.
+func printUsageError(w io.Writer, err error) {
+	fmt.Fprintf(w, "kylixrun: %v\nRun 'kylixrun --help' for usage.\n", err)
+}

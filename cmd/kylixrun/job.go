@@ -1,0 +1,285 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// job is one run of the launcher.
+type job struct {
+	cfg            *config
+	cwd            string
+	stdout, stderr *lineWriter
+	ranks          []*rank
+	exits          chan rankExit
+}
+
+type rankExit struct {
+	r  *rank
+	st exitStatus
+}
+
+// Exit codes of the launcher itself.
+const (
+	exitJobTimeout = 124
+	exitCannotExec = 126
+	exitNotFound   = 127
+)
+
+func (j *job) logf(format string, args ...any) {
+	_, _ = j.stderr.Write([]byte("kylixrun: " + fmt.Sprintf(format, args...) + "\n"))
+}
+
+// newSecret is 32 random bytes in hex, fresh for every job.
+func newSecret() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// run starts the job, supervises it and returns the launcher's exit code.
+func (j *job) run() int {
+	c := j.cfg
+	hosts := placeRanks(c.hosts, c.n)
+	var remoteHost string
+	anyLocal := false
+	for i, h := range hosts {
+		if isLocalHost(h) {
+			hosts[i] = ""
+			anyLocal = true
+		} else if remoteHost == "" {
+			remoteHost = h
+		}
+	}
+	// A missing program or ssh is reported before any rank starts.
+	if anyLocal {
+		if _, err := exec.LookPath(c.argv[0]); err != nil {
+			j.logf("cannot run %s: %v", c.argv[0], err)
+			return execErrorCode(err)
+		}
+	}
+	if remoteHost != "" {
+		if _, err := exec.LookPath(c.ssh[0]); err != nil {
+			j.logf("cannot run %s for the remote ranks: %v", c.ssh[0], err)
+			return execErrorCode(err)
+		}
+	}
+	var err error
+	if j.cwd, err = os.Getwd(); err != nil && remoteHost != "" {
+		j.logf("cannot find the working directory for remote ranks: %v", err)
+		return 1
+	}
+	secret, err := newSecret()
+	if err != nil {
+		j.logf("cannot make a job secret: %v", err)
+		return 1
+	}
+
+	// Local jobs stay on loopback; with remote ranks every interface listens, IPv4 and IPv6.
+	bind := "127.0.0.1:0"
+	if remoteHost != "" {
+		bind = ":0"
+	}
+	rv, err := startRendezvous(bind, c.n, secret, c.rendezvousTimeout())
+	if err != nil {
+		j.logf("cannot serve the rendezvous on %s: %v", bind, err)
+		return 1
+	}
+	defer rv.Close()
+	rvAddr := rv.Addr()
+	if remoteHost != "" {
+		if rvAddr, err = advertised(rvAddr, c.rvHost, remoteHost); err != nil {
+			j.logf("%v", err)
+			return 1
+		}
+	}
+
+	// Signals are caught before the first rank starts, so none can slip past the forwarding.
+	sigs := make(chan os.Signal, 8)
+	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGHUP} {
+		// A launcher started with them ignored (nohup, "&" in a script) keeps them ignored.
+		if !signal.Ignored(s) {
+			signal.Notify(sigs, s)
+		}
+	}
+	signal.Notify(sigs, syscall.SIGTERM)
+	// A closed stdout must fail the write of the --tag-output copier, not kill the launcher.
+	// (Notify, unlike Ignore, is not inherited by the ranks.)
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	defer signal.Reset(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGPIPE)
+
+	j.exits = make(chan rankExit, c.n)
+	code := 0
+	stopping := false
+	for id := 0; id < c.n; id++ {
+		env := rankEnv(os.Environ(), jobVars(c, id, rvAddr, secret))
+		r, err := j.startRank(rankSpec{id: id, host: hosts[id], env: env})
+		if err != nil {
+			j.logf("cannot start rank %d: %v", id, err)
+			code = execErrorCode(err)
+			stopping = true
+			break
+		}
+		j.ranks = append(j.ranks, r)
+		go j.watch(r)
+	}
+	code = j.supervise(sigs, code, stopping)
+
+	// Output still in the pipes is copied out; a pipe that a runaway process keeps open past
+	// its group's end does not hold the launcher.
+	done := make(chan struct{})
+	go func() {
+		for _, r := range j.ranks {
+			r.pumps.Wait()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(grace):
+	}
+	return code
+}
+
+// supervise waits for every started rank and applies the stopping rules. code and stopping
+// carry a failure that happened while starting.
+func (j *job) supervise(sigs <-chan os.Signal, code int, stopping bool) int {
+	c := j.cfg
+	live := len(j.ranks)
+	exited := make([]bool, len(j.ranks))
+	var killTimer, jobTimer <-chan time.Time
+	if c.jobTimeout > 0 {
+		jobTimer = time.After(c.jobTimeout)
+	}
+	signalLive := func(sig syscall.Signal) {
+		for i, r := range j.ranks {
+			if !exited[i] {
+				r.signal(sig)
+			}
+		}
+	}
+	stop := func(sig syscall.Signal) {
+		stopping = true
+		signalLive(sig)
+		killTimer = time.After(grace)
+	}
+	if stopping && live > 0 {
+		stop(syscall.SIGTERM)
+	}
+	others := func() string {
+		if live == 1 {
+			return "1 other rank"
+		}
+		return strconv.Itoa(live) + " other ranks"
+	}
+
+	for live > 0 {
+		select {
+		case e := <-j.exits:
+			exited[e.r.id] = true
+			live--
+			if e.st.ok() || stopping {
+				// While stopping, deaths are the launcher's doing, not news.
+				continue
+			}
+			if code == 0 {
+				code = e.st.exitCode()
+			}
+			switch {
+			case live == 0:
+				j.logf("%s %v", e.r.where(), e.st)
+			case c.keepGoing:
+				j.logf("%s %v; --keep-going: waiting for the %s", e.r.where(), e.st, others())
+			default:
+				j.logf("%s %v; stopping the %s", e.r.where(), e.st, others())
+				stop(syscall.SIGTERM)
+			}
+
+		case s := <-sigs:
+			sig := s.(syscall.Signal)
+			if stopping {
+				// A second ^C, or one during the grace: no more waiting.
+				j.logf("got %s again; killing the %d remaining ranks", sigName(sig), live)
+				signalLive(syscall.SIGKILL)
+				continue
+			}
+			if code == 0 {
+				code = 128 + int(sig)
+			}
+			j.logf("got %s; forwarding it to %d ranks", sigName(sig), live)
+			stop(sig)
+
+		case <-jobTimer:
+			jobTimer = nil
+			if stopping {
+				continue
+			}
+			if code == 0 {
+				code = exitJobTimeout
+			}
+			j.logf("--job-timeout of %v reached; stopping %d ranks", c.jobTimeout, live)
+			stop(syscall.SIGTERM)
+
+		case <-killTimer:
+			killTimer = nil
+			j.logf("%d ranks still running %v after SIGTERM; sending SIGKILL", live, grace)
+			signalLive(syscall.SIGKILL)
+		}
+	}
+	return code
+}
+
+// execErrorCode is the shell's code for a program that cannot be run.
+func execErrorCode(err error) int {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return exitNotFound
+	}
+	return exitCannotExec
+}
+
+// rendezvousTimeout bounds each exchange of the rendezvous with a rank: the ranks' own
+// timeout, or the library's default.
+func (c *config) rendezvousTimeout() time.Duration {
+	if c.timeout > 0 {
+		return c.timeout
+	}
+	return 30 * time.Second
+}
+
+// advertised turns the rendezvous' listening address ([::]:port) into one remote ranks can
+// dial: the --rendezvous-host given, else the local address the kernel would use to reach the
+// first remote host, else this machine's hostname.
+func advertised(listen, rvHost, remoteHost string) (string, error) {
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("rendezvous address %q: %v", listen, err)
+	}
+	if rvHost != "" {
+		return net.JoinHostPort(rvHost, port), nil
+	}
+	// UDP "connects" only pick a route; nothing is sent.
+	if conn, err := net.Dial("udp", net.JoinHostPort(remoteHost, "9")); err == nil {
+		ip := conn.LocalAddr().(*net.UDPAddr).IP
+		conn.Close()
+		if !ip.IsLoopback() && !ip.IsUnspecified() {
+			return net.JoinHostPort(ip.String(), port), nil
+		}
+	}
+	name, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("cannot tell remote ranks where the rendezvous is (give --rendezvous-host): %v", err)
+	}
+	return net.JoinHostPort(name, port), nil
+}

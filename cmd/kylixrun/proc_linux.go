@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"unsafe"
+)
+
+// sysProcAttr puts each rank in its own process group, so that the launcher can signal a rank
+// together with everything it started and so that a terminal's ^C reaches only the launcher,
+// which forwards it. Pdeathsig is the backstop for a launcher killed with SIGKILL: the kernel
+// then kills every rank's first process (its own children only die if they notice).
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+type spawnReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+var (
+	spawnOnce sync.Once
+	spawnCh   = make(chan spawnReq)
+)
+
+// startCmd starts cmd from one OS thread that lives as long as the launcher. Pdeathsig fires
+// when the thread that forked the child exits, not the process; Go may retire the thread a
+// goroutine happened to run on, which would kill a healthy rank.
+func startCmd(cmd *exec.Cmd) error {
+	spawnOnce.Do(func() {
+		go func() {
+			runtime.LockOSThread() // never unlocked and never returns: the thread stays
+			for r := range spawnCh {
+				r.done <- r.cmd.Start()
+			}
+		}()
+	})
+	done := make(chan error, 1)
+	spawnCh <- spawnReq{cmd, done}
+	return <-done
+}
+
+const (
+	pPID      = 1
+	cldExited = 1
+	cldKilled = 2
+	cldDumped = 3
+)
+
+// waitNoReap blocks until process pid has exited and returns its status while leaving it a
+// zombie. As long as it is not reaped its PID, and so its process group ID, cannot be reused:
+// the launcher can still signal leftovers of the group without hitting a stranger.
+func waitNoReap(pid int) (exitStatus, bool) {
+	var info [16]uint64 // siginfo_t: 128 bytes, 8-aligned
+	for {
+		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid),
+			uintptr(unsafe.Pointer(&info[0])), syscall.WEXITED|0x01000000 /* WNOWAIT */, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != 0 {
+			return exitStatus{}, false
+		}
+		break
+	}
+	field := func(off int) int32 {
+		return *(*int32)(unsafe.Add(unsafe.Pointer(&info[0]), off))
+	}
+	// siginfo_t: si_signo, si_errno, si_code (MIPS swaps the last two), then the union, which
+	// is pointer-aligned; for SIGCHLD it starts with si_pid, si_uid, si_status.
+	codeOff := 8
+	if runtime.GOARCH == "mips" || runtime.GOARCH == "mipsle" || runtime.GOARCH == "mips64" || runtime.GOARCH == "mips64le" {
+		codeOff = 4
+	}
+	union := 12
+	if unsafe.Sizeof(uintptr(0)) == 8 {
+		union = 16
+	}
+	code, status := field(codeOff), field(union+8)
+	if int(field(union)) != pid {
+		return exitStatus{}, false
+	}
+	switch code {
+	case cldExited:
+		return exitStatus{code: int(status)}, true
+	case cldKilled, cldDumped:
+		return exitStatus{sig: syscall.Signal(status)}, true
+	}
+	return exitStatus{}, false
+}
+
+// groupAlive tells whether process group pgid has a member that is not a zombie.
+func groupAlive(pgid int) bool {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return syscall.Kill(-pgid, 0) == nil
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return syscall.Kill(-pgid, 0) == nil
+	}
+	for _, n := range names {
+		if n[0] < '0' || n[0] > '9' {
+			continue
+		}
+		if state, pgrp, ok := procStat(n); ok && pgrp == pgid && state != 'Z' && state != 'X' {
+			return true
+		}
+	}
+	return false
+}
+
+// pidAlive tells whether pid exists and is not a zombie.
+func pidAlive(pid int) bool {
+	state, _, ok := procStat(strconv.Itoa(pid))
+	if !ok {
+		return syscall.Kill(pid, 0) == nil
+	}
+	return state != 'Z' && state != 'X'
+}
+
+// procStat reads the state and process group from /proc/<pid>/stat.
+func procStat(pid string) (state byte, pgrp int, ok bool) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// "pid (comm) S ppid pgrp ...": comm may hold spaces and parentheses, so cut at the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 3 || len(f[0]) != 1 {
+		return 0, 0, false
+	}
+	pg, err := strconv.Atoi(string(f[2]))
+	if err != nil {
+		return 0, 0, false
+	}
+	return f[0][0], pg, true
+}

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// grace is how long a rank has between SIGTERM and SIGKILL.
+const grace = 2 * time.Second
+
+// exitStatus is how one rank ended: an exit code, or the signal that killed it.
+type exitStatus struct {
+	code int
+	sig  syscall.Signal
+}
+
+func (s exitStatus) ok() bool { return s.code == 0 && s.sig == 0 }
+
+// exitCode is the launcher's exit code for a job that ends with s: 128+signal as shells do.
+func (s exitStatus) exitCode() int {
+	if s.sig != 0 {
+		return 128 + int(s.sig)
+	}
+	return s.code
+}
+
+func (s exitStatus) String() string {
+	if s.sig != 0 {
+		return fmt.Sprintf("was killed by signal %d (%s)", int(s.sig), sigName(s.sig))
+	}
+	return fmt.Sprintf("exited with status %d", s.code)
+}
+
+var sigNames = map[syscall.Signal]string{syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT",
+	syscall.SIGQUIT: "SIGQUIT", syscall.SIGILL: "SIGILL", syscall.SIGTRAP: "SIGTRAP",
+	syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE",
+	syscall.SIGKILL: "SIGKILL", syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV",
+	syscall.SIGUSR2: "SIGUSR2", syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM",
+	syscall.SIGTERM: "SIGTERM", syscall.SIGXCPU: "SIGXCPU", syscall.SIGXFSZ: "SIGXFSZ"}
+
+func sigName(s syscall.Signal) string {
+	if n, ok := sigNames[s]; ok {
+		return n
+	}
+	return s.String()
+}
+
+func statusOf(ps *os.ProcessState) exitStatus {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return exitStatus{sig: ws.Signal()}
+	}
+	return exitStatus{code: ps.ExitCode()}
+}
+
+// rank is one started process of the job: the program itself, or ssh for a remote rank.
+type rank struct {
+	id    int
+	host  string // "" when local
+	cmd   *exec.Cmd
+	pid   int
+	stdin *os.File // write end held open: the secret and liveness pipe of a remote rank
+
+	mu     sync.Mutex
+	reaped bool
+
+	pumps sync.WaitGroup // output copiers with --tag-output
+}
+
+// signal sends sig to the rank's process group, unless the rank has been reaped (its PID
+// might then belong to someone else).
+func (r *rank) signal(sig syscall.Signal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.reaped && r.pid > 0 {
+		_ = syscall.Kill(-r.pid, sig)
+	}
+}
+
+func (r *rank) where() string {
+	if r.host == "" {
+		return fmt.Sprintf("rank %d (pid %d)", r.id, r.pid)
+	}
+	return fmt.Sprintf("rank %d (on %s)", r.id, r.host)
+}
+
+// rankSpec is what start needs to know beyond the job-wide settings.
+type rankSpec struct {
+	id   int
+	host string // "" when local
+	env  []string
+}
+
+// managedVars are the variables the launcher owns: inherited values would point a rank at
+// another job (KYLIX_PEERS would even win over the rendezvous).
+var managedVars = []string{"KYLIX_RANK", "KYLIX_SIZE", "KYLIX_RENDEZVOUS", "KYLIX_SECRET", "KYLIX_PEERS"}
+
+// rankEnv is base without the managed variables and those in extra, followed by extra.
+func rankEnv(base, extra []string) []string {
+	drop := map[string]bool{}
+	for _, k := range managedVars {
+		drop[k] = true
+	}
+	for _, kv := range extra {
+		k, _, _ := strings.Cut(kv, "=")
+		drop[k] = true
+	}
+	out := make([]string, 0, len(base)+len(extra))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if !drop[k] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, extra...)
+}
+
+// jobVars are the KYLIX_* settings of rank id.
+func jobVars(c *config, id int, rendezvous, secret string) []string {
+	v := []string{
+		"KYLIX_RANK=" + strconv.Itoa(id),
+		"KYLIX_SIZE=" + strconv.Itoa(c.n),
+		"KYLIX_RENDEZVOUS=" + rendezvous,
+		"KYLIX_SECRET=" + secret,
+	}
+	if c.degrees != "" {
+		v = append(v, "KYLIX_DEGREES="+c.degrees)
+	}
+	if c.replication > 0 {
+		v = append(v, "KYLIX_REPLICATION="+strconv.Itoa(c.replication))
+	}
+	if c.timeout > 0 {
+		v = append(v, "KYLIX_TIMEOUT_MS="+strconv.FormatInt(c.timeout.Milliseconds(), 10))
+	}
+	return v
+}
+
+// startRank starts one rank (the program, or ssh for a remote host) with the given
+// environment. Output goes straight to the launcher's stdout and stderr, or with --tag-output
+// through pipes and copiers that prefix each line.
+func (j *job) startRank(s rankSpec) (*rank, error) {
+	r := &rank{id: s.id, host: s.host}
+	var cmd *exec.Cmd
+	var secret string
+	if s.host == "" {
+		cmd = exec.Command(j.cfg.argv[0], j.cfg.argv[1:]...)
+		cmd.Env = s.env
+		if s.id == 0 {
+			stdin, closeAfter, err := rank0Stdin()
+			if err != nil {
+				return nil, err
+			}
+			cmd.Stdin = stdin
+			if closeAfter != nil {
+				defer closeAfter.Close()
+			}
+		}
+	} else {
+		var remote []string
+		for _, kv := range s.env {
+			k, v, _ := strings.Cut(kv, "=")
+			switch {
+			case k == "KYLIX_SECRET":
+				secret = v
+			case strings.HasPrefix(k, "KYLIX_"):
+				remote = append(remote, kv)
+			}
+		}
+		argv := sshArgv(j.cfg.ssh, s.host, j.cwd, remote, j.cfg.argv)
+		cmd = exec.Command(argv[0], argv[1:]...)
+		cmd.Env = rankEnv(os.Environ(), nil) // no KYLIX_ secrets in ssh's own environment
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		defer pr.Close()
+		cmd.Stdin = pr
+		r.stdin = pw
+	}
+	cmd.SysProcAttr = sysProcAttr()
+
+	var toClose []*os.File
+	defer func() {
+		for _, f := range toClose {
+			f.Close()
+		}
+	}()
+	if j.cfg.tagOutput {
+		prefix := "[" + strconv.Itoa(s.id) + "] "
+		for _, d := range []struct {
+			dst  *io.Writer
+			sink io.Writer
+		}{{&cmd.Stdout, j.stdout}, {&cmd.Stderr, j.stderr}} {
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				return nil, err
+			}
+			*d.dst = pw
+			toClose = append(toClose, pw)
+			r.pumps.Add(1)
+			go func(sink io.Writer) {
+				defer r.pumps.Done()
+				_ = pumpLines(pr, sink, prefix)
+				pr.Close() // a rank still writing now gets EPIPE, as with a closed stdout
+			}(d.sink)
+		}
+	} else {
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	}
+
+	if err := startCmd(cmd); err != nil {
+		for _, f := range toClose {
+			f.Close()
+		}
+		toClose = nil
+		r.pumps.Wait()
+		if r.stdin != nil {
+			r.stdin.Close()
+		}
+		return nil, err
+	}
+	r.cmd, r.pid = cmd, cmd.Process.Pid
+	if r.stdin != nil {
+		// A pipe holds far more than one line, so this cannot block.
+		if _, err := io.WriteString(r.stdin, secret+"\n"); err != nil {
+			r.signal(syscall.SIGKILL)
+			r.stdin.Close()
+			_ = cmd.Wait()
+			return nil, fmt.Errorf("passing the secret to ssh: %v", err)
+		}
+	}
+	return r, nil
+}
+
+// rank0Stdin gives rank 0 the launcher's stdin. A terminal is not passed on: rank 0 is in its
+// own process group, and reading a terminal from a background group stops the reader
+// (SIGTTIN) for good. The launcher reads the terminal instead, when it is in the foreground,
+// and feeds a pipe (closeAfter is its read end, to close once the rank started); a launcher in
+// the background gives rank 0 /dev/null.
+func rank0Stdin() (stdin io.Reader, closeAfter *os.File, err error) {
+	tty, fg := terminalForeground(int(os.Stdin.Fd()))
+	switch {
+	case !tty:
+		return os.Stdin, nil, nil
+	case !fg:
+		return nil, nil, nil
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	go func() {
+		_, _ = io.Copy(pw, os.Stdin)
+		pw.Close()
+	}()
+	return pr, pr, nil
+}
+
+// watch waits for r to end, reports it on j.exits, stops whatever the rank left running in its
+// process group (SIGTERM, SIGKILL after the grace) and reaps it.
+func (j *job) watch(r *rank) {
+	if st, ok := waitNoReap(r.pid); ok {
+		// The leader is a zombie until reaped below, so its group ID stays ours.
+		j.exits <- rankExit{r, st}
+		cleanGroup(r.pid)
+		r.mu.Lock()
+		_ = r.cmd.Wait()
+		r.reaped = true
+		r.mu.Unlock()
+	} else {
+		err := r.cmd.Wait()
+		r.mu.Lock()
+		r.reaped = true
+		r.mu.Unlock()
+		st := exitStatus{code: 1}
+		var ee *exec.ExitError
+		if err == nil || errors.As(err, &ee) {
+			st = statusOf(r.cmd.ProcessState)
+		}
+		// Without waitid(WNOWAIT) the group is cleaned after the reap: a small window in which
+		// the group ID could be reused, accepted on such systems.
+		cleanGroup(r.pid)
+		j.exits <- rankExit{r, st}
+	}
+	if r.stdin != nil {
+		r.stdin.Close()
+	}
+}
+
+// cleanGroup ends what is left of process group pgid once its leader has exited.
+func cleanGroup(pgid int) {
+	if !groupAlive(pgid) {
+		return
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		if !groupAlive(pgid) {
+			return
+		}
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}

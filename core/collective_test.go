@@ -223,3 +223,46 @@ func TestDeterministicBits(t *testing.T) {
 		}
 	}
 }
+
+func TestDenseAllreduce(t *testing.T) {
+	for _, pl := range []struct {
+		m       int
+		degrees string
+	}{{1, "auto"}, {2, "auto"}, {3, "auto"}, {4, "2x2"}, {5, "auto"}, {6, "3x2"}, {7, "auto"}, {8, "2x2x2"}} {
+		for _, n := range []int{0, 1, 7, 1000, 65537} {
+			errs := runJob(t, pl.m, pl.degrees, func(c *core.Comm) error {
+				for _, d := range allDtypes {
+					for _, o := range opsFor(d) {
+						if n > 1000 && !(d == core.F64 && o == core.Sum) && !(d == core.I32 && o == core.Max) {
+							continue // the large size checks chunking; two dtype/op pairs suffice
+						}
+						all := make([]rankData, pl.m)
+						for r := range all {
+							all[r] = genRank(int64(n), r, n, n, 0, 1)
+							all[r].out = make([]int64, n)
+							all[r].in = make([]int64, n)
+							for i := range all[r].out {
+								all[r].out[i], all[r].in[i] = int64(i), int64(i)
+							}
+						}
+						send := encode(d, o, all[c.Rank()].vals)
+						recv := send // in place on odd ranks
+						if c.Rank()%2 == 0 {
+							recv = make([]byte, len(send))
+						}
+						if err := c.Allreduce(send, recv, d, o); err != nil {
+							return fmt.Errorf("n=%d %s %s: %w", n, d, o, err)
+						}
+						checkResult(t, fmt.Sprintf("allreduce m=%d %s n=%d", pl.m, pl.degrees, n), all, c.Rank(), d, o, 1, recv)
+					}
+				}
+				return nil
+			})
+			for r, err := range errs {
+				if err != nil {
+					t.Errorf("m=%d rank %d: %v", pl.m, r, err)
+				}
+			}
+		}
+	}
+}

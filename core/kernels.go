@@ -29,6 +29,7 @@ import (
 //     taken, payloads unchanged. Otherwise Min(-0, +0) = -0 and Max(-0, +0) = +0 in either order.
 //   - Band, Bor, Bxor: integer dtypes only.
 //
+// dst must not overlap src, except that Combine accepts dst and src being the same slice.
 // Invalid dtype/op pairs (see CheckDtypeOp) and inconsistent lengths are caller bugs: the
 // kernels panic on them, as they do (via the runtime's bounds checks) on an index out of range.
 

@@ -28,7 +28,7 @@ func exactDensity(n int64, lambda, alpha float64) float64 {
 // exact part cut far earlier than in production so that the tail carries most of the sum.
 func TestDensityTail(t *testing.T) {
 	const n = 1_000_000
-	for _, alpha := range []float64{0.5, 1, 1.5, 2.5} {
+	for _, alpha := range []float64{0.5, 1, 2.5} {
 		for _, lambda := range []float64{1e-3, 1, 1e3, 1e5, 1e7} {
 			want := exactDensity(n, lambda, alpha)
 			for _, cut := range []int64{100, 1000, densityExactTerms} {
@@ -127,8 +127,8 @@ func TestPlannerArgs(t *testing.T) {
 // multiply to nodes; each layer's degree is the largest divisor whose predicted message reaches
 // minPacket, or the smallest divisor when none does; predictions follow Proposition 4.1.
 func TestPlanDegreesRule(t *testing.T) {
-	for _, nodes := range []int{1, 2, 6, 7, 12, 64, 97, 360} {
-		for _, density := range []float64{1e-5, 0.01, 0.2, 1} {
+	for _, nodes := range []int{1, 6, 7, 64, 360} {
+		for _, density := range []float64{1e-5, 0.2, 1} {
 			for _, minPkt := range []int64{1, 1 << 20, 64 << 20} {
 				const n, alpha, bpv = 5e7, 1.0, 8
 				ds, preds, err := PlanDegrees(n, density, nodes, alpha, minPkt, bpv)

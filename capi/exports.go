@@ -1,0 +1,571 @@
+// Package main is libkylix.so: the C ABI of include/kylix.h. The public kylix_* names live in
+// shim.c (const-correct prototypes); the Go functions here are exported as kylixgo_* and are
+// hidden from the library's dynamic symbol table by kylix.map.
+//
+// Every export recovers panics into KYLIX_ERR_INTERNAL: a Go panic would kill the host
+// process. Argument errors found here on a live comm go through core's Comm.Reject, which takes
+// the collective's slot and tells the peers, so ranks stay in step.
+package main
+
+/*
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"os"
+	"runtime/debug"
+	"time"
+	"unsafe"
+
+	"kylix/core"
+	"kylix/netio"
+)
+
+func main() {}
+
+// ---- helpers -------------------------------------------------------------------------------
+
+func argErr(format string, args ...any) error { return core.Errorf(core.CodeArg, format, args...) }
+
+// fail records err as the failure of call name and returns its status.
+func fail(name string, s *sink, err error) C.int {
+	code := core.CodeOf(err)
+	msg := name + ": " + err.Error()
+	s.set(msg)
+	if s.ce != nil && code != core.CodeArg && code != core.CodeState {
+		logf(logError, s.ce.logLevel, s.ce.c.Rank(), "%s", msg)
+	}
+	return C.int(code)
+}
+
+// rec turns a panic into KYLIX_ERR_INTERNAL with the panic text as the message. Deferred by
+// every export.
+func rec(name string, st *C.int, s *sink) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	*st = C.int(core.CodeInternal)
+	msg := fmt.Sprintf("%s: internal error: panic: %v", name, r)
+	s.set(msg)
+	if s.ce == nil || s.ce.logLevel >= logError {
+		fmt.Fprintf(os.Stderr, "[kylix] %s\n%s", msg, debug.Stack())
+	}
+}
+
+// reject reports an argument error of a collective on a live comm, keeping ranks in step.
+func reject(name string, s *sink, err error) C.int {
+	return fail(name, s, s.ce.c.Reject(err))
+}
+
+func status(name string, s *sink, err error) C.int {
+	if err != nil {
+		return fail(name, s, err)
+	}
+	return 0
+}
+
+// idxSlice views n int64 indices at p (C memory) without copying.
+func idxSlice(p *C.int64_t, n C.int64_t, name, nName string) ([]int64, error) {
+	if n < 0 {
+		return nil, argErr("%s: %d is negative", nName, int64(n))
+	}
+	if n == 0 {
+		return []int64{}, nil
+	}
+	if p == nil {
+		return nil, argErr("%s is NULL but %s=%d", name, nName, int64(n))
+	}
+	if err := checkSpan(unsafe.Pointer(p), uint64(n), 8, name, nName); err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*int64)(unsafe.Pointer(p)), int(n)), nil
+}
+
+// valSlice views n rows of width elements of dtype d at p (C memory) without copying.
+func valSlice(p unsafe.Pointer, n int64, width int, d core.Dtype, name, nName string) ([]byte, error) {
+	hi, es := bits.Mul64(uint64(width), uint64(d.Size()))
+	if hi != 0 {
+		return nil, argErr("%s: width %d x %d bytes overflows", name, width, d.Size())
+	}
+	return byteSlice(p, n, es, name, nName)
+}
+
+// byteSlice views n elements of es bytes at p (C memory) as bytes, without copying.
+func byteSlice(p unsafe.Pointer, n int64, es uint64, name, nName string) ([]byte, error) {
+	if n < 0 {
+		return nil, argErr("%s: %d is negative", nName, n)
+	}
+	hi, total := bits.Mul64(uint64(n), es)
+	if hi != 0 || total > math.MaxInt64 {
+		return nil, argErr("%s: %s=%d elements of %d bytes overflow", name, nName, n, es)
+	}
+	if total == 0 {
+		return []byte{}, nil
+	}
+	if p == nil {
+		return nil, argErr("%s is NULL but %s=%d", name, nName, n)
+	}
+	if err := checkSpan(p, total, 1, name, nName); err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*byte)(p), int(total)), nil
+}
+
+// checkSpan refuses n elements of size bytes at p that overflow or run past the end of the
+// address space (unsafe.Slice would panic).
+func checkSpan(p unsafe.Pointer, n, size uint64, name, nName string) error {
+	hi, total := bits.Mul64(n, size)
+	if hi != 0 || total > math.MaxInt64 || total > ^uint64(0)-uint64(uintptr(p)) {
+		return argErr("%s: %s=%d elements of %d bytes do not fit in memory", name, nName, n, size)
+	}
+	return nil
+}
+
+// reduceArgs checks dtype, op and width as far as the C integer types allow before they are
+// narrowed to core's types (op 65537 must not become op 1). core checks the rest.
+func reduceArgs(dtype, op C.int, width C.int32_t) (core.Dtype, core.Op, int, error) {
+	if dtype < C.int(core.F32) || dtype > C.int(core.U64) {
+		return 0, 0, 0, argErr("dtype: %d is not a kylix_dtype", int(dtype))
+	}
+	if op < 1 || op > math.MaxUint16 {
+		return 0, 0, 0, argErr("op: %d is not a kylix_op", int(op))
+	}
+	if width < 1 {
+		return 0, 0, 0, argErr("width: %d is below 1", int(width))
+	}
+	return core.Dtype(dtype), core.Op(op), int(width), nil
+}
+
+func debugf(ce *commEntry, format string, args ...any) {
+	if ce.logLevel >= logDebug {
+		logf(logDebug, ce.logLevel, ce.c.Rank(), format, args...)
+	}
+}
+
+// ---- membership ----------------------------------------------------------------------------
+
+//export kylixgo_init
+func kylixgo_init(options *C.char, out *C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
+	const name = "kylix_init"
+	s := &sink{buf: eb, size: ecap}
+	defer rec(name, &st, s)
+	if out == nil {
+		return fail(name, s, argErr("out is NULL"))
+	}
+	str := ""
+	if options != nil {
+		str = C.GoString(options)
+	}
+	o, err := core.ParseOptions(str, os.Getenv)
+	if err != nil {
+		return fail(name, s, err)
+	}
+	lvl := parseLogLevel(o.Log)
+	failLog := func(err error) C.int {
+		if core.CodeOf(err) != core.CodeArg {
+			logf(logError, lvl, o.Rank, "%s: %v", name, err)
+		}
+		return fail(name, s, err)
+	}
+	t0 := time.Now()
+	t, err := netio.Connect(o)
+	if err != nil {
+		return failLog(err)
+	}
+	c, err := core.NewComm(t, o)
+	if err != nil {
+		t.Close()
+		return failLog(err)
+	}
+	ce, err := addComm(c, lvl)
+	if err != nil {
+		c.Close()
+		return failLog(err)
+	}
+	logf(logInfo, lvl, c.Rank(), "joined: rank %d of %d, degrees=%s, timeout %v, connected in %v",
+		c.Rank(), c.Size(), o.Degrees, o.Timeout, time.Since(t0).Round(time.Millisecond))
+	*out = C.uintptr_t(ce.id)
+	return 0
+}
+
+//export kylixgo_finalize
+func kylixgo_finalize(h C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
+	const name = "kylix_finalize"
+	s := &sink{buf: eb, size: ecap}
+	defer rec(name, &st, s)
+	ce, err := lookupComm(uint64(h), "c")
+	if err != nil {
+		return fail(name, s, err)
+	}
+	for _, pe := range removeComm(ce) {
+		pe.p.Free()
+	}
+	err = ce.c.Close()
+	logf(logInfo, ce.logLevel, ce.c.Rank(), "finalized")
+	if ce.errmsg != nil {
+		m := ce.errmsg
+		ce.errmsg = nil
+		C.free(unsafe.Pointer(m))
+	}
+	// The comm is gone: a close failure can only be reported through kylix_errmsg(NULL).
+	s.ce = nil
+	return status(name, s, err)
+}
+
+// kylixgo_rank returns the rank (which == 0) or the size (which == 1), or -1.
+//
+//export kylixgo_rank
+func kylixgo_rank(h C.uintptr_t, which C.int, eb *C.char, ecap C.size_t) (r C.int) {
+	name := "kylix_rank"
+	if which != 0 {
+		name = "kylix_size"
+	}
+	s := &sink{buf: eb, size: ecap}
+	defer func() {
+		var st C.int
+		rec(name, &st, s)
+		if st != 0 {
+			r = -1
+		}
+	}()
+	ce, err := lookupComm(uint64(h), "c")
+	if err != nil {
+		fail(name, s, err)
+		return -1
+	}
+	if which != 0 {
+		return C.int(ce.c.Size())
+	}
+	return C.int(ce.c.Rank())
+}
+
+//export kylixgo_errmsg
+func kylixgo_errmsg(h C.uintptr_t, found *C.int) (m *C.char) {
+	defer func() {
+		if recover() != nil {
+			*found, m = 0, nil
+		}
+	}()
+	tab.mu.Lock()
+	ce := tab.comms[uint64(h)]
+	tab.mu.Unlock()
+	if ce == nil {
+		*found = 0
+		return nil
+	}
+	*found = 1
+	return ce.errmsg
+}
+
+// ---- sparse allreduce ----------------------------------------------------------------------
+
+//export kylixgo_config
+func kylixgo_config(h C.uintptr_t, outIdx *C.int64_t, nOut C.int64_t, inIdx *C.int64_t, nIn C.int64_t,
+	plan *C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
+	const name = "kylix_config"
+	s := &sink{buf: eb, size: ecap}
+	defer rec(name, &st, s)
+	ce, err := lookupComm(uint64(h), "c")
+	if err != nil {
+		return fail(name, s, err)
+	}
+	s.ce = ce
+	out, err := idxSlice(outIdx, nOut, "out_idx", "n_out")
+	var in []int64
+	if err == nil {
+		in, err = idxSlice(inIdx, nIn, "in_idx", "n_in")
+	}
+	if err == nil && plan == nil {
+		err = argErr("plan is NULL")
+	}
+	if err != nil {
+		return reject(name, s, err)
+	}
+	t0 := time.Now()
+	p, err := ce.c.Config(out, in)
+	if err != nil {
+		return fail(name, s, err)
+	}
+	ph, err := addPlan(ce, p, int64(nOut), int64(nIn))
+	if err != nil {
+		p.Free()
+		return fail(name, s, err)
+	}
+	debugf(ce, "%s: n_out=%d n_in=%d degrees=%v -> plan %#x in %v", name, nOut, nIn, p.Degrees(), ph, time.Since(t0))
+	*plan = C.uintptr_t(ph)
+	return 0
+}
+
+//export kylixgo_reduce
+func kylixgo_reduce(h C.uintptr_t, outVals, inVals unsafe.Pointer, dtype, op C.int, width C.int32_t,
+	eb *C.char, ecap C.size_t) (st C.int) {
+	const name = "kylix_reduce"
+	s := &sink{buf: eb, size: ecap}
+	defer rec(name, &st, s)
+	pe, ce, err := lookupPlan(uint64(h), "p")
+	s.ce = ce
+	if err != nil {
+		if ce != nil {
+			return reject(name, s, err) // a freed plan on a live comm: keep the peers in step
+		}
+		return fail(name, s, err)
+	}
+	d, o, w, err := reduceArgs(dtype, op, width)
+	var ob, ib []byte
+	if err == nil {
+		ob, err = valSlice(outVals, pe.nOut, w, d, "out_vals", "n_out")
+	}
+	if err == nil {
+		ib, err = valSlice(inVals, pe.nIn, w, d, "in_vals", "n_in")
+	}
+	if err != nil {
+		return reject(name, s, err)
+	}
+	t0 := time.Now()
+	err = pe.p.Reduce(ob, ib, d, o, w)
+	debugf(ce, "%s: plan %#x %s/%s width %d: %v in %v", name, pe.h, d, o, w, core.CodeOf(err), time.Since(t0))
+	return status(name, s, err)
+}
+
+//export kylixgo_config_reduce
+func kylixgo_config_reduce(h C.uintptr_t, outIdx *C.int64_t, nOut C.int64_t, outVals unsafe.Pointer,
+	inIdx *C.int64_t, nIn C.int64_t, inVals unsafe.Pointer, dtype, op C.int, width C.int32_t,
+	plan *C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
+	const name = "kylix_config_reduce"
+	s := &sink{buf: eb, size: ecap}
+	defer rec(name, &st, s)
+	ce, err := lookupComm(uint64(h), "c")
+	if err != nil {
+		return fail(name, s, err)
+	}
+	s.ce = ce
+	out, err := idxSlice(outIdx, nOut, "out_idx", "n_out")
+	var in []int64
+	var ob, ib []byte
+	var d core.Dtype
+	var o core.Op
+	var w int
+	if err == nil {
+		in, err = idxSlice(inIdx, nIn, "in_idx", "n_in")
+	}
+	if err == nil {
+		d, o, w, err = reduceArgs(dtype, op, width)
+	}
+	if err == nil {
+		ob, err = valSlice(outVals, int64(nOut), w, d, "out_vals", "n_out")
+	}
+	if err == nil {
+		ib, err = valSlice(inVals, int64(nIn), w, d, "in_vals", "n_in")
+	}
+	if err != nil {
+		return reject(name, s, err)
+	}
+	t0 := time.Now()
+	p, err := ce.c.ConfigReduce(out, ob, in, ib, d, o, w, plan != nil)
+	if err != nil {
+		return fail(name, s, err)
+	}
+	if plan == nil {
+		debugf(ce, "%s: n_out=%d n_in=%d %s/%s width %d in %v", name, nOut, nIn, d, o, w, time.Since(t0))
+		return 0
+	}
+	ph, err := addPlan(ce, p, int64(nOut), int64(nIn))
+	if err != nil {
+		p.Free()
+		return fail(name, s, err)
+	}
+	debugf(ce, "%s: n_out=%d n_in=%d %s/%s width %d -> plan %#x in %v", name, nOut, nIn, d, o, w, ph, time.Since(t0))
+	*plan = C.uintptr_t(ph)
+	return 0
+}
+
+//export kylixgo_plan_free
+func kylixgo_plan_free(h C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
+	const name = "kylix_plan_free"
+	s := &sink{buf: eb, size: ecap}
+	defer rec(name, &st, s)
+	pe, ce, err := lookupPlan(uint64(h), "p")
+	s.ce = ce
+	if err != nil {
+		return fail(name, s, err)
+	}
+	removePlan(pe)
+	return status(name, s, pe.p.Free())
+}
+
+// ---- dense collectives ---------------------------------------------------------------------
+
+//export kylixgo_bcast
+func kylixgo_bcast(h C.uintptr_t, buf unsafe.Pointer, n C.int64_t, root C.int, eb *C.char, ecap C.size_t) (st C.int) {
+	const name = "kylix_bcast"
+	s := &sink{buf: eb, size: ecap}
+	defer rec(name, &st, s)
+	ce, err := lookupComm(uint64(h), "c")
+	if err != nil {
+		return fail(name, s, err)
+	}
+	s.ce = ce
+	b, err := byteSlice(buf, int64(n), 1, "buf", "bytes")
+	if err != nil {
+		return reject(name, s, err)
+	}
+	return status(name, s, ce.c.Bcast(b, int(root)))
+}
+
+//export kylixgo_barrier
+func kylixgo_barrier(h C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
+	const name = "kylix_barrier"
+	s := &sink{buf: eb, size: ecap}
+	defer rec(name, &st, s)
+	ce, err := lookupComm(uint64(h), "c")
+	if err != nil {
+		return fail(name, s, err)
+	}
+	s.ce = ce
+	return status(name, s, ce.c.Barrier())
+}
+
+//export kylixgo_allreduce
+func kylixgo_allreduce(h C.uintptr_t, send, recv unsafe.Pointer, count C.int64_t, dtype, op C.int,
+	eb *C.char, ecap C.size_t) (st C.int) {
+	const name = "kylix_allreduce"
+	s := &sink{buf: eb, size: ecap}
+	defer rec(name, &st, s)
+	ce, err := lookupComm(uint64(h), "c")
+	if err != nil {
+		return fail(name, s, err)
+	}
+	s.ce = ce
+	d, o, _, err := reduceArgs(dtype, op, 1)
+	if err != nil {
+		return reject(name, s, err)
+	}
+	sb, err := byteSlice(send, int64(count), uint64(d.Size()), "send", "count")
+	if err != nil {
+		return reject(name, s, err)
+	}
+	rb, err := byteSlice(recv, int64(count), uint64(d.Size()), "recv", "count")
+	if err != nil {
+		return reject(name, s, err)
+	}
+	return status(name, s, ce.c.Allreduce(sb, rb, d, o))
+}
+
+// ---- failures ------------------------------------------------------------------------------
+
+// failedRanker is what a transport offers when it can tell which peers it lost.
+type failedRanker interface{ FailedRanks() []int }
+
+//export kylixgo_failed_ranks
+func kylixgo_failed_ranks(h C.uintptr_t, ranks *C.int32_t, capacity C.int32_t, n *C.int32_t,
+	eb *C.char, ecap C.size_t) (st C.int) {
+	const name = "kylix_failed_ranks"
+	s := &sink{buf: eb, size: ecap}
+	defer rec(name, &st, s)
+	ce, err := lookupComm(uint64(h), "c")
+	if err != nil {
+		return fail(name, s, err)
+	}
+	s.ce = ce
+	switch {
+	case n == nil:
+		return fail(name, s, argErr("n is NULL"))
+	case capacity < 0:
+		return fail(name, s, argErr("cap: %d is negative", int32(capacity)))
+	case ranks == nil && capacity > 0:
+		return fail(name, s, argErr("ranks is NULL but cap=%d", int32(capacity)))
+	}
+	var failed []int
+	if fr, ok := ce.c.Transport().(failedRanker); ok {
+		failed = fr.FailedRanks()
+	}
+	*n = C.int32_t(len(failed))
+	if capacity > 0 {
+		dst := unsafe.Slice((*int32)(unsafe.Pointer(ranks)), int(capacity))
+		for i := 0; i < len(failed) && i < len(dst); i++ {
+			dst[i] = int32(failed[i])
+		}
+	}
+	if int(capacity) < len(failed) {
+		return fail(name, s, argErr("cap: %d is too small for %d failed ranks", int32(capacity), len(failed)))
+	}
+	return 0
+}
+
+// ---- planning ------------------------------------------------------------------------------
+
+//export kylixgo_plan_degrees
+func kylixgo_plan_degrees(nFeatures C.int64_t, density C.double, ranks C.int32_t, alpha C.double,
+	minPacket C.int64_t, bytesPerValue C.int32_t, degrees *C.int32_t, capacity C.int32_t, layers *C.int32_t,
+	eb *C.char, ecap C.size_t) (st C.int) {
+	const name = "kylix_plan_degrees"
+	s := &sink{buf: eb, size: ecap}
+	defer rec(name, &st, s)
+	switch {
+	case layers == nil:
+		return fail(name, s, argErr("layers is NULL"))
+	case capacity < 0:
+		return fail(name, s, argErr("cap: %d is negative", int32(capacity)))
+	case degrees == nil && capacity > 0:
+		return fail(name, s, argErr("degrees is NULL but cap=%d", int32(capacity)))
+	case nFeatures < 1:
+		return fail(name, s, argErr("n_features: %d must be at least 1", int64(nFeatures)))
+	case ranks < 1:
+		return fail(name, s, argErr("ranks: %d must be at least 1", int32(ranks)))
+	case minPacket < 1:
+		return fail(name, s, argErr("min_packet_bytes: %d must be at least 1", int64(minPacket)))
+	case bytesPerValue < 1:
+		return fail(name, s, argErr("bytes_per_value: %d must be at least 1", int32(bytesPerValue)))
+	}
+	ds, _, err := core.PlanDegrees(int64(nFeatures), float64(density), int(ranks), float64(alpha),
+		int64(minPacket), int(bytesPerValue))
+	if err != nil {
+		return fail(name, s, err)
+	}
+	*layers = C.int32_t(len(ds))
+	if capacity > 0 {
+		dst := unsafe.Slice((*int32)(unsafe.Pointer(degrees)), int(capacity))
+		for i := 0; i < len(ds) && i < len(dst); i++ {
+			dst[i] = int32(ds[i])
+		}
+	}
+	if int(capacity) < len(ds) {
+		return fail(name, s, argErr("cap: %d is too small for %d layers (%s)", int32(capacity), len(ds), core.FormatDegrees(ds)))
+	}
+	return 0
+}
+
+// ---- not implemented yet -------------------------------------------------------------------
+
+// kylixgo_not_implemented answers the calls of include/kylix.h that are not built yet. kind
+// says what h is, so the message goes to the right kylix_errmsg: 0 none, 1 comm (a local call),
+// 2 plan (a collective on its comm), 3 comm (a collective). A collective on a live comm goes
+// through Reject: it takes its sequence number, so a peer that called something else fails with
+// KYLIX_ERR_MISMATCH and every rank stays in step.
+//
+//export kylixgo_not_implemented
+func kylixgo_not_implemented(fn *C.char, kind C.int, h C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
+	name := C.GoString(fn)
+	s := &sink{buf: eb, size: ecap}
+	defer rec(name, &st, s)
+	switch kind {
+	case 1, 3:
+		if ce, err := lookupComm(uint64(h), "c"); err == nil {
+			s.ce = ce
+		}
+	case 2:
+		_, s.ce, _ = lookupPlan(uint64(h), "p")
+	}
+	if s.ce != nil && kind >= 2 {
+		s.ce.c.Reject(core.Errorf(core.CodeInternal, "%s is not implemented yet", name))
+	}
+	s.set(name + ": not implemented yet")
+	return C.int(core.CodeInternal)
+}

@@ -1,0 +1,211 @@
+package main
+
+/*
+#include <stdlib.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"unsafe"
+
+	"kylix/core"
+)
+
+// Handles given to C are ids, never Go pointers (cgo forbids C keeping Go pointers, and a
+// stale pointer would be a use-after-free). Ids are never reused, so a call on a finalized comm
+// or a freed plan finds nothing and fails cleanly with KYLIX_ERR_STATE.
+//
+// A comm handle is its id (1, 2, ...). A plan handle is commID<<32 | n with n counting the
+// plans of that comm from 1: a call on a freed plan still knows which comm to report to.
+
+const planShift = 32
+
+type commEntry struct {
+	id       uint64
+	c        *core.Comm
+	plans    map[uint32]*planEntry // guarded by tab.mu
+	nextPlan uint32                // guarded by tab.mu; 0 is never a plan
+	logLevel int
+	// errmsg is the C copy of the last failure's message, returned by kylix_errmsg(c). Only the
+	// thread using the comm touches it (SPEC: one thread per comm at a time).
+	errmsg *C.char
+}
+
+type planEntry struct {
+	h         uint64
+	ce        *commEntry
+	p         *core.Plan
+	nOut, nIn int64
+}
+
+var tab = struct {
+	mu    sync.Mutex
+	comms map[uint64]*commEntry
+	next  uint64 // the next comm id; every id below it was handed out once
+}{comms: map[uint64]*commEntry{}, next: 1}
+
+func addComm(c *core.Comm, logLevel int) (*commEntry, error) {
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	if tab.next >= 1<<31 {
+		return nil, core.Errorf(core.CodeNoMem, "too many comms created in this process")
+	}
+	ce := &commEntry{id: tab.next, c: c, plans: map[uint32]*planEntry{}, nextPlan: 1, logLevel: logLevel}
+	tab.next++
+	tab.comms[ce.id] = ce
+	return ce, nil
+}
+
+// lookupComm finds a live comm; arg names the C argument for the message.
+func lookupComm(h uint64, arg string) (*commEntry, error) {
+	if h == 0 {
+		return nil, core.Errorf(core.CodeArg, "%s is NULL", arg)
+	}
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	if ce := tab.comms[h]; ce != nil {
+		return ce, nil
+	}
+	if h < tab.next {
+		return nil, core.Errorf(core.CodeState, "%s: comm was finalized", arg)
+	}
+	return nil, core.Errorf(core.CodeArg, "%s (%#x) is not a kylix_comm handle", arg, h)
+}
+
+// removeComm takes the comm and its plans out of the table; it returns the plans so the caller
+// can free them outside the lock.
+func removeComm(ce *commEntry) []*planEntry {
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	delete(tab.comms, ce.id)
+	ps := make([]*planEntry, 0, len(ce.plans))
+	for _, pe := range ce.plans {
+		ps = append(ps, pe)
+	}
+	ce.plans = nil
+	return ps
+}
+
+func addPlan(ce *commEntry, p *core.Plan, nOut, nIn int64) (uint64, error) {
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	if ce.plans == nil {
+		return 0, core.Errorf(core.CodeState, "comm was finalized")
+	}
+	if ce.nextPlan == 1<<32-1 {
+		return 0, core.Errorf(core.CodeNoMem, "too many plans created on this comm")
+	}
+	n := ce.nextPlan
+	ce.nextPlan++
+	pe := &planEntry{h: ce.id<<planShift | uint64(n), ce: ce, p: p, nOut: nOut, nIn: nIn}
+	ce.plans[n] = pe
+	return pe.h, nil
+}
+
+// lookupPlan finds a live plan. When it fails, ce is the plan's comm if that comm still lives
+// (so the message can go to kylix_errmsg(comm)), else nil.
+func lookupPlan(h uint64, arg string) (pe *planEntry, ce *commEntry, err error) {
+	if h == 0 {
+		return nil, nil, core.Errorf(core.CodeArg, "%s is NULL", arg)
+	}
+	cid, n := h>>planShift, uint32(h)
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	if cid == 0 || cid >= tab.next || n == 0 {
+		return nil, nil, core.Errorf(core.CodeArg, "%s (%#x) is not a kylix_plan handle", arg, h)
+	}
+	ce = tab.comms[cid]
+	if ce == nil {
+		return nil, nil, core.Errorf(core.CodeState, "%s: plan was freed (kylix_finalize of its comm frees its plans)", arg)
+	}
+	if n >= ce.nextPlan {
+		return nil, ce, core.Errorf(core.CodeArg, "%s (%#x) is not a kylix_plan handle", arg, h)
+	}
+	if pe = ce.plans[n]; pe == nil {
+		return nil, ce, core.Errorf(core.CodeState, "%s: plan was freed", arg)
+	}
+	return pe, ce, nil
+}
+
+func removePlan(pe *planEntry) {
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	if pe.ce.plans != nil {
+		delete(pe.ce.plans, uint32(pe.h))
+	}
+}
+
+// ---- messages ----------------------------------------------------------------------------
+
+// sink is where a call's failure message goes: the comm's errmsg when there is a live comm,
+// otherwise the thread-local buffer the shim passed (kylix_errmsg(NULL)).
+type sink struct {
+	ce   *commEntry
+	buf  *C.char
+	size C.size_t
+}
+
+func (s sink) set(msg string) {
+	if s.ce != nil {
+		old := s.ce.errmsg
+		s.ce.errmsg = C.CString(msg)
+		if old != nil {
+			C.free(unsafe.Pointer(old))
+		}
+		return
+	}
+	putC(s.buf, s.size, msg)
+}
+
+// putC copies msg into a C buffer of size bytes, NUL-terminated, cut at a rune boundary.
+func putC(buf *C.char, size C.size_t, msg string) {
+	if buf == nil || size == 0 {
+		return
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(size))
+	n := len(msg)
+	if n > len(b)-1 {
+		n = len(b) - 1
+		for n > 0 && msg[n]&0xC0 == 0x80 { // do not split a UTF-8 sequence
+			n--
+		}
+	}
+	copy(b, msg[:n])
+	b[n] = 0
+}
+
+// ---- logging -----------------------------------------------------------------------------
+
+const (
+	logOff = iota
+	logError
+	logInfo
+	logDebug
+)
+
+func parseLogLevel(s string) int {
+	switch s {
+	case "off":
+		return logOff
+	case "info":
+		return logInfo
+	case "debug":
+		return logDebug
+	}
+	return logError
+}
+
+// logf prints one line to stderr, prefixed with the rank, when the comm's level allows.
+func logf(level, cur, rank int, format string, args ...any) {
+	if level > cur {
+		return
+	}
+	r := "?"
+	if rank >= 0 {
+		r = fmt.Sprint(rank)
+	}
+	fmt.Fprintf(os.Stderr, "[kylix rank %s] %s\n", r, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,409 @@
+/*
+ * kylix.h - sparse allreduce for clusters of commodity machines.
+ *
+ * Kylix reduces sparse vectors across the ranks of a job with a nested,
+ * heterogeneous-degree butterfly: each rank names the indices it contributes
+ * (out) and the indices it wants back (in); kylix_config routes the index
+ * sets once, and kylix_reduce then moves only values, as often as needed.
+ *
+ * Conventions, valid for every call below unless its comment says otherwise:
+ *
+ *  - Status.  Every int-returning call returns an enum kylix_status value
+ *    (KYLIX_OK on success).  kylix_rank/kylix_size return a number or -1,
+ *    kylix_version returns the version.  Status values never change.
+ *  - Messages.  When a call on a comm (or on a plan or request of that comm)
+ *    fails, kylix_errmsg(comm) describes the failure, naming the bad argument
+ *    or the rank at fault.  Failures with no live comm to attach to
+ *    (kylix_init, a NULL or finalized handle, kylix_plan_degrees, calls after
+ *    fork) are described by kylix_errmsg(NULL), per thread.
+ *  - Handles.  kylix_comm, kylix_plan and kylix_request pointers are opaque
+ *    tokens, not memory: never dereference, copy into or free them yourself.
+ *    A handle that was finalized or freed stays invalid forever: using it
+ *    returns KYLIX_ERR_STATE, never a crash.  NULL is KYLIX_ERR_ARG.
+ *  - Buffers.  The library reads and writes caller memory only during the
+ *    call (blocking calls) or until kylix_wait/kylix_test report completion
+ *    (non-blocking calls), and writes only the buffers documented as outputs.
+ *    A NULL pointer is allowed wherever its element count is 0.
+ *  - Collectives.  Calls marked "collective" must be made by every rank of
+ *    the comm, in the same order, with agreeing dtype/op/width/count.  A
+ *    disagreement fails with KYLIX_ERR_MISMATCH on every rank, never a hang.
+ *    A rank whose arguments are rejected (KYLIX_ERR_ARG) still takes part:
+ *    the others fail with KYLIX_ERR_MISMATCH and all stay in step.
+ *  - Timeouts.  No call waits for a peer longer than the timeout_ms option
+ *    (plus a small margin): a silent peer gives KYLIX_ERR_TIMEOUT, a dead one
+ *    KYLIX_ERR_PEER, with the rank named in kylix_errmsg.  After such a
+ *    failure the comm is broken: later collectives return KYLIX_ERR_STATE.
+ *  - Threads.  One comm (and its plans and requests) is used by one thread
+ *    at a time; different comms may be used from different threads at once.
+ *    kylix_version, kylix_strerror and kylix_plan_degrees may be called from
+ *    any thread at any time.
+ *  - fork().  The library runs a Go runtime whose threads do not survive
+ *    fork().  In a child forked after the library was loaded every call
+ *    returns KYLIX_ERR_STATE (kylix_errmsg(NULL) says why); start workers
+ *    with spawn/forkserver (Python multiprocessing) or exec a new program.
+ *
+ * Link with -lkylix.  The library exports only the kylix_* names below.
+ */
+#ifndef KYLIX_H
+#define KYLIX_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KYLIX_VERSION_MAJOR 0
+#define KYLIX_VERSION_MINOR 1
+#define KYLIX_VERSION_PATCH 0
+/* The version this header describes; compare with kylix_version() at run time. */
+#define KYLIX_VERSION \
+  (KYLIX_VERSION_MAJOR * 10000 + KYLIX_VERSION_MINOR * 100 + KYLIX_VERSION_PATCH)
+
+typedef struct kylix_comm    kylix_comm;     /* one process's membership in a job   */
+typedef struct kylix_plan    kylix_plan;     /* a configured pair of index sets     */
+typedef struct kylix_request kylix_request;  /* a non-blocking operation in flight  */
+
+enum kylix_status {           /* every int-returning call returns one of these        */
+  KYLIX_OK = 0,
+  KYLIX_ERR_ARG,              /* bad argument: null pointer, negative index, width<1…  */
+  KYLIX_ERR_STATE,            /* call out of order, or comm broken by an earlier fault */
+  KYLIX_ERR_TIMEOUT,          /* a peer did not answer within timeout_ms               */
+  KYLIX_ERR_PEER,             /* a peer failed and no replica could stand in           */
+  KYLIX_ERR_MISMATCH,         /* ranks disagree: different collective, dtype, op, width */
+  KYLIX_ERR_AUTH,             /* peer failed the handshake: wrong secret, job or version */
+  KYLIX_ERR_NET,              /* socket error: cannot bind, connect, resolve           */
+  KYLIX_ERR_NOMEM,
+  KYLIX_ERR_INTERNAL
+};
+enum kylix_dtype { KYLIX_F32 = 1, KYLIX_F64, KYLIX_I32, KYLIX_I64, KYLIX_U64 };
+enum kylix_op    { KYLIX_SUM = 1, KYLIX_PROD, KYLIX_MIN, KYLIX_MAX,
+                   KYLIX_BAND, KYLIX_BOR, KYLIX_BXOR /* integer dtypes only */ };
+
+/* ------------------------------------------------------------------------ */
+/* Version and errors                                                        */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * kylix_version - the library's version, major*10000 + minor*100 + patch.
+ *
+ * Compare with KYLIX_VERSION to detect a header/library skew.  Any thread,
+ * any time (also after fork).  Cannot fail.
+ */
+int         kylix_version(void);
+
+/*
+ * kylix_strerror - a short English description of a status value.
+ *
+ * Returns a static, NUL-terminated string: never NULL, never to be freed,
+ * valid for the life of the process.  A value that is not an enum
+ * kylix_status gives "unknown status".  Any thread, any time.
+ */
+const char *kylix_strerror(int status);
+
+/*
+ * kylix_errmsg - the detail of the last failure.
+ *
+ * c != NULL: the message of the last failing call on c or on a plan or
+ *   request of c (which argument was bad, which rank timed out, ...).  The
+ *   string is owned by the library and stays valid until the next failing
+ *   call on c or kylix_finalize(c), whichever comes first; copy it to keep
+ *   it.  A successful call does not clear it: check the status first.  The
+ *   same thread rule as for c applies.  If c was finalized or is not a comm
+ *   handle, a static string saying so is returned.
+ * c == NULL: the last failure on this thread of a call that had no live comm
+ *   to report to: kylix_init, any call given a NULL or finalized handle,
+ *   kylix_plan_degrees, kylix_op_create, kylix_wait/kylix_test on an unknown
+ *   request, and every call in a forked child.  The string lives in
+ *   thread-local storage and is overwritten by the next such failure on
+ *   this thread.
+ *
+ * Never returns NULL: "" when there was no failure.
+ */
+const char *kylix_errmsg(const kylix_comm *c);
+
+/* ------------------------------------------------------------------------ */
+/* Membership                                                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * kylix_init - join a job.  Collective over all `size` ranks of the job.
+ *
+ * options: "key=value;key=value" (see the table below); NULL or "" takes
+ *   everything from the environment, as set by kylixrun, Slurm or mpirun.
+ *   Every key is also read from KYLIX_<KEY>; the string wins.  Read only
+ *   during the call.
+ *     rank, size     this rank and the number of ranks (also from
+ *                    OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE,
+ *                    SLURM_PROCID/NTASKS)
+ *     peers          host:port,host:port,... for every rank, in rank order
+ *     rendezvous     host:port where ranks find each other (kylixrun sets it)
+ *     degrees        auto | direct | binary | 8x4x2 (product = size/replication)
+ *     replication    s >= 1, size a multiple of s                 (default 1)
+ *     timeout_ms     bound on any wait for a peer             (default 30000)
+ *     secret         shared job secret; peers that do not prove it are refused
+ *     compress       off | lz4 | auto                             (default auto)
+ *     min_packet     smallest efficient message in bytes, for degrees=auto
+ *     threads        I/O and merge parallelism                (default cores)
+ *     log            off | error | info | debug, to stderr prefixed
+ *                    "[kylix rank N]"                            (default error)
+ *   A size=1 job needs neither peers nor rendezvous.
+ * out: receives the new comm on success, NULL on failure.  Must not be NULL.
+ *   Release the comm with kylix_finalize.
+ *
+ * Thread safety: any thread; each call makes a new, independent comm.
+ * Returns KYLIX_OK; KYLIX_ERR_ARG for a malformed or unknown option (the
+ * message names the key) or a NULL out; KYLIX_ERR_NET, KYLIX_ERR_AUTH,
+ * KYLIX_ERR_TIMEOUT when the peers cannot be reached or refuse; details in
+ * kylix_errmsg(NULL).
+ */
+int kylix_init(const char *options, kylix_comm **out);
+
+/*
+ * kylix_finalize - leave the job: close the sockets, free every plan of c
+ *   (their handles become invalid) and invalidate c.
+ *
+ * c: a comm from kylix_init, or NULL (then nothing happens: KYLIX_OK).
+ *   kylix_errmsg(c) strings of c are freed.
+ *
+ * Not a collective: peers that still wait on this rank see KYLIX_ERR_PEER.
+ * Call it once per comm, on the thread that uses c.  c is invalid afterwards
+ * even when closing reports an error.
+ * Returns KYLIX_OK; KYLIX_ERR_STATE if c was already finalized; a failure
+ * while closing the sockets (rare: the comm is released anyway).  Messages in
+ * kylix_errmsg(NULL), since c no longer exists.
+ */
+int kylix_finalize(kylix_comm *c);
+
+/*
+ * kylix_rank, kylix_size - this rank (0..size-1) and the number of ranks.
+ *
+ * Local, no communication.  Return -1 for a NULL or finalized c (message in
+ * kylix_errmsg(NULL)).
+ */
+int kylix_rank(const kylix_comm *c);
+int kylix_size(const kylix_comm *c);
+
+/* ------------------------------------------------------------------------ */
+/* Sparse allreduce                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* Sparse allreduce. Indices are int64 >= 0, need not be sorted, may repeat.
+   Values are row-major: width values per index. */
+
+/*
+ * kylix_config - agree on the routes for one pair of index sets.  Collective.
+ *
+ * out_idx[0..n_out): the indices this rank will contribute values for.
+ * in_idx[0..n_in):   the indices this rank wants results for.
+ *   Both are read only during the call and may be freed after it; neither
+ *   needs to be sorted, both may repeat, every value must be >= 0.  A NULL
+ *   pointer is allowed when its count is 0; counts must be >= 0.
+ * plan: receives the plan on success, NULL on failure.  Must not be NULL.
+ *   Reduce with it any number of times; release it with kylix_plan_free (or
+ *   kylix_finalize).  Several plans may be live at once.
+ *
+ * Returns KYLIX_OK; KYLIX_ERR_ARG (NULL/negative/too large argument, named
+ * in the message); KYLIX_ERR_MISMATCH; KYLIX_ERR_TIMEOUT; KYLIX_ERR_PEER;
+ * KYLIX_ERR_STATE (c finalized or broken); KYLIX_ERR_NOMEM.
+ */
+int kylix_config(kylix_comm *c,
+                 const int64_t *out_idx, int64_t n_out,
+                 const int64_t *in_idx,  int64_t n_in,
+                 kylix_plan **plan);
+
+/*
+ * kylix_reduce - reduce values over a configured plan.  Collective over the
+ *   plan's comm: every rank reduces the same plan, dtype, op and width.
+ *
+ * out_vals: n_out*width elements of dtype (n_out as given to kylix_config),
+ *   row-major, read only.  Repeated out indices are combined with op.
+ * in_vals:  n_in*width elements of dtype, written: row j receives op over
+ *   every rank's contributions to in_idx[j], or op's identity (0 for SUM,
+ *   -inf/+inf or the integer extreme for MAX/MIN) when no rank contributes.
+ *   Results are bitwise identical on every rank and across runs.
+ *   Both buffers are used only during the call and must not overlap.
+ * dtype: enum kylix_dtype.  op: enum kylix_op (BAND/BOR/BXOR need an
+ *   integer dtype) or an id from kylix_op_create.  width >= 1.
+ *
+ * Returns KYLIX_OK; KYLIX_ERR_ARG; KYLIX_ERR_STATE (plan freed, comm
+ * finalized or broken); KYLIX_ERR_MISMATCH; KYLIX_ERR_TIMEOUT;
+ * KYLIX_ERR_PEER.  Messages in kylix_errmsg(plan's comm).
+ */
+int kylix_reduce(kylix_plan *p, const void *out_vals, void *in_vals,
+                 int dtype, int op, int32_t width);
+
+/*
+ * kylix_config_reduce - config and reduce in one pass down, for index sets
+ *   that change every call (mini-batches).  Collective.
+ *
+ * Arguments as for kylix_config and kylix_reduce.  plan: NULL to discard
+ * the routes (every rank may choose independently); otherwise it receives a
+ * plan for later kylix_reduce calls (NULL on failure), to be freed with
+ * kylix_plan_free.
+ *
+ * Returns as kylix_config and kylix_reduce.
+ */
+int kylix_config_reduce(kylix_comm *c,
+                        const int64_t *out_idx, int64_t n_out, const void *out_vals,
+                        const int64_t *in_idx,  int64_t n_in,  void *in_vals,
+                        int dtype, int op, int32_t width,
+                        kylix_plan **plan);      /* plan may be NULL: not kept            */
+
+/*
+ * kylix_plan_free - release a plan.  Local, not a collective.
+ *
+ * p: a plan, or NULL (then nothing happens: KYLIX_OK).  Afterwards p is
+ * invalid: using it returns KYLIX_ERR_STATE.  Plans are also freed by
+ * kylix_finalize of their comm; freeing one afterwards returns
+ * KYLIX_ERR_STATE.
+ */
+int kylix_plan_free(kylix_plan *p);
+
+/* ------------------------------------------------------------------------ */
+/* Dense collectives                                                         */
+/* ------------------------------------------------------------------------ */
+
+/* Dense collectives, any number of ranks. send == recv is in place. */
+
+/*
+ * kylix_allreduce - dense allreduce of count elements.  Collective.
+ *
+ * send: count elements of dtype, read.  recv: count elements, written with
+ * op over every rank's send; send == recv works in place.  Used only during
+ * the call.  Returns as kylix_reduce.
+ */
+int kylix_allreduce(kylix_comm *c, const void *send, void *recv, int64_t count,
+                    int dtype, int op);
+
+/*
+ * kylix_bcast - copy root's buf[0..bytes) to every rank.  Collective.
+ *
+ * buf: read on root, written on the others; bytes and root must agree on
+ * every rank (else KYLIX_ERR_MISMATCH).  Used only during the call.
+ * Returns KYLIX_OK; KYLIX_ERR_ARG (root out of range, NULL buf with
+ * bytes > 0, bytes < 0); the collective failures of kylix_reduce.
+ */
+int kylix_bcast(kylix_comm *c, void *buf, int64_t bytes, int root);
+
+/*
+ * kylix_barrier - return once every rank has entered the barrier.
+ * Collective.  Returns KYLIX_OK or the collective failures of kylix_reduce.
+ */
+int kylix_barrier(kylix_comm *c);
+
+/* Butterfly mixing (shared/seeds/003_c536ada4d4dddff2.txt): average buf with this rank's
+   group at layer (step mod layers); after `layers` steps with no other change every rank
+   holds the global mean. */
+/*
+ * kylix_mix - buf: count elements of a float dtype, read and written during
+ * the call.  Collective (every rank passes the same step).
+ */
+int kylix_mix(kylix_comm *c, void *buf, int64_t count, int dtype, int64_t step);
+
+/* ------------------------------------------------------------------------ */
+/* Non-blocking forms                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* Non-blocking forms: buffers must stay valid and untouched until wait/test says done. */
+
+/*
+ * kylix_ireduce, kylix_iallreduce - start kylix_reduce / kylix_allreduce and
+ * return at once.  req receives the request (NULL on failure).  The library
+ * reads and writes the buffers from its own threads until kylix_wait returns
+ * or kylix_test sets *done: keep them allocated (and, from a garbage
+ * collected language, reachable) and untouched until then.  Collectives in
+ * the usual order: the start counts as the call.
+ */
+int kylix_ireduce(kylix_plan *p, const void *out_vals, void *in_vals,
+                  int dtype, int op, int32_t width, kylix_request **req);
+int kylix_iallreduce(kylix_comm *c, const void *send, void *recv, int64_t count,
+                     int dtype, int op, kylix_request **req);
+
+/*
+ * kylix_wait - block until r completes; frees r and returns the operation's
+ * status (its message in kylix_errmsg of r's comm).
+ */
+int kylix_wait(kylix_request *r);                /* frees r; returns the op's status      */
+
+/*
+ * kylix_test - *done = 1 and the operation's status when r has completed
+ * (r is then freed), *done = 0 and KYLIX_OK while it runs.  done must not be
+ * NULL.
+ */
+int kylix_test(kylix_request *r, int *done);     /* frees r when *done is set            */
+
+/* ------------------------------------------------------------------------ */
+/* User-defined reduction                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* User-defined reduction (like MPI_Op_create): combine count elements of in into inout. */
+typedef void (*kylix_user_fn)(void *inout, const void *in, int64_t count, int dtype, void *ctx);
+
+/*
+ * kylix_op_create - register fn as a reduction op; *op receives its id,
+ * usable wherever an op is.  fn may be called from library threads, several
+ * at once, during any reduction using the op; it must be associative (the
+ * library combines contributions in a fixed rank order, so it need not be
+ * commutative).  ctx is passed through and must outlive every use of the
+ * op.  Register the same ops in the same order on every rank.
+ */
+int kylix_op_create(kylix_user_fn fn, void *ctx, int *op);   /* op id usable where op is */
+
+/* ------------------------------------------------------------------------ */
+/* Failures and elasticity                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Failures and elasticity (shared/seeds/004_7c482c261f6243df.txt, and ULFM's shrink). */
+
+/*
+ * kylix_failed_ranks - the ranks of c known to have failed.  ranks[0..cap)
+ * receives up to cap of them, *n the total (ranks may be NULL when cap is 0).
+ * Local.
+ */
+int kylix_failed_ranks(const kylix_comm *c, int32_t *ranks, int32_t cap, int32_t *n);
+
+/*
+ * kylix_shrink - make a new comm of the surviving ranks of c, renumbered
+ * 0..k-1, in *survivors (NULL on failure).  Collective over the survivors.
+ * c stays valid (and broken) and must still be finalized.
+ */
+int kylix_shrink(kylix_comm *c, kylix_comm **survivors);     /* survivors renumbered 0..k-1 */
+
+/* ------------------------------------------------------------------------ */
+/* Observability and planning                                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * kylix_stats_json - counters of c as a JSON object, NUL-terminated, into
+ * buf[0..cap).  *needed receives the size needed including the NUL; when cap
+ * is too small the call returns KYLIX_ERR_ARG and writes nothing but
+ * *needed.  Local.
+ */
+int kylix_stats_json(const kylix_comm *c, char *buf, int64_t cap, int64_t *needed);
+
+/*
+ * kylix_plan_degrees - the butterfly degrees degrees=auto would choose for a
+ *   sparse vector of n_features features, of which a fraction `density`
+ *   appears on each rank, over `ranks` nodes, with power-law exponent alpha,
+ *   for messages no smaller than min_packet_bytes and bytes_per_value bytes
+ *   per value.
+ *
+ * degrees[0..cap): receives the degree of each layer, outermost first; their
+ *   product equals ranks.  *layers receives the number of layers (also when
+ *   cap is too small, so the caller can retry; then the first cap degrees
+ *   are written and the call returns KYLIX_ERR_ARG naming cap).  degrees may
+ *   be NULL only when cap is 0; layers must not be NULL.
+ *
+ * Pure computation, no comm needed: any thread.  Returns KYLIX_OK or
+ * KYLIX_ERR_ARG (message in kylix_errmsg(NULL)).
+ */
+int kylix_plan_degrees(int64_t n_features, double density, int32_t ranks, double alpha,
+                       int64_t min_packet_bytes, int32_t bytes_per_value,
+                       int32_t *degrees, int32_t cap, int32_t *layers);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KYLIX_H */

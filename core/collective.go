@@ -81,3 +81,14 @@ func (g *sendGroup) wait() error {
 	g.wg.Wait()
 	return g.err
 }
+
+// releaser is offered by transports that pool receive buffers: core hands a payload back as
+// soon as it has been combined or copied, so large messages reuse memory instead of
+// allocating afresh each time.
+type releaser interface{ Release([]byte) }
+
+func (c *Comm) release(b []byte) {
+	if r, ok := c.t.(releaser); ok && b != nil {
+		r.Release(b)
+	}
+}

@@ -149,6 +149,12 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 	outLists := make([][]uint64, d)
 	inLists := make([][]uint64, d)
 	valLists := make([][]byte, d)
+	payloads := make([][]byte, 0, d) // released once merged
+	defer func() {
+		for _, b := range payloads {
+			c.release(b)
+		}
+	}()
 	var rerr error
 	for g := 0; g < d && rerr == nil; g++ {
 		if g == me {
@@ -166,6 +172,7 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 			rerr = err
 			break
 		}
+		payloads = append(payloads, b)
 		outLists[g], inLists[g], valLists[g], rerr = parseConfigMsg(b, es, from)
 	}
 	if err := sg.wait(); rerr == nil {

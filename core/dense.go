@@ -104,6 +104,9 @@ func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi in
 			}
 		}
 		Combine(d, o, acc, src)
+		if g != me {
+			c.release(src)
+		}
 	}
 	if err := sg.wait(); rerr == nil {
 		rerr = err
@@ -141,6 +144,7 @@ func (c *Comm) denseUp(seq uint64, topo Topology, i int, buf []byte, lo, hi, es 
 			rerr = Errorf(CodeInternal, "rank %d sent %d bytes for chunk [%d,%d)", from, len(got), ga, gb)
 		default:
 			copy(buf[ga*es:gb*es], got)
+			c.release(got)
 		}
 	}
 	if err := sg.wait(); rerr == nil {

@@ -62,6 +62,9 @@ func (p *Plan) down(seq uint64, i int, v []byte, vs *valueSpec) ([]byte, error) 
 			}
 		}
 		ScatterCombine(vs.d, vs.o, nv, src, lm.outMaps[g], vs.width)
+		if g != me {
+			c.release(src)
+		}
 	}
 	if err := sg.wait(); rerr == nil {
 		rerr = err
@@ -108,6 +111,7 @@ func (p *Plan) up(seq uint64, v, inVals []byte, vs *valueSpec) error {
 				rerr = Errorf(CodeInternal, "rank %d sent %d bytes of values up layer %d, want %d", from, len(b), i, len(dst))
 			default:
 				copy(dst, b)
+				c.release(b)
 			}
 		}
 		if err := sg.wait(); rerr == nil {

@@ -1,0 +1,297 @@
+package netio
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"kylix/core"
+)
+
+// DefaultTimeout is used when Options.Timeout is not set.
+const DefaultTimeout = 30 * time.Second
+
+// Connect builds this rank's TCP transport from the parsed options: it listens, learns the
+// address table (peers= or the rendezvous), dials every lower rank (retrying until the timeout,
+// as peers may start later), accepts every higher one, authenticates each connection and
+// returns when the full mesh is up. Errors: CodeArg (options), CodeNet (cannot bind, resolve or
+// accept, naming the address and rank), CodeAuth (handshake), CodeTimeout (naming the ranks still
+// missing).
+func Connect(o core.Options) (*TCP, error) { return connect(o, "") }
+
+// connect is Connect with the host to listen on ("" = all interfaces; tests use 127.0.0.1).
+func connect(o core.Options, listenHost string) (*TCP, error) {
+	if o.Size < 1 || o.Rank < 0 || o.Rank >= o.Size {
+		return nil, core.Errorf(core.CodeArg, "connect: rank=%d size=%d is not a rank of the job", o.Rank, o.Size)
+	}
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if o.Size == 1 {
+		return newTCP(0, 1, staticJobID(o.Secret, o.Peers), timeout, nil), nil
+	}
+	var (
+		ln    net.Listener
+		peers []string
+		job   uint64
+		err   error
+	)
+	switch {
+	case len(o.Peers) > 0:
+		if len(o.Peers) != o.Size {
+			return nil, core.Errorf(core.CodeArg, "connect: peers lists %d addresses for size=%d", len(o.Peers), o.Size)
+		}
+		_, port, err := net.SplitHostPort(o.Peers[o.Rank])
+		if err != nil {
+			return nil, core.Errorf(core.CodeArg, "connect: peers entry %d (%q) is not host:port: %v", o.Rank, o.Peers[o.Rank], err)
+		}
+		addr := net.JoinHostPort(listenHost, port)
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return nil, core.Errorf(core.CodeNet, "rank %d cannot listen on %s (its peers entry %s): %v", o.Rank, addr, o.Peers[o.Rank], err)
+		}
+		peers, job = o.Peers, staticJobID(o.Secret, o.Peers)
+	case o.Rendezvous != "":
+		addr := net.JoinHostPort(listenHost, "0")
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return nil, core.Errorf(core.CodeNet, "rank %d cannot listen on %s: %v", o.Rank, addr, err)
+		}
+		// With no listen host the rendezvous client advertises the local address of its own
+		// connection, the interface the other ranks most likely reach too.
+		my := net.JoinHostPort(listenHost, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+		peers, job, err = rendezvousLookup(o.Rendezvous, o.Rank, o.Size, my, o.Secret, timeout)
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+	default:
+		return nil, core.Errorf(core.CodeArg, "connect: size=%d needs peers= or rendezvous=", o.Size)
+	}
+	conns, err := mesh(ln, o.Rank, o.Size, peers, job, o.Secret, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return newTCP(o.Rank, o.Size, job, timeout, conns), nil
+}
+
+// staticJobID derives the job id of a static peers table: every rank with the same secret and
+// table gets the same id, and a rank of another job (another table) is refused at the handshake.
+func staticJobID(secret string, peers []string) uint64 {
+	sum := sha256.Sum256([]byte(secret + "\x00" + strings.Join(peers, ",")))
+	return binary.LittleEndian.Uint64(sum[:8])
+}
+
+type meshResult struct {
+	rank int
+	conn net.Conn
+	err  error // fatal: the mesh cannot be built
+}
+
+// connSet holds connections still in their handshake, so giving up can interrupt them.
+type connSet struct {
+	mu      sync.Mutex
+	stopped bool
+	m       map[net.Conn]struct{}
+}
+
+func (s *connSet) add(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		c.Close()
+		return false
+	}
+	s.m[c] = struct{}{}
+	return true
+}
+
+func (s *connSet) remove(c net.Conn) {
+	s.mu.Lock()
+	delete(s.m, c)
+	s.mu.Unlock()
+}
+
+func (s *connSet) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	for c := range s.m {
+		c.Close()
+	}
+}
+
+// mesh connects rank to every other rank: it dials the lower ranks and accepts the higher ones on
+// ln, which it closes. It returns the handshaken connections by rank (nil at rank), or an error
+// after closing everything; no goroutine outlives it.
+func mesh(ln net.Listener, rank, size int, peers []string, job uint64, secret string, timeout time.Duration) ([]net.Conn, error) {
+	deadline := time.Now().Add(timeout)
+	stop := make(chan struct{})
+	results := make(chan meshResult)
+	pending := &connSet{m: map[net.Conn]struct{}{}}
+	var wg sync.WaitGroup
+	var lastMu sync.Mutex
+	lastErr := make([]error, size) // why a lower rank could not be reached yet
+
+	report := func(res meshResult) {
+		select {
+		case results <- res:
+		case <-stop:
+			if res.conn != nil {
+				res.conn.Close()
+			}
+		}
+	}
+	hsTimeout := func() time.Duration { return max(min(timeout, time.Until(deadline)), time.Millisecond) }
+
+	for r := 0; r < rank; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			backoff := 10 * time.Millisecond
+			for {
+				d := net.Dialer{Deadline: deadline}
+				c, err := d.Dial("tcp", peers[r])
+				if err == nil {
+					if !pending.add(c) {
+						return
+					}
+					_, err = handshake(c, true, rank, size, r, job, secret, hsTimeout())
+					pending.remove(c)
+					if err == nil {
+						report(meshResult{rank: r, conn: c})
+						return
+					}
+					c.Close()
+					var hs *hsError
+					if !errors.As(err, &hs) {
+						report(meshResult{rank: r, err: err})
+						return
+					}
+				} else {
+					var dns *net.DNSError
+					if errors.As(err, &dns) && dns.IsNotFound {
+						report(meshResult{rank: r, err: core.Errorf(core.CodeNet, "rank %d cannot resolve the address of rank %d (%s): %v", rank, r, peers[r], err)})
+						return
+					}
+				}
+				lastMu.Lock()
+				// A dial cut short by the deadline says less than the refusal before it.
+				if lastErr[r] == nil || !isTimeout(err) {
+					lastErr[r] = err
+				}
+				lastMu.Unlock()
+				wait := min(backoff, time.Until(deadline))
+				if wait <= 0 {
+					return // the collector's timer reports the timeout
+				}
+				tm := time.NewTimer(wait)
+				select {
+				case <-stop:
+					tm.Stop()
+					return
+				case <-tm.C:
+				}
+				backoff = min(2*backoff, 500*time.Millisecond)
+			}
+		}()
+	}
+	if rank < size-1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					select {
+					case <-stop:
+					default:
+						report(meshResult{rank: rank, err: core.Errorf(core.CodeNet, "rank %d cannot accept on %s: %v", rank, ln.Addr(), err)})
+					}
+					return
+				}
+				if !pending.add(c) {
+					return
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r, err := handshake(c, false, rank, size, -1, job, secret, hsTimeout())
+					pending.remove(c)
+					if err != nil {
+						c.Close()
+						var hs *hsError
+						if !errors.As(err, &hs) { // garbage or a broken client: keep waiting
+							report(meshResult{rank: r, err: err})
+						}
+						return
+					}
+					report(meshResult{rank: r, conn: c})
+				}()
+			}
+		}()
+	}
+
+	conns := make([]net.Conn, size)
+	missing := size - 1
+	timer := time.NewTimer(time.Until(deadline))
+	var ferr error
+	for missing > 0 && ferr == nil {
+		select {
+		case res := <-results:
+			switch {
+			case res.err != nil:
+				ferr = res.err
+			case conns[res.rank] != nil:
+				// The dialer gave up on an earlier connection and tried again: keep the new one.
+				conns[res.rank].Close()
+				conns[res.rank] = res.conn
+			default:
+				conns[res.rank] = res.conn
+				missing--
+			}
+		case <-timer.C:
+			ferr = meshTimeout(rank, size, peers, conns, lastErr, &lastMu, timeout)
+		}
+	}
+	timer.Stop()
+	close(stop)
+	ln.Close()
+	pending.stop()
+	wg.Wait()
+	if ferr != nil {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+		return nil, ferr
+	}
+	return conns, nil
+}
+
+func meshTimeout(rank, size int, peers []string, conns []net.Conn, lastErr []error, mu *sync.Mutex, timeout time.Duration) error {
+	var miss []int
+	for r := 0; r < size; r++ {
+		if r != rank && conns[r] == nil {
+			miss = append(miss, r)
+		}
+	}
+	sort.Ints(miss)
+	var b strings.Builder
+	fmt.Fprintf(&b, "rank %d timed out after %v waiting for ranks %v to connect", rank, timeout, miss)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range miss {
+		if r < rank && lastErr[r] != nil {
+			fmt.Fprintf(&b, "; rank %d at %s: %v", r, peers[r], lastErr[r])
+		}
+	}
+	return core.Errorf(core.CodeTimeout, "%s", b.String())
+}

@@ -1,0 +1,151 @@
+// Package netio moves kylix messages between ranks: the frame codec, the HMAC handshake, the
+// receive-side mailbox shared by every transport, the TCP and in-memory transports, the
+// rendezvous client and server, and Connect, the bootstrap behind kylix_init.
+package netio
+
+import (
+	"encoding/binary"
+	"math"
+
+	"kylix/core"
+)
+
+// Wire constants (docs/ARCHITECTURE.md, "Wire format").
+const (
+	HeaderSize      = 56 // bytes of a frame header
+	ProtocolVersion = 1  // bumped on any incompatible change of frames or handshake
+)
+
+// Magic opens every frame.
+var Magic = [4]byte{'K', 'Y', 'L', 'X'}
+
+// FrameType says what a frame carries.
+type FrameType uint8
+
+const (
+	FrameData  FrameType = 1 // a message for (seq, layer, phase)
+	FrameAbort FrameType = 2 // collective seq failed: 1 byte code, then the message
+	FrameBye   FrameType = 3 // the sender finalized; nothing follows
+)
+
+func (t FrameType) String() string {
+	switch t {
+	case FrameData:
+		return "data"
+	case FrameAbort:
+		return "abort"
+	case FrameBye:
+		return "bye"
+	}
+	return "frame?"
+}
+
+// MaxPayload bounds a single data frame. A header announcing more is refused before anything is
+// allocated, so a corrupt or hostile length cannot exhaust memory; Send refuses larger messages
+// with CodeArg, so core must cut bigger transfers into pieces.
+const MaxPayload = 1 << 32
+
+// maxAbortPayload bounds abort frames (1 byte code + message).
+const maxAbortPayload = 64 << 10
+
+// Header is a decoded frame header.
+type Header struct {
+	Type  FrameType
+	Layer uint8
+	Phase uint8
+	Job   uint64
+	Seq   uint64
+	FP    core.Fingerprint
+	Src   int    // source rank (u32 on the wire)
+	Len   uint64 // payload bytes that follow the header
+}
+
+// EncodeHeader writes h into buf[:HeaderSize] (the magic and version are implied). buf must hold
+// at least HeaderSize bytes.
+func EncodeHeader(buf []byte, h *Header) {
+	_ = buf[HeaderSize-1]
+	le := binary.LittleEndian
+	copy(buf[0:4], Magic[:])
+	buf[4] = ProtocolVersion
+	buf[5] = byte(h.Type)
+	buf[6] = h.Layer
+	buf[7] = h.Phase
+	le.PutUint64(buf[8:], h.Job)
+	le.PutUint64(buf[16:], h.Seq)
+	buf[24] = byte(h.FP.Kind)
+	buf[25] = h.FP.Dtype
+	le.PutUint16(buf[26:], h.FP.Op)
+	le.PutUint32(buf[28:], uint32(h.FP.Width))
+	le.PutUint32(buf[32:], h.FP.Plan)
+	le.PutUint64(buf[36:], uint64(h.FP.Count))
+	le.PutUint32(buf[44:], uint32(h.Src))
+	le.PutUint64(buf[48:], h.Len)
+}
+
+// DecodeHeader parses buf[:HeaderSize]. It refuses a wrong magic, an unknown frame type or a
+// payload above maxPayload (CodeNet) and another protocol version (CodeAuth). The job id is not
+// checked here: the connection knows which job it belongs to.
+func DecodeHeader(buf []byte, maxPayload uint64) (Header, error) {
+	if len(buf) < HeaderSize {
+		return Header{}, core.Errorf(core.CodeNet, "frame: header of %d bytes is shorter than %d", len(buf), HeaderSize)
+	}
+	if [4]byte(buf[0:4]) != Magic {
+		return Header{}, core.Errorf(core.CodeNet, "frame: bad magic %q (not a kylix stream)", buf[0:4])
+	}
+	if buf[4] != ProtocolVersion {
+		return Header{}, core.Errorf(core.CodeAuth, "frame: protocol version %d, this rank speaks %d", buf[4], ProtocolVersion)
+	}
+	le := binary.LittleEndian
+	h := Header{
+		Type:  FrameType(buf[5]),
+		Layer: buf[6],
+		Phase: buf[7],
+		Job:   le.Uint64(buf[8:]),
+		Seq:   le.Uint64(buf[16:]),
+		FP: core.Fingerprint{
+			Kind:  core.Kind(buf[24]),
+			Dtype: buf[25],
+			Op:    le.Uint16(buf[26:]),
+			Width: int32(le.Uint32(buf[28:])),
+			Plan:  le.Uint32(buf[32:]),
+			Count: int64(le.Uint64(buf[36:])),
+		},
+		Src: int(le.Uint32(buf[44:])),
+		Len: le.Uint64(buf[48:]),
+	}
+	switch h.Type {
+	case FrameData, FrameAbort, FrameBye:
+	default:
+		return Header{}, core.Errorf(core.CodeNet, "frame: unknown frame type %d", buf[5])
+	}
+	if h.Len > maxPayload {
+		return Header{}, core.Errorf(core.CodeNet, "frame: %s payload of %d bytes exceeds the bound of %d", h.Type, h.Len, maxPayload)
+	}
+	return h, nil
+}
+
+// encodeAbort builds an abort payload: 1 byte code, then the message (cut to fit the bound).
+func encodeAbort(code core.Code, msg string) []byte {
+	if len(msg) > maxAbortPayload-1 {
+		msg = msg[:maxAbortPayload-1]
+	}
+	b := make([]byte, 1+len(msg))
+	if code < 0 || code > math.MaxUint8 {
+		code = core.CodeInternal
+	}
+	b[0] = byte(code)
+	copy(b[1:], msg)
+	return b
+}
+
+// decodeAbort reverses encodeAbort; a code that is not a failure becomes CodeInternal.
+func decodeAbort(b []byte) (core.Code, string) {
+	if len(b) == 0 {
+		return core.CodeInternal, "aborted without a reason"
+	}
+	code := core.Code(b[0])
+	if code <= core.OK || code > core.CodeInternal {
+		code = core.CodeInternal
+	}
+	return code, string(b[1:])
+}

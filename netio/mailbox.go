@@ -1,0 +1,432 @@
+package netio
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"kylix/core"
+)
+
+// mailbox is the receive side every transport shares: transports only deliver frames, aborts and
+// deaths into it, so TCP and the in-memory transport fail in exactly the same ways.
+//
+// Frames are filed by sequence; each sequence's box holds its messages keyed by (layer, phase,
+// source) and, once the collective is known to have failed (fingerprint mismatch or abort), the
+// error every wait in it returns.
+type mailbox struct {
+	rank, size int
+	timeout    time.Duration
+	// lastHeard[r] is when bytes from r last arrived (unix ns); a wait on r times out only after
+	// timeout of silence, so a large message still streaming in does not count as silence.
+	lastHeard []atomic.Int64
+
+	mu      sync.Mutex
+	started bool // Begin was called at least once
+	cur     uint64
+	fp      core.Fingerprint
+	boxes   map[uint64]*seqBox
+	dead    []error // per rank: why it is gone, nil while alive
+	closed  error   // set by close: every wait fails with it
+	waiters []*waiter
+}
+
+type msgKey struct {
+	layer, phase uint8
+	src          int
+}
+
+type frame struct {
+	fp   core.Fingerprint
+	data []byte
+}
+
+type seqBox struct {
+	msgs   map[msgKey][]frame // FIFO per key
+	fail   error              // mismatch or abort: the collective is over
+	remote bool               // fail came from a peer's abort, which every peer got too
+}
+
+type waiter struct {
+	seq uint64
+	key msgKey
+	ch  chan struct{} // buffered(1): a wake-up is never lost and never blocks the sender
+}
+
+func newMailbox(rank, size int, timeout time.Duration) *mailbox {
+	return &mailbox{
+		rank:      rank,
+		size:      size,
+		timeout:   timeout,
+		lastHeard: make([]atomic.Int64, size),
+		boxes:     map[uint64]*seqBox{},
+		dead:      make([]error, size),
+	}
+}
+
+// free recycles the payloads nobody will read.
+func (b *seqBox) free() {
+	for _, q := range b.msgs {
+		for _, f := range q {
+			putBuf(f.data)
+		}
+	}
+	b.msgs = map[msgKey][]frame{}
+}
+
+func (m *mailbox) box(seq uint64) *seqBox {
+	b := m.boxes[seq]
+	if b == nil {
+		b = &seqBox{msgs: map[msgKey][]frame{}}
+		m.boxes[seq] = b
+	}
+	return b
+}
+
+// stale reports whether seq belongs to a collective this rank has already left.
+func (m *mailbox) stale(seq uint64) bool { return m.started && seq < m.cur }
+
+// begin makes seq the current collective: older boxes are dropped and frames of seq that
+// arrived early are checked against fp.
+func (m *mailbox) begin(seq uint64, fp core.Fingerprint) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.started, m.cur, m.fp = true, seq, fp
+	for s, b := range m.boxes {
+		if s < seq {
+			b.free()
+			delete(m.boxes, s)
+		}
+	}
+	b := m.boxes[seq]
+	if b == nil || b.fail != nil {
+		return
+	}
+	first := -1
+	var theirs core.Fingerprint
+	for k, q := range b.msgs {
+		for _, f := range q {
+			if f.fp != fp && (first < 0 || k.src < first) {
+				first, theirs = k.src, f.fp
+			}
+		}
+	}
+	if first >= 0 {
+		m.failLocked(seq, b, mismatchError(first, theirs, fp, seq))
+	}
+}
+
+// currentFP is the fingerprint this rank's frames carry.
+func (m *mailbox) currentFP() core.Fingerprint {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.fp
+}
+
+// deliver files a data frame from src. data is owned by the mailbox from now on.
+func (m *mailbox) deliver(src int, seq uint64, layer, phase uint8, fp core.Fingerprint, data []byte) {
+	m.heard(src)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed != nil || m.stale(seq) {
+		putBuf(data)
+		return
+	}
+	b := m.box(seq)
+	if b.fail != nil {
+		putBuf(data)
+		return
+	}
+	if m.started && seq == m.cur && fp != m.fp {
+		putBuf(data)
+		m.failLocked(seq, b, mismatchError(src, fp, m.fp, seq))
+		return
+	}
+	k := msgKey{layer, phase, src}
+	b.msgs[k] = append(b.msgs[k], frame{fp, data})
+	for _, w := range m.waiters {
+		if w.seq == seq && w.key == k {
+			wake(w)
+		}
+	}
+}
+
+// abort records that collective seq failed with err: a peer's report (src >= 0, the message
+// says who reported it) or this rank's own (src < 0). The first failure of a sequence wins; an
+// abort of a sequence this rank already left is dropped, one of a future sequence waits for it.
+func (m *mailbox) abort(seq uint64, src int, code core.Code, msg string) {
+	if src >= 0 {
+		m.heard(src)
+		msg = fmt.Sprintf("%s (reported by rank %d)", msg, src)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed != nil || m.stale(seq) {
+		return
+	}
+	b := m.box(seq)
+	if b.fail == nil {
+		m.failLocked(seq, b, &core.Error{Code: code, Msg: msg})
+		b.remote = src >= 0
+	}
+}
+
+// abortedByPeer reports whether collective seq failed because a peer aborted it. That peer told
+// every rank (full mesh), so passing its abort on would only multiply frames.
+func (m *mailbox) abortedByPeer(seq uint64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.boxes[seq]
+	return b != nil && b.remote
+}
+
+func (m *mailbox) failLocked(seq uint64, b *seqBox, err error) {
+	b.fail = err
+	b.free() // nothing of a failed collective will be read
+	for _, w := range m.waiters {
+		if w.seq == seq {
+			wake(w)
+		}
+	}
+}
+
+// markDead records that rank r is gone. Messages it delivered before stay readable; a wait for
+// anything else from it fails at once with err. The first reason wins.
+func (m *mailbox) markDead(r int, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r < 0 || r >= m.size || m.dead[r] != nil {
+		return
+	}
+	m.dead[r] = err
+	for _, w := range m.waiters {
+		if w.key.src == r {
+			wake(w)
+		}
+	}
+}
+
+// deadErr is why rank r is gone, or nil.
+func (m *mailbox) deadErr(r int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.dead[r]
+}
+
+// failedRanks lists the ranks that crashed or finalized, in order.
+func (m *mailbox) failedRanks() []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var rs []int
+	for r, e := range m.dead {
+		if e != nil {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+// close fails every current and future wait with err and frees what was buffered.
+func (m *mailbox) close(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed != nil {
+		return
+	}
+	m.closed = err
+	for _, b := range m.boxes {
+		b.free()
+	}
+	m.boxes = map[uint64]*seqBox{}
+	for _, w := range m.waiters {
+		wake(w)
+	}
+}
+
+func (m *mailbox) heard(src int) {
+	if src >= 0 && src < len(m.lastHeard) {
+		m.lastHeard[src].Store(time.Now().UnixNano())
+	}
+}
+
+func wake(w *waiter) {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+// recv waits for the message from rank `from` with tag. A failed collective, a dead peer, a
+// closed mailbox or timeout of silence from `from` end the wait with an error.
+func (m *mailbox) recv(from int, tag core.Tag) ([]byte, error) {
+	if from < 0 || from >= m.size {
+		return nil, core.Errorf(core.CodeArg, "recv: source rank %d is not in 0..%d", from, m.size-1)
+	}
+	k := msgKey{tag.Layer, tag.Phase, from}
+	var w *waiter
+	var timer *time.Timer
+	start := time.Now()
+	m.mu.Lock()
+	defer func() {
+		if w != nil {
+			m.removeWaiter(w)
+		}
+		m.mu.Unlock()
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		if m.closed != nil {
+			return nil, m.closed
+		}
+		if m.stale(tag.Seq) {
+			return nil, core.Errorf(core.CodeState, "recv: collective %d is over (this rank is in %d)", tag.Seq, m.cur)
+		}
+		if b := m.boxes[tag.Seq]; b != nil {
+			if b.fail != nil {
+				return nil, b.fail
+			}
+			if q := b.msgs[k]; len(q) > 0 {
+				data := q[0].data
+				q[0] = frame{}
+				if len(q) == 1 {
+					delete(b.msgs, k)
+				} else {
+					b.msgs[k] = q[1:]
+				}
+				return data, nil
+			}
+		}
+		if err := m.dead[from]; err != nil {
+			return nil, err
+		}
+		if w == nil {
+			w = &waiter{seq: tag.Seq, key: k, ch: make(chan struct{}, 1)}
+			m.waiters = append(m.waiters, w)
+			timer = time.NewTimer(m.timeout)
+		}
+		m.mu.Unlock()
+		select {
+		case <-w.ch:
+			m.mu.Lock()
+		case <-timer.C:
+			m.mu.Lock()
+			// Silence is measured from the later of the start of this wait and the last bytes
+			// from the peer (a long message may still be arriving).
+			last := max(start.UnixNano(), m.lastHeard[from].Load())
+			if left := time.Until(time.Unix(0, last).Add(m.timeout)); left > 0 {
+				timer.Reset(left)
+				continue
+			}
+			// One last look: the message may have raced the timer.
+			if b := m.boxes[tag.Seq]; b != nil && (b.fail != nil || len(b.msgs[k]) > 0) {
+				continue
+			}
+			if m.closed != nil || m.dead[from] != nil {
+				continue
+			}
+			return nil, core.Errorf(core.CodeTimeout, "rank %d sent nothing for %v: waited for its %s message of collective %d, layer %d",
+				from, m.timeout, phaseName(tag.Phase), tag.Seq, tag.Layer)
+		}
+	}
+}
+
+func (m *mailbox) removeWaiter(w *waiter) {
+	for i, x := range m.waiters {
+		if x == w {
+			last := len(m.waiters) - 1
+			m.waiters[i] = m.waiters[last]
+			m.waiters[last] = nil
+			m.waiters = m.waiters[:last]
+			return
+		}
+	}
+}
+
+// mismatchError says how rank src's fingerprint (theirs) differs from this rank's (ours).
+func mismatchError(src int, theirs, ours core.Fingerprint, seq uint64) error {
+	field := theirs.Diff(ours)
+	var v1, v2 string
+	switch field {
+	case "":
+		return core.Errorf(core.CodeMismatch, "rank %d disagrees on collective %d", src, seq)
+	case "plan":
+		v1, v2 = fmt.Sprint(theirs.Plan), fmt.Sprint(ours.Plan)
+	case "dtype":
+		v1, v2 = dtypeName(theirs.Dtype), dtypeName(ours.Dtype)
+	case "op":
+		v1, v2 = opName(theirs.Op), opName(ours.Op)
+	case "width":
+		v1, v2 = fmt.Sprint(theirs.Width), fmt.Sprint(ours.Width)
+	case "count":
+		v1, v2 = fmt.Sprint(theirs.Count), fmt.Sprint(ours.Count)
+	default: // the collective itself
+		return core.Errorf(core.CodeMismatch, "rank %d called %s but this rank called %s (collective %d)",
+			src, theirs.Kind, ours.Kind, seq)
+	}
+	return core.Errorf(core.CodeMismatch, "rank %d disagrees on %s: %s vs %s (collective %d, %s)",
+		src, field, v1, v2, seq, ours.Kind)
+}
+
+func dtypeName(d uint8) string {
+	if core.Dtype(d).Valid() {
+		return core.Dtype(d).String()
+	}
+	return fmt.Sprintf("dtype %d", d)
+}
+
+func opName(o uint16) string {
+	if core.Op(o).Builtin() {
+		return core.Op(o).String()
+	}
+	return fmt.Sprintf("op %d", o)
+}
+
+var phaseNames = map[uint8]string{
+	core.PhaseConfig:     "config",
+	core.PhaseDown:       "down",
+	core.PhaseUp:         "up",
+	core.PhaseConfigDown: "config-down",
+	core.PhaseSmall:      "small",
+	core.PhaseBcast:      "bcast",
+	core.PhaseDense:      "dense",
+}
+
+func phaseName(p uint8) string {
+	if n, ok := phaseNames[p]; ok {
+		return n
+	}
+	return fmt.Sprintf("phase-%d", p)
+}
+
+// Errors both transports give for a peer that went away.
+func finalizedError(r int) error { return core.Errorf(core.CodePeer, "rank %d has finalized", r) }
+
+func lostError(r int, why string) error {
+	return core.Errorf(core.CodePeer, "rank %d is lost: %s", r, why)
+}
+
+// PeerStats counts the data messages exchanged with one rank (payload bytes, headers excluded).
+type PeerStats struct {
+	Rank      int
+	BytesSent uint64
+	MsgsSent  uint64
+	BytesRecv uint64
+	MsgsRecv  uint64
+}
+
+type counters struct {
+	bytesSent, msgsSent, bytesRecv, msgsRecv atomic.Uint64
+}
+
+func snapshot(cs []counters) []PeerStats {
+	out := make([]PeerStats, len(cs))
+	for i := range cs {
+		c := &cs[i]
+		out[i] = PeerStats{Rank: i, BytesSent: c.bytesSent.Load(), MsgsSent: c.msgsSent.Load(),
+			BytesRecv: c.bytesRecv.Load(), MsgsRecv: c.msgsRecv.Load()}
+	}
+	return out
+}

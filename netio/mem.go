@@ -1,0 +1,143 @@
+package netio
+
+import (
+	"sync"
+	"time"
+
+	"kylix/core"
+)
+
+// Mem is one rank of an in-memory job: every rank lives in the same process and Send copies the
+// payload into the destination's mailbox. It shares the mailbox with TCP, so fingerprints,
+// aborts, dead peers and timeouts behave exactly as on the network. Core's tests and the
+// simulator run on it.
+type Mem struct {
+	rank  int
+	job   *memJob
+	mb    *mailbox
+	stats []counters
+
+	mu   sync.Mutex
+	gone error // set by Close or Kill: this rank can no longer send
+}
+
+type memJob struct {
+	ranks   []*Mem
+	timeout time.Duration
+}
+
+// NewMemJob creates the size ranks of an in-memory job; any wait for a peer is bounded by
+// timeout.
+func NewMemJob(size int, timeout time.Duration) []*Mem {
+	j := &memJob{ranks: make([]*Mem, size), timeout: timeout}
+	for r := range j.ranks {
+		j.ranks[r] = &Mem{rank: r, job: j, mb: newMailbox(r, size, timeout), stats: make([]counters, size)}
+	}
+	return j.ranks
+}
+
+func (m *Mem) Rank() int              { return m.rank }
+func (m *Mem) Size() int              { return len(m.job.ranks) }
+func (m *Mem) Timeout() time.Duration { return m.job.timeout }
+
+func (m *Mem) Begin(seq uint64, fp core.Fingerprint) { m.mb.begin(seq, fp) }
+
+func (m *Mem) goneErr() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.gone
+}
+
+// Send copies the concatenation of bufs into rank to's mailbox.
+func (m *Mem) Send(to int, tag core.Tag, bufs ...[]byte) error {
+	if err := m.goneErr(); err != nil {
+		return err
+	}
+	if to < 0 || to >= m.Size() {
+		return core.Errorf(core.CodeArg, "send: destination rank %d is not in 0..%d", to, m.Size()-1)
+	}
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	if uint64(n) > MaxPayload {
+		return core.Errorf(core.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, to, uint64(MaxPayload))
+	}
+	if err := m.mb.deadErr(to); err != nil {
+		return err
+	}
+	data := gather(bufs, n)
+	dst := m.job.ranks[to]
+	dst.mb.deliver(m.rank, tag.Seq, tag.Layer, tag.Phase, m.mb.currentFP(), data)
+	m.stats[to].bytesSent.Add(uint64(n))
+	m.stats[to].msgsSent.Add(1)
+	dst.stats[m.rank].bytesRecv.Add(uint64(n))
+	dst.stats[m.rank].msgsRecv.Add(1)
+	return nil
+}
+
+// Recv waits for the message from rank from with tag.
+func (m *Mem) Recv(from int, tag core.Tag) ([]byte, error) { return m.mb.recv(from, tag) }
+
+// Abort fails collective seq here and on every live peer with err's code and message (unless
+// seq already failed through a peer's abort, which reached everyone).
+func (m *Mem) Abort(seq uint64, err error) {
+	code, msg := abortReason(err)
+	m.mb.abort(seq, -1, code, msg)
+	if m.goneErr() != nil || m.mb.abortedByPeer(seq) {
+		return
+	}
+	for r, p := range m.job.ranks {
+		if r != m.rank && m.mb.deadErr(r) == nil {
+			p.mb.abort(seq, m.rank, code, msg)
+		}
+	}
+}
+
+// Close finalizes this rank: peers see "rank N has finalized" once they have read what it sent.
+func (m *Mem) Close() error {
+	m.leave(core.Errorf(core.CodeState, "transport of rank %d is closed", m.rank), finalizedError(m.rank))
+	return nil
+}
+
+// Kill simulates a crash of this rank (for tests): peers see it lost, as on a reset connection,
+// and this rank's own calls fail.
+func (m *Mem) Kill() {
+	m.leave(core.Errorf(core.CodePeer, "rank %d was killed", m.rank), lostError(m.rank, "connection closed without a bye (killed)"))
+}
+
+func (m *Mem) leave(self, peers error) {
+	m.mu.Lock()
+	if m.gone != nil {
+		m.mu.Unlock()
+		return
+	}
+	m.gone = self
+	m.mu.Unlock()
+	m.mb.close(self)
+	for r, p := range m.job.ranks {
+		if r != m.rank {
+			p.mb.markDead(m.rank, peers)
+		}
+	}
+}
+
+// FailedRanks lists the ranks this rank has seen crash or finalize.
+func (m *Mem) FailedRanks() []int { return m.mb.failedRanks() }
+
+// Stats returns the data messages exchanged with each rank (index = rank).
+func (m *Mem) Stats() []PeerStats { return snapshot(m.stats) }
+
+// abortReason turns the error a collective failed with into what an abort frame carries.
+func abortReason(err error) (core.Code, string) {
+	if err == nil {
+		return core.CodeInternal, "collective aborted without a reason"
+	}
+	code := core.CodeOf(err)
+	if code == core.OK {
+		code = core.CodeInternal
+	}
+	return code, err.Error()
+}
+
+var _ core.Transport = (*Mem)(nil)

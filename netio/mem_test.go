@@ -1,0 +1,150 @@
+package netio
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+	"time"
+
+	"kylix/core"
+)
+
+// transportJob is what the shared exchange test needs from either transport.
+func exchangeAll(t *testing.T, ts []core.Transport, sizes []int) {
+	t.Helper()
+	n := len(ts)
+	payload := func(src, dst, i, size int) []byte {
+		b := make([]byte, size)
+		for k := range b {
+			b[k] = byte(src*31 + dst*7 + i*3 + k)
+		}
+		return b
+	}
+	tagOf := func(i int) core.Tag {
+		return core.Tag{Seq: 3, Layer: uint8(i % 3), Phase: uint8(1 + i%7)}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n*n*len(sizes))
+	for r := 0; r < n; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tr := ts[r]
+			tr.Begin(3, fpAll)
+			for dst := 0; dst < n; dst++ {
+				for i, size := range sizes {
+					p := payload(r, dst, i, size)
+					// Split in two to exercise the gather of several buffers.
+					if err := tr.Send(dst, tagOf(i), p[:size/2], p[size/2:]); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+			for src := 0; src < n; src++ {
+				for i, size := range sizes {
+					b, err := tr.Recv(src, tagOf(i))
+					if err != nil {
+						errs <- err
+						return
+					}
+					if !bytes.Equal(b, payload(src, r, i, size)) {
+						errs <- core.Errorf(core.CodeInternal, "rank %d: wrong payload from %d (size %d, got %d bytes)", r, src, size, len(b))
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func memTransports(ms []*Mem) []core.Transport {
+	ts := make([]core.Transport, len(ms))
+	for i, m := range ms {
+		ts[i] = m
+	}
+	return ts
+}
+
+func TestMemExchange(t *testing.T) {
+	for n := 1; n <= 5; n++ {
+		ms := NewMemJob(n, 2*time.Second)
+		exchangeAll(t, memTransports(ms), []int{0, 1, 1 << 20})
+		st := ms[0].Stats()
+		if len(st) != n || st[n-1].MsgsSent != 3 || st[n-1].BytesSent != 1<<20+1 || st[n-1].MsgsRecv != 3 {
+			t.Fatalf("n=%d stats %+v", n, st)
+		}
+		for _, m := range ms {
+			m.Close()
+		}
+	}
+}
+
+func TestMemSendCopies(t *testing.T) {
+	ms := NewMemJob(2, time.Second)
+	buf := []byte("hello")
+	ms[0].Send(1, core.Tag{Phase: 1}, buf)
+	buf[0] = 'j'
+	b, err := ms[1].Recv(0, core.Tag{Phase: 1})
+	if err != nil || string(b) != "hello" {
+		t.Fatalf("got %q %v", b, err)
+	}
+	if err := ms[0].Send(2, core.Tag{}, nil); core.CodeOf(err) != core.CodeArg {
+		t.Fatalf("send to rank 2 of 2: %v", err)
+	}
+}
+
+func TestMemMismatchAndAbort(t *testing.T) {
+	ms := NewMemJob(3, 2*time.Second)
+	ms[0].Begin(0, fpAll)
+	ms[1].Begin(0, fpRed)
+	ms[2].Begin(0, fpAll)
+	ms[1].Send(0, core.Tag{Phase: core.PhaseSmall}, []byte{1})
+	_, err := ms[0].Recv(1, core.Tag{Phase: core.PhaseSmall})
+	wantErr(t, err, core.CodeMismatch, "rank 1 called reduce but this rank called allreduce")
+	// Rank 0 aborts: rank 2, waiting on someone else, fails at once with the same code.
+	go ms[0].Abort(0, err)
+	within(t, time.Second, func() { _, err = ms[2].Recv(1, core.Tag{Phase: core.PhaseSmall}) })
+	wantErr(t, err, core.CodeMismatch, "rank 1 called reduce", "reported by rank 0")
+}
+
+func TestMemKillAndClose(t *testing.T) {
+	ms := NewMemJob(3, 3*time.Second)
+	for _, m := range ms {
+		m.Begin(0, fpAll)
+	}
+	ms[2].Send(0, core.Tag{Phase: 1}, []byte("bye"))
+	var err error
+	done := make(chan struct{})
+	go func() { _, err = ms[0].Recv(1, core.Tag{Phase: 1}); close(done) }()
+	time.Sleep(10 * time.Millisecond)
+	within(t, time.Second, func() { ms[1].Kill(); <-done })
+	wantErr(t, err, core.CodePeer, "rank 1")
+	wantErr(t, ms[0].Send(1, core.Tag{Phase: 1}), core.CodePeer, "rank 1")
+	wantErr(t, ms[1].Send(0, core.Tag{Phase: 1}), core.CodePeer, "killed")
+
+	ms[2].Close()
+	if b, err := ms[0].Recv(2, core.Tag{Phase: 1}); err != nil || string(b) != "bye" {
+		t.Fatalf("message sent before close: %q %v", b, err)
+	}
+	_, err = ms[0].Recv(2, core.Tag{Phase: 1})
+	wantErr(t, err, core.CodePeer, "rank 2 has finalized")
+	_, err = ms[2].Recv(0, core.Tag{Phase: 1})
+	wantErr(t, err, core.CodeState, "closed")
+	if got := ms[0].FailedRanks(); len(got) != 2 {
+		t.Fatalf("FailedRanks = %v", got)
+	}
+}
+
+func TestMemTimeout(t *testing.T) {
+	ms := NewMemJob(2, 100*time.Millisecond)
+	ms[0].Begin(0, fpAll)
+	var err error
+	within(t, time.Second, func() { _, err = ms[0].Recv(1, core.Tag{Phase: core.PhaseBcast}) })
+	wantErr(t, err, core.CodeTimeout, "rank 1", "bcast")
+}

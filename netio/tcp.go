@@ -1,0 +1,363 @@
+package netio
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"kylix/core"
+)
+
+// TCP is the network transport: one long-lived, authenticated connection per peer (built by
+// Connect), one reader goroutine per connection filing frames into the mailbox, and writes
+// straight from the caller's buffers with writev.
+type TCP struct {
+	rank, size int
+	job        uint64
+	timeout    time.Duration
+	mb         *mailbox
+	peers      []*peer // by rank; nil for this rank
+	stats      []counters
+	closing    atomic.Bool
+	closeOnce  sync.Once
+	wg         sync.WaitGroup // reader goroutines
+}
+
+type peer struct {
+	t    *TCP
+	rank int
+	conn net.Conn
+	wsem chan struct{} // the write lock; a channel so waiting for it can time out
+
+	// guarded by wsem
+	hdr [HeaderSize]byte
+	iov net.Buffers
+
+	downOnce sync.Once
+}
+
+// writeChunk is how much one writev may carry before the write deadline is pushed on: the
+// deadline bounds silence (a peer that stops reading), not the length of a large message.
+const writeChunk = 8 << 20
+
+// readChunk is how much of a payload is read between two "still hearing from it" marks.
+const readChunk = 1 << 20
+
+// newTCP wraps established, handshaken connections (conns[rank] is nil) and starts the readers.
+func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn) *TCP {
+	t := &TCP{rank: rank, size: size, job: job, timeout: timeout,
+		mb: newMailbox(rank, size, timeout), peers: make([]*peer, size), stats: make([]counters, size)}
+	for r, c := range conns {
+		if c == nil || r == rank {
+			continue
+		}
+		p := &peer{t: t, rank: r, conn: c, wsem: make(chan struct{}, 1)}
+		t.peers[r] = p
+	}
+	for _, p := range t.peers {
+		if p != nil {
+			t.wg.Add(1)
+			go t.readLoop(p)
+		}
+	}
+	return t
+}
+
+func (t *TCP) Rank() int              { return t.rank }
+func (t *TCP) Size() int              { return t.size }
+func (t *TCP) Timeout() time.Duration { return t.timeout }
+
+// Job is the id every frame of this job carries.
+func (t *TCP) Job() uint64 { return t.job }
+
+func (t *TCP) Begin(seq uint64, fp core.Fingerprint) { t.mb.begin(seq, fp) }
+
+// Recv waits for the message from rank from with tag.
+func (t *TCP) Recv(from int, tag core.Tag) ([]byte, error) { return t.mb.recv(from, tag) }
+
+// FailedRanks lists the ranks whose connection was lost or that finalized.
+func (t *TCP) FailedRanks() []int { return t.mb.failedRanks() }
+
+// Stats returns the data messages exchanged with each rank (index = rank, this rank included).
+func (t *TCP) Stats() []PeerStats { return snapshot(t.stats) }
+
+func (t *TCP) closedErr() error {
+	return core.Errorf(core.CodeState, "transport of rank %d is closed", t.rank)
+}
+
+// Send writes one data frame to rank to: the header and bufs go out in one writev, straight from
+// the caller's memory. Sending to oneself copies into the own mailbox.
+func (t *TCP) Send(to int, tag core.Tag, bufs ...[]byte) error {
+	if t.closing.Load() {
+		return t.closedErr()
+	}
+	if to < 0 || to >= t.size {
+		return core.Errorf(core.CodeArg, "send: destination rank %d is not in 0..%d", to, t.size-1)
+	}
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	if uint64(n) > MaxPayload {
+		return core.Errorf(core.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, to, uint64(MaxPayload))
+	}
+	if to == t.rank {
+		data := gather(bufs, n)
+		t.mb.deliver(t.rank, tag.Seq, tag.Layer, tag.Phase, t.mb.currentFP(), data)
+		t.count(to, n, true)
+		t.count(to, n, false)
+		return nil
+	}
+	if err := t.mb.deadErr(to); err != nil {
+		return err
+	}
+	h := Header{Type: FrameData, Layer: tag.Layer, Phase: tag.Phase, Job: t.job, Seq: tag.Seq,
+		FP: t.mb.currentFP(), Src: t.rank, Len: uint64(n)}
+	if err := t.peers[to].write(&h, bufs, time.Time{}); err != nil {
+		return err
+	}
+	t.count(to, n, true)
+	return nil
+}
+
+func (t *TCP) count(r, n int, sent bool) {
+	c := &t.stats[r]
+	if sent {
+		c.bytesSent.Add(uint64(n))
+		c.msgsSent.Add(1)
+	} else {
+		c.bytesRecv.Add(uint64(n))
+		c.msgsRecv.Add(1)
+	}
+}
+
+// Abort fails collective seq here and sends an abort frame to every live peer, all at once; it
+// returns within Timeout() whatever the peers do. When seq already failed through a peer's
+// abort, that peer has told everyone and nothing is sent.
+func (t *TCP) Abort(seq uint64, err error) {
+	code, msg := abortReason(err)
+	t.mb.abort(seq, -1, code, msg)
+	if t.closing.Load() || t.mb.abortedByPeer(seq) {
+		return
+	}
+	payload := encodeAbort(code, msg)
+	deadline := time.Now().Add(t.timeout)
+	var wg sync.WaitGroup
+	for _, p := range t.peers {
+		if p == nil || t.mb.deadErr(p.rank) != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := Header{Type: FrameAbort, Job: t.job, Seq: seq, FP: t.mb.currentFP(), Src: t.rank, Len: uint64(len(payload))}
+			p.write(&h, [][]byte{payload}, deadline) // best effort: a failure marks the peer dead
+		}()
+	}
+	wg.Wait()
+}
+
+// Close says bye to every live peer, closes the connections and waits for the readers.
+func (t *TCP) Close() error {
+	t.closeOnce.Do(func() {
+		t.closing.Store(true)
+		deadline := time.Now().Add(min(t.timeout, time.Second))
+		var wg sync.WaitGroup
+		for _, p := range t.peers {
+			if p == nil {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if t.mb.deadErr(p.rank) == nil && p.lock(deadline) {
+					var hb [HeaderSize]byte
+					EncodeHeader(hb[:], &Header{Type: FrameBye, Job: t.job, Src: t.rank})
+					p.conn.SetWriteDeadline(deadline)
+					p.conn.Write(hb[:])
+					p.unlock()
+				}
+				p.conn.Close()
+			}()
+		}
+		wg.Wait()
+		t.mb.close(t.closedErr())
+		t.wg.Wait()
+	})
+	return nil
+}
+
+func (p *peer) lock(deadline time.Time) bool {
+	select {
+	case p.wsem <- struct{}{}:
+		return true
+	default:
+	}
+	tm := time.NewTimer(time.Until(deadline))
+	defer tm.Stop()
+	select {
+	case p.wsem <- struct{}{}:
+		return true
+	case <-tm.C:
+		return false
+	}
+}
+
+func (p *peer) unlock() { <-p.wsem }
+
+// write sends one frame. With a zero hard deadline each chunk may take up to the timeout (Send);
+// otherwise everything must be done by hard (Abort). A failed write leaves half a frame on the
+// stream, so the connection is dropped and the peer counted as lost.
+func (p *peer) write(h *Header, bufs [][]byte, hard time.Time) error {
+	t := p.t
+	lockBy := hard
+	if lockBy.IsZero() {
+		lockBy = time.Now().Add(t.timeout)
+	}
+	if !p.lock(lockBy) {
+		return core.Errorf(core.CodeTimeout, "send to rank %d: its connection stayed busy for %v", p.rank, t.timeout)
+	}
+	defer p.unlock()
+	if err := t.mb.deadErr(p.rank); err != nil {
+		return err
+	}
+	EncodeHeader(p.hdr[:], h)
+	i, off := 0, 0 // next byte to send: bufs[i][off:]
+	first := true
+	for first || i < len(bufs) {
+		iov := p.iov[:0]
+		size := 0
+		if first {
+			iov = append(iov, p.hdr[:])
+			size = HeaderSize
+			first = false
+		}
+		for i < len(bufs) && size < writeChunk {
+			b := bufs[i][off:]
+			if room := writeChunk - size; len(b) > room {
+				iov = append(iov, b[:room])
+				off += room
+				size += room
+				break
+			}
+			if len(b) > 0 {
+				iov = append(iov, b)
+			}
+			size += len(b)
+			i, off = i+1, 0
+		}
+		backing := iov
+		if hard.IsZero() {
+			p.conn.SetWriteDeadline(time.Now().Add(t.timeout))
+		} else {
+			p.conn.SetWriteDeadline(hard)
+		}
+		_, err := iov.WriteTo(p.conn)
+		clear(backing) // drop references to the caller's memory
+		p.iov = backing[:0]
+		if err != nil {
+			return p.writeFailed(h, err)
+		}
+	}
+	return nil
+}
+
+func (p *peer) writeFailed(h *Header, err error) error {
+	t := p.t
+	if t.closing.Load() {
+		return t.closedErr()
+	}
+	var out error
+	if isTimeout(err) {
+		out = core.Errorf(core.CodeTimeout, "rank %d took no data for %v (sending %s frame of collective %d)", p.rank, t.timeout, h.Type, h.Seq)
+		p.down(lostError(p.rank, "connection dropped after a send timed out"))
+	} else {
+		p.down(lostError(p.rank, "send failed: "+err.Error()))
+		out = t.mb.deadErr(p.rank)
+	}
+	return out
+}
+
+// down drops the connection and tells the mailbox why the peer is gone.
+func (p *peer) down(err error) {
+	p.downOnce.Do(func() {
+		p.t.mb.markDead(p.rank, err)
+		p.conn.Close()
+	})
+}
+
+// readLoop files every frame from p until the connection ends. A payload is read straight into
+// the buffer Recv will hand out.
+func (t *TCP) readLoop(p *peer) {
+	defer t.wg.Done()
+	br := bufio.NewReaderSize(p.conn, 64<<10)
+	var hb [HeaderSize]byte
+	for {
+		if _, err := io.ReadFull(br, hb[:]); err != nil {
+			t.readFailed(p, err)
+			return
+		}
+		h, err := DecodeHeader(hb[:], MaxPayload)
+		if err != nil {
+			p.down(core.Errorf(core.CodeOf(err), "rank %d sent a bad frame: %v", p.rank, err))
+			return
+		}
+		if h.Job != t.job {
+			p.down(core.Errorf(core.CodeAuth, "rank %d sent a frame of job %016x, this job is %016x", p.rank, h.Job, t.job))
+			return
+		}
+		if h.Src != p.rank {
+			p.down(core.Errorf(core.CodeNet, "rank %d sent a frame claiming to come from rank %d", p.rank, h.Src))
+			return
+		}
+		t.mb.heard(p.rank)
+		switch h.Type {
+		case FrameData:
+			data := getBuf(int(h.Len))
+			for off := 0; off < len(data); {
+				end := min(off+readChunk, len(data))
+				if _, err := io.ReadFull(br, data[off:end]); err != nil {
+					t.readFailed(p, err)
+					return
+				}
+				t.mb.heard(p.rank)
+				off = end
+			}
+			t.mb.deliver(p.rank, h.Seq, h.Layer, h.Phase, h.FP, data)
+			t.count(p.rank, len(data), false)
+		case FrameAbort:
+			if h.Len > maxAbortPayload {
+				p.down(core.Errorf(core.CodeNet, "rank %d sent an abort frame of %d bytes", p.rank, h.Len))
+				return
+			}
+			b := make([]byte, h.Len)
+			if _, err := io.ReadFull(br, b); err != nil {
+				t.readFailed(p, err)
+				return
+			}
+			code, msg := decodeAbort(b)
+			t.mb.abort(h.Seq, p.rank, code, msg)
+		case FrameBye:
+			p.down(finalizedError(p.rank))
+			return
+		}
+	}
+}
+
+func (t *TCP) readFailed(p *peer, err error) {
+	if t.closing.Load() {
+		p.down(t.closedErr())
+		return
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		p.down(lostError(p.rank, "connection closed without a bye (process died?)"))
+		return
+	}
+	p.down(lostError(p.rank, err.Error()))
+}
+
+var _ core.Transport = (*TCP)(nil)

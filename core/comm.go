@@ -14,7 +14,10 @@ type Comm struct {
 	nextPlan uint32
 	broken   error // set by a peer failure or timeout: later calls fail with CodeState
 	closed   bool
-	mu       sync.Mutex // guards broken/closed against Close from another goroutine
+	// denseSwitchBytes: Allreduce of up to this many bytes takes the direct exchange
+	// (negative: DefaultDenseSwitch).
+	denseSwitchBytes int
+	mu               sync.Mutex // guards broken/closed against Close from another goroutine
 }
 
 // NewComm wraps a connected transport. opts.Degrees and opts.MinPacket steer planning.
@@ -27,7 +30,7 @@ func NewComm(t Transport, opts Options) (*Comm, error) {
 	if opts.Replication > 1 {
 		return nil, Errorf(CodeArg, "replication: %d > 1 is not implemented yet", opts.Replication)
 	}
-	return &Comm{t: t, opts: opts, degrees: ds}, nil
+	return &Comm{t: t, opts: opts, degrees: ds, denseSwitchBytes: -1}, nil
 }
 
 func (c *Comm) Rank() int { return c.t.Rank() }

@@ -29,6 +29,9 @@ func (c *Comm) Allreduce(send, recv []byte, d Dtype, o Op) error {
 		if len(send) > 0 && unsafe.SliceData(send) != unsafe.SliceData(recv) {
 			copy(recv, send)
 		}
+		if n*es <= c.denseSwitch() {
+			return c.allreduceDirect(seq, recv, d, o)
+		}
 		topo, err := NewTopology(c.denseDegrees(), c.Size())
 		if err != nil {
 			return err
@@ -145,6 +148,62 @@ func (c *Comm) denseUp(seq uint64, topo Topology, i int, buf []byte, lo, hi, es 
 		default:
 			copy(buf[ga*es:gb*es], got)
 			c.release(got)
+		}
+	}
+	if err := sg.wait(); rerr == nil {
+		rerr = err
+	}
+	return rerr
+}
+
+// DefaultDenseSwitch is the vector size in bytes up to which Allreduce takes the one-round
+// direct exchange instead of the butterfly. Small vectors are latency-bound: one round of m-1
+// messages beats 2L rounds; large ones are bandwidth-bound, where the butterfly moves
+// 2(m-1)/m of the vector instead of m-1 times it. Measured with `kylix bench --dense` (README).
+const DefaultDenseSwitch = 32 << 10
+
+// SetDenseSwitch changes the direct/butterfly switch point of this comm (benchmarks); every
+// rank must use the same value. Negative restores the default.
+func (c *Comm) SetDenseSwitch(bytes int) { c.denseSwitchBytes = bytes }
+
+func (c *Comm) denseSwitch() int {
+	if c.denseSwitchBytes < 0 {
+		return DefaultDenseSwitch
+	}
+	return c.denseSwitchBytes
+}
+
+// allreduceDirect sends the whole vector to every rank in one round; each rank combines all m
+// copies in rank order, so every rank computes the same bits.
+func (c *Comm) allreduceDirect(seq uint64, buf []byte, d Dtype, o Op) error {
+	m, me := c.Size(), c.Rank()
+	if m == 1 {
+		return nil
+	}
+	tag := Tag{Seq: seq, Phase: PhaseSmall}
+	mine := append([]byte(nil), buf...)
+	sg := sendGroup{t: c.t}
+	for r := 0; r < m; r++ {
+		if r != me {
+			sg.send(r, tag, mine)
+		}
+	}
+	Identity(d, o, buf)
+	var rerr error
+	for r := 0; r < m && rerr == nil; r++ {
+		src := mine
+		if r != me {
+			if src, rerr = c.t.Recv(r, tag); rerr != nil {
+				break
+			}
+			if len(src) != len(mine) {
+				rerr = Errorf(CodeMismatch, "rank %d sent %d bytes, this rank %d: counts differ", r, len(src), len(mine))
+				break
+			}
+		}
+		Combine(d, o, buf, src)
+		if r != me {
+			c.release(src)
 		}
 	}
 	if err := sg.wait(); rerr == nil {

@@ -9,38 +9,22 @@ import (
 // unique keys and, for every position of idx, the position of its key in that list — the map
 // that lets reduce combine repeated indices and answer in the caller's order.
 //
-// Hashed keys are uniform over 2^64, so one counting pass on their top bits spreads them into
-// buckets of ~16 that a small sort finishes: two passes over memory instead of a radix sort's
-// eight, and no comparison sort over the whole set.
+// Hashed keys are uniform over 2^64, so a most-significant-digit bucket sort finishes them in
+// two counting passes: the first on the top 10 bits (1024 buckets, whose write heads stay in
+// cache), the second inside each bucket on the next bits down to buckets of ~8 that an
+// insertion sort completes. A one-pass scatter into 10^5 buckets misses cache on every write.
 func sortUnique(idx []int64) (keys []uint64, pos []int32) {
 	n := len(idx)
 	pos = make([]int32, n)
 	if n == 0 {
 		return nil, pos
 	}
-	bits := 4
-	for (n>>bits) > 16 && bits < 20 {
-		bits++
-	}
-	shift := 64 - bits
-	counts := make([]int32, (1<<bits)+1)
-	for _, v := range idx {
-		counts[Mix(uint64(v))>>shift+1]++
-	}
-	for b := 1; b < len(counts); b++ {
-		counts[b] += counts[b-1]
-	}
 	pairs := make([]keyPos, n)
-	next := append([]int32(nil), counts[:len(counts)-1]...)
 	for i, v := range idx {
-		k := Mix(uint64(v))
-		b := k >> shift
-		pairs[next[b]] = keyPos{k, int32(i)}
-		next[b]++
+		pairs[i] = keyPos{Mix(uint64(v)), int32(i)}
 	}
-	for b := 0; b+1 < len(counts); b++ {
-		sortPairs(pairs[counts[b]:counts[b+1]])
-	}
+	tmp := make([]keyPos, n)
+	bucketSort(pairs, tmp, 0)
 	keys = make([]uint64, 0, n)
 	u := int32(-1)
 	for i, kp := range pairs {
@@ -51,6 +35,40 @@ func sortUnique(idx []int64) (keys []uint64, pos []int32) {
 		pos[kp.p] = u
 	}
 	return keys, pos
+}
+
+// bucketSort sorts a by key, given that all keys agree on their top `done` bits; tmp is
+// scratch of the same length. Small or exhausted ranges go to sortPairs.
+func bucketSort(a, tmp []keyPos, done int) {
+	n := len(a)
+	if n <= 48 || done >= 48 {
+		sortPairs(a)
+		return
+	}
+	bits := 1
+	for n>>bits > 8 && bits < 10 {
+		bits++
+	}
+	shift := 64 - done - bits
+	mask := uint64(1)<<bits - 1
+	var counts [1025]int
+	for _, kp := range a {
+		counts[(kp.k>>shift)&mask+1]++
+	}
+	for b := 1; b <= 1<<bits; b++ {
+		counts[b] += counts[b-1]
+	}
+	next := counts
+	for _, kp := range a {
+		b := (kp.k >> shift) & mask
+		tmp[next[b]] = kp
+		next[b]++
+	}
+	copy(a, tmp)
+	for b := 0; b < 1<<bits; b++ {
+		lo, hi := counts[b], counts[b+1]
+		bucketSort(a[lo:hi], tmp[lo:hi], done+bits)
+	}
 }
 
 type keyPos struct {

@@ -22,6 +22,8 @@ func benchCmd(args []string) error {
 	alpha := fs.Float64("alpha", core.DefaultAlpha, "power-law exponent of the data")
 	width := fs.Int("width", 1, "values per index (f32)")
 	iters := fs.Int("iters", 5, "reduces to time")
+	dense := fs.Bool("dense", false, "time dense allreduce (direct vs butterfly) instead")
+	sizes := fs.String("sizes", "1,256,1024,4096,16384,65536,262144,1048576", "f32 counts for --dense")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -38,6 +40,9 @@ func benchCmd(args []string) error {
 		return err
 	}
 	defer c.Close()
+	if *dense {
+		return benchDense(c, *sizes, *iters)
+	}
 
 	out, err := powerLawSet(int64(*n), *density, *alpha, int64(c.Rank())*2+1)
 	if err != nil {

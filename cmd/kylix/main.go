@@ -11,6 +11,7 @@ import (
 const usage = `usage:
   kylix plan  --features N --density D --ranks M [--alpha A] [--min-packet BYTES] [--bytes-per-value B]
   kylix bench --features N --density D [--width W] [--iters K] [--alpha A]   (under kylixrun)
+  kylix bench --dense [--sizes 1,1024,...] [--iters K]                         (under kylixrun)
 `
 
 func main() {

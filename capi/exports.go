@@ -207,7 +207,8 @@ func kylixgo_finalize(h C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
 	for _, pe := range removeComm(ce) {
 		pe.p.Free()
 	}
-	err = ce.c.Close()
+	err = ce.c.Close() // finishes the requests in flight first
+	removeCommRequests(ce)
 	logf(logInfo, ce.logLevel, ce.c.Rank(), "finalized")
 	if ce.errmsg != nil {
 		m := ce.errmsg

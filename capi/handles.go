@@ -138,6 +138,79 @@ func removePlan(pe *planEntry) {
 	}
 }
 
+// ---- requests ------------------------------------------------------------------------------
+
+// A request handle is reqBit | n, n counting the requests of the process from 1, never reused.
+// Bit 63 keeps the space apart from comm ids and plan handles (commID<<32|n, commID < 2^31).
+// A request leaves the table exactly once: when kylix_wait takes it, when kylix_test sees it
+// done, or when kylix_finalize of its comm drops it. A handle below the counter that is not in
+// the table was freed: KYLIX_ERR_STATE, never a second free.
+const reqBit = 1 << 63
+
+type reqEntry struct {
+	h    uint64
+	ce   *commEntry
+	r    *core.Request
+	name string // the call that started it, for messages
+}
+
+var reqs = struct {
+	mu   sync.Mutex
+	live map[uint64]*reqEntry
+	next uint64
+}{live: map[uint64]*reqEntry{}, next: 1}
+
+func addRequest(ce *commEntry, r *core.Request, name string) uint64 {
+	reqs.mu.Lock()
+	defer reqs.mu.Unlock()
+	re := &reqEntry{h: reqBit | reqs.next, ce: ce, r: r, name: name}
+	reqs.next++
+	reqs.live[re.h] = re
+	return re.h
+}
+
+// lookupRequest finds a live request; with take it also removes it from the table, so that
+// only this caller completes it.
+func lookupRequest(h uint64, arg string, take bool) (*reqEntry, error) {
+	if h == 0 {
+		return nil, core.Errorf(core.CodeArg, "%s is NULL", arg)
+	}
+	reqs.mu.Lock()
+	defer reqs.mu.Unlock()
+	if re := reqs.live[h]; re != nil {
+		if take {
+			delete(reqs.live, h)
+		}
+		return re, nil
+	}
+	if h&reqBit != 0 && h&^reqBit != 0 && h&^reqBit < reqs.next {
+		return nil, core.Errorf(core.CodeState, "%s: request was already completed and freed (by kylix_wait, by kylix_test reporting done, or by kylix_finalize of its comm)", arg)
+	}
+	return nil, core.Errorf(core.CodeArg, "%s (%#x) is not a kylix_request handle", arg, h)
+}
+
+// removeRequest takes re out of the table; false if someone else already did.
+func removeRequest(re *reqEntry) bool {
+	reqs.mu.Lock()
+	defer reqs.mu.Unlock()
+	if reqs.live[re.h] != re {
+		return false
+	}
+	delete(reqs.live, re.h)
+	return true
+}
+
+// removeCommRequests drops the requests of a finalized comm (Comm.Close has finished them).
+func removeCommRequests(ce *commEntry) {
+	reqs.mu.Lock()
+	defer reqs.mu.Unlock()
+	for h, re := range reqs.live {
+		if re.ce == ce {
+			delete(reqs.live, h)
+		}
+	}
+}
+
 // ---- messages ----------------------------------------------------------------------------
 
 // sink is where a call's failure message goes: the comm's errmsg when there is a live comm,

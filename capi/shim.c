@@ -181,39 +181,47 @@ static int todo(const char *name, int kind, uintptr_t h) {
 
 
 int kylix_mix(kylix_comm *c, void *buf, int64_t count, int dtype, int64_t step) {
-  (void)buf, (void)count, (void)dtype, (void)step;
-  return todo("kylix_mix", 3, H(c));
+  if (forked) return fork_fail();
+  return kylixgo_mix(H(c), buf, count, dtype, step, EB);
 }
 
 int kylix_ireduce(kylix_plan *p, const void *out_vals, void *in_vals, int dtype, int op,
                   int32_t width, kylix_request **req) {
-  (void)out_vals, (void)in_vals, (void)dtype, (void)op, (void)width;
   if (req) *req = NULL;
-  return todo("kylix_ireduce", 2, H(p));
+  if (forked) return fork_fail();
+  uintptr_t h = 0;
+  int st = kylixgo_ireduce(H(p), (void *)out_vals, in_vals, dtype, op, width, req ? &h : NULL,
+                           EB);
+  if (req && st == KYLIX_OK) *req = (kylix_request *)h;
+  return st;
 }
 
 int kylix_iallreduce(kylix_comm *c, const void *send, void *recv, int64_t count, int dtype,
                      int op, kylix_request **req) {
-  (void)send, (void)recv, (void)count, (void)dtype, (void)op;
   if (req) *req = NULL;
-  return todo("kylix_iallreduce", 3, H(c));
+  if (forked) return fork_fail();
+  uintptr_t h = 0;
+  int st = kylixgo_iallreduce(H(c), (void *)send, recv, count, dtype, op, req ? &h : NULL, EB);
+  if (req && st == KYLIX_OK) *req = (kylix_request *)h;
+  return st;
 }
 
 int kylix_wait(kylix_request *r) {
-  (void)r;
-  return todo("kylix_wait", 0, 0);
+  if (forked) return fork_fail();
+  return kylixgo_wait(H(r), EB);
 }
 
 int kylix_test(kylix_request *r, int *done) {
-  (void)r;
   if (done) *done = 0;
-  return todo("kylix_test", 0, 0);
+  if (forked) return fork_fail();
+  return kylixgo_test(H(r), done, EB);
 }
 
+// Implemented (capi/exports_userop.go); fn and ctx cross as integers, never as Go pointers.
 int kylix_op_create(kylix_user_fn fn, void *ctx, int *op) {
-  (void)fn, (void)ctx;
   if (op) *op = 0;
-  return todo("kylix_op_create", 0, 0);
+  if (forked) return fork_fail();
+  return kylixgo_op_create((uintptr_t)fn, (uintptr_t)ctx, op, EB);
 }
 
 
@@ -223,7 +231,12 @@ int kylix_shrink(kylix_comm *c, kylix_comm **survivors) {
 }
 
 int kylix_stats_json(const kylix_comm *c, char *buf, int64_t cap, int64_t *needed) {
-  (void)buf, (void)cap;
   if (needed) *needed = 0;
-  return todo("kylix_stats_json", 1, H(c));
+  if (forked) return fork_fail();
+  return kylixgo_stats_json(H(c), buf, cap, (int64_t *)needed, EB);
+}
+
+int kylix_stats_reset(kylix_comm *c) {
+  if (forked) return fork_fail();
+  return kylixgo_stats_reset(H(c), EB);
 }

@@ -19,14 +19,33 @@ func (c *Comm) usable() error {
 // number for the same call, so messages of different calls never mix; the fingerprint lets
 // peers detect a rank that called something else. A failure is announced to all peers so
 // nobody waits for a timeout that cannot end well.
+//
+// The sequence number is taken now, in call order. While requests are in flight the collective
+// queues behind them (request.go) and this call waits for it; under Comm.issue it queues and
+// returns at once, leaving the request in c.issued.
 func (c *Comm) collective(fp Fingerprint, body func(seq uint64) error) error {
 	if err := c.usable(); err != nil {
 		return err
 	}
 	seq := c.seq
 	c.seq++
+	if c.issuing {
+		c.issuing = false // one collective per non-blocking call
+		c.issued = c.submit(seq, fp, body, true)
+		return nil
+	}
+	if r := c.submit(seq, fp, body, false); r != nil {
+		return r.Wait()
+	}
+	return c.run(seq, fp, body)
+}
+
+// run executes collective seq on the transport. Only one runs at a time on a comm: the caller
+// is either the issuing goroutine with the executor idle, or the executor.
+func (c *Comm) run(seq uint64, fp Fingerprint, body func(seq uint64) error) error {
 	c.t.Begin(seq, fp)
 	err := body(seq)
+	c.statsEnd(seq, err) // stats.go: time and outcome of the collective
 	if err != nil {
 		c.t.Abort(seq, err)
 		switch CodeOf(err) {
@@ -48,8 +67,12 @@ func (c *Comm) Reject(err error) error {
 	}
 	seq := c.seq
 	c.seq++
-	c.t.Begin(seq, Fingerprint{Kind: KindInvalid})
-	c.t.Abort(seq, Errorf(CodeMismatch, "rank %d rejected its arguments: %v", c.Rank(), err))
+	abort := Errorf(CodeMismatch, "rank %d rejected its arguments: %v", c.Rank(), err)
+	fp := Fingerprint{Kind: KindInvalid}
+	body := func(uint64) error { return abort } // run aborts seq with it, as for any failure
+	if c.submit(seq, fp, body, false) == nil {  // queued behind requests in flight: not waited for
+		c.run(seq, fp, body)
+	}
 	return err
 }
 

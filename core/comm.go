@@ -14,10 +14,19 @@ type Comm struct {
 	nextPlan uint32
 	broken   error // set by a peer failure or timeout: later calls fail with CodeState
 	closed   bool
+	// planCache memoises degrees=auto plans; streamDegrees are the degrees config_reduce
+	// chose on its first call and keeps for the rest of the stream.
+	planCache     map[planKey][]int
+	streamDegrees []int
 	// denseSwitchBytes: Allreduce of up to this many bytes takes the direct exchange
 	// (negative: DefaultDenseSwitch).
 	denseSwitchBytes int
 	mu               sync.Mutex // guards broken/closed against Close from another goroutine
+	// Non-blocking collectives (request.go): the queue, and the issuing mode in which
+	// collective() queues without waiting and leaves the request in issued.
+	ex      executor
+	issuing bool
+	issued  *Request
 }
 
 // NewComm wraps a connected transport. opts.Degrees and opts.MinPacket steer planning.
@@ -30,6 +39,7 @@ func NewComm(t Transport, opts Options) (*Comm, error) {
 	if opts.Replication > 1 {
 		return nil, Errorf(CodeArg, "replication: %d > 1 is not implemented yet", opts.Replication)
 	}
+	t = newStatsTransport(t) // stats.go: counts traffic per collective, plan, layer, phase
 	return &Comm{t: t, opts: opts, degrees: ds, denseSwitchBytes: -1}, nil
 }
 
@@ -37,10 +47,14 @@ func (c *Comm) Rank() int { return c.t.Rank() }
 func (c *Comm) Size() int { return c.t.Size() }
 
 // Transport exposes the underlying transport (stats, tests).
-func (c *Comm) Transport() Transport { return c.t }
+func (c *Comm) Transport() Transport { return unwrapTransport(c.t) }
 
 // Close ends the comm and its transport. Plans of a closed comm fail with CodeState.
+// Requests in flight are finished first, in order: each wait in them is bounded by the
+// transport's timeout, and a failure breaks the comm so the rest fail at once. When Close
+// returns, no collective touches the caller's buffers any more.
 func (c *Comm) Close() error {
+	c.ex.waitIdle()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {

@@ -1,5 +1,7 @@
 package core
 
+import "math"
+
 // DefaultAlpha is the power-law exponent degrees=auto assumes. Prop. 4.1's density curve
 // depends only weakly on it (paper Fig. 4), and the data does not reveal it cheaply.
 const DefaultAlpha = 1.0
@@ -82,10 +84,18 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 	p.outPos, p.inPos, p.out0, p.in0 = outPos, inPos, len(outKeys), len(inKeys)
 
 	degrees := c.degrees
+	if degrees == nil && vs != nil && c.streamDegrees != nil {
+		// config_reduce serves mini-batch streams: plan once, then keep the degrees rather than
+		// pay an agreement round every step. Every rank has the same call history, so all agree.
+		degrees = c.streamDegrees
+	}
 	if degrees == nil {
 		var err error
 		if degrees, err = c.autoDegrees(seq, outIdx, len(outKeys)); err != nil {
 			return nil, err
+		}
+		if vs != nil {
+			c.streamDegrees = degrees
 		}
 	}
 	topo, err := NewTopology(degrees, c.Size())
@@ -97,8 +107,8 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 	var v []byte
 	if vs != nil {
 		v = make([]byte, len(outKeys)*vs.es)
-		Identity(vs.d, vs.o, v)
-		ScatterCombine(vs.d, vs.o, v, outVals, outPos, vs.width)
+		cb := newCombiner(vs.d, vs.o, vs.width, v)
+		cb.scatter(outVals, outPos)
 	}
 	p.layers = make([]layerMap, topo.Layers())
 	for i := range p.layers {
@@ -108,6 +118,7 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 		}
 	}
 	p.bottom = lookup(inKeys, outKeys)
+	c.statsPlan(p) // stats.go: degrees and per-layer key counts
 	return v, nil
 }
 
@@ -188,9 +199,9 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 	var nv []byte
 	if vs != nil {
 		nv = make([]byte, len(newOut)*es)
-		Identity(vs.d, vs.o, nv)
+		cb := newCombiner(vs.d, vs.o, vs.width, nv)
 		for g := 0; g < d; g++ { // source order, never arrival order: bitwise reproducible
-			ScatterCombine(vs.d, vs.o, nv, valLists[g], outMaps[g], vs.width)
+			cb.scatter(valLists[g], outMaps[g])
 		}
 	}
 	return newOut, newIn, nv, nil
@@ -235,10 +246,34 @@ func (c *Comm) autoDegrees(seq uint64, outIdx []int64, nUnique int) ([]int, erro
 	if n == 0 || total == 0 {
 		return []int{m}, nil
 	}
-	density := float64(total) / float64(m) / float64(n)
-	ds, _, err := PlanDegrees(int64(n), min(density, 1), m, DefaultAlpha, c.opts.MinPacket, 8)
-	if err != nil {
-		return []int{m}, nil // the planner refuses only degenerate inputs; direct always works
+	density := min(float64(total)/float64(m)/float64(n), 1)
+	// Plans are memoised by feature count and density to two significant digits: the planner
+	// costs milliseconds, and repeated configs of similar data must not pay it every time.
+	key := planKey{n: n, density: math.Float64bits(roundSig(density, 2))}
+	if ds, ok := c.planCache[key]; ok {
+		return ds, nil
 	}
+	ds, _, err := PlanDegrees(int64(n), density, m, DefaultAlpha, c.opts.MinPacket, 8)
+	if err != nil {
+		ds = []int{m} // the planner refuses only degenerate inputs; direct always works
+	}
+	if c.planCache == nil || len(c.planCache) > 256 {
+		c.planCache = map[planKey][]int{}
+	}
+	c.planCache[key] = ds
 	return ds, nil
+}
+
+type planKey struct {
+	n       uint64
+	density uint64
+}
+
+// roundSig rounds x > 0 to d significant digits.
+func roundSig(x float64, d int) float64 {
+	if x <= 0 {
+		return x
+	}
+	p := math.Pow(10, float64(d)-math.Ceil(math.Log10(x)))
+	return math.Round(x*p) / p
 }

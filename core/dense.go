@@ -91,8 +91,10 @@ func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi in
 	}
 	a, b := chunk(lo, hi, me, deg)
 	mine := buf[a*es : b*es]
-	acc := make([]byte, len(mine))
-	Identity(d, o, acc)
+	// The accumulator starts as source 0's chunk and takes sources 1..d-1 in order: this
+	// node's own chunk (combined in place) when it is source 0, else the received buffer, which
+	// this node owns. No identity fill and no scratch vector.
+	var acc []byte
 	var rerr error
 	for g := 0; g < deg && rerr == nil; g++ {
 		src := mine
@@ -103,8 +105,13 @@ func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi in
 			}
 			if len(src) != len(mine) {
 				rerr = Errorf(CodeMismatch, "rank %d sent %d bytes for a %d-byte chunk: counts differ", from, len(src), len(mine))
+				c.release(src)
 				break
 			}
+		}
+		if g == 0 {
+			acc = src
+			continue
 		}
 		Combine(d, o, acc, src)
 		if g != me {
@@ -114,8 +121,11 @@ func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi in
 	if err := sg.wait(); rerr == nil {
 		rerr = err
 	}
-	if rerr == nil {
-		copy(mine, acc)
+	if me != 0 && acc != nil {
+		if rerr == nil {
+			copy(mine, acc)
+		}
+		c.release(acc)
 	}
 	return a, b, rerr
 }
@@ -188,7 +198,7 @@ func (c *Comm) allreduceDirect(seq uint64, buf []byte, d Dtype, o Op) error {
 			sg.send(r, tag, mine)
 		}
 	}
-	Identity(d, o, buf)
+	cb := newCombiner(d, o, 1, buf) // a user op starts from rank 0's copy, not an identity
 	var rerr error
 	for r := 0; r < m && rerr == nil; r++ {
 		src := mine
@@ -201,7 +211,7 @@ func (c *Comm) allreduceDirect(seq uint64, buf []byte, d Dtype, o Op) error {
 				break
 			}
 		}
-		Combine(d, o, buf, src)
+		cb.combine(src)
 		if r != me {
 			c.release(src)
 		}

@@ -28,6 +28,9 @@ import (
 //   - Min, Max: NaN propagates. If the dst element is NaN it is kept, else a NaN src element is
 //     taken, payloads unchanged. Otherwise Min(-0, +0) = -0 and Max(-0, +0) = +0 in either order.
 //   - Band, Bor, Bxor: integer dtypes only.
+//   - User ops (o >= FirstUserOp, see userop.go): the registered callback, called once per chunk
+//     of many elements, never per element. They have no identity: Identity and Gather write
+//     zero bytes for them.
 //
 // dst must not overlap src, except that Combine accepts dst and src being the same slice.
 // Invalid dtype/op pairs (see CheckDtypeOp) and inconsistent lengths are caller bugs: the
@@ -106,6 +109,13 @@ func kernMax[T kernNum](a, b T) T {
 // +0 + -0 = +0, so a Sum over a single -0 yields +0), 1 for Prod, +Inf/-Inf for Min/Max on
 // floats, the integer extremes for Min/Max on integers, all ones for Band, 0 for Bor and Bxor.
 func Identity(d Dtype, o Op, dst []byte) {
+	if o >= FirstUserOp {
+		if !d.Valid() {
+			kernPanic("invalid dtype %d", int(d))
+		}
+		clear(dst)
+		return
+	}
 	switch d {
 	case F32:
 		kernFill(dst, floatIdentity[float32](d, o))
@@ -174,6 +184,10 @@ func kernFill[T kernNum](dst []byte, id T) {
 func Combine(d Dtype, o Op, dst, src []byte) {
 	if len(dst) != len(src) {
 		kernPanic("Combine: len(dst) = %d, len(src) = %d", len(dst), len(src))
+	}
+	if o >= FirstUserOp && d.Valid() {
+		userCombine(mustUserOp(o), d, dst, src)
+		return
 	}
 	switch d {
 	case F32:
@@ -294,6 +308,10 @@ func ScatterCombine(d Dtype, o Op, dst, src []byte, idx []int32, w int) {
 	if size := d.Size(); size == 0 || len(src) != len(idx)*w*size || len(dst)%(w*size) != 0 {
 		kernPanic("ScatterCombine: %s dst %d bytes, src %d bytes, %d indices of width %d",
 			d, len(dst), len(src), len(idx), w)
+	}
+	if o >= FirstUserOp {
+		userScatter(mustUserOp(o), d, dst, src, idx, w, nil)
+		return
 	}
 	switch d {
 	case F32:
@@ -460,8 +478,8 @@ func scatterBitwiseLoop[T kernInt](o Op, x, y []T, idx []int32, w int) {
 // ---- Gather ----
 
 // Gather copies row idx[p] of src to row p of dst: dst[p*w+c] = src[idx[p]*w+c]; where
-// idx[p] < 0 the row is filled with the op's identity instead. len(dst) must be
-// len(idx)·w·size and len(src) a multiple of w·size.
+// idx[p] < 0 the row is filled with the op's identity instead (zero bytes for a user op).
+// len(dst) must be len(idx)·w·size and len(src) a multiple of w·size.
 func Gather(d Dtype, o Op, dst, src []byte, idx []int32, w int) {
 	if w < 1 {
 		kernPanic("Gather: width %d < 1", w)
@@ -469,6 +487,9 @@ func Gather(d Dtype, o Op, dst, src []byte, idx []int32, w int) {
 	if size := d.Size(); size == 0 || len(dst) != len(idx)*w*size || len(src)%(w*size) != 0 {
 		kernPanic("Gather: %s dst %d bytes, src %d bytes, %d indices of width %d",
 			d, len(dst), len(src), len(idx), w)
+	}
+	if o >= FirstUserOp {
+		o = Sum // no identity: Sum's is zero bytes in every dtype
 	}
 	switch d {
 	case F32:

@@ -493,7 +493,7 @@ func TestKernelPanics(t *testing.T) {
 	mustPanic("Band on f32", func() { Combine(F32, Band, b8, b8) })
 	mustPanic("Bxor scatter on f64", func() { ScatterCombine(F64, Bxor, b8, b8, []int32{0}, 1) })
 	mustPanic("Bor identity on f64", func() { Identity(F64, Bor, b8) })
-	mustPanic("user op", func() { Combine(I32, FirstUserOp, b8, b8) })
+	mustPanic("unregistered user op", func() { Combine(I32, Op(math.MaxUint16), b8, b8) })
 	mustPanic("bad dtype", func() { Combine(Dtype(9), Sum, b8, b8) })
 	mustPanic("length mismatch", func() { Combine(F32, Sum, b8, b16) })
 	mustPanic("partial element", func() { Combine(F64, Sum, b8[:5], b8[:5]) })

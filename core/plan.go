@@ -30,9 +30,15 @@ type layerMap struct {
 // Degrees returns the plan's layer degrees (empty for one node).
 func (p *Plan) Degrees() []int { return append([]int(nil), p.topo.Degrees...) }
 
-// Free releases the plan; later use fails with CodeState.
+// Free releases the plan; later use fails with CodeState. A request already issued on the
+// plan still completes: while any collective is queued the maps are left to the garbage
+// collector instead of being dropped under the executor's feet.
 func (p *Plan) Free() error {
 	p.freed = true
+	p.c.statsFreed(p.id)
+	if p.c.ex.active() {
+		return nil
+	}
 	p.layers, p.outPos, p.inPos, p.bottom = nil, nil, nil, nil
 	return nil
 }

@@ -21,8 +21,8 @@ func (p *Plan) Reduce(outVals, inVals []byte, d Dtype, o Op, width int) error {
 	fp := Fingerprint{Kind: KindReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
 	return c.collective(fp, func(seq uint64) error {
 		v := make([]byte, p.out0*vs.es)
-		Identity(d, o, v)
-		ScatterCombine(d, o, v, outVals, p.outPos, width)
+		cb := newCombiner(d, o, width, v)
+		cb.scatter(outVals, p.outPos)
 		for i := range p.layers {
 			var err error
 			if v, err = p.down(seq, i, v, vs); err != nil {
@@ -47,7 +47,7 @@ func (p *Plan) down(seq uint64, i int, v []byte, vs *valueSpec) ([]byte, error) 
 		}
 	}
 	nv := make([]byte, lm.outLen*es)
-	Identity(vs.d, vs.o, nv)
+	cb := newCombiner(vs.d, vs.o, vs.width, nv)
 	var rerr error
 	for g := 0; g < d; g++ {
 		src := v[lm.outSplit[me]*es : lm.outSplit[me+1]*es]
@@ -61,7 +61,7 @@ func (p *Plan) down(seq uint64, i int, v []byte, vs *valueSpec) ([]byte, error) 
 				break
 			}
 		}
-		ScatterCombine(vs.d, vs.o, nv, src, lm.outMaps[g], vs.width)
+		cb.scatter(src, lm.outMaps[g])
 		if g != me {
 			c.release(src)
 		}

@@ -71,24 +71,37 @@ func (c *Comm) Bcast(buf []byte, root int) error {
 				sg.send((vr+mask+root)%m, tag, buf)
 			}
 		}
-		return sg.wait()
+		if err := sg.wait(); err != nil {
+			return err
+		}
+		// A tree leaf hears only from its path to the root, so a rank that disagrees on the
+		// root or the size could go unnoticed there. The dissemination rounds make every rank
+		// depend on every other under this fingerprint: all of them fail, or none.
+		return c.dissemination(seq)
 	})
 }
 
 // Barrier returns once every rank has entered it (dissemination: ceil(log2 m) rounds of
 // empty messages to rank+2^k).
 func (c *Comm) Barrier() error {
-	return c.collective(Fingerprint{Kind: KindBarrier}, func(seq uint64) error {
-		m, me := c.Size(), c.Rank()
-		for k, dist := 0, 1; dist < m; k, dist = k+1, dist*2 {
-			tag := Tag{Seq: seq, Layer: uint8(k), Phase: PhaseSmall}
-			if err := c.t.Send((me+dist)%m, tag); err != nil {
-				return err
-			}
-			if _, err := c.t.Recv((me-dist+m)%m, tag); err != nil {
-				return err
-			}
+	return c.collective(Fingerprint{Kind: KindBarrier}, c.dissemination)
+}
+
+// dissemination runs ceil(log2 m) rounds in which rank r tells r+2^k and hears from r-2^k:
+// afterwards every rank has heard, directly or through others, from every rank in this
+// collective.
+func (c *Comm) dissemination(seq uint64) error {
+	m, me := c.Size(), c.Rank()
+	for k, dist := 0, 1; dist < m; k, dist = k+1, dist*2 {
+		tag := Tag{Seq: seq, Layer: uint8(k), Phase: PhaseSmall}
+		if err := c.t.Send((me+dist)%m, tag); err != nil {
+			return err
 		}
-		return nil
-	})
+		b, err := c.t.Recv((me-dist+m)%m, tag)
+		if err != nil {
+			return err
+		}
+		c.release(b)
+	}
+	return nil
 }

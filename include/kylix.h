@@ -167,6 +167,10 @@ int kylix_init(const char *options, kylix_comm **out);
  *   kylix_errmsg(c) strings of c are freed.
  *
  * Not a collective: peers that still wait on this rank see KYLIX_ERR_PEER.
+ * Requests of c still in flight are finished first, in order (each peer
+ * wait bounded by timeout_ms; the peers must have started them too), then
+ * freed: when kylix_finalize returns their buffers are no longer touched
+ * and their handles are invalid (KYLIX_ERR_STATE), their statuses lost.
  * Call it once per comm, on the thread that uses c.  c is invalid afterwards
  * even when closing reports an error.
  * Returns KYLIX_OK; KYLIX_ERR_STATE if c was already finalized; a failure
@@ -203,6 +207,10 @@ int kylix_size(const kylix_comm *c);
  *   Reduce with it any number of times; release it with kylix_plan_free (or
  *   kylix_finalize).  Several plans may be live at once.
  *
+ * With degrees=auto each config agrees on the global feature count and out
+ * density with one small exchange and picks degrees by Proposition 4.1
+ * (kylix_plan_degrees, alpha 1, 8 bytes per index, min_packet).
+ *
  * Returns KYLIX_OK; KYLIX_ERR_ARG (NULL/negative/too large argument, named
  * in the message); KYLIX_ERR_MISMATCH; KYLIX_ERR_TIMEOUT; KYLIX_ERR_PEER;
  * KYLIX_ERR_STATE (c finalized or broken); KYLIX_ERR_NOMEM.
@@ -220,7 +228,8 @@ int kylix_config(kylix_comm *c,
  *   row-major, read only.  Repeated out indices are combined with op.
  * in_vals:  n_in*width elements of dtype, written: row j receives op over
  *   every rank's contributions to in_idx[j], or op's identity (0 for SUM,
- *   -inf/+inf or the integer extreme for MAX/MIN) when no rank contributes.
+ *   -inf/+inf or the integer extreme for MAX/MIN; all-zero bytes for a
+ *   kylix_op_create op) when no rank contributes.
  *   Results are bitwise identical on every rank and across runs.
  *   Both buffers are used only during the call and must not overlap.
  * dtype: enum kylix_dtype.  op: enum kylix_op (BAND/BOR/BXOR need an
@@ -242,6 +251,10 @@ int kylix_reduce(kylix_plan *p, const void *out_vals, void *in_vals,
  * plan for later kylix_reduce calls (NULL on failure), to be freed with
  * kylix_plan_free.
  *
+ * With degrees=auto the first kylix_config_reduce of a comm plans the degrees
+ * as kylix_config does; later calls keep them, so a mini-batch stream pays
+ * no extra agreement round per step.
+ *
  * Returns as kylix_config and kylix_reduce.
  */
 int kylix_config_reduce(kylix_comm *c,
@@ -256,7 +269,7 @@ int kylix_config_reduce(kylix_comm *c,
  * p: a plan, or NULL (then nothing happens: KYLIX_OK).  Afterwards p is
  * invalid: using it returns KYLIX_ERR_STATE.  Plans are also freed by
  * kylix_finalize of their comm; freeing one afterwards returns
- * KYLIX_ERR_STATE.
+ * KYLIX_ERR_STATE.  A kylix_ireduce on p still in flight completes normally.
  */
 int kylix_plan_free(kylix_plan *p);
 
@@ -292,12 +305,42 @@ int kylix_bcast(kylix_comm *c, void *buf, int64_t bytes, int root);
  */
 int kylix_barrier(kylix_comm *c);
 
-/* Butterfly mixing (shared/seeds/003_c536ada4d4dddff2.txt): average buf with this rank's
-   group at layer (step mod layers); after `layers` steps with no other change every rank
-   holds the global mean. */
 /*
- * kylix_mix - buf: count elements of a float dtype, read and written during
- * the call.  Collective (every rank passes the same step).
+ * kylix_mix - one butterfly mixing step (shared/seeds/003_c536ada4d4dddff2.txt):
+ *   replace buf with its average over this rank's group at layer
+ *   (step mod L) of the butterfly.  Collective: every rank passes the same
+ *   step, count and dtype.
+ *
+ * Topology: the degrees option when it is fixed (direct, binary, 8x4x2;
+ *   factors of 1 are dropped), else binary (2x2x...x the odd rest), the
+ *   butterfly of the mixing paper.  L is the number of
+ *   degrees above 1 (L = 1 on a one-rank job, whose steps change nothing).
+ *   The layer-i group of a rank is the d_i ranks whose mixed-radix rank
+ *   differs from it only in digit i (digit 0 varies fastest).  After L
+ *   consecutive steps s, s+1, ..., s+L-1 with no other change to the
+ *   vectors, every rank holds the global mean (to float rounding), the same
+ *   bits on every rank.  Interleaved with local updates (SGD), each step
+ *   is one round of messages: buf to the d_i-1 other members of the group
+ *   (and an empty message to each other butterfly neighbour), where
+ *   kylix_allreduce needs 2L rounds.
+ *
+ * buf: count elements of dtype, read and written during the call.  The
+ *   members' vectors are summed in member order (never arrival order) and
+ *   divided by d_i, so every member of a group ends with the bitwise-same
+ *   vector, and runs repeat bit for bit.  On failure buf is unchanged.
+ * dtype: KYLIX_F32 or KYLIX_F64 (an average needs floats: integer dtypes
+ *   are KYLIX_ERR_ARG).
+ * step: >= 0, e.g. the iteration number; only step mod L picks the layer,
+ *   but ranks must agree on the whole value.
+ *
+ * Returns KYLIX_OK; KYLIX_ERR_ARG (NULL c, unknown or integer dtype,
+ * step < 0, count < 0, NULL buf with count > 0; the message names it);
+ * KYLIX_ERR_STATE (comm finalized or broken); KYLIX_ERR_MISMATCH when ranks
+ * disagree on step, count, dtype or the collective: the disagreeing rank and
+ * every rank that shares a group with it at any layer fail, and the others
+ * are told; one that had already finished its step keeps a correct mix with
+ * its (agreeing) group; KYLIX_ERR_TIMEOUT; KYLIX_ERR_PEER.  Messages in
+ * kylix_errmsg(c).
  */
 int kylix_mix(kylix_comm *c, void *buf, int64_t count, int dtype, int64_t step);
 
@@ -309,11 +352,41 @@ int kylix_mix(kylix_comm *c, void *buf, int64_t count, int dtype, int64_t step);
 
 /*
  * kylix_ireduce, kylix_iallreduce - start kylix_reduce / kylix_allreduce and
- * return at once.  req receives the request (NULL on failure).  The library
- * reads and writes the buffers from its own threads until kylix_wait returns
- * or kylix_test sets *done: keep them allocated (and, from a garbage
- * collected language, reachable) and untouched until then.  Collectives in
- * the usual order: the start counts as the call.
+ *   return at once; the library runs the operation on its own threads while
+ *   the caller computes.  Collective: the start counts as the call, in the
+ *   usual order, with the same arguments as the blocking form.
+ *
+ * Arguments as for kylix_reduce / kylix_allreduce, plus
+ * req: receives the request on success, NULL on failure.  Must not be NULL.
+ *   Complete every request with kylix_wait, or kylix_test until it sets
+ *   *done; either frees it.
+ *
+ * Buffers: the library reads out_vals/send and writes in_vals/recv from its
+ *   own threads after the call has returned, until kylix_wait returns or
+ *   kylix_test sets *done (whatever the status).  Until then keep them
+ *   allocated and do not read or write them; from a garbage-collected
+ *   language keep the owning object reachable (numpy array, direct
+ *   ByteBuffer, malloc'ed memory: never a Java heap array, which JNA copies
+ *   per call).
+ *
+ * Order: several requests may be in flight on one comm.  They run one after
+ *   another, in the order they were started, and a blocking collective
+ *   called meanwhile (kylix_reduce, kylix_barrier, kylix_config, ...) waits
+ *   for them and then runs: every rank sees the same sequence of
+ *   collectives.  Requests therefore complete in start order; they may be
+ *   waited for in any order.  kylix_plan_free(p) while a request on p is in
+ *   flight is allowed: the request completes normally.
+ *
+ * Threads: a request belongs to its comm's thread rule (one thread at a
+ *   time per comm, its plans and its requests); the library's own threads
+ *   need no help from the caller to make progress.
+ *
+ * Returns (at the start) KYLIX_OK; KYLIX_ERR_ARG (a bad argument, named in
+ * the message; the rank still takes part, as for the blocking calls, so the
+ * peers' matching requests fail with KYLIX_ERR_MISMATCH); KYLIX_ERR_STATE
+ * (plan freed, comm finalized or broken).  Failures of the collective itself
+ * (KYLIX_ERR_MISMATCH, KYLIX_ERR_TIMEOUT, KYLIX_ERR_PEER, ...) are reported
+ * by kylix_wait / kylix_test.  Messages in kylix_errmsg(c or p's comm).
  */
 int kylix_ireduce(kylix_plan *p, const void *out_vals, void *in_vals,
                   int dtype, int op, int32_t width, kylix_request **req);
@@ -321,15 +394,35 @@ int kylix_iallreduce(kylix_comm *c, const void *send, void *recv, int64_t count,
                      int dtype, int op, kylix_request **req);
 
 /*
- * kylix_wait - block until r completes; frees r and returns the operation's
- * status (its message in kylix_errmsg of r's comm).
+ * kylix_wait - block until r has completed, free r, and return the
+ *   operation's status.
+ *
+ * Waits no longer than the operation's own peer waits (timeout_ms each),
+ * after the requests started before r.  When it returns, the library no
+ * longer touches r's buffers, whatever the status.  r is invalid afterwards:
+ * a second kylix_wait or a kylix_test on it returns KYLIX_ERR_STATE
+ * ("request was already completed and freed"), never a crash or a double
+ * free.
+ *
+ * Returns the operation's status: KYLIX_OK; KYLIX_ERR_MISMATCH;
+ * KYLIX_ERR_TIMEOUT; KYLIX_ERR_PEER; KYLIX_ERR_STATE when an earlier failure
+ * broke the comm (a request queued behind one that timed out or lost a peer
+ * fails so, without communicating).  Its message, prefixed with the call
+ * that started it, is in kylix_errmsg(r's comm).  KYLIX_ERR_ARG for a NULL
+ * r, KYLIX_ERR_STATE for a freed one (messages in kylix_errmsg(NULL)).
  */
 int kylix_wait(kylix_request *r);                /* frees r; returns the op's status      */
 
 /*
- * kylix_test - *done = 1 and the operation's status when r has completed
- * (r is then freed), *done = 0 and KYLIX_OK while it runs.  done must not be
- * NULL.
+ * kylix_test - poll r without blocking.
+ *
+ * While r runs: *done = 0, returns KYLIX_OK, r stays valid.  Once it has
+ * completed: *done = 1, r is freed (as by kylix_wait, with the same
+ * guarantees on the buffers) and the operation's status is returned, as
+ * kylix_wait would.  done must not be NULL (KYLIX_ERR_ARG, r stays valid).
+ * Poll with a pause (nanosleep, or useful work) between calls: progress
+ * does not depend on polling.  A freed r gives KYLIX_ERR_STATE and *done = 0;
+ * NULL gives KYLIX_ERR_ARG.
  */
 int kylix_test(kylix_request *r, int *done);     /* frees r when *done is set            */
 
@@ -341,12 +434,52 @@ int kylix_test(kylix_request *r, int *done);     /* frees r when *done is set   
 typedef void (*kylix_user_fn)(void *inout, const void *in, int64_t count, int dtype, void *ctx);
 
 /*
- * kylix_op_create - register fn as a reduction op; *op receives its id,
- * usable wherever an op is.  fn may be called from library threads, several
- * at once, during any reduction using the op; it must be associative (the
- * library combines contributions in a fixed rank order, so it need not be
- * commutative).  ctx is passed through and must outlive every use of the
- * op.  Register the same ops in the same order on every rank.
+ * kylix_op_create - register fn as a reduction op; *op receives its id.
+ *   Local (not a collective), any thread.
+ *
+ * The id is accepted wherever an op is (kylix_reduce, kylix_config_reduce,
+ * kylix_allreduce, kylix_ireduce, kylix_iallreduce), with every dtype.
+ * Ids are handed out in increasing order from 64 (never a kylix_op value)
+ * per process, and collectives compare op ids across ranks: create the same
+ * ops in the same order on every rank.  Ops live until the process ends
+ * (there is no free); at most 32768 may be created.
+ *
+ * fn(inout, in, count, dtype, ctx) must set inout[i] = inout[i] (+) in[i]
+ *   for i in [0, count), elements of the given enum kylix_dtype.  count >= 1;
+ *   the library passes many elements per call (up to 65536), never one call
+ *   per element.  inout and in are aligned to the element size, do not
+ *   overlap, and are valid only during the call: do not keep them.  fn must
+ *   not fail, block on other ranks, longjmp, or call any kylix_* function.
+ * ctx: passed to fn as given, never dereferenced by the library; it must
+ *   stay valid while any reduction with the op can run.
+ *
+ * What the result is.  A user op has no identity element, so none is ever
+ * used: the first contribution to an element is copied and every later one
+ * is combined into it, inout holding the accumulation of the earlier
+ * contributions and in the later contribution (or partial result).  The
+ * order is fixed by (butterfly layer, source rank), never by arrival:
+ * repeated out indices of one rank are folded in the caller's order, and
+ * the ranks' contributions in rank order.  For an associative op (MPI's
+ * assumption) the result is therefore exactly
+ *     c_1 (+) c_2 (+) ... (+) c_n
+ * over the contributions in (rank, position) order, so the op need not be
+ * commutative; only the bracketing depends on the degrees (and, for
+ * kylix_allreduce, on count).  A non-associative op gets a result that
+ * depends on them but is still bitwise the same run after run and on every
+ * rank.  An in index that no rank contributes
+ * gets all-zero bytes (the op has no identity to give it).
+ *
+ * Threads.  fn runs on a thread of the library's runtime, which may be the
+ * calling thread or another one, during the reducing call (or until
+ * kylix_wait/kylix_test complete a non-blocking one).  It is never called
+ * concurrently for one reduction (nor for two on the same comm), but
+ * reductions on different comms can run at the same time (called from
+ * different threads, or non-blocking ones in flight together) and then call
+ * fn concurrently: fn and ctx must be thread-safe if the op is used that
+ * way.  Do not rely on thread-local state in fn.
+ *
+ * Returns KYLIX_OK; KYLIX_ERR_ARG (fn or op NULL); KYLIX_ERR_NOMEM (no ids
+ * left).  Messages in kylix_errmsg(NULL).
  */
 int kylix_op_create(kylix_user_fn fn, void *ctx, int *op);   /* op id usable where op is */
 
@@ -375,12 +508,75 @@ int kylix_shrink(kylix_comm *c, kylix_comm **survivors);     /* survivors renumb
 /* ------------------------------------------------------------------------ */
 
 /*
- * kylix_stats_json - counters of c as a JSON object, NUL-terminated, into
- * buf[0..cap).  *needed receives the size needed including the NUL; when cap
- * is too small the call returns KYLIX_ERR_ARG and writes nothing but
- * *needed.  Local.
+ * kylix_stats_json - what c has done, as one JSON object (UTF-8,
+ *   NUL-terminated) in buf[0..cap).  Local: no peer is involved.
+ *
+ * *needed receives the JSON length + 1 (the NUL) on every call that gets as
+ *   far as reading the stats, also when cap is too small; needed may be NULL.
+ *   When cap < that size the call returns KYLIX_ERR_ARG naming cap and writes
+ *   nothing to buf: call with cap 0 (buf may then be NULL), allocate *needed
+ *   bytes and call again.  The size changes only when a collective runs, a
+ *   plan is freed or the stats are reset; nothing is ever written past cap.
+ *
+ * Counters are cumulative since kylix_init or the last kylix_stats_reset.
+ * Bytes are message payload bytes (frame headers, 56 bytes a message on TCP,
+ * are not counted); messages are data messages; times are wall-clock
+ * seconds on this rank.  A "traffic" object is
+ *   {"bytes_sent","bytes_recv","msgs_sent","msgs_recv"}  (integers).
+ * Fields (version 1; new fields may be added, none renamed):
+ *   version         1
+ *   rank, size      this rank, ranks of c
+ *   degrees_option  the degrees option as given ("auto", "binary", "4x2"...)
+ *   degrees         the fixed degrees it means, or null for auto
+ *   since_unix_s    start of the counting: init or last reset (Unix seconds)
+ *   compression     {"option","active","ratio","note"}: compression is not
+ *                   implemented yet, so active is false and ratio (raw bytes
+ *                   over wire bytes) is 1.0
+ *   totals          traffic of every collective of c
+ *   phase_seconds   {"config","reduce_down","reduce_up","config_reduce_down",
+ *                   "config_reduce_up","dense"}: time in each phase, summed
+ *                   over plans (dense: kylix_allreduce)
+ *   collectives     {kind: {"calls","errors","seconds","traffic"}} for every
+ *                   kind of collective: config, reduce, config_reduce,
+ *                   allreduce, bcast, barrier, mix, agree, ... and
+ *                   invalid-arguments (calls whose arguments this rank
+ *                   rejected)
+ *   plans           [plan]: one object per plan, oldest first (bounded: see
+ *                   retired_plans)
+ *   retired_plans   {"plans","calls","seconds","agree","layers"}: the sum of
+ *                   the plan records dropped to bound memory (beyond 64
+ *                   records, the oldest freed plans and plans of
+ *                   kylix_config_reduce(..., plan=NULL) are folded in here)
+ * plan:
+ *   id, created_by  ("config" or "config_reduce"), configured (false: its
+ *   configuration failed), freed, degrees [d1,...], n_out, n_in (indices
+ *   given, repeats included), out_keys, in_keys (distinct indices of this
+ *   rank), bottom_out_keys, bottom_in_keys (held below the last layer),
+ *   calls {"config","reduce","config_reduce","errors"},
+ *   seconds {"config","reduce_down","reduce_up","config_reduce_down",
+ *   "config_reduce_up"}, agree (traffic of the degrees=auto agreement),
+ *   layers [layer], outermost first.
+ * layer (the "Kylix shape" of the paper's Fig. 5, as seen by this rank):
+ *   layer, degree; out_keys_above, in_keys_above (distinct indices held
+ *   going into the layer), out_keys_sent, in_keys_sent (to the other members
+ *   of the group; the rest is kept), out_keys_recv, in_keys_recv,
+ *   out_keys_below, in_keys_below (held after merging); and the traffic of
+ *   the layer by collective: config (16-byte header + 8 bytes per index),
+ *   reduce_down, reduce_up (width * dtype size per index),
+ *   config_reduce_down (indices and values), config_reduce_up.
+ *
+ * Returns KYLIX_OK, KYLIX_ERR_ARG (NULL c, cap < 0, NULL buf with cap > 0,
+ * cap too small) or KYLIX_ERR_STATE (finalized c).
  */
 int kylix_stats_json(const kylix_comm *c, char *buf, int64_t cap, int64_t *needed);
+
+/*
+ * kylix_stats_reset - set every counter and timer of kylix_stats_json to 0
+ *   and restart since_unix_s.  Plans keep their degrees and key counts;
+ *   records of freed plans are dropped.  Local.  Returns KYLIX_OK,
+ *   KYLIX_ERR_ARG (NULL c) or KYLIX_ERR_STATE (finalized c).
+ */
+int kylix_stats_reset(kylix_comm *c);
 
 /*
  * kylix_plan_degrees - the butterfly degrees degrees=auto would choose for a

@@ -199,22 +199,58 @@ static void test_not_implemented(kylix_comm *c) {
     CHECK(contains(kylix_errmsg(NULL), name ": not implemented yet"), "errmsg(NULL)=\"%s\"", \
           kylix_errmsg(NULL));                                                            \
   } while (0)
-  NI_COMM(kylix_allreduce(c, x, x, 2, KYLIX_F64, KYLIX_SUM), "kylix_allreduce");
-  NI_COMM(kylix_mix(c, x, 2, KYLIX_F64, 0), "kylix_mix");
-  NI_COMM(kylix_iallreduce(c, x, x, 2, KYLIX_F64, KYLIX_SUM, &r), "kylix_iallreduce");
-  CHECK(r == NULL, "iallreduce left a request");
-  NI_COMM(kylix_failed_ranks(c, NULL, 0, &n32), "kylix_failed_ranks");
+  /* allreduce: one rank is its own sum */
+  CHECK_ST(kylix_allreduce(c, x, x, 2, KYLIX_F64, KYLIX_SUM), KYLIX_OK);
+  CHECK(x[0] == 1 && x[1] == 2, "allreduce on one rank changed x: %g %g", x[0], x[1]);
+  CHECK_ST(kylix_allreduce(c, x, x, 2, KYLIX_F64, KYLIX_BOR), KYLIX_ERR_ARG);
+  /* mix: implemented (capi/exports_mix.go); one rank is its own mean */
+  CHECK_ST(kylix_mix(c, x, 2, KYLIX_F64, 0), KYLIX_OK);
+  CHECK_ST(kylix_mix(c, x, 2, KYLIX_I64, 0), KYLIX_ERR_ARG);
+  CHECK(contains(kylix_errmsg(c), "dtype"), "errmsg(c)=\"%s\"", kylix_errmsg(c));
+  /* non-blocking: implemented (capi/exports_request.go) */
+  CHECK_ST(kylix_iallreduce(c, x, x, 2, KYLIX_F64, KYLIX_SUM, &r), KYLIX_OK);
+  CHECK(r != NULL && r != (kylix_request *)0x1, "iallreduce gave no request");
+  CHECK_ST(kylix_wait(r), KYLIX_OK);
+  CHECK(x[0] == 1 && x[1] == 2, "iallreduce on one rank changed x: %g %g", x[0], x[1]);
+  CHECK_ST(kylix_wait(r), KYLIX_ERR_STATE); /* freed by the first wait: refused, no double free */
+  CHECK(contains(kylix_errmsg(NULL), "already completed and freed"), "errmsg(NULL)=\"%s\"",
+        kylix_errmsg(NULL));
+  CHECK_ST(kylix_test(r, &done), KYLIX_ERR_STATE);
+  CHECK(done == 0, "test of a freed request set done=%d", done);
+  CHECK_ST(kylix_iallreduce(c, x, x, 2, KYLIX_F64, KYLIX_SUM, NULL), KYLIX_ERR_ARG);
+  CHECK(contains(kylix_errmsg(c), "req is NULL"), "errmsg(c)=\"%s\"", kylix_errmsg(c));
+  CHECK_ST(kylix_failed_ranks(c, NULL, 0, &n32), KYLIX_OK); /* nobody failed */
+  CHECK(n32 == 0, "failed_ranks n=%d", n32);
+  CHECK_ST(kylix_failed_ranks(c, NULL, 0, NULL), KYLIX_ERR_ARG);
   NI_COMM(kylix_shrink(c, &s), "kylix_shrink");
   CHECK(s == NULL, "shrink left a comm");
-  NI_COMM(kylix_stats_json(c, NULL, 0, &n64), "kylix_stats_json");
+  CHECK_ST(kylix_stats_json(c, NULL, 0, &n64), KYLIX_ERR_ARG); /* cap 0: only *needed */
+  CHECK(n64 > 2, "stats_json needed=%lld", (long long)n64);
+  CHECK_ST(kylix_stats_reset(c), KYLIX_OK);
   kylix_plan *p = NULL;
   const int64_t i1[] = {1};
   CHECK_ST(kylix_config(c, i1, 1, i1, 1, &p), KYLIX_OK);
-  NI_COMM(kylix_ireduce(p, x, x, KYLIX_F64, KYLIX_SUM, 1, &r), "kylix_ireduce");
-  CHECK_ST(kylix_plan_free(p), KYLIX_OK);
-  NI_NULL(kylix_wait(NULL), "kylix_wait");
-  NI_NULL(kylix_test(NULL, &done), "kylix_test");
-  NI_NULL(kylix_op_create(NULL, NULL, &op), "kylix_op_create");
+  double y = -1;
+  CHECK_ST(kylix_ireduce(p, x, &y, KYLIX_F64, KYLIX_SUM, 1, &r), KYLIX_OK);
+  CHECK_ST(kylix_plan_free(p), KYLIX_OK); /* the request in flight still completes */
+  for (done = 0; !done;) {
+    CHECK_ST(kylix_test(r, &done), KYLIX_OK);
+    if (!done) usleep(200);
+  }
+  CHECK(y == 1, "ireduce gave %g, want 1", y);
+  CHECK_ST(kylix_test(r, &done), KYLIX_ERR_STATE); /* freed when done was set */
+  CHECK_ST(kylix_ireduce(p, x, &y, KYLIX_F64, KYLIX_SUM, 1, &r), KYLIX_ERR_STATE);
+  CHECK(r == NULL, "failed ireduce left a request");
+  CHECK_ST(kylix_wait(NULL), KYLIX_ERR_ARG);
+  CHECK(contains(kylix_errmsg(NULL), "kylix_wait: r is NULL"), "errmsg(NULL)=\"%s\"",
+        kylix_errmsg(NULL));
+  CHECK_ST(kylix_test(NULL, &done), KYLIX_ERR_ARG);
+  CHECK_ST(kylix_wait((kylix_request *)(uintptr_t)0x1234), KYLIX_ERR_ARG);
+  CHECK(contains(kylix_errmsg(NULL), "not a kylix_request"), "errmsg(NULL)=\"%s\"",
+        kylix_errmsg(NULL));
+  CHECK_ST(kylix_op_create(NULL, NULL, &op), KYLIX_ERR_ARG); /* implemented: NULL fn */
+  CHECK(op == 0 && contains(kylix_errmsg(NULL), "fn is NULL"), "op=%d errmsg(NULL)=\"%s\"", op,
+        kylix_errmsg(NULL));
   CHECK_ST(kylix_barrier(c), KYLIX_OK);
 }
 
@@ -251,7 +287,12 @@ static void test_finalize(kylix_comm *c) {
   kylix_plan *p = NULL;
   const int64_t i1[] = {1};
   CHECK_ST(kylix_config(c, i1, 1, i1, 1, &p), KYLIX_OK);
-  CHECK_ST(kylix_finalize(c), KYLIX_OK);
+  double rv = 0;
+  kylix_request *rq = NULL;
+  CHECK_ST(kylix_iallreduce(c, i1, &rv, 1, KYLIX_I64, KYLIX_SUM, &rq), KYLIX_OK);
+  CHECK_ST(kylix_finalize(c), KYLIX_OK); /* finishes the request in flight, then frees it */
+  CHECK(memcmp(&rv, i1, sizeof rv) == 0, "request in flight at finalize did not complete");
+  CHECK_ST(kylix_wait(rq), KYLIX_ERR_STATE);
   /* the comm and its plans are gone: refused, never a crash */
   CHECK_ST(kylix_barrier(c), KYLIX_ERR_STATE);
   CHECK(contains(kylix_errmsg(NULL), "finalized"), "errmsg(NULL)=\"%s\"", kylix_errmsg(NULL));

@@ -3,8 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
-	"math"
-	"math/rand"
+	"math/rand/v2"
 	"os"
 	"time"
 
@@ -80,17 +79,12 @@ func benchCmd(args []string) error {
 	return p.Free()
 }
 
+// powerLawSet is one rank's Poisson–power-law feature set (the simulator's sampler), ids
+// scattered over [0, n) by a bijection.
 func powerLawSet(n int64, density, alpha float64, seed int64) ([]int64, error) {
 	lambda, err := core.SolveLambda(n, density, alpha)
 	if err != nil {
 		return nil, err
 	}
-	rng := rand.New(rand.NewSource(seed))
-	var set []int64
-	for r := int64(1); r <= n; r++ {
-		if rng.Float64() < -math.Expm1(-lambda*math.Pow(float64(r), -alpha)) {
-			set = append(set, int64(core.Mix(uint64(r))%uint64(n)))
-		}
-	}
-	return set, nil
+	return powerLawSample(n, lambda, alpha, rand.New(rand.NewPCG(uint64(seed), 0x6b796c6978)), newPermutation(n)), nil
 }

@@ -10,6 +10,7 @@ import (
 
 const usage = `usage:
   kylix plan  --features N --density D --ranks M [--alpha A] [--min-packet BYTES] [--bytes-per-value B]
+              [--degrees SPEC] [--svg FILE] [--simulate [--seed S] [--max-keys K]]   (kylix plan -h)
   kylix bench --features N --density D [--width W] [--iters K] [--alpha A]   (under kylixrun)
   kylix bench --dense [--sizes 1,1024,...] [--iters K]                         (under kylixrun)
 `

@@ -1,0 +1,155 @@
+package core
+
+import "sync"
+
+// Non-blocking collectives.
+//
+// A comm runs one collective at a time: the transport's Begin names the current one and its
+// frames carry that fingerprint. Collectives also run in the order they were called, since every
+// rank numbers them alike. A non-blocking call therefore takes its sequence number when it is
+// issued, on the caller's goroutine, and queues the work on the comm's executor: one goroutine
+// that runs the queue in order and exits when it is empty. While anything is queued or running,
+// blocking calls (and the slots taken by Reject) queue behind it, so every rank still runs the
+// same collectives in the same order. When the queue is idle a blocking call runs on the
+// caller's goroutine as before, with no hand-off.
+
+// Request is a non-blocking collective in flight. Wait or Test it from the goroutine that uses
+// the comm.
+type Request struct {
+	done chan struct{} // closed once err is set
+	err  error
+	seq  uint64
+	fp   Fingerprint
+	body func(seq uint64) error
+}
+
+// Wait blocks until the collective has finished and returns its error. No peer wait inside it
+// lasts longer than the transport's timeout. After Wait returns, the library no longer touches
+// the request's buffers. Wait may be called again and returns the same error.
+func (r *Request) Wait() error {
+	<-r.done
+	return r.err
+}
+
+// Test reports whether the collective has finished, and then its error; it never blocks.
+// Once done, the library no longer touches the request's buffers.
+func (r *Request) Test() (done bool, err error) {
+	select {
+	case <-r.done:
+		return true, r.err
+	default:
+		return false, nil
+	}
+}
+
+// IReduce starts Reduce and returns at once. Arguments are checked now: an error is returned
+// (and the slot given up through Reject, as the blocking call does) without a request. outVals
+// and inVals belong to the request until Wait returns or Test reports done.
+func (p *Plan) IReduce(outVals, inVals []byte, d Dtype, o Op, width int) (*Request, error) {
+	return p.c.issue(func() error { return p.Reduce(outVals, inVals, d, o, width) })
+}
+
+// IAllreduce starts Allreduce and returns at once; arguments and buffers as for IReduce.
+func (c *Comm) IAllreduce(send, recv []byte, d Dtype, o Op) (*Request, error) {
+	return c.issue(func() error { return c.Allreduce(send, recv, d, o) })
+}
+
+// issue runs call, a blocking collective, in issuing mode: its c.collective queues the work and
+// hands back the request instead of waiting for it. Validation and Reject happen inside call
+// exactly as for the blocking form.
+func (c *Comm) issue(call func() error) (*Request, error) {
+	c.issuing, c.issued = true, nil
+	defer func() { c.issuing, c.issued = false, nil }() // also after a panic (capi recovers it)
+	err := call()
+	r := c.issued
+	switch {
+	case err != nil:
+		return nil, err
+	case r == nil:
+		return nil, Errorf(CodeInternal, "non-blocking call issued no collective")
+	}
+	return r, nil
+}
+
+// executor is a comm's queue of collectives. The zero value is an idle executor.
+type executor struct {
+	mu    sync.Mutex
+	queue []*Request
+	busy  bool          // a drain goroutine owns the transport: new collectives must queue
+	idle  chan struct{} // closed when that goroutine exits
+}
+
+// submit queues a collective and starts the drain goroutine if none runs. Unless always, it
+// queues only when the executor is busy and returns nil otherwise: the caller runs it inline.
+func (c *Comm) submit(seq uint64, fp Fingerprint, body func(uint64) error, always bool) *Request {
+	e := &c.ex
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.busy && !always {
+		return nil
+	}
+	r := &Request{done: make(chan struct{}), seq: seq, fp: fp, body: body}
+	e.queue = append(e.queue, r)
+	if !e.busy {
+		e.busy = true
+		e.idle = make(chan struct{})
+		go c.drain(e.idle)
+	}
+	return r
+}
+
+// drain runs the queued collectives in order until the queue is empty.
+func (c *Comm) drain(idle chan struct{}) {
+	defer close(idle)
+	e := &c.ex
+	for {
+		e.mu.Lock()
+		if len(e.queue) == 0 {
+			e.busy = false
+			e.mu.Unlock()
+			return
+		}
+		r := e.queue[0]
+		e.queue[0] = nil
+		e.queue = e.queue[1:]
+		e.mu.Unlock()
+		r.err = c.runQueued(r)
+		r.body = nil // drop the buffers it captured
+		close(r.done)
+	}
+}
+
+// runQueued runs one queued collective. A comm broken by an earlier one fails it with
+// CodeState without touching the transport. A panic becomes CodeInternal: nobody above this
+// goroutine could recover it, and in libkylix.so it would kill the host process.
+func (c *Comm) runQueued(r *Request) (err error) {
+	if err := c.usable(); err != nil {
+		return err
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = Errorf(CodeInternal, "internal error: panic in %s (collective %d): %v", r.fp.Kind, r.seq, v)
+			c.t.Abort(r.seq, err)
+		}
+	}()
+	return c.run(r.seq, r.fp, r.body)
+}
+
+// active reports whether a collective is queued or running on the executor.
+func (e *executor) active() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.busy
+}
+
+// waitIdle returns once nothing is queued or running. Only the goroutine that issues
+// collectives may rely on it staying idle afterwards.
+func (e *executor) waitIdle() {
+	e.mu.Lock()
+	ch := e.idle
+	busy := e.busy
+	e.mu.Unlock()
+	if busy {
+		<-ch
+	}
+}

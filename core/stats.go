@@ -1,0 +1,636 @@
+package core
+
+import (
+	"encoding/json"
+	"sync"
+	"time"
+	"weak"
+)
+
+// Statistics of a comm (kylix_stats_json). NewComm wraps the transport in a statsTransport,
+// which sees every Begin, Send and Recv: Begin's fingerprint names the kind of collective and
+// its plan, and every message's tag names the collective (seq), the layer and the phase, so each
+// message is charged to (kind, plan, layer, phase) without core's algorithms knowing. Three
+// hooks add what the wire does not show: Comm.collective reports the end of a collective (for
+// the time spent in it), Plan.configure hands over the finished plan (its degrees and per-layer
+// key counts, from Plan.layers), and Plan.Free marks the plan freed.
+//
+// Bytes are message payload bytes as the transport carries them (frame headers excluded): the
+// same figures as netio's PeerStats. Times are wall-clock seconds measured on this rank. All
+// counters are cumulative since NewComm or the last ResetStats.
+//
+// Memory stays bounded however many plans a comm configures (a mini-batch loop makes one per
+// step): the records of at most maxPlanRecords plans are kept; beyond that the oldest plans
+// that were freed, or dropped by the caller (config_reduce without keeping the plan) and
+// garbage collected, are folded into one "retired_plans" aggregate.
+
+const (
+	statsVersion   = 1
+	maxPlanRecords = 64
+)
+
+// Traffic counts data messages: payload bytes and messages, each way.
+type Traffic struct {
+	BytesSent uint64 `json:"bytes_sent"`
+	BytesRecv uint64 `json:"bytes_recv"`
+	MsgsSent  uint64 `json:"msgs_sent"`
+	MsgsRecv  uint64 `json:"msgs_recv"`
+}
+
+// Add accumulates u into t.
+func (t *Traffic) Add(u Traffic) {
+	t.BytesSent += u.BytesSent
+	t.BytesRecv += u.BytesRecv
+	t.MsgsSent += u.MsgsSent
+	t.MsgsRecv += u.MsgsRecv
+}
+
+// Message slots of a plan: which collective moved the message and in which direction.
+const (
+	slotConfig     = iota // config: index sets going down
+	slotReduceDown        // reduce: values going down (scatter-reduce)
+	slotReduceUp          // reduce: values coming back up (allgather)
+	slotCRDown            // config_reduce: indices and values going down
+	slotCRUp              // config_reduce: values coming back up
+	numSlots
+)
+
+// slotOf is the slot of a message of phase ph in a collective of kind k, or -1 when k is not a
+// plan's collective.
+func slotOf(k Kind, ph uint8) int {
+	switch k {
+	case KindConfig:
+		return slotConfig
+	case KindReduce:
+		if ph == PhaseUp {
+			return slotReduceUp
+		}
+		return slotReduceDown
+	case KindConfigReduce:
+		if ph == PhaseUp {
+			return slotCRUp
+		}
+		return slotCRDown
+	}
+	return -1
+}
+
+// PlanSeconds is the time a plan's collectives spent in each phase, in seconds. Config's time
+// includes the degrees=auto agreement and the final merge; a reduce's down phase runs from its
+// start to its first message going up, the up phase from there to its end.
+type PlanSeconds struct {
+	Config           float64 `json:"config"`
+	ReduceDown       float64 `json:"reduce_down"`
+	ReduceUp         float64 `json:"reduce_up"`
+	ConfigReduceDown float64 `json:"config_reduce_down"`
+	ConfigReduceUp   float64 `json:"config_reduce_up"`
+}
+
+func planSeconds(s *[numSlots]time.Duration) PlanSeconds {
+	return PlanSeconds{s[slotConfig].Seconds(), s[slotReduceDown].Seconds(), s[slotReduceUp].Seconds(),
+		s[slotCRDown].Seconds(), s[slotCRUp].Seconds()}
+}
+
+// PhaseSeconds is PlanSeconds summed over every plan (live and retired), plus the dense
+// allreduce.
+type PhaseSeconds struct {
+	PlanSeconds
+	Dense float64 `json:"dense"`
+}
+
+// PlanCalls counts a plan's collectives. Errors counts those that failed on this rank.
+type PlanCalls struct {
+	Config       uint64 `json:"config"`
+	Reduce       uint64 `json:"reduce"`
+	ConfigReduce uint64 `json:"config_reduce"`
+	Errors       uint64 `json:"errors"`
+}
+
+// LayerTraffic is the traffic of one butterfly layer of a plan, by collective and direction.
+type LayerTraffic struct {
+	Config           Traffic `json:"config"`
+	ReduceDown       Traffic `json:"reduce_down"`
+	ReduceUp         Traffic `json:"reduce_up"`
+	ConfigReduceDown Traffic `json:"config_reduce_down"`
+	ConfigReduceUp   Traffic `json:"config_reduce_up"`
+}
+
+func layerTraffic(s *[numSlots]Traffic) LayerTraffic {
+	return LayerTraffic{s[slotConfig], s[slotReduceDown], s[slotReduceUp], s[slotCRDown], s[slotCRUp]}
+}
+
+// LayerStats describes layer Layer of a plan on this rank: the keys (unique indices) this rank
+// held above the layer, sent to the other members of its group (the rest it keeps), received
+// from them, and held below the layer after merging, and the traffic of the layer.
+type LayerStats struct {
+	Layer        int `json:"layer"`
+	Degree       int `json:"degree"`
+	OutKeysAbove int `json:"out_keys_above"`
+	InKeysAbove  int `json:"in_keys_above"`
+	OutKeysSent  int `json:"out_keys_sent"`
+	InKeysSent   int `json:"in_keys_sent"`
+	OutKeysRecv  int `json:"out_keys_recv"`
+	InKeysRecv   int `json:"in_keys_recv"`
+	OutKeysBelow int `json:"out_keys_below"`
+	InKeysBelow  int `json:"in_keys_below"`
+	LayerTraffic
+}
+
+// PlanStats is one plan's record.
+type PlanStats struct {
+	ID         uint32       `json:"id"`
+	CreatedBy  string       `json:"created_by"` // "config" or "config_reduce"
+	Configured bool         `json:"configured"` // false: its configuration failed
+	Freed      bool         `json:"freed"`
+	Degrees    []int        `json:"degrees"`
+	NOut       int          `json:"n_out"` // the caller's indices, repeats included
+	NIn        int          `json:"n_in"`
+	OutKeys    int          `json:"out_keys"` // unique indices on this rank
+	InKeys     int          `json:"in_keys"`
+	BottomOut  int          `json:"bottom_out_keys"` // keys held below the last layer
+	BottomIn   int          `json:"bottom_in_keys"`
+	Calls      PlanCalls    `json:"calls"`
+	Seconds    PlanSeconds  `json:"seconds"`
+	Agree      Traffic      `json:"agree"` // degrees=auto agreement exchange
+	Layers     []LayerStats `json:"layers"`
+}
+
+// RetiredStats aggregates the plans whose records were dropped to bound memory.
+type RetiredStats struct {
+	Plans   int            `json:"plans"`
+	Calls   PlanCalls      `json:"calls"`
+	Seconds PlanSeconds    `json:"seconds"`
+	Agree   Traffic        `json:"agree"`
+	Layers  []LayerTraffic `json:"layers"`
+}
+
+// KindStats counts the collectives of one kind.
+type KindStats struct {
+	Calls   uint64  `json:"calls"`
+	Errors  uint64  `json:"errors"`
+	Seconds float64 `json:"seconds"`
+	Traffic Traffic `json:"traffic"`
+}
+
+// CompressionStats: message compression is not implemented yet, so the ratio of raw to wire
+// bytes is 1.
+type CompressionStats struct {
+	Option string  `json:"option"`
+	Active bool    `json:"active"`
+	Ratio  float64 `json:"ratio"`
+	Note   string  `json:"note"`
+}
+
+// Stats is a snapshot of a comm's statistics; StatsJSON is its JSON form.
+type Stats struct {
+	Version       int                  `json:"version"`
+	Rank          int                  `json:"rank"`
+	Size          int                  `json:"size"`
+	DegreesOption string               `json:"degrees_option"`
+	Degrees       []int                `json:"degrees"` // fixed degrees; null for auto
+	SinceUnix     float64              `json:"since_unix_s"`
+	Compression   CompressionStats     `json:"compression"`
+	Totals        Traffic              `json:"totals"`
+	PhaseSeconds  PhaseSeconds         `json:"phase_seconds"`
+	Collectives   map[string]KindStats `json:"collectives"`
+	Plans         []PlanStats          `json:"plans"`
+	Retired       RetiredStats         `json:"retired_plans"`
+}
+
+// ---- the counting transport -----------------------------------------------------------------
+
+type planRec struct {
+	id         uint32
+	createdBy  Kind
+	ref        weak.Pointer[Plan]
+	configured bool
+	freed      bool
+	static     PlanStats // Degrees, counts and the key figures of Layers
+	calls      PlanCalls
+	secs       [numSlots]time.Duration
+	agree      Traffic
+	layers     [][numSlots]Traffic
+}
+
+// retirable: nobody can use the plan any more (it was freed or collected, or its
+// configuration failed: a record that never got a plan has a nil weak pointer).
+func (r *planRec) retirable() bool {
+	return r.freed || r.ref.Value() == nil
+}
+
+type kindRec struct {
+	calls, errors uint64
+	secs          time.Duration
+	tr            Traffic
+}
+
+type activeColl struct {
+	kind      Kind
+	plan      *planRec // nil unless config, reduce or config_reduce
+	start     time.Time
+	slot      int
+	slotStart time.Time
+}
+
+type statsTransport struct {
+	inner Transport
+
+	mu      sync.Mutex
+	since   time.Time
+	kinds   [len(kindNames)]kindRec
+	orphan  Traffic // messages of no known collective (not expected)
+	plans   map[uint32]*planRec
+	order   []*planRec // plans in creation order
+	retired planRec    // aggregate of dropped records (calls, secs, agree, layers)
+	nRetir  int
+	active  map[uint64]*activeColl
+}
+
+func newStatsTransport(t Transport) *statsTransport {
+	return &statsTransport{inner: t, since: time.Now(), plans: map[uint32]*planRec{},
+		active: map[uint64]*activeColl{}}
+}
+
+// unwrapTransport returns the transport a statsTransport wraps (or t itself).
+func unwrapTransport(t Transport) Transport {
+	if s, ok := t.(*statsTransport); ok {
+		return s.inner
+	}
+	return t
+}
+
+func (s *statsTransport) Rank() int              { return s.inner.Rank() }
+func (s *statsTransport) Size() int              { return s.inner.Size() }
+func (s *statsTransport) Timeout() time.Duration { return s.inner.Timeout() }
+func (s *statsTransport) Close() error           { return s.inner.Close() }
+
+// Unwrap returns the transport being counted.
+func (s *statsTransport) Unwrap() Transport { return s.inner }
+
+// Release passes pooled payloads back to the transport (see releaser).
+func (s *statsTransport) Release(b []byte) {
+	if r, ok := s.inner.(releaser); ok {
+		r.Release(b)
+	}
+}
+
+// FailedRanks forwards to the transport when it can tell.
+func (s *statsTransport) FailedRanks() []int {
+	if f, ok := s.inner.(interface{ FailedRanks() []int }); ok {
+		return f.FailedRanks()
+	}
+	return nil
+}
+
+func (s *statsTransport) Begin(seq uint64, fp Fingerprint) {
+	now := time.Now()
+	s.mu.Lock()
+	a := &activeColl{kind: fp.Kind, start: now, slotStart: now, slot: -1}
+	if int(fp.Kind) >= len(s.kinds) {
+		a.kind = KindInvalid
+	}
+	if sl := slotOf(fp.Kind, 0); sl >= 0 {
+		a.slot = sl
+		a.plan = s.planRecord(fp.Plan, fp.Kind)
+	}
+	if len(s.active) >= 64 { // collectives whose end was never reported: close the oldest
+		old := ^uint64(0)
+		for q := range s.active {
+			old = min(old, q)
+		}
+		s.endLocked(old, nil, now)
+	}
+	s.active[seq] = a
+	s.mu.Unlock()
+	s.inner.Begin(seq, fp)
+}
+
+// enter switches the collective of tag to the slot of tag's phase, charging the time since the
+// last switch to the slot it leaves.
+func (s *statsTransport) enter(tag Tag) {
+	s.mu.Lock()
+	if a := s.active[tag.Seq]; a != nil && a.plan != nil && tag.Phase != PhaseSmall {
+		if sl := slotOf(a.kind, tag.Phase); sl != a.slot {
+			now := time.Now()
+			a.plan.secs[a.slot] += now.Sub(a.slotStart)
+			a.slot, a.slotStart = sl, now
+		}
+	}
+	s.mu.Unlock()
+}
+
+func (s *statsTransport) count(tag Tag, n int, sent bool) {
+	u := Traffic{BytesRecv: uint64(n), MsgsRecv: 1}
+	if sent {
+		u = Traffic{BytesSent: uint64(n), MsgsSent: 1}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.active[tag.Seq]
+	if a == nil {
+		s.orphan.Add(u)
+		return
+	}
+	s.kinds[a.kind].tr.Add(u)
+	if a.plan == nil {
+		return
+	}
+	if tag.Phase == PhaseSmall {
+		a.plan.agree.Add(u)
+		return
+	}
+	if sl := slotOf(a.kind, tag.Phase); sl >= 0 {
+		for int(tag.Layer) >= len(a.plan.layers) {
+			a.plan.layers = append(a.plan.layers, [numSlots]Traffic{})
+		}
+		a.plan.layers[tag.Layer][sl].Add(u)
+	}
+}
+
+func (s *statsTransport) Send(to int, tag Tag, bufs ...[]byte) error {
+	s.enter(tag)
+	err := s.inner.Send(to, tag, bufs...)
+	if err == nil {
+		n := 0
+		for _, b := range bufs {
+			n += len(b)
+		}
+		s.count(tag, n, true)
+	}
+	return err
+}
+
+func (s *statsTransport) Recv(from int, tag Tag) ([]byte, error) {
+	s.enter(tag)
+	b, err := s.inner.Recv(from, tag)
+	if err == nil {
+		s.count(tag, len(b), false)
+	}
+	return b, err
+}
+
+func (s *statsTransport) Abort(seq uint64, err error) {
+	s.mu.Lock()
+	s.endLocked(seq, err, time.Now()) // a rejected call ends here (collective's hook ran first otherwise)
+	s.mu.Unlock()
+	s.inner.Abort(seq, err)
+}
+
+// end closes collective seq: its time and outcome.
+func (s *statsTransport) end(seq uint64, err error) {
+	s.mu.Lock()
+	s.endLocked(seq, err, time.Now())
+	s.mu.Unlock()
+}
+
+func (s *statsTransport) endLocked(seq uint64, err error, now time.Time) {
+	a := s.active[seq]
+	if a == nil {
+		return
+	}
+	delete(s.active, seq)
+	k := &s.kinds[a.kind]
+	k.calls++
+	k.secs += now.Sub(a.start)
+	if err != nil {
+		k.errors++
+	}
+	if p := a.plan; p != nil {
+		p.secs[a.slot] += now.Sub(a.slotStart)
+		switch a.kind {
+		case KindConfig:
+			p.calls.Config++
+		case KindReduce:
+			p.calls.Reduce++
+		case KindConfigReduce:
+			p.calls.ConfigReduce++
+		}
+		if err != nil {
+			p.calls.Errors++
+		}
+	}
+}
+
+// planRecord finds or makes the record of plan id; a new record may push old ones out.
+func (s *statsTransport) planRecord(id uint32, k Kind) *planRec {
+	if r := s.plans[id]; r != nil {
+		return r
+	}
+	r := &planRec{id: id, createdBy: k}
+	s.plans[id] = r
+	s.order = append(s.order, r)
+	if len(s.order) > maxPlanRecords {
+		s.retire(false)
+	}
+	return r
+}
+
+// retire folds the records of plans nobody can use any more into the aggregate: the oldest
+// first while there are more than maxPlanRecords, or all of them when all is set (reset).
+func (s *statsTransport) retire(all bool) {
+	busy := map[*planRec]bool{}
+	for _, a := range s.active {
+		if a.plan != nil {
+			busy[a.plan] = true
+		}
+	}
+	kept := s.order[:0]
+	n := len(s.order)
+	for _, r := range s.order {
+		if (all || n > maxPlanRecords) && !busy[r] && r.retirable() {
+			s.fold(r)
+			delete(s.plans, r.id)
+			n--
+			continue
+		}
+		kept = append(kept, r)
+	}
+	clear(s.order[len(kept):])
+	s.order = kept
+}
+
+func (s *statsTransport) fold(r *planRec) {
+	g := &s.retired
+	s.nRetir++
+	g.calls.Config += r.calls.Config
+	g.calls.Reduce += r.calls.Reduce
+	g.calls.ConfigReduce += r.calls.ConfigReduce
+	g.calls.Errors += r.calls.Errors
+	for i := range g.secs {
+		g.secs[i] += r.secs[i]
+	}
+	g.agree.Add(r.agree)
+	for len(g.layers) < len(r.layers) {
+		g.layers = append(g.layers, [numSlots]Traffic{})
+	}
+	for i := range r.layers {
+		for sl := range r.layers[i] {
+			g.layers[i][sl].Add(r.layers[i][sl])
+		}
+	}
+}
+
+// notePlan records the degrees and per-layer key counts of a freshly configured plan.
+func (s *statsTransport) notePlan(p *Plan, rank int) {
+	st := PlanStats{Degrees: p.Degrees(), NOut: p.nOut, NIn: p.nIn, OutKeys: p.out0, InKeys: p.in0,
+		BottomOut: p.out0, BottomIn: p.in0, Layers: make([]LayerStats, len(p.layers))}
+	for i := range p.layers {
+		lm := &p.layers[i]
+		d := p.topo.Degrees[i]
+		me := p.topo.Digit(rank, i)
+		ls := LayerStats{Layer: i, Degree: d, OutKeysAbove: lm.outSplit[d], InKeysAbove: lm.inSplit[d],
+			OutKeysBelow: lm.outLen, InKeysBelow: lm.inLen}
+		ls.OutKeysSent = ls.OutKeysAbove - (lm.outSplit[me+1] - lm.outSplit[me])
+		ls.InKeysSent = ls.InKeysAbove - (lm.inSplit[me+1] - lm.inSplit[me])
+		for g := 0; g < d; g++ {
+			if g != me {
+				ls.OutKeysRecv += len(lm.outMaps[g])
+				ls.InKeysRecv += len(lm.inMaps[g])
+			}
+		}
+		st.Layers[i] = ls
+		st.BottomOut, st.BottomIn = lm.outLen, lm.inLen
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.plans[p.id]
+	if r == nil { // pushed out while configuring: cannot happen (busy records stay), but be safe
+		return
+	}
+	r.static, r.configured, r.ref = st, true, weak.Make(p)
+}
+
+func (s *statsTransport) noteFreed(id uint32) {
+	s.mu.Lock()
+	if r := s.plans[id]; r != nil {
+		r.freed = true
+	}
+	s.mu.Unlock()
+}
+
+func (s *statsTransport) reset() {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retire(true)
+	s.since = now
+	s.kinds = [len(kindNames)]kindRec{}
+	s.orphan = Traffic{}
+	s.retired, s.nRetir = planRec{}, 0
+	for _, r := range s.order {
+		r.calls, r.secs, r.agree, r.layers = PlanCalls{}, [numSlots]time.Duration{}, Traffic{}, nil
+	}
+	for _, a := range s.active {
+		a.start, a.slotStart = now, now
+	}
+}
+
+func (s *statsTransport) snapshot() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{Version: statsVersion, SinceUnix: float64(s.since.UnixNano()) / 1e9,
+		Collectives: map[string]KindStats{}, Plans: make([]PlanStats, 0, len(s.order))}
+	st.Totals = s.orphan
+	for k := range s.kinds {
+		r := &s.kinds[k]
+		st.Collectives[Kind(k).String()] = KindStats{Calls: r.calls, Errors: r.errors, Seconds: r.secs.Seconds(), Traffic: r.tr}
+		st.Totals.Add(r.tr)
+	}
+	var secs [numSlots]time.Duration
+	for _, r := range s.order {
+		ps := r.static
+		ps.ID, ps.CreatedBy, ps.Configured, ps.Freed = r.id, r.createdBy.String(), r.configured, r.freed
+		ps.Calls, ps.Seconds, ps.Agree = r.calls, planSeconds(&r.secs), r.agree
+		ps.Layers = append([]LayerStats(nil), ps.Layers...)
+		for i := range r.layers {
+			if i >= len(ps.Layers) {
+				ps.Layers = append(ps.Layers, LayerStats{Layer: i})
+			}
+			ps.Layers[i].LayerTraffic = layerTraffic(&r.layers[i])
+		}
+		if ps.Degrees == nil {
+			ps.Degrees = []int{}
+		}
+		for i := range secs {
+			secs[i] += r.secs[i]
+		}
+		st.Plans = append(st.Plans, ps)
+	}
+	g := &s.retired
+	st.Retired = RetiredStats{Plans: s.nRetir, Calls: g.calls, Seconds: planSeconds(&g.secs), Agree: g.agree,
+		Layers: make([]LayerTraffic, len(g.layers))}
+	for i := range g.layers {
+		st.Retired.Layers[i] = layerTraffic(&g.layers[i])
+	}
+	for i := range secs {
+		secs[i] += g.secs[i]
+	}
+	st.PhaseSeconds = PhaseSeconds{PlanSeconds: planSeconds(&secs), Dense: s.kinds[KindAllreduce].secs.Seconds()}
+	return st
+}
+
+// ---- the Comm's side ------------------------------------------------------------------------
+
+func (c *Comm) statsT() *statsTransport {
+	s, _ := c.t.(*statsTransport)
+	return s
+}
+
+// statsEnd is called by collective when body returns.
+func (c *Comm) statsEnd(seq uint64, err error) {
+	if s := c.statsT(); s != nil {
+		s.end(seq, err)
+	}
+}
+
+// statsPlan is called by configure once p is configured.
+func (c *Comm) statsPlan(p *Plan) {
+	if s := c.statsT(); s != nil {
+		s.notePlan(p, c.Rank())
+	}
+}
+
+// statsFreed is called by Plan.Free.
+func (c *Comm) statsFreed(id uint32) {
+	if s := c.statsT(); s != nil {
+		s.noteFreed(id)
+	}
+}
+
+// Stats returns a snapshot of the comm's statistics, cumulative since NewComm or the last
+// ResetStats. Local: no communication. Safe to call while a collective is running.
+func (c *Comm) Stats() Stats {
+	s := c.statsT()
+	if s == nil {
+		s = newStatsTransport(c.t) // a comm built without NewComm: empty figures
+	}
+	st := s.snapshot()
+	st.Rank, st.Size = c.Rank(), c.Size()
+	st.DegreesOption = c.opts.Degrees
+	if st.DegreesOption == "" {
+		st.DegreesOption = "auto"
+	}
+	if c.degrees != nil {
+		st.Degrees = append([]int{}, c.degrees...)
+	}
+	st.Compression = CompressionStats{Option: c.opts.Compress, Active: false, Ratio: 1,
+		Note: "message compression is not implemented yet: wire bytes equal raw bytes"}
+	return st
+}
+
+// StatsJSON is Stats as a JSON object (field names in include/kylix.h, kylix_stats_json).
+func (c *Comm) StatsJSON() ([]byte, error) {
+	b, err := json.Marshal(c.Stats())
+	if err != nil {
+		return nil, Errorf(CodeInternal, "stats: %v", err)
+	}
+	return b, nil
+}
+
+// ResetStats sets every counter and timer to zero and restarts the clock of since_unix_s.
+// Configured plans keep their degrees and key counts; records of freed plans are dropped.
+func (c *Comm) ResetStats() {
+	if s := c.statsT(); s != nil {
+		s.reset()
+	}
+}

@@ -1,0 +1,310 @@
+package core
+
+import (
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// User-defined reduction ops (kylix_op_create), like MPI_Op_create.
+//
+// A user op is a C function pointer `void fn(void *inout, const void *in, int64_t count,
+// int dtype, void *ctx)` that folds count elements of in into inout. It is called through
+// purego (no cgo trampoline in core), which costs a few hundred nanoseconds a call, so the
+// kernels never call it per element: dense Combine passes runs of up to userChunk elements
+// straight from the buffers, and ScatterCombine gathers the destination rows a source touches
+// into a contiguous temporary, calls once per chunk and scatters the results back.
+//
+// A user op has no identity element, so it cannot start from one as the built-in ops do. The
+// reduction paths therefore fold through a combiner (below): the first contribution to a row is
+// copied, later ones are combined into it with inout = the accumulation of the earlier sources
+// and in = the later source. A row nobody contributes to holds all-zero bytes (Identity and
+// Gather give zero bytes for user ops).
+//
+// Order: sources are folded in (layer, source digit) order. Layer 0 groups consecutive ranks, so
+// for an associative op the result is exactly the left fold over the contributing ranks in rank
+// order, each rank's own contribution being the left fold of its repeated out indices in the
+// caller's order; only the bracketing depends on the degrees, never on arrival order.
+
+// userChunk is the most elements handed to one callback call: large enough that the call cost
+// vanishes, small enough that the temporaries stay in cache.
+const userChunk = 1 << 16
+
+// MaxUserOps bounds the number of ops RegisterUserOp hands out (ids FirstUserOp up to
+// FirstUserOp+MaxUserOps-1, which fit the uint16 op field of the wire fingerprint).
+const MaxUserOps = 1 << 15
+
+// userOp is one registered op. goFn replaces the C pointer in tests (a Go test cannot make a
+// C function without cgo); the chunking and first-touch code around the call is the same.
+type userOp struct {
+	fn, ctx uintptr
+	goFn    func(inout, in []byte, count int, d Dtype)
+}
+
+const userPage = 256
+
+// userOpTable is a registry of ops. Ops are never freed (neither are MPI's in practice), so a
+// lookup is two atomic loads and no lock on the kernel path. Entries are written before n
+// publishes them and never change afterwards.
+type userOpTable struct {
+	mu    sync.Mutex
+	n     atomic.Int32
+	pages [MaxUserOps / userPage]atomic.Pointer[[userPage]userOp]
+}
+
+// userOps is the process-wide registry behind kylix_op_create.
+var userOps userOpTable
+
+// RegisterUserOp registers the C function fn with its ctx and returns the op's id, usable with
+// every dtype wherever an op is. Ids are handed out in order from FirstUserOp, so ranks that
+// register the same ops in the same order agree on them (collectives compare op ids).
+func RegisterUserOp(fn, ctx uintptr) (Op, error) {
+	if fn == 0 {
+		return 0, Errorf(CodeArg, "fn is NULL")
+	}
+	return userOps.add(userOp{fn: fn, ctx: ctx})
+}
+
+func (t *userOpTable) add(u userOp) (Op, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i := int(t.n.Load())
+	if i >= MaxUserOps {
+		return 0, Errorf(CodeNoMem, "no user op ids left: %d ops are registered already", MaxUserOps)
+	}
+	pg := t.pages[i/userPage].Load()
+	if pg == nil {
+		pg = new([userPage]userOp)
+		t.pages[i/userPage].Store(pg)
+	}
+	pg[i%userPage] = u
+	t.n.Store(int32(i + 1))
+	return FirstUserOp + Op(i), nil
+}
+
+func (t *userOpTable) lookup(o Op) *userOp {
+	if o < FirstUserOp {
+		return nil
+	}
+	i := int(o - FirstUserOp)
+	if i >= int(t.n.Load()) {
+		return nil
+	}
+	return &t.pages[i/userPage].Load()[i%userPage]
+}
+
+// lookupUserOp returns the registered op o, or nil.
+func lookupUserOp(o Op) *userOp { return userOps.lookup(o) }
+
+// mustUserOp is lookupUserOp for the kernels, where an unknown op is a caller bug.
+func mustUserOp(o Op) *userOp {
+	u := lookupUserOp(o)
+	if u == nil {
+		kernPanic("op %d is not a registered user op", int(o))
+	}
+	return u
+}
+
+// call folds count elements of in into inout (both non-empty, element-aligned, not
+// overlapping).
+func (u *userOp) call(d Dtype, inout, in []byte, count int) {
+	if u.goFn != nil {
+		u.goFn(inout, in, count, d)
+		return
+	}
+	// SyscallN is go:uintptrescapes: the buffers stay alive and in place for the call.
+	purego.SyscallN(u.fn, uintptr(unsafe.Pointer(unsafe.SliceData(inout))),
+		uintptr(unsafe.Pointer(unsafe.SliceData(in))), uintptr(count), uintptr(d), u.ctx)
+}
+
+// userTemp returns n bytes aligned to 8 (any dtype's element).
+func userTemp(n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	w := make([]uint64, (n+7)/8)
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), n)
+}
+
+func userAligned(b []byte, size int) bool {
+	return len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(size) == 0
+}
+
+// userCombine is Combine for a user op: dst = op(dst, src) in chunks, straight from the
+// buffers when they are aligned, through temporaries when not (or when dst is src: the
+// callback is promised in and inout that do not overlap).
+func userCombine(u *userOp, d Dtype, dst, src []byte) {
+	size := d.Size()
+	step := userChunk * size
+	same := len(dst) > 0 && unsafe.SliceData(dst) == unsafe.SliceData(src)
+	var ta, tb []byte
+	for off := 0; off < len(dst); off += step {
+		end := min(off+step, len(dst))
+		a, b := dst[off:end], src[off:end]
+		if !userAligned(a, size) {
+			if ta == nil {
+				ta = userTemp(min(step, len(dst)))
+			}
+			a = ta[:copy(ta, a)]
+		}
+		if same || !userAligned(b, size) {
+			if tb == nil {
+				tb = userTemp(min(step, len(dst)))
+			}
+			b = tb[:copy(tb, b)]
+		}
+		u.call(d, a, b, len(a)/size)
+		if unsafe.SliceData(a) != unsafe.SliceData(dst[off:end]) {
+			copy(dst[off:end], a)
+		}
+	}
+}
+
+// userScatter is ScatterCombine for a user op: row p of src is folded into row idx[p] of dst, in
+// increasing p. With seen != nil, a row whose bit is clear takes a copy of its first source row
+// (and the bit is set) instead of being combined; seen == nil treats every row as holding a
+// value already.
+func userScatter(u *userOp, d Dtype, dst, src []byte, idx []int32, w int, seen []uint64) {
+	rb := w * d.Size()
+	var pend []int32 // positions p still to combine, increasing
+	if seen == nil {
+		pend = make([]int32, len(idx))
+		for p := range pend {
+			pend[p] = int32(p)
+		}
+	} else {
+		for p, j := range idx {
+			if seen[j>>6]&(1<<(uint(j)&63)) == 0 {
+				seen[j>>6] |= 1 << (uint(j) & 63)
+				copy(dst[int(j)*rb:int(j)*rb+rb], src[p*rb:p*rb+rb])
+			} else {
+				pend = append(pend, int32(p))
+			}
+		}
+	}
+	if len(pend) == 0 {
+		return
+	}
+	rows := max(1, userChunk/w)
+	ta := userTemp(min(rows, len(pend)) * rb)
+	tb := userTemp(min(rows, len(pend)) * rb)
+	for _, round := range userRounds(pend, idx, len(dst)/rb) {
+		for len(round) > 0 {
+			k := min(rows, len(round))
+			for q, p := range round[:k] {
+				j := int(idx[p])
+				copy(ta[q*rb:q*rb+rb], dst[j*rb:j*rb+rb])
+				copy(tb[q*rb:q*rb+rb], src[int(p)*rb:int(p)*rb+rb])
+			}
+			for e := 0; e < k*w; e += userChunk { // rows wider than a chunk: split them
+				n := min(userChunk, k*w-e)
+				sz := d.Size()
+				u.call(d, ta[e*sz:(e+n)*sz], tb[e*sz:(e+n)*sz], n)
+			}
+			for q, p := range round[:k] {
+				j := int(idx[p])
+				copy(dst[j*rb:j*rb+rb], ta[q*rb:q*rb+rb])
+			}
+			round = round[k:]
+		}
+	}
+}
+
+// userRounds splits the pending positions into rounds in which every destination row occurs at
+// most once: round k holds each row's k-th pending position. Gathering a round, combining it in
+// one call and scattering it back then equals combining the positions one by one in increasing
+// p. The merge maps of the butterfly are strictly increasing (one round, no work); only repeated
+// out indices of one rank need more than one.
+func userRounds(pend, idx []int32, nrows int) [][]int32 {
+	inc := true
+	for q := 1; q < len(pend) && inc; q++ {
+		inc = idx[pend[q]] > idx[pend[q-1]]
+	}
+	if inc {
+		return [][]int32{pend}
+	}
+	occ := make([]int32, nrows)
+	rk := make([]int32, len(pend))
+	nr := 0
+	for q, p := range pend {
+		j := idx[p]
+		rk[q] = occ[j]
+		occ[j]++
+		nr = max(nr, int(occ[j]))
+	}
+	start := make([]int, nr+1) // counting sort by round, stable in p
+	for _, r := range rk {
+		start[r+1]++
+	}
+	for r := 1; r <= nr; r++ {
+		start[r] += start[r-1]
+	}
+	sorted := make([]int32, len(pend))
+	next := append([]int(nil), start[:nr]...)
+	for q, p := range pend {
+		sorted[next[rk[q]]] = p
+		next[rk[q]]++
+	}
+	out := make([][]int32, nr)
+	for r := range out {
+		out[r] = sorted[start[r]:start[r+1]]
+	}
+	return out
+}
+
+// combiner folds sources, in order, into a fresh value vector. For the built-in ops it is
+// Identity followed by the plain kernels (the fast path, unchanged). For a user op, which has
+// no identity, the first contribution to a row is copied and later ones combined, tracked with
+// a bitmap of rows (sparse) or a flag (dense).
+type combiner struct {
+	d    Dtype
+	o    Op
+	w    int
+	dst  []byte
+	u    *userOp  // nil for built-in ops
+	seen []uint64 // user ops, scatter: rows holding a contribution
+	any  bool     // user ops, combine: dst holds the first source
+}
+
+// newCombiner starts a fold into dst (rows of w elements): the op's identity for built-in ops,
+// zero bytes for user ops (what a row nobody contributes to keeps).
+func newCombiner(d Dtype, o Op, w int, dst []byte) combiner {
+	Identity(d, o, dst)
+	c := combiner{d: d, o: o, w: w, dst: dst}
+	if o >= FirstUserOp {
+		c.u = mustUserOp(o)
+	}
+	return c
+}
+
+// scatter folds row p of src into row idx[p] of dst, in increasing p (ScatterCombine).
+func (c *combiner) scatter(src []byte, idx []int32) {
+	if c.u == nil {
+		ScatterCombine(c.d, c.o, c.dst, src, idx, c.w)
+		return
+	}
+	rb := c.w * c.d.Size()
+	if c.w < 1 || len(src) != len(idx)*rb || len(c.dst)%rb != 0 {
+		kernPanic("ScatterCombine: %s dst %d bytes, src %d bytes, %d indices of width %d",
+			c.d, len(c.dst), len(src), len(idx), c.w)
+	}
+	if c.seen == nil {
+		c.seen = make([]uint64, (len(c.dst)/rb+63)/64)
+	}
+	userScatter(c.u, c.d, c.dst, src, idx, c.w, c.seen)
+}
+
+// combine folds src, the whole vector's next source, into dst (Combine).
+func (c *combiner) combine(src []byte) {
+	if c.u == nil || c.any {
+		Combine(c.d, c.o, c.dst, src)
+		return
+	}
+	if len(src) != len(c.dst) {
+		kernPanic("Combine: len(dst) = %d, len(src) = %d", len(c.dst), len(src))
+	}
+	copy(c.dst, src)
+	c.any = true
+}

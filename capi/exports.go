@@ -542,31 +542,3 @@ func kylixgo_plan_degrees(nFeatures C.int64_t, density C.double, ranks C.int32_t
 	}
 	return 0
 }
-
-// ---- not implemented yet -------------------------------------------------------------------
-
-// kylixgo_not_implemented answers the calls of include/kylix.h that are not built yet. kind
-// says what h is, so the message goes to the right kylix_errmsg: 0 none, 1 comm (a local call),
-// 2 plan (a collective on its comm), 3 comm (a collective). A collective on a live comm goes
-// through Reject: it takes its sequence number, so a peer that called something else fails with
-// KYLIX_ERR_MISMATCH and every rank stays in step.
-//
-//export kylixgo_not_implemented
-func kylixgo_not_implemented(fn *C.char, kind C.int, h C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
-	name := C.GoString(fn)
-	s := &sink{buf: eb, size: ecap}
-	defer rec(name, &st, s)
-	switch kind {
-	case 1, 3:
-		if ce, err := lookupComm(uint64(h), "c"); err == nil {
-			s.ce = ce
-		}
-	case 2:
-		_, s.ce, _ = lookupPlan(uint64(h), "p")
-	}
-	if s.ce != nil && kind >= 2 {
-		s.ce.c.Reject(core.Errorf(core.CodeInternal, "%s is not implemented yet", name))
-	}
-	s.set(name + ": not implemented yet")
-	return C.int(core.CodeInternal)
-}

@@ -169,16 +169,7 @@ int kylix_plan_degrees(int64_t n_features, double density, int32_t ranks, double
                               bytes_per_value, degrees, cap, layers, EB);
 }
 
-// ---- not implemented yet --------------------------------------------------------------------
-// kind: 0 no handle, 1 comm (local call), 2 plan (collective), 3 comm (collective). A
-// collective on a live comm still takes its slot, so the peers fail with a mismatch instead of
-// falling out of step.
-
-static int todo(const char *name, int kind, uintptr_t h) {
-  if (forked) return fork_fail();
-  return kylixgo_not_implemented((char *)name, kind, h, EB);
-}
-
+// ---- mixing, non-blocking, user ops, failures, stats --------------------------------------
 
 int kylix_mix(kylix_comm *c, void *buf, int64_t count, int dtype, int64_t step) {
   if (forked) return fork_fail();
@@ -225,9 +216,14 @@ int kylix_op_create(kylix_user_fn fn, void *ctx, int *op) {
 }
 
 
+// Implemented (capi/exports_shrink.go): the new comm gets a handle of its own.
 int kylix_shrink(kylix_comm *c, kylix_comm **survivors) {
   if (survivors) *survivors = NULL;
-  return todo("kylix_shrink", 3, H(c));
+  if (forked) return fork_fail();
+  uintptr_t h = 0;
+  int st = kylixgo_shrink(H(c), survivors ? &h : NULL, EB);
+  if (survivors && st == KYLIX_OK) *survivors = (kylix_comm *)h;
+  return st;
 }
 
 int kylix_stats_json(const kylix_comm *c, char *buf, int64_t cap, int64_t *needed) {

@@ -47,6 +47,13 @@ func (c *Comm) Bcast(buf []byte, root int) error {
 	// The root travels in Width so ranks that disagree on it fail with a mismatch.
 	fp := Fingerprint{Kind: KindBcast, Width: int32(root), Count: int64(len(buf))}
 	return c.collective(fp, func(seq uint64) error {
+		// Agree first. A tree leaf hears only from its path to the root, and ranks that
+		// disagree on the root would all wait for a parent that never sends. A completed
+		// dissemination round means every rank heard, through a chain of matching
+		// fingerprints, from every other, so all agree on root and size before data moves.
+		if err := c.dissemination(seq); err != nil {
+			return err
+		}
 		tag := Tag{Seq: seq, Phase: PhaseBcast}
 		vr := (me - root + m) % m // rank relative to root
 		mask := 1
@@ -71,13 +78,7 @@ func (c *Comm) Bcast(buf []byte, root int) error {
 				sg.send((vr+mask+root)%m, tag, buf)
 			}
 		}
-		if err := sg.wait(); err != nil {
-			return err
-		}
-		// A tree leaf hears only from its path to the root, so a rank that disagrees on the
-		// root or the size could go unnoticed there. The dissemination rounds make every rank
-		// depend on every other under this fingerprint: all of them fail, or none.
-		return c.dissemination(seq)
+		return sg.wait()
 	})
 }
 

@@ -491,15 +491,84 @@ int kylix_op_create(kylix_user_fn fn, void *ctx, int *op);   /* op id usable whe
 
 /*
  * kylix_failed_ranks - the ranks of c known to have failed.  ranks[0..cap)
- * receives up to cap of them, *n the total (ranks may be NULL when cap is 0).
- * Local.
+ * receives up to cap of them in increasing order, *n the total (ranks may be
+ * NULL when cap is 0).  Local: no peer is asked, nothing waits.
+ *
+ * A rank is listed once this rank's transport has seen it go: its process
+ * died or its connection broke (KYLIX_ERR_PEER), or it finalized.  A peer
+ * that is merely silent (the calls waiting for it fail with
+ * KYLIX_ERR_TIMEOUT) is alive as far as the transport knows and is not
+ * listed.  The list only grows, and different ranks may see a death at
+ * slightly different times, so two ranks' lists can differ for a moment:
+ * kylix_shrink is what makes the survivors agree.  Ranks are numbered as in
+ * c: for a comm made by kylix_shrink, its own ranks 0..k-1, and only its
+ * members are listed (not the ranks the shrink already left out).  Works on
+ * a broken comm, also after it was shrunk.
+ *
+ * Returns KYLIX_OK; KYLIX_ERR_ARG for a NULL n, a negative cap, a NULL ranks
+ * with cap > 0, or a cap smaller than the total (then *n is the total and
+ * the first cap ranks are written, so the call can be repeated with a
+ * larger buffer).
  */
 int kylix_failed_ranks(const kylix_comm *c, int32_t *ranks, int32_t cap, int32_t *n);
 
 /*
  * kylix_shrink - make a new comm of the surviving ranks of c, renumbered
- * 0..k-1, in *survivors (NULL on failure).  Collective over the survivors.
- * c stays valid (and broken) and must still be finalized.
+ * 0..k-1, in *survivors (NULL on failure).  Collective over the survivors,
+ * like ULFM's MPI_Comm_shrink.
+ *
+ * Use: a collective on c fails with KYLIX_ERR_PEER or KYLIX_ERR_TIMEOUT (and
+ *   later calls with KYLIX_ERR_STATE); every surviving rank then calls
+ *   kylix_shrink(c, &s) and carries on with s, e.g. re-synchronising the
+ *   model with an allreduce or bcast on s (shared/seeds/004: failures are
+ *   exposed to the application, which decides how to go on).  c need not
+ *   be broken: shrinking a healthy comm gives a comm of every live rank.
+ *
+ * Membership: the survivors first agree on the set of failed ranks (a few
+ *   small message rounds among them), so every rank that gets KYLIX_OK gets
+ *   a comm with the same members: the ranks of c that are alive, in their
+ *   order in c, renumbered 0..k-1 (rank 0 of s is the lowest surviving rank
+ *   of c).  A rank is taken for failed when the transport has lost it (see
+ *   kylix_failed_ranks) or when it stays silent for timeout_ms during the
+ *   agreement: every survivor must call kylix_shrink within timeout_ms of
+ *   the others.  A rank that calls it later than that, after the others
+ *   have left it out, gets KYLIX_ERR_PEER ("took this rank for failed"),
+ *   never a comm the others are not in.  A rank that dies during the shrink
+ *   is either left out, or (if it died just after the others agreed) still
+ *   a member of s: then the first collective on s fails with KYLIX_ERR_PEER
+ *   on every member and the application shrinks s in turn.  Without
+ *   failures during the agreement it takes a few message round trips; each
+ *   round in which a rank is silent adds up to timeout_ms.
+ *
+ * s: a new comm for every collective (config/reduce, allreduce, bcast,
+ *   barrier, mix, the non-blocking calls, stats) with c's options.  When
+ *   the degrees option was a fixed list (e.g. 2x2x2) whose product is not
+ *   the new size, s plans with degrees=auto; direct and binary adapt to the
+ *   new size.  Results on s are those of a job of k ranks: the same inputs
+ *   on the same k ranks give the same bits.  kylix_failed_ranks(s) numbers
+ *   ranks as in s.  s may itself be shrunk later (at most 4095 shrinks in a
+ *   row).
+ *
+ * c: after the call (whatever it returns) c is broken for good: its
+ *   collectives return KYLIX_ERR_STATE, and its plans are unusable.  It is
+ *   also revoked for the peers: one that has not noticed the failure and
+ *   enters (or waits in) c's next collective fails at once with
+ *   KYLIX_ERR_PEER instead of waiting for this rank.  kylix_failed_ranks,
+ *   kylix_errmsg and kylix_stats_json still work on it.  A comm can be
+ *   shrunk once (a second call returns KYLIX_ERR_STATE; shrink s instead),
+ *   so if kylix_shrink fails the survivors cannot regroup from c.
+ *
+ * Ownership: s and c are finalized separately, in any order, and both must
+ *   be (c's plans are freed by kylix_finalize(c), s's by kylix_finalize(s)).
+ *   They share the connections to the peers, which are closed by whichever
+ *   finalize comes last: finalizing c does not disturb s.  The same holds
+ *   for comms shrunk from s.  As for any comm, one thread at a time per comm;
+ *   c and s may be used from different threads.
+ *
+ * Returns KYLIX_OK; KYLIX_ERR_ARG (c or survivors NULL); KYLIX_ERR_STATE (c
+ *   was finalized or already shrunk); KYLIX_ERR_PEER (the other survivors
+ *   left this rank out); KYLIX_ERR_MISMATCH, KYLIX_ERR_INTERNAL (a protocol
+ *   violation).  Details in kylix_errmsg(c).
  */
 int kylix_shrink(kylix_comm *c, kylix_comm **survivors);     /* survivors renumbered 0..k-1 */
 

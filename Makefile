@@ -3,8 +3,9 @@
 #   make            build/libkylix.so + build/include/kylix.h, build/kylixrun, build/kylix
 #   make examples   build/examples/<name> for every examples/c/<name>.c
 #   make demo       PageRank over the bundled power-law graph on 4 local ranks
-#   make test       go vet, every test (Go, and the C/Python/Java tests driven from tests/),
-#                   a short fuzz run of the frame decoder
+#   make test       go vet, every Go test (incl. the multi-process C tests in tests/ and the
+#                   mpirun/ssh launcher tests), a short fuzz run of the frame decoder, then the
+#                   Python (pytest) and Java (JUnit) binding tests
 #   make clean
 #
 # Go's build cache decides what to rebuild, so the Go targets always run `go build`.
@@ -75,10 +76,16 @@ $(BUILD)/graph.el: examples/data/powerlaw_graph.el.gz | $(BUILD)
 demo: all examples $(BUILD)/graph.el
 	$(BUILD)/kylixrun -n 4 $(BUILD)/examples/pagerank $(BUILD)/graph.el
 
+# The launcher tests need openmpi-bin, openssh-server and iproute2; as root they are installed
+# up front (apt-get) so package downloads stay out of go test's time limit.
 test: all examples
+	@if [ "$$(id -u)" = 0 ]; then sh tests/netns/deps.sh all; fi
 	$(GO) vet ./...
 	KYLIX_BUILD=$(CURDIR)/$(BUILD) $(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -run '^$$' -fuzz FuzzDecodeHeader -fuzztime 10s ./netio
+	KYLIX_BUILD=$(CURDIR)/$(BUILD) bash bindings/python/run_tests.sh
+	@if [ -x bindings/java/run_tests.sh ] || [ -f bindings/java/run_tests.sh ]; then \
+	  KYLIX_BUILD=$(CURDIR)/$(BUILD) bash bindings/java/run_tests.sh; fi
 
 clean:
 	rm -rf $(BUILD)

@@ -1,15 +1,19 @@
 package netio
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"kylix/core"
@@ -21,7 +25,14 @@ const DefaultTimeout = 30 * time.Second
 // Connect builds this rank's TCP transport from the parsed options: it listens, learns the
 // address table (peers= or the rendezvous), dials every lower rank (retrying until the timeout,
 // as peers may start later), accepts every higher one, authenticates each connection and
-// returns when the full mesh is up. Errors: CodeArg (options), CodeNet (cannot bind, resolve or
+// returns when the full mesh is up.
+//
+// With rendezvous=host:port, rank 0 serves the rendezvous itself when host names this machine
+// (loopback, one of its addresses, its hostname) and the port is free, so that mpirun or srun
+// need no kylixrun; it stops serving once every rank has the table. When the port is taken
+// (kylixrun serves it), rank 0 registers like every other rank. Other ranks retry reaching the
+// rendezvous until the timeout. All ranks must be given the same secret; an empty secret
+// authenticates nothing. Errors: CodeArg (options), CodeNet (cannot bind, resolve or
 // accept, naming the address and rank), CodeAuth (handshake), CodeTimeout (naming the ranks still
 // missing).
 func Connect(o core.Options) (*TCP, error) { return connect(o, "") }
@@ -59,14 +70,43 @@ func connect(o core.Options, listenHost string) (*TCP, error) {
 		}
 		peers, job = o.Peers, staticJobID(o.Secret, o.Peers)
 	case o.Rendezvous != "":
+		rvHost, rvPort, err := net.SplitHostPort(o.Rendezvous)
+		if err != nil || rvPort == "" || rvPort == "0" {
+			return nil, core.Errorf(core.CodeArg, "connect: rendezvous=%q is not host:port with a port other than 0", o.Rendezvous)
+		}
 		addr := net.JoinHostPort(listenHost, "0")
 		if ln, err = net.Listen("tcp", addr); err != nil {
 			return nil, core.Errorf(core.CodeNet, "rank %d cannot listen on %s: %v", o.Rank, addr, err)
 		}
+		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 		// With no listen host the rendezvous client advertises the local address of its own
-		// connection, the interface the other ranks most likely reach too.
-		my := net.JoinHostPort(listenHost, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+		// connection, the interface the other ranks most likely reach too. On the rendezvous
+		// host itself that could be a loopback address (a hostname that /etc/hosts maps to
+		// 127.0.1.1): there the rank advertises the rendezvous host, which every rank reaches.
+		my := net.JoinHostPort(listenHost, port)
+		bind, local := localRendezvous(rvHost, timeout)
+		if local && listenHost == "" && rvHost != "" && !isUnspecified(rvHost) {
+			my = net.JoinHostPort(rvHost, port)
+		}
+		// Under mpirun or srun nobody serves the rendezvous: rank 0 does, when the address names
+		// its host. If it is taken (kylixrun serves it), rank 0 is a client like the others.
+		var srv *RendezvousServer
+		if o.Rank == 0 && local {
+			if srv, err = serveOwnRendezvous(net.JoinHostPort(bind, rvPort), o.Size, o.Secret, timeout); err != nil {
+				ln.Close()
+				return nil, err
+			}
+		}
 		peers, job, err = rendezvousLookup(o.Rendezvous, o.Rank, o.Size, my, o.Secret, timeout)
+		if srv != nil {
+			if err == nil {
+				err = srv.Wait() // every rank has its table (each send is bounded by timeout)
+			}
+			srv.Close()
+			if err != nil {
+				err = core.Errorf(core.CodeOf(err), "%v (rank 0 served this rendezvous itself, as nothing listened on %s on its host)", err, o.Rendezvous)
+			}
+		}
 		if err != nil {
 			ln.Close()
 			return nil, err
@@ -79,6 +119,77 @@ func connect(o core.Options, listenHost string) (*TCP, error) {
 		return nil, err
 	}
 	return newTCP(o.Rank, o.Size, job, timeout, conns), nil
+}
+
+// serveOwnRendezvous serves the job's rendezvous on addr from rank 0. It returns nil and no
+// error when the address is in use: somebody (kylixrun) serves it already.
+func serveOwnRendezvous(addr string, size int, secret string, timeout time.Duration) (*RendezvousServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, nil
+		}
+		return nil, core.Errorf(core.CodeNet, "rank 0 cannot serve the rendezvous on %s: %v", addr, err)
+	}
+	return serveRendezvousOn(ln, size, secret, timeout), nil
+}
+
+// localRendezvous tells whether host, of rendezvous=host:port, names this machine: empty, a
+// loopback or unspecified address, an address of one of its interfaces, its hostname, or a name
+// that resolves to any of these. bind is the host to serve the rendezvous on: the address as
+// given, or every interface for a name (which other machines may resolve to another address).
+func localRendezvous(host string, timeout time.Duration) (bind string, local bool) {
+	if host == "" {
+		return "", true
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return host, isLocalAddr(a)
+	}
+	if name, err := os.Hostname(); err == nil && name != "" {
+		short, _, _ := strings.Cut(name, ".")
+		if strings.EqualFold(host, name) || strings.EqualFold(host, short) {
+			return "", true
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), min(timeout, 10*time.Second))
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return "", false // the dial will say why, if it matters
+	}
+	for _, a := range ips {
+		if isLocalAddr(a) {
+			return "", true
+		}
+	}
+	return "", false
+}
+
+// isLocalAddr tells whether a is a loopback or unspecified address or one of this machine's.
+func isLocalAddr(a netip.Addr) bool {
+	a = a.Unmap().WithZone("")
+	if a.IsLoopback() || a.IsUnspecified() {
+		return true
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, ia := range addrs {
+		n, ok := ia.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		if b, ok := netip.AddrFromSlice(n.IP); ok && b.Unmap() == a {
+			return true
+		}
+	}
+	return false
+}
+
+func isUnspecified(host string) bool {
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsUnspecified()
 }
 
 // staticJobID derives the job id of a static peers table: every rank with the same secret and

@@ -46,6 +46,12 @@ type seqBox struct {
 	msgs   map[msgKey][]frame // FIFO per key
 	fail   error              // mismatch or abort: the collective is over
 	remote bool               // fail came from a peer's abort, which every peer got too
+	// stalled holds peers' timeout reports. A timeout is a guess about who is to blame: in a
+	// chain of waits every rank times out at about the same moment, and the first report would
+	// otherwise pre-empt the ranks that wait on the culprit itself. So a report from rank r ends
+	// only waits on r at once; other waits run out their own timer (still within timeout_ms)
+	// and name whom they waited for.
+	stalled map[int]error
 }
 
 type waiter struct {
@@ -166,10 +172,23 @@ func (m *mailbox) abort(seq uint64, src int, code core.Code, msg string) {
 		return
 	}
 	b := m.box(seq)
-	if b.fail == nil {
-		m.failLocked(seq, b, &core.Error{Code: code, Msg: msg})
-		b.remote = src >= 0
+	if b.fail != nil {
+		return
 	}
+	if code == core.CodeTimeout && src >= 0 {
+		if b.stalled == nil {
+			b.stalled = map[int]error{}
+		}
+		b.stalled[src] = &core.Error{Code: code, Msg: msg}
+		for _, w := range m.waiters {
+			if w.seq == seq && w.key.src == src {
+				wake(w)
+			}
+		}
+		return
+	}
+	m.failLocked(seq, b, &core.Error{Code: code, Msg: msg})
+	b.remote = src >= 0
 }
 
 // abortedByPeer reports whether collective seq failed because a peer aborted it. That peer told
@@ -287,6 +306,12 @@ func (m *mailbox) recv(from int, tag core.Tag) ([]byte, error) {
 		if b := m.boxes[tag.Seq]; b != nil {
 			if b.fail != nil {
 				return nil, b.fail
+			}
+			if err := b.stalled[from]; err != nil && len(b.msgs[k]) == 0 {
+				// The rank we wait for gave up on this collective: it will not send.
+				m.failLocked(tag.Seq, b, err)
+				b.remote = true
+				return nil, err
 			}
 			if q := b.msgs[k]; len(q) > 0 {
 				data := q[0].data

@@ -163,8 +163,20 @@ func TestMailboxAbort(t *testing.T) {
 	}
 	m.begin(2, fpAll)
 	m.begin(3, fpAll)
-	_, err := m.recv(1, core.Tag{Seq: 3, Phase: 1})
+	// A timeout report ends at once the waits on the rank that gave up...
+	_, err := m.recv(2, core.Tag{Seq: 3, Phase: 1})
 	wantErr(t, err, core.CodeTimeout, "rank 1 sent nothing", "reported by rank 2")
+
+	// ...but not waits on other ranks: they run out their own timer and name whom they waited
+	// for, so the rank that really stalled is the one named.
+	m.begin(10, fpAll)
+	m.abort(10, 2, core.CodeTimeout, "rank 1 sent nothing")
+	start := time.Now()
+	_, err = m.recv(1, core.Tag{Seq: 10, Phase: 1})
+	wantErr(t, err, core.CodeTimeout, "rank 1 sent nothing for")
+	if strings.Contains(err.Error(), "reported by") || time.Since(start) < time.Second {
+		t.Fatalf("a wait on rank 1 ended early through rank 2's timeout report: %v after %v", err, time.Since(start))
+	}
 
 	// An abort arriving while waiting ends the wait at once, whichever peer it comes from.
 	m.begin(4, fpAll)
@@ -301,10 +313,10 @@ func TestMemAbortNotEchoed(t *testing.T) {
 	}
 	ms[0].Abort(0, core.Errorf(core.CodeTimeout, "rank 9 sent nothing"))
 	// Rank 1 fails through rank 0's abort and aborts in turn: rank 2 keeps rank 0's report.
-	_, err := ms[1].Recv(2, core.Tag{Phase: 1})
+	_, err := ms[1].Recv(0, core.Tag{Phase: 1})
 	wantErr(t, err, core.CodeTimeout, "reported by rank 0")
 	ms[1].Abort(0, err)
-	_, err = ms[2].Recv(1, core.Tag{Phase: 1})
+	_, err = ms[2].Recv(0, core.Tag{Phase: 1})
 	wantErr(t, err, core.CodeTimeout, "rank 9 sent nothing (reported by rank 0)")
 	if strings.Count(err.Error(), "reported") != 1 {
 		t.Fatalf("abort echoed: %v", err)

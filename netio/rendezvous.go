@@ -158,11 +158,17 @@ func NewRendezvousServer(addr string, size int, secret string, timeout time.Dura
 	if err != nil {
 		return nil, core.Errorf(core.CodeNet, "rendezvous: cannot listen on %s: %v", addr, err)
 	}
+	return serveRendezvousOn(ln, size, secret, timeout), nil
+}
+
+// serveRendezvousOn is NewRendezvousServer on a listener the caller bound (size and timeout
+// already checked); the server owns ln from now on.
+func serveRendezvousOn(ln net.Listener, size int, secret string, timeout time.Duration) *RendezvousServer {
 	s := &RendezvousServer{ln: ln, size: size, secret: secret, timeout: timeout,
 		regs: map[int]*rdvReg{}, conns: map[net.Conn]struct{}{}, done: make(chan struct{})}
 	s.wg.Add(1)
 	go s.acceptLoop()
-	return s, nil
+	return s
 }
 
 // Addr is the address the server listens on, with the port actually bound.

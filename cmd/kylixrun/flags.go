@@ -43,7 +43,8 @@ options:
 Ranks on localhost, 127.0.0.1, ::1 or this machine's hostname run locally; the others run
 through "ssh -o BatchMode=yes host" in the same working directory with the same KYLIX_*
 variables (the secret travels over ssh's stdin, never on a command line), and are stopped
-when the launcher or their ssh goes away. Rank 0 gets kylixrun's stdin, the others /dev/null.
+when the launcher or their ssh goes away. At most 8 ssh logins per host are in progress at
+once (sshd's default MaxStartups refuses more than 10). Rank 0 gets kylixrun's stdin, the others /dev/null.
 
 exit status: 0 if all ranks exit 0; the failing rank's code; 124 on --job-timeout;
 128+signal when kylixrun is interrupted; 127 if program is not found; 2 on bad usage.

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -22,6 +23,7 @@ type job struct {
 	stdout, stderr *lineWriter
 	ranks          []*rank
 	exits          chan rankExit
+	sshSlots       map[string]chan struct{} // ssh startups in progress, by host (sshSlot)
 }
 
 type rankExit struct {
@@ -124,9 +126,22 @@ func (j *job) run() int {
 	code := 0
 	stopping := false
 	for id := 0; id < c.n; id++ {
+		var release func()
+		if hosts[id] != "" {
+			var sig os.Signal
+			if release, sig = j.sshSlot(hosts[id], sigs); sig != nil {
+				s := sig.(syscall.Signal)
+				j.logf("got %s while starting the ranks; stopping the %d started", sigName(s), len(j.ranks))
+				code, stopping = 128+int(s), true
+				break
+			}
+		}
 		env := rankEnv(os.Environ(), jobVars(c, id, rvAddr, secret))
-		r, err := j.startRank(rankSpec{id: id, host: hosts[id], env: env})
+		r, err := j.startRank(rankSpec{id: id, host: hosts[id], env: env, release: release})
 		if err != nil {
+			if release != nil {
+				release()
+			}
 			j.logf("cannot start rank %d: %v", id, err)
 			code = execErrorCode(err)
 			stopping = true
@@ -268,6 +283,10 @@ func advertised(listen, rvHost, remoteHost string) (string, error) {
 	}
 	if rvHost != "" {
 		return net.JoinHostPort(rvHost, port), nil
+	}
+	// ssh's user@host: the route is to host.
+	if at := strings.LastIndexByte(remoteHost, '@'); at >= 0 {
+		remoteHost = remoteHost[at+1:]
 	}
 	// UDP "connects" only pick a route; nothing is sent.
 	if conn, err := net.Dial("udp", net.JoinHostPort(remoteHost, "9")); err == nil {

@@ -436,7 +436,7 @@ exec sh -c "$*"
 		t.Fatal(err)
 	}
 	prog := `out=$1; echo $$ > "$out/pid.$KYLIX_RANK"; printf '%s|%s|%s|%s|%s\n' "$(pwd)" "$KYLIX_SIZE" "$KYLIX_RENDEZVOUS" "$KYLIX_SECRET" "$2" > "$out/r.$KYLIX_RANK"
-		if [ "$KYLIX_RANK" = 2 ]; then while [ ! -s "$out/r.1" ]; do sleep 0.05; done; exit 6; fi
+		if [ "$KYLIX_RANK" = 2 ]; then while [ ! -s "$out/r.0" ] || [ ! -s "$out/r.1" ]; do sleep 0.05; done; exit 6; fi
 		sleep 30; true`
 	l := startLauncher(t, work, []string{"PATH=" + bin + ":" + os.Getenv("PATH")}, nil,
 		"--hosts", "localhost:1,node-a:2", "--ssh", "fakessh -p 22", "--rendezvous-host", "10.1.2.3",

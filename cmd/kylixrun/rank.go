@@ -67,6 +67,8 @@ type rank struct {
 	cmd   *exec.Cmd
 	pid   int
 	stdin *os.File // write end held open: the secret and liveness pipe of a remote rank
+	// release frees the rank's ssh startup slot (sshSlot); nil for a local rank.
+	release func()
 
 	mu     sync.Mutex
 	reaped bool
@@ -93,9 +95,10 @@ func (r *rank) where() string {
 
 // rankSpec is what start needs to know beyond the job-wide settings.
 type rankSpec struct {
-	id   int
-	host string // "" when local
-	env  []string
+	id      int
+	host    string // "" when local
+	env     []string
+	release func() // frees the ssh startup slot of a remote rank
 }
 
 // managedVars are the variables the launcher owns: inherited values would point a rank at
@@ -146,7 +149,7 @@ func jobVars(c *config, id int, rendezvous, secret string) []string {
 // environment. Output goes straight to the launcher's stdout and stderr, or with --tag-output
 // through pipes and copiers that prefix each line.
 func (j *job) startRank(s rankSpec) (*rank, error) {
-	r := &rank{id: s.id, host: s.host}
+	r := &rank{id: s.id, host: s.host, release: s.release}
 	var cmd *exec.Cmd
 	var secret string
 	if s.host == "" {
@@ -192,27 +195,38 @@ func (j *job) startRank(s rankSpec) (*rank, error) {
 			f.Close()
 		}
 	}()
+	// A remote rank's stderr always goes through a copier, which drops the remote script's
+	// startup marker (and frees the rank's ssh startup slot when it comes).
+	prefix := ""
 	if j.cfg.tagOutput {
-		prefix := "[" + strconv.Itoa(s.id) + "] "
-		for _, d := range []struct {
-			dst  *io.Writer
-			sink io.Writer
-		}{{&cmd.Stdout, j.stdout}, {&cmd.Stderr, j.stderr}} {
-			pr, pw, err := os.Pipe()
-			if err != nil {
-				return nil, err
-			}
-			*d.dst = pw
-			toClose = append(toClose, pw)
-			r.pumps.Add(1)
-			go func(sink io.Writer) {
-				defer r.pumps.Done()
-				_ = pumpLines(pr, sink, prefix)
-				pr.Close() // a rank still writing now gets EPIPE, as with a closed stdout
-			}(d.sink)
+		prefix = "[" + strconv.Itoa(s.id) + "] "
+	}
+	for _, d := range []struct {
+		dst    *io.Writer
+		sink   io.Writer
+		direct *os.File
+		marker bool
+	}{{&cmd.Stdout, j.stdout, os.Stdout, false}, {&cmd.Stderr, j.stderr, os.Stderr, s.host != ""}} {
+		if !j.cfg.tagOutput && !d.marker {
+			*d.dst = d.direct
+			continue
 		}
-	} else {
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		*d.dst = pw
+		toClose = append(toClose, pw)
+		var src io.Reader = pr
+		if d.marker && s.release != nil {
+			src = newMarkerFilter(pr, remoteUpMarker, s.release)
+		}
+		r.pumps.Add(1)
+		go func(sink io.Writer) {
+			defer r.pumps.Done()
+			_ = pumpLines(src, sink, prefix)
+			pr.Close() // a rank still writing now gets EPIPE, as with a closed stdout
+		}(d.sink)
 	}
 
 	if err := startCmd(cmd); err != nil {
@@ -266,6 +280,9 @@ func rank0Stdin() (stdin io.Reader, closeAfter *os.File, err error) {
 // watch waits for r to end, reports it on j.exits, stops whatever the rank left running in its
 // process group (SIGTERM, SIGKILL after the grace) and reaps it.
 func (j *job) watch(r *rank) {
+	if r.release != nil {
+		defer r.release() // an ssh that ends before logging in frees its startup slot
+	}
 	if st, ok := waitNoReap(r.pid); ok {
 		// The leader is a zombie until reaped below, so its group ID stays ours.
 		j.exits <- rankExit{r, st}

@@ -1,8 +1,88 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
 	"strings"
+	"sync"
+	"time"
 )
+
+// remoteUpMarker is the line the remote script writes to stderr first, once ssh has logged in;
+// the launcher drops it from the rank's stderr.
+const remoteUpMarker = "kylixrun: remote rank running"
+
+// sshStartupsPerHost bounds the ssh sessions to one host that are still logging in. sshd's
+// default MaxStartups (10:30:100) drops connections beyond 10 unauthenticated ones, which a
+// host with more slots than that would otherwise see on every job start.
+const sshStartupsPerHost = 8
+
+// sshStartupWait is how long a session may hold its startup slot without the marker showing
+// (an --ssh command that merges stderr into stdout never shows it): then the slot is freed.
+const sshStartupWait = 10 * time.Second
+
+// sshSlot waits until host has a free startup slot (or a signal comes: then it returns the
+// signal and no slot). release frees the slot; it may be called any number of times.
+func (j *job) sshSlot(host string, sigs <-chan os.Signal) (release func(), sig os.Signal) {
+	if j.sshSlots == nil {
+		j.sshSlots = map[string]chan struct{}{}
+	}
+	ch := j.sshSlots[host]
+	if ch == nil {
+		ch = make(chan struct{}, sshStartupsPerHost)
+		j.sshSlots[host] = ch
+	}
+	select {
+	case ch <- struct{}{}:
+	case s := <-sigs:
+		return nil, s
+	}
+	var once sync.Once
+	free := func() { once.Do(func() { <-ch }) }
+	t := time.AfterFunc(sshStartupWait, free)
+	return func() { t.Stop(); free() }, nil
+}
+
+// markerFilter passes r through without the first line that is exactly marker, and calls seen
+// when that line comes.
+type markerFilter struct {
+	br     *bufio.Reader
+	marker []byte // with its newline
+	seen   func()
+	done   bool
+	rest   []byte
+}
+
+func newMarkerFilter(r io.Reader, marker string, seen func()) *markerFilter {
+	return &markerFilter{br: bufio.NewReaderSize(r, 64<<10), marker: []byte(marker + "\n"), seen: seen}
+}
+
+func (m *markerFilter) Read(p []byte) (int, error) {
+	for {
+		if len(m.rest) > 0 {
+			n := copy(p, m.rest)
+			m.rest = m.rest[n:]
+			return n, nil
+		}
+		if m.done {
+			return m.br.Read(p)
+		}
+		line, err := m.br.ReadSlice('\n')
+		if bytes.Equal(line, m.marker) {
+			m.done = true
+			m.seen()
+			continue
+		}
+		if len(line) > 0 {
+			n := copy(p, line)
+			m.rest = append(m.rest[:0], line[n:]...)
+			return n, nil
+		}
+		return 0, err
+	}
+}
 
 // shellQuote makes s one word for a POSIX shell (and for csh and fish, which agree on plain
 // single quotes).
@@ -17,6 +97,7 @@ func shellQuote(s string) string {
 }
 
 // remoteScript is the sh program a remote rank runs under ssh. It
+//   - writes remoteUpMarker to stderr: ssh has logged in, the launcher may start the next one,
 //   - changes to the launcher's working directory (exit 127 if it does not exist there),
 //   - reads KYLIX_SECRET from the first line of stdin, so the secret never shows on a command
 //     line (ps on either machine),
@@ -29,6 +110,7 @@ func shellQuote(s string) string {
 // env holds "KEY=value" pairs without the secret.
 func remoteScript(cwd string, env, argv []string) string {
 	var b strings.Builder
+	b.WriteString("printf '%s\\n' " + shellQuote(remoteUpMarker) + " >&2; ")
 	b.WriteString("cd " + shellQuote(cwd) + " || exit 127; ")
 	b.WriteString("IFS= read -r KYLIX_SECRET || exit 127; export KYLIX_SECRET; ")
 	b.WriteString("exec 3<&0; env")

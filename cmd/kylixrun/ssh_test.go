@@ -1,9 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,4 +95,113 @@ func runHeld(t *testing.T, script, first string, closeStdin bool) ([]byte, error
 	defer timer.Stop()
 	err = cmd.Wait()
 	return []byte(out.String()), err
+}
+
+// The rendezvous address remote ranks get is the local address routing to the first remote
+// host, also when that host is given as ssh's user@host.
+func TestAdvertisedUserAtHost(t *testing.T) {
+	var ip string
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+				ip = n.IP.String()
+				break
+			}
+		}
+	}
+	if ip == "" {
+		t.Skip("no non-loopback IPv4 address on this machine to route to")
+	}
+	for _, host := range []string{ip, "someone@" + ip} {
+		got, err := advertised("[::]:4321", "", host)
+		if err != nil || got != net.JoinHostPort(ip, "4321") {
+			t.Errorf("advertised for remote host %q = %q, %v; want %s:4321", host, got, err, ip)
+		}
+	}
+	if got, _ := advertised("[::]:4321", "rv.example", "someone@"+ip); got != "rv.example:4321" {
+		t.Errorf("with --rendezvous-host: %q", got)
+	}
+}
+
+func TestMarkerFilter(t *testing.T) {
+	long := strings.Repeat("x", 200<<10) + "\n"
+	in := "a\n" + remoteUpMarker + "\nb\n" + long + remoteUpMarker + "\npartial"
+	seen := 0
+	out, err := io.ReadAll(newMarkerFilter(strings.NewReader(in), remoteUpMarker, func() { seen++ }))
+	want := "a\nb\n" + long + remoteUpMarker + "\npartial"
+	if err != nil || string(out) != want || seen != 1 {
+		t.Errorf("filtered %d bytes (want %d), err %v, marker seen %d times (want 1)", len(out), len(want), err, seen)
+	}
+	// The remote script writes the marker to stderr before anything else. (Its stdin stays open,
+	// as ssh's does while the launcher lives.)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	cmd := exec.Command("sh", "-c", remoteScript("/", nil, []string{"sh", "-c", "echo err >&2"}))
+	cmd.Stdin = pr
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if _, err := pw.WriteString("secret\n"); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Run()
+	pr.Close()
+	if err != nil || stderr.String() != remoteUpMarker+"\nerr\n" {
+		t.Errorf("remote script: %v, stderr %q", err, stderr.String())
+	}
+}
+
+// Many ranks on one host: at most sshStartupsPerHost ssh sessions log in at once (sshd's
+// default MaxStartups drops connections beyond 10), and the marker never shows in the output.
+func TestSSHStartupThrottle(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A slow login: the session counts as logging in until the remote command prints the marker
+	// (the fake runs the command here, so that is when it starts).
+	fakeSSH := `#!/bin/sh
+mkdir "` + dir + `/login.$$"
+ls -d "` + dir + `"/login.* | wc -l >> "` + dir + `/concurrent"
+sleep 0.3
+while [ $# -gt 0 ]; do case "$1" in -o|-p) shift 2;; -*) shift;; *) break;; esac; done
+shift
+rmdir "` + dir + `/login.$$"
+exec sh -c "$*"
+`
+	if err := os.WriteFile(filepath.Join(bin, "fakessh"), []byte(fakeSSH), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	r := runLauncher(t, dir, []string{"PATH=" + bin + ":" + os.Getenv("PATH")},
+		"--hosts", "node-a:"+strconv.Itoa(n), "--ssh", "fakessh", "--rendezvous-host", "10.1.2.3",
+		"sh", "-c", `echo "out $KYLIX_RANK"; echo "err $KYLIX_RANK" >&2`)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for rk := 0; rk < n; rk++ {
+		if !strings.Contains(r.stdout, fmt.Sprintf("out %d\n", rk)) || !strings.Contains(r.stderr, fmt.Sprintf("err %d\n", rk)) {
+			t.Errorf("rank %d's output is missing:\nstdout:\n%s\nstderr:\n%s", rk, r.stdout, r.stderr)
+		}
+	}
+	if strings.Contains(r.stdout+r.stderr, remoteUpMarker) {
+		t.Errorf("the startup marker shows in the output:\n%s", r.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "concurrent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	most := 0
+	for _, f := range strings.Fields(string(b)) {
+		if k, _ := strconv.Atoi(f); k > most {
+			most = k
+		}
+	}
+	if most > sshStartupsPerHost || most < 2 {
+		t.Errorf("up to %d ssh sessions logged in at once; want 2..%d", most, sshStartupsPerHost)
+	}
 }

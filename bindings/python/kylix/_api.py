@@ -1,0 +1,658 @@
+"""Layer 3: the idiomatic API (re-exported by :mod:`kylix`).
+
+Collectives must be called by every rank of the comm in the same order.  When this binding
+rejects an argument of a collective (a length that does not match, an unsupported dtype,
+``copy=False`` with an array that needs a copy ...), the rank still takes its turn in the
+collective, with an argument the library rejects too, before :class:`ArgumentError` is raised:
+the other ranks then fail with :class:`MismatchError` instead of waiting for a rank that never
+came, and the comm stays usable, exactly as for arguments the C library rejects itself.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import threading
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _raw
+from ._arrays import CODE_TO_NP, NP_TO_CODE, BadArg, indices, output, ptr, values
+from ._errors import ArgumentError, KylixError, UserOpError, error_for_status
+from ._handles import CommHandle, PlanHandle, RequestHandle, check_global, errmsg
+
+__all__ = ["Comm", "Plan", "Request", "UserOp", "init", "op_create", "plan_degrees", "version",
+           "OPS"]
+
+ArrayLike = Any  # anything np.asarray accepts; numpy arrays pass without a copy when they can
+
+#: Built-in reduction ops by name (``op=`` also takes an ``int`` id or a :class:`UserOp`).
+OPS: Dict[str, int] = {
+    "sum": _raw.KYLIX_SUM, "prod": _raw.KYLIX_PROD, "min": _raw.KYLIX_MIN,
+    "max": _raw.KYLIX_MAX, "band": _raw.KYLIX_BAND, "bor": _raw.KYLIX_BOR,
+    "bxor": _raw.KYLIX_BXOR,
+}
+
+
+def version() -> Tuple[int, int, int]:
+    """The loaded library's version (major, minor, patch), from ``kylix_version()``."""
+    v = _raw.kylix_version()
+    return (v // 10000, v // 100 % 100, v % 100)
+
+
+# ---- user-defined ops -----------------------------------------------------------------------
+
+_user_ops: List["UserOp"] = []     # every op ever created: callbacks must outlive the process
+_user_ops_lock = threading.Lock()
+
+
+class UserOp:
+    """A reduction op defined by a Python function; create it with :func:`op_create`.
+
+    Attributes:
+        id: the op id the library handed out (usable wherever ``op=`` is).
+        fn: the Python function.
+    """
+
+    def __init__(self, fn: Callable[[np.ndarray, np.ndarray], Optional[np.ndarray]]):
+        self.fn = fn
+        self.id = -1
+        self._errors: List[BaseException] = []
+        self._lock = threading.Lock()
+        self._cfunc = _raw.kylix_user_fn(self._call)
+
+    def _call(self, inout_p, in_p, count, dtype, ctx):  # runs on a library thread
+        try:
+            dt = CODE_TO_NP[dtype]
+            nbytes = int(count) * dt.itemsize
+            inout = np.frombuffer((ctypes.c_char * nbytes).from_address(inout_p), dtype=dt)
+            in_ = np.frombuffer((ctypes.c_char * nbytes).from_address(in_p), dtype=dt)
+            in_.flags.writeable = False
+            r = self.fn(inout, in_)
+            if r is not None and r is not inout:
+                np.copyto(inout, r, casting="same_kind")
+        except BaseException as e:  # noqa: BLE001 - must never unwind into the library
+            with self._lock:
+                self._errors.append(e)
+
+    def _take_error(self) -> Optional[BaseException]:
+        if not self._errors:
+            return None
+        with self._lock:
+            errs, self._errors = self._errors, []
+        return errs[0] if errs else None
+
+    def __int__(self) -> int:
+        return self.id
+
+    def __repr__(self) -> str:
+        return f"<kylix.UserOp id={self.id} fn={getattr(self.fn, '__name__', self.fn)!r}>"
+
+
+def op_create(fn: Callable[[np.ndarray, np.ndarray], Optional[np.ndarray]]) -> UserOp:
+    """Register a Python reduction op (``kylix_op_create``); use the result as ``op=``.
+
+    ``fn(inout, in_)`` receives two 1-D numpy arrays of the same dtype and length, views of the
+    library's buffers (no copy; valid only during the call; ``in_`` is read-only) and must
+    combine them element-wise into ``inout`` (``inout[i] = inout[i] (+) in_[i]``), in place or
+    by returning the combined array (then copied into ``inout``).  For 2-D values the rows are
+    flattened: element i of a call is not tied to a column.  It is called from the library's
+    threads (holding the GIL), many elements per call, only during a collective that uses it.
+    It must not call kylix.  It should be associative (the library folds contributions in
+    (rank, position) order; the bracketing depends on the degrees).  An exception in ``fn``
+    cannot stop the collective: the call then raises :class:`UserOpError` on that rank.
+
+    Ops are compared by id across ranks: create the same ops in the same order on every rank.
+    They live until the process exits.
+    """
+    if not callable(fn):
+        raise ArgumentError(f"fn: {fn!r} is not callable", call="kylix.op_create")
+    op = UserOp(fn)
+    out = ctypes.c_int(0)
+    with _user_ops_lock:
+        st = _raw.kylix_op_create(op._cfunc, None, ctypes.byref(out))
+        check_global(st, "kylix_op_create")
+        op.id = out.value
+        _user_ops.append(op)
+    return op
+
+
+OpLike = Union[str, int, UserOp]
+
+
+def _op_code(op: OpLike) -> Tuple[int, Optional[UserOp]]:
+    if isinstance(op, UserOp):
+        return op.id, op
+    if isinstance(op, str):
+        code = OPS.get(op.lower())
+        if code is None:
+            raise BadArg(f"op: unknown op {op!r} (use one of {', '.join(OPS)}, or an op from "
+                         "kylix.op_create)")
+        return code, None
+    if isinstance(op, (int, np.integer)) and not isinstance(op, bool):
+        return int(op), None
+    raise BadArg(f"op: expected a name, an int or a kylix.UserOp, got {type(op).__name__}")
+
+
+def _user_op_check(uop: Optional[UserOp], call: str) -> None:
+    if uop is not None:
+        e = uop._take_error()
+        if e is not None:
+            raise UserOpError(f"the user op {uop!r} raised {type(e).__name__}: {e}",
+                              call=call) from e
+
+
+def _rows_width(vals: np.ndarray) -> Tuple[int, int]:
+    if vals.ndim == 1:
+        return vals.shape[0], 1
+    return vals.shape[0], vals.shape[1]
+
+
+def _width_arg(width: int, name: str) -> int:
+    if width < 1 or width > 0x7FFFFFFF:
+        raise BadArg(f"{name}: width {width} (columns) must be in 1..2^31-1")
+    return width
+
+
+# ---- comm -----------------------------------------------------------------------------------
+
+def _options_string(options: Union[None, str, Mapping[str, Any]], kw: Mapping[str, Any]) -> str:
+    parts: List[str] = []
+    items: List[Tuple[str, Any]] = []
+    if isinstance(options, str):
+        if options:
+            parts.append(options.strip(";"))
+    elif options is not None:
+        items.extend(dict(options).items())
+    items.extend(kw.items())
+    for key, val in items:
+        if val is None:
+            continue
+        if not isinstance(key, str) or not key or any(c in key for c in "=; "):
+            raise ArgumentError(f"options: bad key {key!r}", call="kylix.init")
+        if isinstance(val, bool):
+            text = "true" if val else "false"
+        elif isinstance(val, (list, tuple)):
+            sep = "x" if key == "degrees" else ","
+            text = sep.join(str(v) for v in val)
+        else:
+            text = str(val)
+        if ";" in text or "=" in text:
+            raise ArgumentError(f"options: value of {key!r} contains ';' or '=': {text!r}",
+                                call="kylix.init")
+        parts.append(f"{key}={text}")
+    return ";".join(parts)
+
+
+def init(options: Union[None, str, Mapping[str, Any]] = None, **kw: Any) -> "Comm":
+    """Join a job (``kylix_init``); collective over all ranks of the job.
+
+    With no arguments everything comes from the environment (what ``kylixrun``, Slurm or
+    mpirun set).  Options are given as keywords (``init(rank=0, size=1, timeout_ms=5000)``),
+    a mapping, or the library's own ``"key=value;key=value"`` string; lists become
+    ``a,b,c`` (``degrees=(8, 4, 2)`` becomes ``8x4x2``).  Keywords win over the string.
+
+    Use the comm as a context manager (``with kylix.init() as comm:``) or call ``close()``.
+
+    Raises:
+        ArgumentError: a malformed or unknown option (the message names the key).
+        AuthError, NetworkError, TimeoutError: the peers cannot be reached or refuse.
+        StateError: called in a child fork()ed from a process that loaded the library.
+    """
+    opts = _options_string(options, kw)
+    out = _raw.comm_p()
+    st = _raw.kylix_init(opts.encode("utf-8"), ctypes.byref(out))
+    check_global(st, "kylix_init")
+    return Comm(out.value)
+
+
+class Comm(CommHandle):
+    """One process's membership in a job: the collectives.
+
+    Every collective must be called by every rank, in the same order, with agreeing dtype,
+    op, width and count.  One thread at a time may use a comm (and its plans and requests).
+    """
+
+    def __init__(self, ptr: int):
+        super().__init__(ptr)
+        self._rank = _raw.kylix_rank(ptr)
+        self._size = _raw.kylix_size(ptr)
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "<kylix.Comm closed>"
+        return f"<kylix.Comm rank={self._rank} size={self._size}>"
+
+    @property
+    def rank(self) -> int:
+        """This rank, 0..size-1."""
+        self._ptr("kylix_rank")
+        return self._rank
+
+    @property
+    def size(self) -> int:
+        """The number of ranks of the comm."""
+        self._ptr("kylix_size")
+        return self._size
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _bad(self, call: str, err: BadArg, poison: Callable[[], Any]) -> ArgumentError:
+        """Take this rank's turn in the collective with a rejected argument, then report."""
+        try:
+            poison()
+        except Exception:  # noqa: BLE001 - the ArgumentError below is what matters
+            pass
+        return ArgumentError(str(err), call=call)
+
+    # -- sparse -------------------------------------------------------------------------------
+
+    def config(self, out_idx: ArrayLike, in_idx: ArrayLike) -> "Plan":
+        """Agree on the routes for a pair of index sets (``kylix_config``); collective.
+
+        Args:
+            out_idx: the indices this rank contributes values for (integers >= 0, any order,
+                may repeat); converted to int64 once if needed.
+            in_idx: the indices this rank wants results for.
+
+        Returns:
+            A :class:`Plan` to reduce with any number of times.
+        """
+        call = "kylix_config"
+        c = self._ptr(call)
+        plan = _raw.plan_p()
+        try:
+            o = indices(out_idx, "out_idx")
+            i = indices(in_idx, "in_idx")
+        except BadArg as e:
+            raise self._bad(call, e, lambda: _raw.kylix_config(c, None, -1, None, 0,
+                                                               ctypes.byref(plan))) from None
+        st = _raw.kylix_config(c, ptr(o), o.shape[0], ptr(i), i.shape[0], ctypes.byref(plan))
+        self._check(st, call)
+        return Plan(self, plan.value, o.shape[0], i.shape[0])
+
+    def config_reduce(self, out_idx: ArrayLike, out_vals: ArrayLike, in_idx: ArrayLike,
+                      op: OpLike = "sum", *, keep: bool = False, out: Optional[np.ndarray] = None,
+                      dtype: Any = None, copy: bool = True
+                      ) -> Union[np.ndarray, Tuple[np.ndarray, "Plan"]]:
+        """Config and reduce in one pass (``kylix_config_reduce``); collective.
+
+        For index sets that change every call (mini-batches).  ``out_vals`` has one row per
+        out index (1-D: width 1; 2-D: width = number of columns).
+
+        Returns:
+            The reduced values for ``in_idx`` (shape ``(len(in_idx),)`` or
+            ``(len(in_idx), width)``), or ``(values, plan)`` when ``keep`` is true.
+        """
+        call = "kylix_config_reduce"
+        c = self._ptr(call)
+        plan = _raw.plan_p()
+        try:
+            o = indices(out_idx, "out_idx")
+            i = indices(in_idx, "in_idx")
+            v = values(out_vals, "out_vals", dtype=dtype, copy=copy, ndim=(1, 2))
+            rows, width = _rows_width(v)
+            if rows != o.shape[0]:
+                raise BadArg(f"out_vals: has {rows} rows but out_idx has {o.shape[0]} indices")
+            _width_arg(width, "out_vals")
+            res = self._result(out, v, i.shape[0], width)
+            code, uop = _op_code(op)
+        except BadArg as e:
+            raise self._bad(call, e, lambda: _raw.kylix_config_reduce(
+                c, None, -1, None, None, 0, None, _raw.KYLIX_F64, _raw.KYLIX_SUM, 0,
+                None)) from None
+        st = _raw.kylix_config_reduce(c, ptr(o), o.shape[0], ptr(v), ptr(i), i.shape[0],
+                                      ptr(res), NP_TO_CODE[v.dtype], code, width,
+                                      ctypes.byref(plan) if keep else None)
+        self._check(st, call)
+        p = Plan(self, plan.value, o.shape[0], i.shape[0]) if keep else None
+        try:
+            _user_op_check(uop, call)
+        except KylixError:
+            if p is not None:
+                p.close()
+            raise
+        return (res, p) if keep else res
+
+    @staticmethod
+    def _result(out: Optional[np.ndarray], v: np.ndarray, n_in: int, width: int) -> np.ndarray:
+        shape = (n_in,) if v.ndim == 1 else (n_in, width)
+        if out is None:
+            return np.empty(shape, dtype=v.dtype)
+        shapes = (shape,) if v.ndim == 2 and width != 1 else ((n_in,), (n_in, 1))
+        res = output(out, "out", v.dtype, shapes)
+        if res.size and np.may_share_memory(res, v):
+            raise BadArg("out: overlaps out_vals (the library needs separate buffers)")
+        return res
+
+    # -- dense --------------------------------------------------------------------------------
+
+    def _dense_args(self, arr: ArrayLike, out: Optional[np.ndarray], dtype: Any, copy: bool,
+                    op: OpLike) -> Tuple[np.ndarray, np.ndarray, int, Optional[UserOp]]:
+        in_place = out is not None and out is arr
+        if in_place:
+            a = output(arr, "arr", np.asarray(arr).dtype, (np.shape(arr),))
+            if dtype is not None and np.dtype(dtype) != a.dtype:
+                raise BadArg(f"arr: in place (out is arr) needs dtype {a.dtype}, not {dtype}")
+            send = values(a, "arr", copy=False)
+            res = send
+        else:
+            send = values(arr, "arr", dtype=dtype, copy=copy)
+            if out is None:
+                res = np.empty(send.shape, dtype=send.dtype)
+            else:
+                res = output(out, "out", send.dtype, (send.shape, (send.size,)))
+                if res.size and np.may_share_memory(res, send) and \
+                        res.ctypes.data != send.ctypes.data:
+                    raise BadArg("out: partially overlaps arr (in place needs out is arr)")
+        code, uop = _op_code(op)
+        return send, res, code, uop
+
+    def allreduce(self, arr: ArrayLike, op: OpLike = "sum", *, out: Optional[np.ndarray] = None,
+                  dtype: Any = None, copy: bool = True) -> np.ndarray:
+        """Dense allreduce of every element of ``arr`` (``kylix_allreduce``); collective.
+
+        Returns a new array of ``arr``'s shape, or ``out`` (``out=arr`` works in place; ``arr``
+        must then be a writable C-contiguous array of a supported dtype).
+        """
+        call = "kylix_allreduce"
+        c = self._ptr(call)
+        try:
+            send, res, code, uop = self._dense_args(arr, out, dtype, copy, op)
+        except BadArg as e:
+            raise self._bad(call, e, lambda: _raw.kylix_allreduce(
+                c, None, None, -1, _raw.KYLIX_F64, _raw.KYLIX_SUM)) from None
+        st = _raw.kylix_allreduce(c, ptr(send), ptr(res), send.size, NP_TO_CODE[send.dtype],
+                                  code)
+        self._check(st, call)
+        _user_op_check(uop, call)
+        return res
+
+    def iallreduce(self, arr: ArrayLike, op: OpLike = "sum", *, out: Optional[np.ndarray] = None,
+                   dtype: Any = None, copy: bool = True) -> "Request":
+        """Start a dense allreduce and return at once (``kylix_iallreduce``); collective.
+
+        Arguments as for :meth:`allreduce`.  ``req.wait()`` returns the result.  The arrays
+        are kept alive by the request; do not read or write them until it completes.
+        """
+        call = "kylix_iallreduce"
+        c = self._ptr(call)
+        req = _raw.request_p()
+        try:
+            send, res, code, uop = self._dense_args(arr, out, dtype, copy, op)
+        except BadArg as e:
+            def poison():
+                if _raw.kylix_iallreduce(c, None, None, -1, _raw.KYLIX_F64, _raw.KYLIX_SUM,
+                                         ctypes.byref(req)) == 0:
+                    _raw.kylix_wait(req)
+            raise self._bad(call, e, poison) from None
+        st = _raw.kylix_iallreduce(c, ptr(send), ptr(res), send.size, NP_TO_CODE[send.dtype],
+                                   code, ctypes.byref(req))
+        self._check(st, call)
+        return Request(self, req.value, (send, res, arr, uop), res, call,
+                       (lambda: _user_op_check(uop, call)) if uop else None)
+
+    def bcast(self, arr: np.ndarray, root: int = 0) -> np.ndarray:
+        """Copy root's ``arr`` to every rank, in place (``kylix_bcast``); collective.
+
+        ``arr`` must be a C-contiguous numpy array (any dtype) with the same number of bytes
+        on every rank, writable on the ranks other than root.  Returns ``arr``.
+        """
+        call = "kylix_bcast"
+        c = self._ptr(call)
+        try:
+            if not isinstance(arr, np.ndarray):
+                raise BadArg(f"arr: must be a numpy array (written in place), got "
+                             f"{type(arr).__name__}")
+            if not arr.flags.c_contiguous:
+                raise BadArg("arr: must be C-contiguous (written in place)")
+            if not isinstance(root, (int, np.integer)) or isinstance(root, bool):
+                raise BadArg(f"root: expected an int, got {type(root).__name__}")
+            if not 0 <= int(root) < self._size:
+                raise BadArg(f"root: {root} is not a rank of this comm (size {self._size})")
+            if int(root) != self._rank and not arr.flags.writeable:
+                raise BadArg("arr: is read-only (written on the ranks other than root)")
+        except BadArg as e:
+            raise self._bad(call, e, lambda: _raw.kylix_bcast(c, None, -1, 0)) from None
+        st = _raw.kylix_bcast(c, ptr(arr), arr.nbytes, int(root))
+        self._check(st, call)
+        return arr
+
+    def barrier(self) -> None:
+        """Return once every rank has entered the barrier (``kylix_barrier``)."""
+        call = "kylix_barrier"
+        self._check(_raw.kylix_barrier(self._ptr(call)), call)
+
+    def mix(self, arr: np.ndarray, step: int) -> np.ndarray:
+        """One butterfly mixing step, in place (``kylix_mix``); collective.
+
+        Averages ``arr`` (float32 or float64, C-contiguous, writable) with this rank's group at
+        layer ``step mod L``.  After L consecutive steps every rank holds the global mean.
+        Returns ``arr``.
+        """
+        call = "kylix_mix"
+        c = self._ptr(call)
+        try:
+            if not isinstance(arr, np.ndarray):
+                raise BadArg(f"arr: must be a numpy array (mixed in place), got "
+                             f"{type(arr).__name__}")
+            if arr.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+                raise BadArg(f"arr: dtype {arr.dtype}: mixing averages, it needs float32 or "
+                             "float64")
+            output(arr, "arr", arr.dtype, (arr.shape,))
+            if not isinstance(step, (int, np.integer)) or isinstance(step, bool):
+                raise BadArg(f"step: expected an int, got {type(step).__name__}")
+        except BadArg as e:
+            raise self._bad(call, e, lambda: _raw.kylix_mix(c, None, -1, _raw.KYLIX_F64,
+                                                            0)) from None
+        st = _raw.kylix_mix(c, ptr(arr), arr.size, NP_TO_CODE[arr.dtype], int(step))
+        self._check(st, call)
+        return arr
+
+    # -- failures -----------------------------------------------------------------------------
+
+    def failed_ranks(self) -> List[int]:
+        """The ranks of this comm known to have failed (``kylix_failed_ranks``); local."""
+        call = "kylix_failed_ranks"
+        c = self._ptr(call)
+        n = ctypes.c_int32(0)
+        cap = 0
+        buf = None
+        for _ in range(8):  # the set can only grow between the two calls
+            st = _raw.kylix_failed_ranks(c, buf, cap, ctypes.byref(n))
+            if st == _raw.KYLIX_OK:
+                return [int(buf[k]) for k in range(n.value)] if buf is not None else []
+            if st != _raw.KYLIX_ERR_ARG or n.value <= cap:
+                self._check(st, call)
+            cap = n.value
+            buf = (ctypes.c_int32 * cap)()
+        self._check(st, call)
+        return []
+
+    def shrink(self) -> "Comm":
+        """A new comm of the surviving ranks, renumbered 0..k-1 (``kylix_shrink``).
+
+        Collective over the survivors (like ULFM's MPI_Comm_shrink): after a collective failed
+        with :class:`PeerError` or :class:`TimeoutError`, every surviving rank calls it within
+        timeout_ms of the others and carries on with the new comm.  Afterwards this comm is
+        broken for good (collectives raise :class:`StateError`; stats and failed_ranks still
+        work) and can not be shrunk again; close both comms, in any order.
+
+        Raises:
+            PeerError: the other survivors left this rank out.
+            StateError: this comm was already shrunk or closed.
+        """
+        call = "kylix_shrink"
+        c = self._ptr(call)
+        out = _raw.comm_p()
+        st = _raw.kylix_shrink(c, ctypes.byref(out))
+        self._check(st, call)
+        return Comm(out.value)
+
+    # -- observability ------------------------------------------------------------------------
+
+    def stats(self) -> Dict[str, Any]:
+        """What this comm has done, as a dict (``kylix_stats_json``, parsed); local.
+
+        See include/kylix.h for the fields (``totals``, ``collectives``, ``plans``, ...).
+        """
+        call = "kylix_stats_json"
+        c = self._ptr(call)
+        needed = ctypes.c_int64(0)
+        cap = 0
+        buf = None
+        for _ in range(8):  # the size changes only when a collective runs in between
+            st = _raw.kylix_stats_json(c, buf, cap, ctypes.byref(needed))
+            if st == _raw.KYLIX_OK and buf is not None:
+                return json.loads(buf.value.decode("utf-8"))
+            if st not in (_raw.KYLIX_OK, _raw.KYLIX_ERR_ARG) or needed.value <= cap:
+                self._check(st, call)
+            cap = int(needed.value)
+            buf = ctypes.create_string_buffer(cap)
+        self._check(st, call)
+        raise KylixError("the stats kept growing", call=call)
+
+    def reset_stats(self) -> None:
+        """Set every counter and timer of :meth:`stats` to 0 (``kylix_stats_reset``); local."""
+        call = "kylix_stats_reset"
+        self._check(_raw.kylix_stats_reset(self._ptr(call)), call)
+
+    @property
+    def last_error(self) -> str:
+        """The library's message for the last failure on this comm (``kylix_errmsg``)."""
+        if self.closed:
+            return ""
+        return errmsg(self._state.ptr)
+
+
+# ---- plans ----------------------------------------------------------------------------------
+
+class Plan(PlanHandle):
+    """A configured pair of index sets (from :meth:`Comm.config`); reduce it any number of times.
+
+    Attributes:
+        n_out: the number of out indices (rows of ``out_vals``).
+        n_in: the number of in indices (rows of the result).
+    """
+
+    def __init__(self, comm: Comm, ptr_: int, n_out: int, n_in: int):
+        super().__init__(comm, ptr_)
+        self.n_out = int(n_out)
+        self.n_in = int(n_in)
+
+    def __repr__(self) -> str:
+        state = " closed" if self.closed else ""
+        return f"<kylix.Plan n_out={self.n_out} n_in={self.n_in}{state}>"
+
+    def _args(self, out_vals: ArrayLike, out: Optional[np.ndarray], dtype: Any, copy: bool,
+              op: OpLike) -> Tuple[np.ndarray, np.ndarray, int, int, Optional[UserOp]]:
+        v = values(out_vals, "out_vals", dtype=dtype, copy=copy, ndim=(1, 2))
+        rows, width = _rows_width(v)
+        if rows != self.n_out:
+            raise BadArg(f"out_vals: has {rows} rows but the plan was configured with "
+                         f"{self.n_out} out indices")
+        _width_arg(width, "out_vals")
+        res = Comm._result(out, v, self.n_in, width)
+        code, uop = _op_code(op)
+        return v, res, width, code, uop
+
+    def reduce(self, out_vals: ArrayLike, op: OpLike = "sum", *, out: Optional[np.ndarray] = None,
+               dtype: Any = None, copy: bool = True) -> np.ndarray:
+        """Reduce values over the plan (``kylix_reduce``); collective over the plan's comm.
+
+        Args:
+            out_vals: one row per out index: 1-D (width 1) or 2-D ``(n_out, width)``; any
+                supported dtype (float32, float64, int32, int64, uint64), passed without a copy
+                when C-contiguous, else converted once (or refused when ``copy=False``).
+            op: ``"sum"``, ``"prod"``, ``"min"``, ``"max"``, ``"band"``, ``"bor"``, ``"bxor"``,
+                an op id, or a :class:`UserOp`.
+            out: where to write the result (shape ``(n_in,)`` / ``(n_in, width)``, same dtype,
+                C-contiguous); allocated when None.
+            dtype: reduce in this dtype (``out_vals`` is converted to it).
+
+        Returns:
+            Row j holds op over every rank's contributions to ``in_idx[j]`` (the op's identity
+            where nobody contributed); bitwise the same on every rank.
+        """
+        call = "kylix_reduce"
+        p = self._ptr(call)
+        try:
+            v, res, width, code, uop = self._args(out_vals, out, dtype, copy, op)
+        except BadArg as e:
+            raise self._comm._bad(call, e, lambda: _raw.kylix_reduce(
+                p, None, None, _raw.KYLIX_F64, _raw.KYLIX_SUM, 0)) from None
+        st = _raw.kylix_reduce(p, ptr(v), ptr(res), NP_TO_CODE[v.dtype], code, width)
+        self._comm._check(st, call)
+        _user_op_check(uop, call)
+        return res
+
+    def ireduce(self, out_vals: ArrayLike, op: OpLike = "sum", *,
+                out: Optional[np.ndarray] = None, dtype: Any = None,
+                copy: bool = True) -> "Request":
+        """Start :meth:`reduce` and return at once (``kylix_ireduce``); collective.
+
+        ``req.wait()`` returns the result.  The request keeps ``out_vals`` and the result
+        alive until it completes; do not touch them before.
+        """
+        call = "kylix_ireduce"
+        p = self._ptr(call)
+        req = _raw.request_p()
+        try:
+            v, res, width, code, uop = self._args(out_vals, out, dtype, copy, op)
+        except BadArg as e:
+            def poison():
+                if _raw.kylix_ireduce(p, None, None, _raw.KYLIX_F64, _raw.KYLIX_SUM, 0,
+                                      ctypes.byref(req)) == 0:
+                    _raw.kylix_wait(req)
+            raise self._comm._bad(call, e, poison) from None
+        st = _raw.kylix_ireduce(p, ptr(v), ptr(res), NP_TO_CODE[v.dtype], code, width,
+                                ctypes.byref(req))
+        self._comm._check(st, call)
+        return Request(self._comm, req.value, (v, res, out_vals, uop, self), res, call,
+                       (lambda: _user_op_check(uop, call)) if uop else None)
+
+
+# ---- requests -------------------------------------------------------------------------------
+
+class Request(RequestHandle):
+    """A non-blocking operation in flight (from :meth:`Plan.ireduce`, :meth:`Comm.iallreduce`).
+
+    ``wait()`` blocks and returns the result array; ``test()`` polls.  Requests of one comm
+    complete in the order they were started; wait for them in any order.  As a context manager
+    it waits on exit.
+    """
+
+    def wait(self) -> np.ndarray:  # noqa: D102 - documented in RequestHandle
+        return super().wait()
+
+    wait.__doc__ = RequestHandle.wait.__doc__
+
+    def __repr__(self) -> str:
+        return f"<kylix.Request {self._call} {'done' if self.done else 'in flight'}>"
+
+
+# ---- planning -------------------------------------------------------------------------------
+
+def plan_degrees(n_features: int, density: float, ranks: int, alpha: float = 1.0,
+                 min_packet_bytes: int = 1 << 20, bytes_per_value: int = 4) -> Tuple[int, ...]:
+    """The butterfly degrees ``degrees=auto`` would choose (``kylix_plan_degrees``).
+
+    For ``n_features`` features of which a fraction ``density`` appears on each of ``ranks``
+    nodes, power-law exponent ``alpha``, messages no smaller than ``min_packet_bytes``.
+    Returns the degree of each layer, outermost first (their product is ``ranks``).
+    """
+    cap = 16
+    for _ in range(4):
+        degs = (ctypes.c_int32 * cap)()
+        layers = ctypes.c_int32(0)
+        st = _raw.kylix_plan_degrees(int(n_features), float(density), int(ranks), float(alpha),
+                                     int(min_packet_bytes), int(bytes_per_value), degs, cap,
+                                     ctypes.byref(layers))
+        if st == _raw.KYLIX_OK:
+            return tuple(int(degs[k]) for k in range(layers.value))
+        if st == _raw.KYLIX_ERR_ARG and layers.value > cap:
+            cap = layers.value
+            continue
+        check_global(st, "kylix_plan_degrees")
+    raise error_for_status(_raw.KYLIX_ERR_INTERNAL, "degrees kept growing", "kylix_plan_degrees")

@@ -1,0 +1,131 @@
+"""numpy arrays <-> the library's buffers: dtype codes, zero-copy checks, conversions."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+import numpy as np
+
+from . import _raw
+
+
+class BadArg(Exception):
+    """A bad argument found in Python; the API turns it into ArgumentError(call=its name)."""
+
+
+# The dtypes the library reduces, and their enum kylix_dtype codes.  Native byte order only.
+NP_TO_CODE = {
+    np.dtype(np.float32): _raw.KYLIX_F32,
+    np.dtype(np.float64): _raw.KYLIX_F64,
+    np.dtype(np.int32): _raw.KYLIX_I32,
+    np.dtype(np.int64): _raw.KYLIX_I64,
+    np.dtype(np.uint64): _raw.KYLIX_U64,
+}
+CODE_TO_NP = {v: k for k, v in NP_TO_CODE.items()}
+
+# Unsupported dtypes that convert without loss (when copying is allowed).
+_WIDEN = {
+    np.dtype(np.bool_): np.dtype(np.int32),
+    np.dtype(np.int8): np.dtype(np.int32),
+    np.dtype(np.int16): np.dtype(np.int32),
+    np.dtype(np.uint8): np.dtype(np.int32),
+    np.dtype(np.uint16): np.dtype(np.int32),
+    np.dtype(np.uint32): np.dtype(np.int64),
+    np.dtype(np.float16): np.dtype(np.float32),
+}
+
+_I64 = np.dtype(np.int64)
+_SUPPORTED = "float32, float64, int32, int64, uint64"
+
+
+def _native(dt: np.dtype) -> np.dtype:
+    return dt if dt.isnative else dt.newbyteorder("=")
+
+
+def supported_dtype(dtype: Any, name: str = "dtype") -> np.dtype:
+    """np.dtype(dtype) if the library reduces it, else ArgumentError naming `name`."""
+    try:
+        dt = _native(np.dtype(dtype))
+    except TypeError as e:
+        raise BadArg(f"{name}: {dtype!r} is not a dtype ({e})") from None
+    if dt not in NP_TO_CODE:
+        raise BadArg(f"{name}: dtype {dt} is not supported (use one of {_SUPPORTED})")
+    return dt
+
+
+def _target_dtype(a: np.ndarray, name: str, dtype: Any) -> np.dtype:
+    if dtype is not None:
+        return supported_dtype(dtype, "dtype")
+    dt = _native(a.dtype)
+    if dt in NP_TO_CODE:
+        return dt
+    widened = _WIDEN.get(dt)
+    if widened is not None:
+        return widened
+    raise BadArg(f"{name}: dtype {a.dtype} is not supported (use one of {_SUPPORTED}, "
+                        "or pass dtype=...)")
+
+
+def values(arr: Any, name: str, *, dtype: Any = None, copy: bool = True,
+           ndim: Optional[Tuple[int, ...]] = None) -> np.ndarray:
+    """arr as a C-contiguous array of a supported dtype, zero-copy when it already is one.
+
+    Otherwise converted once (np.ascontiguousarray/astype), or refused when copy is False.
+    """
+    a = arr if isinstance(arr, np.ndarray) else np.asarray(arr)
+    if ndim is not None and a.ndim not in ndim:
+        want = " or ".join(f"{d}-D" for d in ndim)
+        raise BadArg(f"{name}: expected a {want} array, got shape {a.shape}")
+    target = _target_dtype(a, name, dtype)
+    if a.dtype == target and a.flags.c_contiguous:
+        return a
+    if not copy:
+        why = []
+        if a.dtype != target:
+            why.append(f"dtype {a.dtype} is not {target}")
+        if not a.flags.c_contiguous:
+            why.append("it is not C-contiguous")
+        raise BadArg(f"{name}: cannot pass it without a copy ({' and '.join(why)}) and "
+                            "copy=False; pass np.ascontiguousarray(x, dtype=...) or copy=True")
+    if a.dtype.kind not in "biuf":
+        raise BadArg(f"{name}: will not convert dtype {a.dtype} to {target}")
+    return np.ascontiguousarray(a, dtype=target)
+
+
+def indices(arr: Any, name: str) -> np.ndarray:
+    """arr as a 1-D C-contiguous int64 array (other integer types are converted once)."""
+    a = arr if isinstance(arr, np.ndarray) else np.asarray(arr)
+    if a.ndim != 1:
+        raise BadArg(f"{name}: expected a 1-D array of indices, got shape {a.shape}")
+    if a.size == 0:
+        return np.empty(0, dtype=_I64)
+    if a.dtype.kind not in "iu":
+        raise BadArg(f"{name}: indices must be integers, got dtype {a.dtype}")
+    if a.dtype == _I64 and a.flags.c_contiguous:
+        return a
+    if a.dtype.kind == "u" and a.dtype.itemsize == 8 and int(a.max()) > np.iinfo(np.int64).max:
+        raise BadArg(f"{name}: index {int(a.max())} does not fit in int64")
+    return np.ascontiguousarray(a, dtype=_I64)
+
+
+def output(out: Any, name: str, dtype: np.dtype, shapes: Tuple[Tuple[int, ...], ...]) -> np.ndarray:
+    """Check a caller-provided result buffer: exact dtype, one of `shapes`, C-contiguous, writable."""
+    if not isinstance(out, np.ndarray):
+        raise BadArg(f"{name}: must be a numpy array, got {type(out).__name__}")
+    if out.dtype != dtype:
+        raise BadArg(f"{name}: dtype {out.dtype} does not match the values' dtype {dtype}")
+    if out.shape not in shapes:
+        want = " or ".join(str(s) for s in shapes)
+        raise BadArg(f"{name}: shape {out.shape}, expected {want}")
+    if not out.flags.c_contiguous:
+        raise BadArg(f"{name}: must be C-contiguous (the library writes it in place)")
+    if not out.flags.writeable:
+        raise BadArg(f"{name}: is read-only")
+    return out
+
+
+def ptr(a: Optional[np.ndarray]) -> Optional[int]:
+    """The data pointer to hand to C (None for an empty array)."""
+    if a is None or a.size == 0:
+        return None
+    return a.ctypes.data

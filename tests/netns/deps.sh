@@ -1,0 +1,51 @@
+#!/bin/sh
+# deps.sh [mpi|ssh|all] - install what the launcher tests (tests/launchers_test.go) need, if
+# missing:
+#   mpi   Open MPI's mpirun         (Debian package openmpi-bin)
+#   ssh   sshd, ssh, ssh-keygen, ip  (openssh-server, openssh-client, iproute2)
+#   all   both (the default)
+# Does nothing when everything is there; otherwise needs root and apt-get. The install starts
+# no service: when the system has no /usr/sbin/policy-rc.d, a temporary one forbids it.
+set -eu
+what=${1:-all}
+case $what in
+mpi | ssh | all) ;;
+*)
+	echo "usage: $0 [mpi|ssh|all]" >&2
+	exit 2
+	;;
+esac
+pkgs=
+need() { # need <command or absolute path> <package>
+	command -v "$1" >/dev/null 2>&1 || [ -x "$1" ] || case " $pkgs " in
+		*" $2 "*) ;;
+		*) pkgs="$pkgs $2" ;;
+		esac
+}
+# Open MPI's mpirun: Debian's mpirun.openmpi, or an mpirun that says it is Open MPI (not MPICH's).
+if [ "$what" != ssh ] && ! command -v mpirun.openmpi >/dev/null 2>&1 &&
+	! { mpirun --version 2>/dev/null | grep -q "Open MPI"; }; then
+	pkgs="$pkgs openmpi-bin"
+fi
+if [ "$what" != mpi ]; then
+	need /usr/sbin/sshd openssh-server
+	need ssh openssh-client
+	need ssh-keygen openssh-client
+	need ip iproute2
+fi
+[ -z "$pkgs" ] && exit 0
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+	echo "deps.sh: missing packages:$pkgs (installing them needs root and apt-get)" >&2
+	exit 1
+fi
+policy=/usr/sbin/policy-rc.d
+if [ ! -e $policy ]; then
+	printf '#!/bin/sh\nexit 101\n' >$policy
+	chmod 755 $policy
+	trap 'rm -f $policy' EXIT
+fi
+echo "deps.sh: installing$pkgs" >&2
+export DEBIAN_FRONTEND=noninteractive
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $pkgs >/dev/null 2>&1 ||
+	{ apt-get update -qq && apt-get install -y -qq --no-install-recommends $pkgs >/dev/null; }

@@ -67,7 +67,7 @@ $(BUILD)/kylix: FORCE | check-tools $(BUILD)
 
 examples: $(EXAMPLES)
 
-$(BUILD)/examples/%: examples/c/%.c include/kylix.h $(LIB) | $(BUILD)/examples
+$(BUILD)/examples/%: examples/c/%.c $(wildcard examples/c/*.h) include/kylix.h $(LIB) | $(BUILD)/examples
 	$(CC) -O2 -Wall -Iinclude -o $@ $< -L$(BUILD) -lkylix -Wl,-rpath,'$$ORIGIN/..' -lm
 
 $(BUILD)/graph.el: examples/data/powerlaw_graph.el.gz | $(BUILD)

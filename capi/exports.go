@@ -38,8 +38,15 @@ func fail(name string, s *sink, err error) C.int {
 	code := core.CodeOf(err)
 	msg := name + ": " + err.Error()
 	s.set(msg)
-	if s.ce != nil && code != core.CodeArg && code != core.CodeState {
-		logf(logError, s.ce.logLevel, s.ce.c.Rank(), "%s", msg)
+	// log=error reports what the job cannot recover from (peers lost, timeouts, refused
+	// handshakes, internal faults). Bad arguments, misuse and mismatches are the caller's to
+	// handle from the status; they show at log=info.
+	level := logError
+	if code == core.CodeArg || code == core.CodeState || code == core.CodeMismatch {
+		level = logInfo
+	}
+	if s.ce != nil {
+		logf(level, s.ce.logLevel, s.ce.c.Rank(), "%s", msg)
 	}
 	return C.int(code)
 }

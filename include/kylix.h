@@ -137,12 +137,17 @@ const char *kylix_errmsg(const kylix_comm *c);
  *                    OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE,
  *                    SLURM_PROCID/NTASKS)
  *     peers          host:port,host:port,... for every rank, in rank order
- *     rendezvous     host:port where ranks find each other (kylixrun sets it)
+ *     rendezvous     host:port where ranks find each other (kylixrun sets it;
+ *                    without kylixrun, rank 0 serves it when the address
+ *                    names its own host)
  *     degrees        auto | direct | binary | 8x4x2 (product = size/replication)
- *     replication    s >= 1, size a multiple of s                 (default 1)
+ *     replication    s >= 1, size a multiple of s (default 1); only 1 is
+ *                    implemented so far: s > 1 gives KYLIX_ERR_ARG
+ *     compress       off | lz4 | auto (default auto); accepted, no
+ *                    compression is implemented yet
  *     timeout_ms     bound on any wait for a peer             (default 30000)
  *     secret         shared job secret; peers that do not prove it are refused
- *     compress       off | lz4 | auto                             (default auto)
+ *                    (empty: unauthenticated)
  *     min_packet     smallest efficient message in bytes, for degrees=auto
  *     threads        I/O and merge parallelism                (default cores)
  *     log            off | error | info | debug, to stderr prefixed

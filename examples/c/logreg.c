@@ -50,140 +50,23 @@
  *   final periodic: ...
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
+#define EXAMPLE_PROG "logreg" /* for die() */
 
-#include "kylix.h"
+#include "synthetic.h" /* and example.h */
 
 #include <inttypes.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static int g_rank = -1;
+#define WEIGHT_SALT UINT64_C(0x10ff) /* true_weight's salt: this example's hidden model */
 
-static void die(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "logreg[%d]: ", g_rank);
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  exit(1);
-}
-
-#define CHECK(comm, call)                                                       \
-  do {                                                                          \
-    int st_ = (call);                                                           \
-    if (st_ != KYLIX_OK) {                                                      \
-      const char *msg_ = kylix_errmsg(comm);                                    \
-      die("%s failed: %s (%d): %s", #call, kylix_strerror(st_), st_,            \
-          msg_ ? msg_ : "(no detail)");                                         \
-    }                                                                           \
-  } while (0)
-
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) die("out of memory (%zu bytes)", n);
-  return p;
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= UINT64_C(0xbf58476d1ce4e5b9);
-  x ^= x >> 27;
-  x *= UINT64_C(0x94d049bb133111eb);
-  x ^= x >> 31;
-  return x;
-}
-
-typedef struct { uint64_t s; } rng;
+/* an rng for stream number stream of seed (each rank's shard and the test set
+   are separate streams) */
 static rng rng_for(uint64_t seed, uint64_t stream) {
   rng r = {mix64(seed * UINT64_C(0x9e3779b97f4a7c15) + mix64(stream + 0x51))};
   return r;
-}
-static uint64_t rng_next(rng *r) { return mix64(r->s += UINT64_C(0x9e3779b97f4a7c15)); }
-static double rng_unif(rng *r) { return (rng_next(r) >> 11) * 0x1.0p-53; }
-
-static double true_weight(int64_t k) { /* hidden, fixed, in [-3, 3] */
-  return ((mix64((uint64_t)k ^ UINT64_C(0x10ff)) >> 11) * 0x1.0p-53 - 0.5) * 6.0;
-}
-
-static double sigmoid(double z) { return 1.0 / (1.0 + exp(-z)); }
-
-/* log-loss of predicting sigmoid(z) for label y, computed stably */
-static double logloss(double z, int y) {
-  double m = y ? -z : z; /* loss = log(1 + exp(m)) */
-  return m > 0 ? m + log1p(exp(-m)) : log1p(exp(m));
-}
-
-typedef struct {
-  long n;
-  int64_t *ptr;  /* [n+1] */
-  int32_t *feat; /* features of example e: feat[ptr[e] .. ptr[e+1]) */
-  char *label;   /* [n] 0 or 1 */
-} examples;
-
-/* n examples from r; cum is the Zipf(1.1) prefix sum over F feature ranks */
-static void make_examples(examples *x, long n, rng *r, const double *cum, int64_t F) {
-  const double total = cum[F - 1];
-  x->n = n;
-  x->ptr = xmalloc((size_t)(n + 1) * sizeof(int64_t));
-  x->feat = xmalloc((size_t)n * 30 * sizeof(int32_t));
-  x->label = xmalloc((size_t)n);
-  x->ptr[0] = 0;
-  for (long e = 0; e < n; e++) {
-    int nnz = 10 + (int)(rng_next(r) % 21);
-    int64_t at = x->ptr[e];
-    double z = 0;
-    for (int j = 0; j < nnz; j++) {
-      int32_t k;
-      int dup;
-      do { /* distinct features within an example */
-        double u = rng_unif(r) * total;
-        int64_t lo = 0, hi = F - 1;
-        while (lo < hi) {
-          int64_t mid = (lo + hi) / 2;
-          if (cum[mid] < u) lo = mid + 1; else hi = mid;
-        }
-        /* spread the popular ranks over the id space */
-        k = (int32_t)((uint64_t)(lo * 0x9E3779B1LL + 12345) % (uint64_t)F);
-        dup = 0;
-        for (int64_t q = x->ptr[e]; q < at; q++) dup |= x->feat[q] == k;
-      } while (dup);
-      x->feat[at++] = k;
-      z += 0.5 * true_weight(k);
-    }
-    x->ptr[e + 1] = at;
-    x->label[e] = rng_unif(r) < sigmoid(z);
-  }
-}
-
-/* sum of log-losses of x under w */
-static double eval_loss(const examples *x, const double *w) {
-  double s = 0;
-  for (long e = 0; e < x->n; e++) {
-    double z = 0;
-    for (int64_t q = x->ptr[e]; q < x->ptr[e + 1]; q++) z += w[x->feat[q]];
-    s += logloss(z, x->label[e]);
-  }
-  return s;
-}
-
-static long parse_long(const char *name, const char *s, long lo, long hi) {
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (*s == 0 || *end != 0 || v < lo || v > hi)
-    die("%s: want an integer in %ld..%ld, got \"%s\"", name, lo, hi, s);
-  return v;
 }
 
 /* The number of mixing layers kylix.h documents for kylix_mix: the number of
@@ -231,32 +114,25 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--every")) every = parse_long(a, v, 1, 100000000);
     else if (!strcmp(a, "--period")) period = parse_long(a, v, 1, 100000000);
     else if (!strcmp(a, "--seed")) seed = parse_long(a, v, 0, INT32_MAX);
-    else if (!strcmp(a, "--lr")) {
-      char *end;
-      lr = strtod(v, &end);
-      if (*end || !(lr > 0 && lr <= 100)) die("--lr: want a number in (0, 100]");
-    } else die("unknown option %s", a);
+    else if (!strcmp(a, "--lr")) lr = parse_double(a, v, 0, 100);
+    else die("unknown option %s", a);
   }
 
-  kylix_comm *comm = NULL;
-  CHECK(NULL, kylix_init("", &comm));
-  const int rank = kylix_rank(comm), size = kylix_size(comm);
-  if (rank < 0 || size < 1) die("kylix_rank/kylix_size returned %d/%d", rank, size);
-  g_rank = rank;
+  int rank, size;
+  kylix_comm *comm = example_init(&rank, &size);
   const int64_t F = nfeat;
   const char *degrees = getenv("KYLIX_DEGREES");
   const int L = mix_layers(degrees, size);
   if (period == 0) period = L;
 
-  /* Zipf(1.1) over feature ranks 0..F-1 (prefix sums + binary search). */
-  double *cum = xmalloc((size_t)F * sizeof(double));
-  double acc = 0;
-  for (int64_t k = 0; k < F; k++) cum[k] = acc += pow((double)(k + 1), -1.1);
+  /* Zipf(1.1) over feature ranks 0..F-1 (prefix sums + binary search); the
+     stored features are the ranks spread over the id space (feature_id). */
+  double *cum = zipf_cum(F);
   examples shard, test;
   rng r = rng_for((uint64_t)seed, 1000 + (uint64_t)rank);
-  make_examples(&shard, pool, &r, cum, F);
+  make_examples(&shard, pool, &r, cum, F, WEIGHT_SALT, 1);
   r = rng_for((uint64_t)seed, 7);
-  make_examples(&test, ntest, &r, cum, F);
+  make_examples(&test, ntest, &r, cum, F, WEIGHT_SALT, 1);
   free(cum);
 
   double *w = xmalloc((size_t)F * sizeof(double));
@@ -277,7 +153,7 @@ int main(int argc, char **argv) {
     CHECK(comm, kylix_barrier(comm));
     for (long step = 0; step <= steps; step++) {
       if (step % every == 0 || step == steps) { /* evaluation, not timed */
-        double part[2] = {eval_loss(&test, w), 0}, tot[2], tmax = train;
+        double part[2] = {loss_sum(&test, w), 0}, tot[2], tmax = train;
         CHECK(comm, kylix_allreduce(comm, part, tot, 1, KYLIX_F64, KYLIX_SUM));
         CHECK(comm, kylix_allreduce(comm, &train, &tmax, 1, KYLIX_F64, KYLIX_MAX));
         loss[m * rows + row] = tot[0] / ((double)test.n * size);

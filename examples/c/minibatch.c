@@ -37,136 +37,19 @@
  *   ...
  *   final: window loss 0.58 -> 0.10; pool loss 0.693147 -> 0.09; held-out loss 0.693147 -> 0.55
  */
-#define _POSIX_C_SOURCE 200809L /* popen, clock_gettime under -std=c11 */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
+#define EXAMPLE_PROG "minibatch" /* for die() */
 
-#include "kylix.h"
+#include "synthetic.h" /* and example.h */
 
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static int g_rank = -1;
-
-static void die(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "minibatch[%d]: ", g_rank);
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  exit(1);
-}
-
-#define CHECK(comm, call)                                                       \
-  do {                                                                          \
-    int st_ = (call);                                                           \
-    if (st_ != KYLIX_OK) {                                                      \
-      const char *msg_ = kylix_errmsg(comm);                                    \
-      die("%s failed: %s (%d): %s", #call, kylix_strerror(st_), st_,            \
-          msg_ ? msg_ : "(no detail)");                                         \
-    }                                                                           \
-  } while (0)
-
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) die("out of memory (%zu bytes)", n);
-  return p;
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= UINT64_C(0xbf58476d1ce4e5b9);
-  x ^= x >> 27;
-  x *= UINT64_C(0x94d049bb133111eb);
-  x ^= x >> 31;
-  return x;
-}
-
-typedef struct { uint64_t s; } rng;
-static uint64_t rng_next(rng *r) { return mix64(r->s += UINT64_C(0x9e3779b97f4a7c15)); }
-static double rng_unif(rng *r) { return (rng_next(r) >> 11) * 0x1.0p-53; }
-
-static double true_weight(int64_t k) { /* fixed, in [-3, 3] */
-  return ((mix64((uint64_t)k ^ UINT64_C(0x5eed)) >> 11) * 0x1.0p-53 - 0.5) * 6.0;
-}
-
-static double sigmoid(double z) { return 1.0 / (1.0 + exp(-z)); }
-
-/* log-loss of predicting p = sigmoid(z) for label y, computed stably */
-static double logloss(double z, int y) {
-  double m = y ? -z : z; /* loss = log(1 + exp(m)) */
-  return m > 0 ? m + log1p(exp(-m)) : log1p(exp(m));
-}
-
-typedef struct {
-  long n;
-  int64_t *ptr;  /* [n+1] */
-  int32_t *feat; /* features of example e: feat[ptr[e] .. ptr[e+1]) */
-  char *label;   /* [n] 0 or 1 */
-} examples;
-
-static void make_examples(examples *x, long n, rng *r, const double *cum, int64_t F) {
-  const double total = cum[F - 1];
-  x->n = n;
-  x->ptr = xmalloc((n + 1) * sizeof(int64_t));
-  x->feat = xmalloc(n * 30 * sizeof(int32_t));
-  x->label = xmalloc(n);
-  x->ptr[0] = 0;
-  for (long e = 0; e < n; e++) {
-    int nnz = 10 + (int)(rng_next(r) % 21);
-    int64_t at = x->ptr[e];
-    double z = 0;
-    for (int j = 0; j < nnz; j++) {
-      int32_t k;
-      int dup;
-      do { /* distinct features within an example */
-        double u = rng_unif(r) * total;
-        int64_t lo = 0, hi = F - 1;
-        while (lo < hi) {
-          int64_t mid = (lo + hi) / 2;
-          if (cum[mid] < u) lo = mid + 1; else hi = mid;
-        }
-        k = (int32_t)lo;
-        dup = 0;
-        for (int64_t q = x->ptr[e]; q < at; q++) dup |= x->feat[q] == k;
-      } while (dup);
-      x->feat[at++] = k;
-      z += 0.5 * true_weight(k);
-    }
-    x->ptr[e + 1] = at;
-    x->label[e] = rng_unif(r) < sigmoid(z);
-  }
-}
-
-/* mean log-loss contributions of a set of examples under the model w: {sum, count} */
-static void eval_loss(const examples *x, const double *w, double out[2]) {
-  out[0] = 0;
-  out[1] = (double)x->n;
-  for (long e = 0; e < x->n; e++) {
-    double z = 0;
-    for (int64_t q = x->ptr[e]; q < x->ptr[e + 1]; q++) z += w[x->feat[q]];
-    out[0] += logloss(z, x->label[e]);
-  }
-}
-
-static long parse_long(const char *name, const char *s, long lo, long hi) {
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (*s == 0 || *end != 0 || v < lo || v > hi)
-    die("%s: want an integer in %ld..%ld, got \"%s\"", name, lo, hi, s);
-  return v;
-}
+#define WEIGHT_SALT UINT64_C(0x5eed) /* true_weight's salt: this example's hidden model */
 
 int main(int argc, char **argv) {
   long steps = 300, batch = 256, nfeat = 1 << 20, pool = 20000, every = 25, seed = 1;
@@ -182,31 +65,25 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--pool")) pool = parse_long(a, v, 1, 100000000);
     else if (!strcmp(a, "--every")) every = parse_long(a, v, 1, 100000000);
     else if (!strcmp(a, "--seed")) seed = parse_long(a, v, 0, INT32_MAX);
-    else if (!strcmp(a, "--lr")) {
-      char *end;
-      lr = strtod(v, &end);
-      if (*end || !(lr > 0 && lr <= 100)) die("--lr: want a number in (0, 100]");
-    } else die("unknown option %s", a);
+    else if (!strcmp(a, "--lr")) lr = parse_double(a, v, 0, 100);
+    else die("unknown option %s", a);
   }
 
-  kylix_comm *comm = NULL;
-  CHECK(NULL, kylix_init("", &comm));
-  const int rank = kylix_rank(comm), size = kylix_size(comm);
-  if (rank < 0 || size < 1) die("kylix_rank/kylix_size returned %d/%d", rank, size);
-  g_rank = rank;
+  int rank, size;
+  kylix_comm *comm = example_init(&rank, &size);
   const int64_t F = nfeat;
 
   /* Zipf(1.1) sampler over feature ranks 0..F-1 (prefix sums + binary search). */
-  double *cum = xmalloc(F * sizeof(double));
-  double acc = 0;
-  for (int64_t k = 0; k < F; k++) cum[k] = acc += pow((double)(k + 1), -1.1);
+  double *cum = zipf_cum(F);
 
   /* This rank's training pool and a held-out set of pool/4 examples from the
      same distribution, in CSR form. */
   rng r = {mix64((uint64_t)seed * 1000003u + (uint64_t)rank)};
   examples train, test;
-  make_examples(&train, pool, &r, cum, F);
-  make_examples(&test, pool / 4 + 1, &r, cum, F);
+  /* The pools hold the Zipf ranks (w is indexed by rank); only the ids sent to
+     Kylix are spread with feature_id. */
+  make_examples(&train, pool, &r, cum, F, WEIGHT_SALT, 0);
+  make_examples(&test, pool / 4 + 1, &r, cum, F, WEIGHT_SALT, 0);
   free(cum);
   const int64_t *ex_ptr = train.ptr;
   const int32_t *ex_feat = train.feat;
@@ -249,7 +126,7 @@ int main(int argc, char **argv) {
         if (slot[k] < 0) {
           slot[k] = (int32_t)nt;
           touched[nt] = k;
-          idx[nt] = (int64_t)(((uint64_t)k * UINT64_C(0x9E3779B1) + 12345) % (uint64_t)F);
+          idx[nt] = feature_id(k, F);
           vals[2 * nt] = vals[2 * nt + 1] = 0;
           nt++;
         }
@@ -289,9 +166,8 @@ int main(int argc, char **argv) {
 
   /* Loss over the whole pool and over the held-out set, before (w = 0: every
      loss is log 2) and after training. */
-  double loc[4], tot[4];
-  eval_loss(&train, w, loc);
-  eval_loss(&test, w, loc + 2);
+  double loc[4] = {loss_sum(&train, w), (double)train.n, loss_sum(&test, w), (double)test.n},
+         tot[4]; /* {sum, count} for the pool, then for the held-out set */
   CHECK(comm, kylix_allreduce(comm, loc, tot, 4, KYLIX_F64, KYLIX_SUM));
   if (rank == 0) {
     printf("final: window loss %.6f -> %.6f; pool loss %.6f -> %.6f; held-out loss %.6f -> %.6f\n",

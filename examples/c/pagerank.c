@@ -46,76 +46,20 @@
  * Rank 0 prints config time per plan and spmv/reduce time per iteration, in ms.
  */
 #define _POSIX_C_SOURCE 200809L /* popen, clock_gettime under -std=c11 */
+#define EXAMPLE_PROG "pagerank" /* for die() */
 
-#include "kylix.h"
+#include "example.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 
 #define DAMPING 0.85
 #define EDGE_SEED UINT64_C(0x9e3779b97f4a7c15)
-
-static int g_rank = -1;
-
-static void die(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "pagerank[%d]: ", g_rank);
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  exit(1);
-}
-
-/* Every kylix_* call goes through CHECK: on failure print the status name and
-   the comm's detail message, then exit non-zero (kylixrun stops the others). */
-#define CHECK(comm, call)                                                       \
-  do {                                                                          \
-    int st_ = (call);                                                           \
-    if (st_ != KYLIX_OK) {                                                      \
-      const char *msg_ = kylix_errmsg(comm);                                    \
-      die("%s failed: %s (%d): %s", #call, kylix_strerror(st_), st_,            \
-          msg_ ? msg_ : "(no detail)");                                         \
-    }                                                                           \
-  } while (0)
-
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) die("out of memory (%zu bytes)", n);
-  return p;
-}
-static void *xcalloc(size_t n, size_t sz) {
-  void *p = calloc(n ? n : 1, sz ? sz : 1);
-  if (!p) die("out of memory (%zu x %zu bytes)", n, sz);
-  return p;
-}
-static void *xrealloc(void *p, size_t n) {
-  p = realloc(p, n ? n : 1);
-  if (!p) die("out of memory (%zu bytes)", n);
-  return p;
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static uint64_t mix64(uint64_t x) { /* splitmix64 finaliser */
-  x ^= x >> 30;
-  x *= UINT64_C(0xbf58476d1ce4e5b9);
-  x ^= x >> 27;
-  x *= UINT64_C(0x94d049bb133111eb);
-  x ^= x >> 31;
-  return x;
-}
 
 /* ---- reading the edge list ------------------------------------------------ */
 
@@ -263,11 +207,8 @@ int main(int argc, char **argv) {
   }
   if (!graph_path) usage();
 
-  kylix_comm *comm = NULL;
-  CHECK(NULL, kylix_init("", &comm));
-  const int rank = kylix_rank(comm), size = kylix_size(comm);
-  if (rank < 0 || size < 1) die("kylix_rank/kylix_size returned %d/%d", rank, size);
-  g_rank = rank;
+  int rank, size;
+  kylix_comm *comm = example_init(&rank, &size);
 
   double t0 = now_ms();
   graph g;

@@ -1,0 +1,57 @@
+package org.kylix;
+
+/**
+ * A reduction operation: one of the built-in {@code enum kylix_op} values, or a user-defined op
+ * made by {@link Kylix#opCreate(UserOp)}. Every rank of a collective must use the same op.
+ */
+public final class Op {
+  /** Sum; identity 0. */
+  public static final Op SUM = new Op(KylixNative.KYLIX_SUM, "SUM", null);
+  /** Product; identity 1. */
+  public static final Op PROD = new Op(KylixNative.KYLIX_PROD, "PROD", null);
+  /** Minimum; identity +inf or the largest integer. */
+  public static final Op MIN = new Op(KylixNative.KYLIX_MIN, "MIN", null);
+  /** Maximum; identity -inf or the smallest integer. */
+  public static final Op MAX = new Op(KylixNative.KYLIX_MAX, "MAX", null);
+  /** Bitwise and (integer dtypes only). */
+  public static final Op BAND = new Op(KylixNative.KYLIX_BAND, "BAND", null);
+  /** Bitwise or (integer dtypes only). */
+  public static final Op BOR = new Op(KylixNative.KYLIX_BOR, "BOR", null);
+  /** Bitwise exclusive or (integer dtypes only). */
+  public static final Op BXOR = new Op(KylixNative.KYLIX_BXOR, "BXOR", null);
+
+  private final int id;
+  private final String name;
+  final UserOpCallback callback; // null for built-in ops
+
+  Op(int id, String name, UserOpCallback callback) {
+    this.id = id;
+    this.name = name;
+    this.callback = callback;
+  }
+
+  /** The op id passed to the C library. */
+  public int id() {
+    return id;
+  }
+
+  /** Whether this op was made by {@link Kylix#opCreate(UserOp)}. */
+  public boolean isUserOp() {
+    return callback != null;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof Op && ((Op) o).id == id;
+  }
+
+  @Override
+  public int hashCode() {
+    return id;
+  }
+
+  @Override
+  public String toString() {
+    return name;
+  }
+}

@@ -1,0 +1,245 @@
+package org.kylix;
+
+import com.sun.jna.Pointer;
+import java.nio.Buffer;
+import java.nio.DoubleBuffer;
+import java.nio.FloatBuffer;
+import java.nio.IntBuffer;
+import java.nio.LongBuffer;
+
+/**
+ * A configured pair of index sets ({@code kylix_plan}), made by {@link Comm#config} or {@link
+ * Comm#configReduceKeepPlan}. Reduce with it any number of times; several plans may be live at
+ * once. Close it when done (closing the comm frees it too).
+ *
+ * <p>Values are row-major, {@code width} values per index: out values hold nOut()*width
+ * elements, in values receive nIn()*width. Longer arrays and buffers are fine (only the first
+ * elements are used); shorter ones are an {@link ArgumentException} naming the parameter.
+ */
+public final class Plan implements AutoCloseable {
+  private final Comm comm;
+  final Pointer handle;
+  final long nOut;
+  final long nIn;
+  private boolean closed;
+
+  Plan(Comm comm, Pointer handle, long nOut, long nIn) {
+    this.comm = comm;
+    this.handle = handle;
+    this.nOut = nOut;
+    this.nIn = nIn;
+  }
+
+  /** The comm this plan belongs to. */
+  public Comm comm() {
+    return comm;
+  }
+
+  /** The number of out indices given at configuration (repeats included). */
+  public long nOut() {
+    return nOut;
+  }
+
+  /** The number of in indices given at configuration (repeats included). */
+  public long nIn() {
+    return nIn;
+  }
+
+  /** The raw {@code kylix_plan *} handle, for {@link KylixNative} calls. */
+  public Pointer handle() {
+    return handle;
+  }
+
+  /** Whether the plan (or its comm) was closed. */
+  public boolean isClosed() {
+    return closed;
+  }
+
+  /**
+   * Frees the plan ({@code kylix_plan_free}). Local, not a collective. A non-blocking reduce on
+   * it still in flight completes normally. Calling it again does nothing.
+   */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    comm.forget(this);
+    if (!comm.isClosed()) {
+      comm.check(KylixNative.kylix_plan_free(handle));
+    }
+  }
+
+  void markClosed() {
+    closed = true;
+  }
+
+  @Override
+  public String toString() {
+    return "Plan[nOut " + nOut + ", nIn " + nIn + (closed ? ", closed]" : "]");
+  }
+
+  // ---- blocking ------------------------------------------------------------------------------
+
+  /**
+   * Reduces values over the plan ({@code kylix_reduce}). Collective: every rank reduces the same
+   * plan with the same op and width. Row j of in receives op over every rank's contributions to
+   * inIdx[j], or op's identity when no rank contributes; the results are bitwise the same on
+   * every rank and across runs.
+   *
+   * @param out nOut() values, read
+   * @param in receives nIn() values
+   * @param op the reduction
+   * @throws ArgumentException a null or too short array (this rank still takes its turn)
+   * @throws MismatchException ranks disagree, or another rank's arguments were bad
+   */
+  public void reduce(double[] out, double[] in, Op op) {
+    reduce(out, in, op, 1);
+  }
+
+  /** {@link #reduce(double[], double[], Op)} with width values per index (row-major). */
+  public void reduce(double[] out, double[] in, Op op, int width) {
+    comm.doReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+  }
+
+  /** See {@link #reduce(double[], double[], Op)}. */
+  public void reduce(float[] out, float[] in, Op op) {
+    reduce(out, in, op, 1);
+  }
+
+  /** See {@link #reduce(double[], double[], Op, int)}. */
+  public void reduce(float[] out, float[] in, Op op, int width) {
+    comm.doReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+  }
+
+  /** See {@link #reduce(double[], double[], Op)}. */
+  public void reduce(int[] out, int[] in, Op op) {
+    reduce(out, in, op, 1);
+  }
+
+  /** See {@link #reduce(double[], double[], Op, int)}. */
+  public void reduce(int[] out, int[] in, Op op, int width) {
+    comm.doReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+  }
+
+  /** See {@link #reduce(double[], double[], Op)}. */
+  public void reduce(long[] out, long[] in, Op op) {
+    reduce(out, in, op, 1);
+  }
+
+  /** See {@link #reduce(double[], double[], Op, int)}. */
+  public void reduce(long[] out, long[] in, Op op, int width) {
+    comm.doReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+  }
+
+  /**
+   * {@link #reduce(double[], double[], Op)} over buffers, from position to limit. Direct buffers
+   * in native byte order are used in place (zero copy); heap buffers are copied.
+   */
+  public void reduce(DoubleBuffer out, DoubleBuffer in, Op op) {
+    reduce(out, in, op, 1);
+  }
+
+  /** See {@link #reduce(DoubleBuffer, DoubleBuffer, Op)}, width values per index. */
+  public void reduce(DoubleBuffer out, DoubleBuffer in, Op op, int width) {
+    comm.doReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+  }
+
+  /** See {@link #reduce(DoubleBuffer, DoubleBuffer, Op)}. */
+  public void reduce(FloatBuffer out, FloatBuffer in, Op op) {
+    reduce(out, in, op, 1);
+  }
+
+  /** See {@link #reduce(DoubleBuffer, DoubleBuffer, Op, int)}. */
+  public void reduce(FloatBuffer out, FloatBuffer in, Op op, int width) {
+    comm.doReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+  }
+
+  /** See {@link #reduce(DoubleBuffer, DoubleBuffer, Op)}. */
+  public void reduce(IntBuffer out, IntBuffer in, Op op) {
+    reduce(out, in, op, 1);
+  }
+
+  /** See {@link #reduce(DoubleBuffer, DoubleBuffer, Op, int)}. */
+  public void reduce(IntBuffer out, IntBuffer in, Op op, int width) {
+    comm.doReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+  }
+
+  /** See {@link #reduce(DoubleBuffer, DoubleBuffer, Op)}. */
+  public void reduce(LongBuffer out, LongBuffer in, Op op) {
+    reduce(out, in, op, 1);
+  }
+
+  /** See {@link #reduce(DoubleBuffer, DoubleBuffer, Op, int)}. */
+  public void reduce(LongBuffer out, LongBuffer in, Op op, int width) {
+    comm.doReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+  }
+
+  /**
+   * {@link #reduce(DoubleBuffer, DoubleBuffer, Op, int)} for any buffer type with an explicit
+   * dtype: ByteBuffers (remaining bytes / dtype size elements) or typed buffers of the dtype's
+   * element size (e.g. a LongBuffer with {@link DType#U64}).
+   */
+  public void reduce(Buffer out, Buffer in, DType dtype, Op op, int width) {
+    Vals[] v = Comm.typed(out, in, dtype, "outVals", "inVals");
+    comm.doReduce(this, v[0], v[1], op, width);
+  }
+
+  // ---- non-blocking --------------------------------------------------------------------------
+
+  /**
+   * Starts a reduce and returns at once ({@code kylix_ireduce}); the library runs it on its own
+   * threads. Collective: the start counts as the call. Direct buffers only: the library reads
+   * out and writes in after this returns, until {@link Request#waitFor()} returns or {@link
+   * Request#test()} returns true; do not touch them meanwhile. The request keeps both buffers
+   * reachable until then.
+   *
+   * @throws IllegalArgumentException a heap buffer (the binding refuses it; this rank still takes
+   *     its turn, so the peers' requests fail with a {@link MismatchException})
+   */
+  public Request ireduce(DoubleBuffer out, DoubleBuffer in, Op op) {
+    return ireduce(out, in, op, 1);
+  }
+
+  /** See {@link #ireduce(DoubleBuffer, DoubleBuffer, Op)}, width values per index. */
+  public Request ireduce(DoubleBuffer out, DoubleBuffer in, Op op, int width) {
+    return comm.doIReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+  }
+
+  /** See {@link #ireduce(DoubleBuffer, DoubleBuffer, Op)}. */
+  public Request ireduce(FloatBuffer out, FloatBuffer in, Op op) {
+    return ireduce(out, in, op, 1);
+  }
+
+  /** See {@link #ireduce(DoubleBuffer, DoubleBuffer, Op, int)}. */
+  public Request ireduce(FloatBuffer out, FloatBuffer in, Op op, int width) {
+    return comm.doIReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+  }
+
+  /** See {@link #ireduce(DoubleBuffer, DoubleBuffer, Op)}. */
+  public Request ireduce(IntBuffer out, IntBuffer in, Op op) {
+    return ireduce(out, in, op, 1);
+  }
+
+  /** See {@link #ireduce(DoubleBuffer, DoubleBuffer, Op, int)}. */
+  public Request ireduce(IntBuffer out, IntBuffer in, Op op, int width) {
+    return comm.doIReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+  }
+
+  /** See {@link #ireduce(DoubleBuffer, DoubleBuffer, Op)}. */
+  public Request ireduce(LongBuffer out, LongBuffer in, Op op) {
+    return ireduce(out, in, op, 1);
+  }
+
+  /** See {@link #ireduce(DoubleBuffer, DoubleBuffer, Op, int)}. */
+  public Request ireduce(LongBuffer out, LongBuffer in, Op op, int width) {
+    return comm.doIReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+  }
+
+  /** See {@link #ireduce(DoubleBuffer, DoubleBuffer, Op)}; any buffer type with a dtype. */
+  public Request ireduce(Buffer out, Buffer in, DType dtype, Op op, int width) {
+    Vals[] v = Comm.typed(out, in, dtype, "outVals", "inVals");
+    return comm.doIReduce(this, v[0], v[1], op, width);
+  }
+}

@@ -1,0 +1,140 @@
+package org.kylix;
+
+import com.sun.jna.Memory;
+import com.sun.jna.Pointer;
+
+/**
+ * The pointers of one blocking call. Direct buffers are passed as they are (zero copy); arrays
+ * and heap buffers are copied into the comm's native scratch memory before the call (inputs) and
+ * out of it after a successful call (outputs): one copy each way, where JNA's own array passing
+ * would allocate and copy every array both ways.
+ */
+final class Stage {
+  static final int IN = 1; // read by the library
+  static final int OUT = 2; // written by the library
+  static final int INOUT = IN | OUT;
+
+  private static final int ALIGN = 64;
+  private static final int MAX = 6;
+
+  private final Scratch scratch;
+  private final Vals[] vals = new Vals[MAX];
+  private final long[] bytes = new long[MAX];
+  private final int[] modes = new int[MAX];
+  private final long[] offsets = new long[MAX];
+  private final Pointer[] ptrs = new Pointer[MAX];
+  private final int[] alias = new int[MAX];
+  private int n;
+  private Memory mem;
+
+  Stage(Scratch scratch) {
+    this.scratch = scratch;
+  }
+
+  /**
+   * Adds an argument of which the call uses {@code bytes} bytes; returns its slot. A slot whose
+   * Vals is already in the stage (send == recv) shares the earlier pointer.
+   */
+  int add(Vals v, long bytes, int mode) {
+    vals[n] = v;
+    this.bytes[n] = bytes;
+    modes[n] = mode;
+    return n++;
+  }
+
+  /** Allocates scratch for the staged arguments, copies the inputs in, and fixes the pointers. */
+  Stage prepare() {
+    long total = 0;
+    for (int i = 0; i < n; i++) {
+      offsets[i] = -1;
+      alias[i] = -1;
+      Vals v = vals[i];
+      if (v.owner == null || bytes[i] == 0) {
+        continue;
+      }
+      if (v.isDirect()) {
+        ptrs[i] = v.address();
+        continue;
+      }
+      int same = sameAs(i);
+      if (same >= 0) {
+        alias[i] = same;
+        modes[same] |= modes[i];
+        bytes[same] = Math.max(bytes[same], bytes[i]);
+        continue;
+      }
+      offsets[i] = total;
+      total += (bytes[i] + ALIGN - 1) / ALIGN * ALIGN;
+    }
+    if (total > 0) {
+      mem = scratch.get(total);
+    }
+    for (int i = 0; i < n; i++) {
+      if (offsets[i] >= 0) {
+        ptrs[i] = mem.share(offsets[i]);
+        if ((modes[i] & IN) != 0) {
+          vals[i].copyTo(ptrs[i], bytes[i]);
+        }
+      }
+    }
+    for (int i = 0; i < n; i++) {
+      if (alias[i] >= 0) {
+        ptrs[i] = ptrs[alias[i]];
+      }
+    }
+    return this;
+  }
+
+  /** The earlier slot staging the same heap object as slot i, or -1. */
+  private int sameAs(int i) {
+    for (int j = 0; j < i; j++) {
+      if (offsets[j] >= 0 && sameMemory(vals[j], vals[i])) {
+        return j;
+      }
+    }
+    return -1;
+  }
+
+  private static boolean sameMemory(Vals a, Vals b) {
+    return a.owner == b.owner
+        || (a.owner.hasArray() && b.owner.hasArray() && a.owner.array() == b.owner.array()
+            && a.owner.arrayOffset() + a.owner.position()
+                == b.owner.arrayOffset() + b.owner.position());
+  }
+
+  Pointer ptr(int slot) {
+    return ptrs[slot];
+  }
+
+  /** After a successful call: copies the staged outputs back into their arrays or buffers. */
+  void finish() {
+    for (int i = 0; i < n; i++) {
+      if (offsets[i] >= 0 && (modes[i] & OUT) != 0) {
+        vals[i].copyFrom(ptrs[i], bytes[i]);
+      }
+    }
+  }
+
+  /** A comm's grow-only native scratch memory (one comm is used by one thread at a time). */
+  static final class Scratch {
+    private Memory mem;
+
+    Memory get(long size) {
+      if (mem == null || mem.size() < size) {
+        if (mem != null) {
+          mem.close();
+        }
+        long cap = Math.max(size, mem == null ? 0 : Math.min(2 * mem.size(), size + (64 << 20)));
+        mem = new Memory(cap);
+      }
+      return mem;
+    }
+
+    void release() {
+      if (mem != null) {
+        mem.close();
+        mem = null;
+      }
+    }
+  }
+}

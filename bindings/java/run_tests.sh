@@ -52,4 +52,9 @@ case "$out" in
   *) echo "run_tests.sh: want $tmp/libkylix.so, got $out" >&2; exit 1 ;;
 esac
 
+# Surefire's per-class reports hold "Tests run: N, Failures: F, Errors: E, Skipped: S".
+counts=$(cat target/surefire-reports/*.txt | awk -F'[:,]' '/^Tests run:/ {n+=$2; f+=$4+$6; s+=$8}
+  END {printf "%d %d %d", n, f, s}')
+set -- $counts
 echo "Java bindings: all tests passed in $(( $(date +%s) - start )) s"
+echo "java: $(( $1 - $2 - $3 )) passed, $2 failed, $3 skipped"

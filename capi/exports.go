@@ -272,12 +272,10 @@ func kylixgo_errmsg(h C.uintptr_t, found *C.int) (m *C.char) {
 	return ce.errmsg
 }
 
-// ---- sparse allreduce ----------------------------------------------------------------------
-
-//export kylixgo_config
-func kylixgo_config(h C.uintptr_t, outIdx *C.int64_t, nOut C.int64_t, inIdx *C.int64_t, nIn C.int64_t,
-	plan *C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
-	const name = "kylix_config"
+// onComm runs body as call name on the comm of handle h: the preamble every comm call shares.
+// Errors go to the comm's message sink, a panic in body becomes KYLIX_ERR_INTERNAL (rec), and
+// a NULL, finalized or foreign handle fails here with its status.
+func onComm(name string, h C.uintptr_t, eb *C.char, ecap C.size_t, body func(s *sink, ce *commEntry) C.int) (st C.int) {
 	s := &sink{buf: eb, size: ecap}
 	defer rec(name, &st, s)
 	ce, err := lookupComm(uint64(h), "c")
@@ -285,30 +283,42 @@ func kylixgo_config(h C.uintptr_t, outIdx *C.int64_t, nOut C.int64_t, inIdx *C.i
 		return fail(name, s, err)
 	}
 	s.ce = ce
-	out, err := idxSlice(outIdx, nOut, "out_idx", "n_out")
-	var in []int64
-	if err == nil {
-		in, err = idxSlice(inIdx, nIn, "in_idx", "n_in")
-	}
-	if err == nil && plan == nil {
-		err = argErr("plan is NULL")
-	}
-	if err != nil {
-		return reject(name, s, err)
-	}
-	t0 := time.Now()
-	p, err := ce.c.Config(out, in)
-	if err != nil {
-		return fail(name, s, err)
-	}
-	ph, err := addPlan(ce, p, int64(nOut), int64(nIn))
-	if err != nil {
-		p.Free()
-		return fail(name, s, err)
-	}
-	debugf(ce, "%s: n_out=%d n_in=%d degrees=%v -> plan %#x in %v", name, nOut, nIn, p.Degrees(), ph, time.Since(t0))
-	*plan = C.uintptr_t(ph)
-	return 0
+	return body(s, ce)
+}
+
+// ---- sparse allreduce ----------------------------------------------------------------------
+
+//export kylixgo_config
+func kylixgo_config(h C.uintptr_t, outIdx *C.int64_t, nOut C.int64_t, inIdx *C.int64_t, nIn C.int64_t,
+	plan *C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
+	return onComm("kylix_config", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
+		const name = "kylix_config"
+		var err error
+		out, err := idxSlice(outIdx, nOut, "out_idx", "n_out")
+		var in []int64
+		if err == nil {
+			in, err = idxSlice(inIdx, nIn, "in_idx", "n_in")
+		}
+		if err == nil && plan == nil {
+			err = argErr("plan is NULL")
+		}
+		if err != nil {
+			return reject(name, s, err)
+		}
+		t0 := time.Now()
+		p, err := ce.c.Config(out, in)
+		if err != nil {
+			return fail(name, s, err)
+		}
+		ph, err := addPlan(ce, p, int64(nOut), int64(nIn))
+		if err != nil {
+			p.Free()
+			return fail(name, s, err)
+		}
+		debugf(ce, "%s: n_out=%d n_in=%d degrees=%v -> plan %#x in %v", name, nOut, nIn, p.Degrees(), ph, time.Since(t0))
+		*plan = C.uintptr_t(ph)
+		return 0
+	})
 }
 
 //export kylixgo_reduce
@@ -346,52 +356,48 @@ func kylixgo_reduce(h C.uintptr_t, outVals, inVals unsafe.Pointer, dtype, op C.i
 func kylixgo_config_reduce(h C.uintptr_t, outIdx *C.int64_t, nOut C.int64_t, outVals unsafe.Pointer,
 	inIdx *C.int64_t, nIn C.int64_t, inVals unsafe.Pointer, dtype, op C.int, width C.int32_t,
 	plan *C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
-	const name = "kylix_config_reduce"
-	s := &sink{buf: eb, size: ecap}
-	defer rec(name, &st, s)
-	ce, err := lookupComm(uint64(h), "c")
-	if err != nil {
-		return fail(name, s, err)
-	}
-	s.ce = ce
-	out, err := idxSlice(outIdx, nOut, "out_idx", "n_out")
-	var in []int64
-	var ob, ib []byte
-	var d core.Dtype
-	var o core.Op
-	var w int
-	if err == nil {
-		in, err = idxSlice(inIdx, nIn, "in_idx", "n_in")
-	}
-	if err == nil {
-		d, o, w, err = reduceArgs(dtype, op, width)
-	}
-	if err == nil {
-		ob, err = valSlice(outVals, int64(nOut), w, d, "out_vals", "n_out")
-	}
-	if err == nil {
-		ib, err = valSlice(inVals, int64(nIn), w, d, "in_vals", "n_in")
-	}
-	if err != nil {
-		return reject(name, s, err)
-	}
-	t0 := time.Now()
-	p, err := ce.c.ConfigReduce(out, ob, in, ib, d, o, w, plan != nil)
-	if err != nil {
-		return fail(name, s, err)
-	}
-	if plan == nil {
-		debugf(ce, "%s: n_out=%d n_in=%d %s/%s width %d in %v", name, nOut, nIn, d, o, w, time.Since(t0))
+	return onComm("kylix_config_reduce", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
+		const name = "kylix_config_reduce"
+		var err error
+		out, err := idxSlice(outIdx, nOut, "out_idx", "n_out")
+		var in []int64
+		var ob, ib []byte
+		var d core.Dtype
+		var o core.Op
+		var w int
+		if err == nil {
+			in, err = idxSlice(inIdx, nIn, "in_idx", "n_in")
+		}
+		if err == nil {
+			d, o, w, err = reduceArgs(dtype, op, width)
+		}
+		if err == nil {
+			ob, err = valSlice(outVals, int64(nOut), w, d, "out_vals", "n_out")
+		}
+		if err == nil {
+			ib, err = valSlice(inVals, int64(nIn), w, d, "in_vals", "n_in")
+		}
+		if err != nil {
+			return reject(name, s, err)
+		}
+		t0 := time.Now()
+		p, err := ce.c.ConfigReduce(out, ob, in, ib, d, o, w, plan != nil)
+		if err != nil {
+			return fail(name, s, err)
+		}
+		if plan == nil {
+			debugf(ce, "%s: n_out=%d n_in=%d %s/%s width %d in %v", name, nOut, nIn, d, o, w, time.Since(t0))
+			return 0
+		}
+		ph, err := addPlan(ce, p, int64(nOut), int64(nIn))
+		if err != nil {
+			p.Free()
+			return fail(name, s, err)
+		}
+		debugf(ce, "%s: n_out=%d n_in=%d %s/%s width %d -> plan %#x in %v", name, nOut, nIn, d, o, w, ph, time.Since(t0))
+		*plan = C.uintptr_t(ph)
 		return 0
-	}
-	ph, err := addPlan(ce, p, int64(nOut), int64(nIn))
-	if err != nil {
-		p.Free()
-		return fail(name, s, err)
-	}
-	debugf(ce, "%s: n_out=%d n_in=%d %s/%s width %d -> plan %#x in %v", name, nOut, nIn, d, o, w, ph, time.Since(t0))
-	*plan = C.uintptr_t(ph)
-	return 0
+	})
 }
 
 //export kylixgo_plan_free
@@ -412,58 +418,45 @@ func kylixgo_plan_free(h C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
 
 //export kylixgo_bcast
 func kylixgo_bcast(h C.uintptr_t, buf unsafe.Pointer, n C.int64_t, root C.int, eb *C.char, ecap C.size_t) (st C.int) {
-	const name = "kylix_bcast"
-	s := &sink{buf: eb, size: ecap}
-	defer rec(name, &st, s)
-	ce, err := lookupComm(uint64(h), "c")
-	if err != nil {
-		return fail(name, s, err)
-	}
-	s.ce = ce
-	b, err := byteSlice(buf, int64(n), 1, "buf", "bytes")
-	if err != nil {
-		return reject(name, s, err)
-	}
-	return status(name, s, ce.c.Bcast(b, int(root)))
+	return onComm("kylix_bcast", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
+		const name = "kylix_bcast"
+		var err error
+		b, err := byteSlice(buf, int64(n), 1, "buf", "bytes")
+		if err != nil {
+			return reject(name, s, err)
+		}
+		return status(name, s, ce.c.Bcast(b, int(root)))
+	})
 }
 
 //export kylixgo_barrier
 func kylixgo_barrier(h C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
-	const name = "kylix_barrier"
-	s := &sink{buf: eb, size: ecap}
-	defer rec(name, &st, s)
-	ce, err := lookupComm(uint64(h), "c")
-	if err != nil {
-		return fail(name, s, err)
-	}
-	s.ce = ce
-	return status(name, s, ce.c.Barrier())
+	return onComm("kylix_barrier", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
+		const name = "kylix_barrier"
+		return status(name, s, ce.c.Barrier())
+	})
 }
 
 //export kylixgo_allreduce
 func kylixgo_allreduce(h C.uintptr_t, send, recv unsafe.Pointer, count C.int64_t, dtype, op C.int,
 	eb *C.char, ecap C.size_t) (st C.int) {
-	const name = "kylix_allreduce"
-	s := &sink{buf: eb, size: ecap}
-	defer rec(name, &st, s)
-	ce, err := lookupComm(uint64(h), "c")
-	if err != nil {
-		return fail(name, s, err)
-	}
-	s.ce = ce
-	d, o, _, err := reduceArgs(dtype, op, 1)
-	if err != nil {
-		return reject(name, s, err)
-	}
-	sb, err := byteSlice(send, int64(count), uint64(d.Size()), "send", "count")
-	if err != nil {
-		return reject(name, s, err)
-	}
-	rb, err := byteSlice(recv, int64(count), uint64(d.Size()), "recv", "count")
-	if err != nil {
-		return reject(name, s, err)
-	}
-	return status(name, s, ce.c.Allreduce(sb, rb, d, o))
+	return onComm("kylix_allreduce", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
+		const name = "kylix_allreduce"
+		var err error
+		d, o, _, err := reduceArgs(dtype, op, 1)
+		if err != nil {
+			return reject(name, s, err)
+		}
+		sb, err := byteSlice(send, int64(count), uint64(d.Size()), "send", "count")
+		if err != nil {
+			return reject(name, s, err)
+		}
+		rb, err := byteSlice(recv, int64(count), uint64(d.Size()), "recv", "count")
+		if err != nil {
+			return reject(name, s, err)
+		}
+		return status(name, s, ce.c.Allreduce(sb, rb, d, o))
+	})
 }
 
 // ---- failures ------------------------------------------------------------------------------
@@ -474,37 +467,32 @@ type failedRanker interface{ FailedRanks() []int }
 //export kylixgo_failed_ranks
 func kylixgo_failed_ranks(h C.uintptr_t, ranks *C.int32_t, capacity C.int32_t, n *C.int32_t,
 	eb *C.char, ecap C.size_t) (st C.int) {
-	const name = "kylix_failed_ranks"
-	s := &sink{buf: eb, size: ecap}
-	defer rec(name, &st, s)
-	ce, err := lookupComm(uint64(h), "c")
-	if err != nil {
-		return fail(name, s, err)
-	}
-	s.ce = ce
-	switch {
-	case n == nil:
-		return fail(name, s, argErr("n is NULL"))
-	case capacity < 0:
-		return fail(name, s, argErr("cap: %d is negative", int32(capacity)))
-	case ranks == nil && capacity > 0:
-		return fail(name, s, argErr("ranks is NULL but cap=%d", int32(capacity)))
-	}
-	var failed []int
-	if fr, ok := ce.c.Transport().(failedRanker); ok {
-		failed = fr.FailedRanks()
-	}
-	*n = C.int32_t(len(failed))
-	if capacity > 0 {
-		dst := unsafe.Slice((*int32)(unsafe.Pointer(ranks)), int(capacity))
-		for i := 0; i < len(failed) && i < len(dst); i++ {
-			dst[i] = int32(failed[i])
+	return onComm("kylix_failed_ranks", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
+		const name = "kylix_failed_ranks"
+		switch {
+		case n == nil:
+			return fail(name, s, argErr("n is NULL"))
+		case capacity < 0:
+			return fail(name, s, argErr("cap: %d is negative", int32(capacity)))
+		case ranks == nil && capacity > 0:
+			return fail(name, s, argErr("ranks is NULL but cap=%d", int32(capacity)))
 		}
-	}
-	if int(capacity) < len(failed) {
-		return fail(name, s, argErr("cap: %d is too small for %d failed ranks", int32(capacity), len(failed)))
-	}
-	return 0
+		var failed []int
+		if fr, ok := ce.c.Transport().(failedRanker); ok {
+			failed = fr.FailedRanks()
+		}
+		*n = C.int32_t(len(failed))
+		if capacity > 0 {
+			dst := unsafe.Slice((*int32)(unsafe.Pointer(ranks)), int(capacity))
+			for i := 0; i < len(failed) && i < len(dst); i++ {
+				dst[i] = int32(failed[i])
+			}
+		}
+		if int(capacity) < len(failed) {
+			return fail(name, s, argErr("cap: %d is too small for %d failed ranks", int32(capacity), len(failed)))
+		}
+		return 0
+	})
 }
 
 // ---- planning ------------------------------------------------------------------------------

@@ -17,28 +17,24 @@ import (
 //export kylixgo_mix
 func kylixgo_mix(h C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dtype C.int, step C.int64_t,
 	eb *C.char, ecap C.size_t) (st C.int) {
-	const name = "kylix_mix"
-	s := &sink{buf: eb, size: ecap}
-	defer rec(name, &st, s)
-	ce, err := lookupComm(uint64(h), "c")
-	if err != nil {
-		return fail(name, s, err)
-	}
-	s.ce = ce
-	// Checked before narrowing to core.Dtype (a uint8): dtype 257 must not become F32.
-	if dtype < C.int(core.F32) || dtype > C.int(core.U64) {
-		return reject(name, s, argErr("dtype: %d is not a kylix_dtype", int(dtype)))
-	}
-	d := core.Dtype(dtype)
-	if !d.IsFloat() {
-		return reject(name, s, argErr("dtype: mixing averages, so it needs KYLIX_F32 or KYLIX_F64, not %s", d))
-	}
-	if step < 0 {
-		return reject(name, s, argErr("step: %d is negative", int64(step)))
-	}
-	b, err := byteSlice(buf, int64(count), uint64(d.Size()), "buf", "count")
-	if err != nil {
-		return reject(name, s, err)
-	}
-	return status(name, s, ce.c.Mix(b, d, int64(step)))
+	return onComm("kylix_mix", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
+		const name = "kylix_mix"
+		var err error
+		// Checked before narrowing to core.Dtype (a uint8): dtype 257 must not become F32.
+		if dtype < C.int(core.F32) || dtype > C.int(core.U64) {
+			return reject(name, s, argErr("dtype: %d is not a kylix_dtype", int(dtype)))
+		}
+		d := core.Dtype(dtype)
+		if !d.IsFloat() {
+			return reject(name, s, argErr("dtype: mixing averages, so it needs KYLIX_F32 or KYLIX_F64, not %s", d))
+		}
+		if step < 0 {
+			return reject(name, s, argErr("step: %d is negative", int64(step)))
+		}
+		b, err := byteSlice(buf, int64(count), uint64(d.Size()), "buf", "count")
+		if err != nil {
+			return reject(name, s, err)
+		}
+		return status(name, s, ce.c.Mix(b, d, int64(step)))
+	})
 }

@@ -58,35 +58,31 @@ func kylixgo_ireduce(h C.uintptr_t, outVals, inVals unsafe.Pointer, dtype, op C.
 //export kylixgo_iallreduce
 func kylixgo_iallreduce(h C.uintptr_t, send, recv unsafe.Pointer, count C.int64_t, dtype, op C.int,
 	req *C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
-	const name = "kylix_iallreduce"
-	s := &sink{buf: eb, size: ecap}
-	defer rec(name, &st, s)
-	ce, err := lookupComm(uint64(h), "c")
-	if err != nil {
-		return fail(name, s, err)
-	}
-	s.ce = ce
-	if req == nil {
-		return reject(name, s, argErr("req is NULL"))
-	}
-	d, o, _, err := reduceArgs(dtype, op, 1)
-	var sb, rb []byte
-	if err == nil {
-		sb, err = byteSlice(send, int64(count), uint64(d.Size()), "send", "count")
-	}
-	if err == nil {
-		rb, err = byteSlice(recv, int64(count), uint64(d.Size()), "recv", "count")
-	}
-	if err != nil {
-		return reject(name, s, err)
-	}
-	r, err := ce.c.IAllreduce(sb, rb, d, o)
-	if err != nil {
-		return fail(name, s, err)
-	}
-	*req = C.uintptr_t(addRequest(ce, r, name))
-	debugf(ce, "%s: count %d %s/%s -> request %#x", name, int64(count), d, o, uint64(*req))
-	return 0
+	return onComm("kylix_iallreduce", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
+		const name = "kylix_iallreduce"
+		var err error
+		if req == nil {
+			return reject(name, s, argErr("req is NULL"))
+		}
+		d, o, _, err := reduceArgs(dtype, op, 1)
+		var sb, rb []byte
+		if err == nil {
+			sb, err = byteSlice(send, int64(count), uint64(d.Size()), "send", "count")
+		}
+		if err == nil {
+			rb, err = byteSlice(recv, int64(count), uint64(d.Size()), "recv", "count")
+		}
+		if err != nil {
+			return reject(name, s, err)
+		}
+		r, err := ce.c.IAllreduce(sb, rb, d, o)
+		if err != nil {
+			return fail(name, s, err)
+		}
+		*req = C.uintptr_t(addRequest(ce, r, name))
+		debugf(ce, "%s: count %d %s/%s -> request %#x", name, int64(count), d, o, uint64(*req))
+		return 0
+	})
 }
 
 // opStatus reports a finished request: the operation's status, its message (prefixed with the

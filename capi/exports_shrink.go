@@ -15,31 +15,27 @@ import "time"
 //
 //export kylixgo_shrink
 func kylixgo_shrink(h C.uintptr_t, out *C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
-	const name = "kylix_shrink"
-	s := &sink{buf: eb, size: ecap}
-	defer rec(name, &st, s)
-	ce, err := lookupComm(uint64(h), "c")
-	if err != nil {
-		return fail(name, s, err)
-	}
-	s.ce = ce
-	if out == nil {
-		// Not a collective slot of c (c is normally broken): nothing to keep in step.
-		return fail(name, s, argErr("survivors is NULL"))
-	}
-	t0 := time.Now()
-	oldRank, oldSize := ce.c.Rank(), ce.c.Size()
-	nc, err := ce.c.Shrink()
-	if err != nil {
-		return fail(name, s, err)
-	}
-	ne, err := addComm(nc, ce.logLevel)
-	if err != nil {
-		nc.Close()
-		return fail(name, s, err)
-	}
-	logf(logInfo, ce.logLevel, nc.Rank(), "shrunk: rank %d of %d is now rank %d of %d (%d ranks left) in %v",
-		oldRank, oldSize, nc.Rank(), nc.Size(), oldSize-nc.Size(), time.Since(t0).Round(time.Millisecond))
-	*out = C.uintptr_t(ne.id)
-	return 0
+	return onComm("kylix_shrink", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
+		const name = "kylix_shrink"
+		var err error
+		if out == nil {
+			// Not a collective slot of c (c is normally broken): nothing to keep in step.
+			return fail(name, s, argErr("survivors is NULL"))
+		}
+		t0 := time.Now()
+		oldRank, oldSize := ce.c.Rank(), ce.c.Size()
+		nc, err := ce.c.Shrink()
+		if err != nil {
+			return fail(name, s, err)
+		}
+		ne, err := addComm(nc, ce.logLevel)
+		if err != nil {
+			nc.Close()
+			return fail(name, s, err)
+		}
+		logf(logInfo, ce.logLevel, nc.Rank(), "shrunk: rank %d of %d is now rank %d of %d (%d ranks left) in %v",
+			oldRank, oldSize, nc.Rank(), nc.Size(), oldSize-nc.Size(), time.Since(t0).Round(time.Millisecond))
+		*out = C.uintptr_t(ne.id)
+		return 0
+	})
 }

@@ -18,52 +18,43 @@ import "unsafe"
 //export kylixgo_stats_json
 func kylixgo_stats_json(h C.uintptr_t, buf *C.char, capacity C.int64_t, needed *C.int64_t,
 	eb *C.char, ecap C.size_t) (st C.int) {
-	const name = "kylix_stats_json"
-	s := &sink{buf: eb, size: ecap}
-	defer rec(name, &st, s)
-	ce, err := lookupComm(uint64(h), "c")
-	if err != nil {
-		return fail(name, s, err)
-	}
-	s.ce = ce
-	switch {
-	case capacity < 0:
-		return fail(name, s, argErr("cap: %d is negative", int64(capacity)))
-	case buf == nil && capacity > 0:
-		return fail(name, s, argErr("buf is NULL but cap=%d", int64(capacity)))
-	}
-	js, err := ce.c.StatsJSON()
-	if err != nil {
-		return fail(name, s, err)
-	}
-	n := int64(len(js)) + 1
-	if needed != nil {
-		*needed = C.int64_t(n)
-	}
-	if int64(capacity) < n {
-		return fail(name, s, argErr("cap: %d is too small for the stats: buf needs %d bytes (see *needed)", int64(capacity), n))
-	}
-	if err := checkSpan(unsafe.Pointer(buf), uint64(n), 1, "buf", "cap"); err != nil {
-		return fail(name, s, err)
-	}
-	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
-	copy(dst, js)
-	dst[n-1] = 0
-	return 0
+	return onComm("kylix_stats_json", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
+		const name = "kylix_stats_json"
+		var err error
+		switch {
+		case capacity < 0:
+			return fail(name, s, argErr("cap: %d is negative", int64(capacity)))
+		case buf == nil && capacity > 0:
+			return fail(name, s, argErr("buf is NULL but cap=%d", int64(capacity)))
+		}
+		js, err := ce.c.StatsJSON()
+		if err != nil {
+			return fail(name, s, err)
+		}
+		n := int64(len(js)) + 1
+		if needed != nil {
+			*needed = C.int64_t(n)
+		}
+		if int64(capacity) < n {
+			return fail(name, s, argErr("cap: %d is too small for the stats: buf needs %d bytes (see *needed)", int64(capacity), n))
+		}
+		if err := checkSpan(unsafe.Pointer(buf), uint64(n), 1, "buf", "cap"); err != nil {
+			return fail(name, s, err)
+		}
+		dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
+		copy(dst, js)
+		dst[n-1] = 0
+		return 0
+	})
 }
 
 // kylixgo_stats_reset zeroes c's counters and timers (local).
 //
 //export kylixgo_stats_reset
 func kylixgo_stats_reset(h C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
-	const name = "kylix_stats_reset"
-	s := &sink{buf: eb, size: ecap}
-	defer rec(name, &st, s)
-	ce, err := lookupComm(uint64(h), "c")
-	if err != nil {
-		return fail(name, s, err)
-	}
-	s.ce = ce
-	ce.c.ResetStats()
-	return 0
+	return onComm("kylix_stats_reset", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
+		const name = "kylix_stats_reset"
+		ce.c.ResetStats()
+		return 0
+	})
 }

@@ -286,6 +286,47 @@ func onComm(name string, h C.uintptr_t, eb *C.char, ecap C.size_t, body func(s *
 	return body(s, ce)
 }
 
+// onPlan is onComm for calls on a plan handle. A freed plan of a live comm goes through
+// Reject, so the peers of a collective on it fail with a mismatch instead of waiting.
+func onPlan(name string, h C.uintptr_t, eb *C.char, ecap C.size_t, body func(s *sink, pe *planEntry, ce *commEntry) C.int) (st C.int) {
+	s := &sink{buf: eb, size: ecap}
+	defer rec(name, &st, s)
+	pe, ce, err := lookupPlan(uint64(h), "p")
+	s.ce = ce
+	if err != nil {
+		if ce != nil {
+			return reject(name, s, err)
+		}
+		return fail(name, s, err)
+	}
+	return body(s, pe, ce)
+}
+
+// reduceBufs checks the arguments of kylix_reduce and kylix_ireduce and views their C buffers.
+func reduceBufs(pe *planEntry, outVals, inVals unsafe.Pointer, dtype, op C.int, width C.int32_t) (d core.Dtype, o core.Op, w int, ob, ib []byte, err error) {
+	if d, o, w, err = reduceArgs(dtype, op, width); err != nil {
+		return
+	}
+	if ob, err = valSlice(outVals, pe.nOut, w, d, "out_vals", "n_out"); err != nil {
+		return
+	}
+	ib, err = valSlice(inVals, pe.nIn, w, d, "in_vals", "n_in")
+	return
+}
+
+// denseBufs checks the arguments of kylix_allreduce and kylix_iallreduce and views their C
+// buffers.
+func denseBufs(send, recv unsafe.Pointer, count C.int64_t, dtype, op C.int) (d core.Dtype, o core.Op, sb, rb []byte, err error) {
+	if d, o, _, err = reduceArgs(dtype, op, 1); err != nil {
+		return
+	}
+	if sb, err = byteSlice(send, int64(count), uint64(d.Size()), "send", "count"); err != nil {
+		return
+	}
+	rb, err = byteSlice(recv, int64(count), uint64(d.Size()), "recv", "count")
+	return
+}
+
 // ---- sparse allreduce ----------------------------------------------------------------------
 
 //export kylixgo_config
@@ -293,7 +334,6 @@ func kylixgo_config(h C.uintptr_t, outIdx *C.int64_t, nOut C.int64_t, inIdx *C.i
 	plan *C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
 	return onComm("kylix_config", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
 		const name = "kylix_config"
-		var err error
 		out, err := idxSlice(outIdx, nOut, "out_idx", "n_out")
 		var in []int64
 		if err == nil {
@@ -324,32 +364,17 @@ func kylixgo_config(h C.uintptr_t, outIdx *C.int64_t, nOut C.int64_t, inIdx *C.i
 //export kylixgo_reduce
 func kylixgo_reduce(h C.uintptr_t, outVals, inVals unsafe.Pointer, dtype, op C.int, width C.int32_t,
 	eb *C.char, ecap C.size_t) (st C.int) {
-	const name = "kylix_reduce"
-	s := &sink{buf: eb, size: ecap}
-	defer rec(name, &st, s)
-	pe, ce, err := lookupPlan(uint64(h), "p")
-	s.ce = ce
-	if err != nil {
-		if ce != nil {
-			return reject(name, s, err) // a freed plan on a live comm: keep the peers in step
+	return onPlan("kylix_reduce", h, eb, ecap, func(s *sink, pe *planEntry, ce *commEntry) C.int {
+		const name = "kylix_reduce"
+		d, o, w, ob, ib, err := reduceBufs(pe, outVals, inVals, dtype, op, width)
+		if err != nil {
+			return reject(name, s, err)
 		}
-		return fail(name, s, err)
-	}
-	d, o, w, err := reduceArgs(dtype, op, width)
-	var ob, ib []byte
-	if err == nil {
-		ob, err = valSlice(outVals, pe.nOut, w, d, "out_vals", "n_out")
-	}
-	if err == nil {
-		ib, err = valSlice(inVals, pe.nIn, w, d, "in_vals", "n_in")
-	}
-	if err != nil {
-		return reject(name, s, err)
-	}
-	t0 := time.Now()
-	err = pe.p.Reduce(ob, ib, d, o, w)
-	debugf(ce, "%s: plan %#x %s/%s width %d: %v in %v", name, pe.h, d, o, w, core.CodeOf(err), time.Since(t0))
-	return status(name, s, err)
+		t0 := time.Now()
+		err = pe.p.Reduce(ob, ib, d, o, w)
+		debugf(ce, "%s: plan %#x %s/%s width %d: %v in %v", name, pe.h, d, o, w, core.CodeOf(err), time.Since(t0))
+		return status(name, s, err)
+	})
 }
 
 //export kylixgo_config_reduce
@@ -358,7 +383,6 @@ func kylixgo_config_reduce(h C.uintptr_t, outIdx *C.int64_t, nOut C.int64_t, out
 	plan *C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
 	return onComm("kylix_config_reduce", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
 		const name = "kylix_config_reduce"
-		var err error
 		out, err := idxSlice(outIdx, nOut, "out_idx", "n_out")
 		var in []int64
 		var ob, ib []byte
@@ -420,7 +444,6 @@ func kylixgo_plan_free(h C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
 func kylixgo_bcast(h C.uintptr_t, buf unsafe.Pointer, n C.int64_t, root C.int, eb *C.char, ecap C.size_t) (st C.int) {
 	return onComm("kylix_bcast", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
 		const name = "kylix_bcast"
-		var err error
 		b, err := byteSlice(buf, int64(n), 1, "buf", "bytes")
 		if err != nil {
 			return reject(name, s, err)
@@ -442,16 +465,7 @@ func kylixgo_allreduce(h C.uintptr_t, send, recv unsafe.Pointer, count C.int64_t
 	eb *C.char, ecap C.size_t) (st C.int) {
 	return onComm("kylix_allreduce", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
 		const name = "kylix_allreduce"
-		var err error
-		d, o, _, err := reduceArgs(dtype, op, 1)
-		if err != nil {
-			return reject(name, s, err)
-		}
-		sb, err := byteSlice(send, int64(count), uint64(d.Size()), "send", "count")
-		if err != nil {
-			return reject(name, s, err)
-		}
-		rb, err := byteSlice(recv, int64(count), uint64(d.Size()), "recv", "count")
+		d, o, sb, rb, err := denseBufs(send, recv, count, dtype, op)
 		if err != nil {
 			return reject(name, s, err)
 		}

@@ -19,7 +19,6 @@ func kylixgo_mix(h C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dtype C.int
 	eb *C.char, ecap C.size_t) (st C.int) {
 	return onComm("kylix_mix", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
 		const name = "kylix_mix"
-		var err error
 		// Checked before narrowing to core.Dtype (a uint8): dtype 257 must not become F32.
 		if dtype < C.int(core.F32) || dtype > C.int(core.U64) {
 			return reject(name, s, argErr("dtype: %d is not a kylix_dtype", int(dtype)))

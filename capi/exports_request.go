@@ -21,38 +21,23 @@ import (
 //export kylixgo_ireduce
 func kylixgo_ireduce(h C.uintptr_t, outVals, inVals unsafe.Pointer, dtype, op C.int, width C.int32_t,
 	req *C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
-	const name = "kylix_ireduce"
-	s := &sink{buf: eb, size: ecap}
-	defer rec(name, &st, s)
-	pe, ce, err := lookupPlan(uint64(h), "p")
-	s.ce = ce
-	if err != nil {
-		if ce != nil {
-			return reject(name, s, err) // a freed plan on a live comm: keep the peers in step
+	return onPlan("kylix_ireduce", h, eb, ecap, func(s *sink, pe *planEntry, ce *commEntry) C.int {
+		const name = "kylix_ireduce"
+		if req == nil {
+			return reject(name, s, argErr("req is NULL"))
 		}
-		return fail(name, s, err)
-	}
-	if req == nil {
-		return reject(name, s, argErr("req is NULL"))
-	}
-	d, o, w, err := reduceArgs(dtype, op, width)
-	var ob, ib []byte
-	if err == nil {
-		ob, err = valSlice(outVals, pe.nOut, w, d, "out_vals", "n_out")
-	}
-	if err == nil {
-		ib, err = valSlice(inVals, pe.nIn, w, d, "in_vals", "n_in")
-	}
-	if err != nil {
-		return reject(name, s, err)
-	}
-	r, err := pe.p.IReduce(ob, ib, d, o, w)
-	if err != nil {
-		return fail(name, s, err)
-	}
-	*req = C.uintptr_t(addRequest(ce, r, name))
-	debugf(ce, "%s: plan %#x %s/%s width %d -> request %#x", name, pe.h, d, o, w, uint64(*req))
-	return 0
+		d, o, w, ob, ib, err := reduceBufs(pe, outVals, inVals, dtype, op, width)
+		if err != nil {
+			return reject(name, s, err)
+		}
+		r, err := pe.p.IReduce(ob, ib, d, o, w)
+		if err != nil {
+			return fail(name, s, err)
+		}
+		*req = C.uintptr_t(addRequest(ce, r, name))
+		debugf(ce, "%s: plan %#x %s/%s width %d -> request %#x", name, pe.h, d, o, w, uint64(*req))
+		return 0
+	})
 }
 
 //export kylixgo_iallreduce
@@ -60,18 +45,10 @@ func kylixgo_iallreduce(h C.uintptr_t, send, recv unsafe.Pointer, count C.int64_
 	req *C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
 	return onComm("kylix_iallreduce", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
 		const name = "kylix_iallreduce"
-		var err error
 		if req == nil {
 			return reject(name, s, argErr("req is NULL"))
 		}
-		d, o, _, err := reduceArgs(dtype, op, 1)
-		var sb, rb []byte
-		if err == nil {
-			sb, err = byteSlice(send, int64(count), uint64(d.Size()), "send", "count")
-		}
-		if err == nil {
-			rb, err = byteSlice(recv, int64(count), uint64(d.Size()), "recv", "count")
-		}
+		d, o, sb, rb, err := denseBufs(send, recv, count, dtype, op)
 		if err != nil {
 			return reject(name, s, err)
 		}

@@ -17,7 +17,6 @@ import "time"
 func kylixgo_shrink(h C.uintptr_t, out *C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
 	return onComm("kylix_shrink", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
 		const name = "kylix_shrink"
-		var err error
 		if out == nil {
 			// Not a collective slot of c (c is normally broken): nothing to keep in step.
 			return fail(name, s, argErr("survivors is NULL"))

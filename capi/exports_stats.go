@@ -20,7 +20,6 @@ func kylixgo_stats_json(h C.uintptr_t, buf *C.char, capacity C.int64_t, needed *
 	eb *C.char, ecap C.size_t) (st C.int) {
 	return onComm("kylix_stats_json", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
 		const name = "kylix_stats_json"
-		var err error
 		switch {
 		case capacity < 0:
 			return fail(name, s, argErr("cap: %d is negative", int64(capacity)))

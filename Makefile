@@ -6,6 +6,9 @@
 #   make test       go vet, every Go test (incl. the multi-process C tests in tests/ and the
 #                   mpirun/ssh launcher tests), a short fuzz run of the frame decoder, then the
 #                   Python (pytest) and Java (JUnit) binding tests
+#   make install PREFIX=/usr/local   lib/libkylix.so (stripped), lib/pkgconfig/kylix.pc,
+#                   include/kylix.h, bin/kylixrun, bin/kylix (DESTDIR= for staged installs)
+#   make uninstall PREFIX=/usr/local
 #   make clean
 #
 # Go's build cache decides what to rebuild, so the Go targets always run `go build`.
@@ -24,7 +27,7 @@ EXAMPLE_SRCS := $(wildcard examples/c/*.c)
 EXAMPLES     := $(patsubst examples/c/%.c,$(BUILD)/examples/%,$(EXAMPLE_SRCS))
 KYLIX_TOOL   := $(if $(wildcard cmd/kylix/*.go),$(BUILD)/kylix)
 
-.PHONY: all examples demo test clean check-tools FORCE
+.PHONY: all examples demo test clean check-tools install uninstall FORCE
 
 all: $(LIB) $(BUILD)/include/kylix.h $(BUILD)/kylixrun $(KYLIX_TOOL)
 
@@ -86,6 +89,29 @@ test: all examples
 	KYLIX_BUILD=$(CURDIR)/$(BUILD) bash bindings/python/run_tests.sh
 	@if [ -x bindings/java/run_tests.sh ] || [ -f bindings/java/run_tests.sh ]; then \
 	  KYLIX_BUILD=$(CURDIR)/$(BUILD) bash bindings/java/run_tests.sh; fi
+
+# ---- install ---------------------------------------------------------------------------------
+PREFIX  ?= /usr/local
+DESTDIR ?=
+VERSION := $(shell awk '/^\#define KYLIX_VERSION_(MAJOR|MINOR|PATCH) /{v=v s $$3; s="."} END{print v}' include/kylix.h)
+INSTALLED := lib/libkylix.so lib/pkgconfig/kylix.pc include/kylix.h bin/kylixrun bin/kylix
+
+# The installed library and tools are stripped (build/ keeps the symbols for debugging). kylix.pc
+# carries an rpath, so a program linked with `pkg-config --libs kylix` finds the library in any
+# PREFIX without LD_LIBRARY_PATH or ldconfig.
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -m 755 -s $(LIB) $(DESTDIR)$(PREFIX)/lib/libkylix.so
+	install -m 644 include/kylix.h $(DESTDIR)$(PREFIX)/include/kylix.h
+	install -m 755 -s $(BUILD)/kylixrun $(BUILD)/kylix $(DESTDIR)$(PREFIX)/bin/
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
+	  'Name: kylix' 'Description: Sparse allreduce over a nested, heterogeneous-degree butterfly' \
+	  'Version: $(VERSION)' 'Libs: -L$${libdir} -Wl,-rpath,$${libdir} -lkylix' \
+	  'Cflags: -I$${includedir}' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kylix.pc
+	@echo "installed kylix $(VERSION) in $(DESTDIR)$(PREFIX): pkg-config finds it with PKG_CONFIG_PATH=$(PREFIX)/lib/pkgconfig"
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALLED))
 
 clean:
 	rm -rf $(BUILD)

@@ -15,9 +15,10 @@ Layers: :mod:`kylix._raw` (one ctypes prototype per C function), :mod:`kylix._ha
 (classes owning the comm/plan/request handles), and this module's API.  Every failure raises
 a :class:`KylixError` subclass carrying the status and the library's message.
 
-The library is found through ``$KYLIX_LIBRARY``, a copy next to this package, or the system
-library path.  Do not use the library in a process fork()ed after it was loaded: start workers
-with the ``spawn`` or ``forkserver`` multiprocessing start method.
+The library is found through ``$KYLIX_LIBRARY`` (the file or its directory), the copy the
+wheel bundles next to this package, or the system library path; ``python -m kylix`` says which.
+Do not use the library in a process fork()ed after it was loaded: start workers with the
+``spawn`` or ``forkserver`` multiprocessing start method.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from ._errors import (
     UserOpError,
     strerror,
 )
+from ._mpi import from_mpi
 from ._raw import KylixLibraryNotFound
 
 __version__ = "0.1.0"
@@ -59,7 +61,7 @@ library_path: str = _raw.library_path
 DTYPES = ("float32", "float64", "int32", "int64", "uint64")
 
 __all__ = [
-    "init", "Comm", "Plan", "Request", "UserOp", "op_create", "plan_degrees", "version",
+    "init", "from_mpi", "Comm", "Plan", "Request", "UserOp", "op_create", "plan_degrees", "version",
     "strerror", "OPS", "DTYPES", "library_path",
     "KylixError", "ArgumentError", "StateError", "TimeoutError", "PeerError", "MismatchError",
     "AuthError", "NetworkError", "NoMemoryError", "InternalError", "UserOpError",

@@ -10,8 +10,9 @@ call back into Python from the library's own threads).
 
 Where the library is looked for, in order:
 
-1. ``$KYLIX_LIBRARY``: the path of ``libkylix.so`` (an explicit choice always wins);
-2. ``libkylix.so`` next to this file (a copy bundled into the installed package);
+1. ``$KYLIX_LIBRARY``: ``libkylix.so`` or the directory holding it (an explicit choice
+   always wins);
+2. ``libkylix.so`` next to this file (the copy the wheel bundles);
 3. the system's library path: ``ctypes.util.find_library("kylix")``, then the plain
    name ``libkylix.so`` (``LD_LIBRARY_PATH``, ``/etc/ld.so.conf``, rpath).
 """
@@ -33,7 +34,7 @@ from ctypes import (
     c_void_p,
 )
 
-__all__ = ["lib", "library_path", "KylixLibraryNotFound"]
+__all__ = ["lib", "library_path", "library_source", "KylixLibraryNotFound"]
 
 
 class KylixLibraryNotFound(ImportError):
@@ -45,7 +46,9 @@ def _candidates() -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     env = os.environ.get("KYLIX_LIBRARY")
     if env:
-        out.append(("$KYLIX_LIBRARY", env))
+        # A directory holding libkylix.so, or the file itself (as -Dkylix.library.path in Java).
+        path = os.path.join(env, "libkylix.so") if os.path.isdir(env) else env
+        out.append(("$KYLIX_LIBRARY", path))
         return out  # explicit: never fall back to another copy silently
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libkylix.so")
     if os.path.exists(here):
@@ -57,22 +60,23 @@ def _candidates() -> list[tuple[str, str]]:
     return out
 
 
-def _load() -> tuple[ctypes.CDLL, str]:
+def _load() -> tuple[ctypes.CDLL, str, str]:
     errors = []
     for how, path in _candidates():
         try:
-            return ctypes.CDLL(path), path
+            return ctypes.CDLL(path), path, how
         except OSError as e:
             errors.append(f"  {how}: {path}: {e}")
     raise KylixLibraryNotFound(
         "kylix: cannot load libkylix.so. Tried:\n"
         + "\n".join(errors)
-        + "\nBuild it with `make` in the Kylix repository (it lands in build/libkylix.so) and "
-        "set KYLIX_LIBRARY=/path/to/libkylix.so, or put its directory on LD_LIBRARY_PATH."
+        + "\nInstall the package from a wheel that bundles it (`pip install ./bindings/python` "
+        "in the Kylix repository), or build it with `make` (build/libkylix.so) and set "
+        "KYLIX_LIBRARY to that file or its directory."
     )
 
 
-lib, library_path = _load()
+lib, library_path, library_source = _load()
 
 
 def _fn(name: str, restype, argtypes):

@@ -96,7 +96,7 @@ func ParseOptions(s string, getenv func(string) string) (Options, error) {
 		o.MinPacket = int64(mp)
 	}
 	if o.Size < 0 {
-		return Options{}, Errorf(CodeArg, "options: size is not set (size=, KYLIX_SIZE, or a launcher's variables)")
+		return Options{}, Errorf(CodeArg, "options: size is not set: run under kylixrun -n N, or set KYLIX_RANK/KYLIX_SIZE and peers or a rendezvous (or rank= and size= in the options)")
 	}
 	if o.Rank < 0 {
 		return Options{}, Errorf(CodeArg, "options: rank is not set (rank=, KYLIX_RANK, or a launcher's variables)")

@@ -1,0 +1,100 @@
+/* kylix_sparse.c — Kylix's sparse allreduce through the C ABI on the same Poisson power-law
+ * data as mpi_direct.c (the "direct all-to-all" baseline of "Kylix: A Sparse Allreduce for
+ * Commodity Clusters", §VI, Table I), timed the same way, so run_sparse.sh can put the two
+ * side by side from one run. f32 SUM, width 1; in = out (the same array) unless separate_in=1.
+ *
+ * Prints (rank 0) medians over iterations, each timed between kylix_barrier calls as the max
+ * over ranks: kylix_config, kylix_reduce on the kept plan, one-shot kylix_config_reduce
+ * (plan NULL), and kylix_allreduce of the densified n-vector. The first result of each is
+ * checked against a brute force (every rank regenerates every rank's set).
+ * Options: n= density= alpha= seed= separate_in= check= (or BENCH_<KEY>), see powerlaw.h;
+ * the library's own (degrees, threads, ...) come from KYLIX_<KEY> via kylix_init("").
+ * Run under kylixrun.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "powerlaw.h"
+#include "kylix.h"
+#include <string.h>
+#include <time.h>
+
+static kylix_comm *comm;
+
+static void must(int st, const char *what) {
+  if (st == KYLIX_OK) return;
+  fprintf(stderr, "kylix_sparse: %s: %s: %s\n", what, kylix_strerror(st), kylix_errmsg(comm));
+  exit(1);
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double t_start(void) { must(kylix_barrier(comm), "barrier"); return now(); }
+static double t_stop(double t0) { /* max over ranks */
+  double dt = now() - t0;
+  must(kylix_allreduce(comm, &dt, &dt, 1, KYLIX_F64, KYLIX_MAX), "allreduce max");
+  return dt * 1e3;
+}
+
+int main(int argc, char **argv) {
+  if (kylix_init("", &comm) != KYLIX_OK) {
+    fprintf(stderr, "kylix_init: %s\n", kylix_errmsg(NULL));
+    return 1;
+  }
+  int rank = kylix_rank(comm), m = kylix_size(comm);
+  pl_opts o = pl_opts_parse(argc, argv);
+  double lambda = pl_solve_lambda(o.n, o.density, o.alpha);
+  pl_set out = pl_sample(o.n, lambda, o.alpha, o.seed, 2 * (uint64_t)rank), in = out;
+  if (o.separate_in) in = pl_sample(o.n, lambda, o.alpha, o.seed, 2 * (uint64_t)rank + 1);
+  float *ov = malloc((size_t)out.len * sizeof(float) + 4);
+  float *iv = malloc((size_t)in.len * sizeof(float) + 4);
+  for (int64_t j = 0; j < out.len; j++) ov[j] = pl_value(rank, out.ids[j]);
+  float *expect = o.check ? pl_brute_force(&o, lambda, m) : NULL;
+  int64_t bad = 0;
+  pl_times t;
+  kylix_plan *p;
+
+  must(kylix_config(comm, out.ids, out.len, in.ids, in.len, &p), "config"); /* warm-up */
+  must(kylix_plan_free(p), "plan_free");
+  for (int i = 0; i < PL_CONFIGS; i++) {
+    double t0 = t_start();
+    must(kylix_config(comm, out.ids, out.len, in.ids, in.len, &p), "config");
+    t.config[i] = t_stop(t0);
+    if (i < PL_CONFIGS - 1) must(kylix_plan_free(p), "plan_free");
+  }
+  must(kylix_reduce(p, ov, iv, KYLIX_F32, KYLIX_SUM, 1), "reduce"); /* warm-up, checked */
+  if (expect) bad += pl_mismatches(expect, in.ids, in.len, iv);
+  for (int i = 0; i < PL_REDUCES; i++) {
+    double t0 = t_start();
+    must(kylix_reduce(p, ov, iv, KYLIX_F32, KYLIX_SUM, 1), "reduce");
+    t.reduce[i] = t_stop(t0);
+  }
+  must(kylix_plan_free(p), "plan_free");
+  for (int i = 0; i < PL_ONESHOTS; i++) {
+    memset(iv, 0, (size_t)in.len * sizeof(float));
+    double t0 = t_start();
+    must(kylix_config_reduce(comm, out.ids, out.len, ov, in.ids, in.len, iv, KYLIX_F32,
+                             KYLIX_SUM, 1, NULL),
+         "config_reduce");
+    t.oneshot[i] = t_stop(t0);
+    if (expect && i == 0) bad += pl_mismatches(expect, in.ids, in.len, iv);
+  }
+  float *dense = calloc((size_t)o.n, sizeof(float)), *dsum = malloc((size_t)o.n * sizeof(float));
+  if (!ov || !iv || !dense || !dsum) { fprintf(stderr, "kylix_sparse: out of memory\n"); return 1; }
+  for (int64_t j = 0; j < out.len; j++) dense[out.ids[j]] = ov[j];
+  for (int i = -1; i < PL_DENSES; i++) { /* i = -1: warm-up, checked */
+    double t0 = t_start();
+    must(kylix_allreduce(comm, dense, dsum, o.n, KYLIX_F32, KYLIX_SUM), "allreduce");
+    double dt = t_stop(t0);
+    if (i >= 0) t.dense[i] = dt;
+    if (expect && i < 0) bad += memcmp(dsum, expect, (size_t)o.n * sizeof(float)) != 0;
+  }
+  must(kylix_allreduce(comm, &bad, &bad, 1, KYLIX_I64, KYLIX_SUM), "allreduce bad");
+  int64_t n_out_total = out.len;
+  must(kylix_allreduce(comm, &n_out_total, &n_out_total, 1, KYLIX_I64, KYLIX_SUM), "allreduce");
+  if (rank == 0) pl_report("kylix", m, &o, n_out_total, &t, expect, bad);
+  kylix_finalize(comm);
+  return bad != 0;
+}

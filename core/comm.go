@@ -21,7 +21,10 @@ type Comm struct {
 	// denseSwitchBytes: Allreduce of up to this many bytes takes the direct exchange
 	// (negative: DefaultDenseSwitch).
 	denseSwitchBytes int
-	mu               sync.Mutex // guards broken/closed against Close from another goroutine
+	// sortBuf is config's sort scratch, kept between configs (config_reduce streams) so that
+	// each one does not page-fault in a fresh array.
+	sortBuf []keyPos
+	mu      sync.Mutex // guards broken/closed against Close from another goroutine
 	// Non-blocking collectives (request.go): the queue, and the issuing mode in which
 	// collective() queues without waiting and leaves the request in issued.
 	ex      executor
@@ -44,7 +47,10 @@ func NewComm(t Transport, opts Options) (*Comm, error) {
 }
 
 func (c *Comm) Rank() int { return c.t.Rank() }
-func (c *Comm) Size() int { return c.t.Size() }
+
+// threads is how many workers the data path may use (the threads option, at least 1).
+func (c *Comm) threads() int { return max(c.opts.Threads, 1) }
+func (c *Comm) Size() int    { return c.t.Size() }
 
 // Transport exposes the underlying transport (stats, tests).
 func (c *Comm) Transport() Transport { return unwrapTransport(c.t) }

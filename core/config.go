@@ -1,6 +1,9 @@
 package core
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // DefaultAlpha is the power-law exponent degrees=auto assumes. Prop. 4.1's density curve
 // depends only weakly on it (paper Fig. 4), and the data does not reveal it cheaply.
@@ -67,7 +70,12 @@ func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVal
 		if err != nil {
 			return err
 		}
-		return p.up(seq, v, inVals, vs)
+		b, err := p.bufs(vs.es, "width")
+		if err != nil {
+			return err
+		}
+		p.expectAll(seq, b, vs.es, false)
+		return p.up(seq, b, v, inVals, vs)
 	})
 	if err != nil || !keep {
 		return nil, err
@@ -79,9 +87,16 @@ func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVal
 // and returns the fully reduced values of the bottom out keys.
 func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *valueSpec) ([]byte, error) {
 	c := p.c
-	outKeys, outPos := sortUnique(outIdx)
-	inKeys, inPos := sortUnique(inIdx)
+	threads := c.threads()
+	so := sortUniqueInto(outIdx, threads, &c.sortBuf)
+	outKeys, outPos := so.keys, so.pos
+	inKeys, inPos := outKeys, outPos
+	if !sameIndices(inIdx, outIdx) { // in = out is common (PageRank, model sync): sort once
+		si := sortUniqueInto(inIdx, threads, &c.sortBuf)
+		inKeys, inPos = si.keys, si.pos
+	}
 	p.outPos, p.inPos, p.out0, p.in0 = outPos, inPos, len(outKeys), len(inKeys)
+	p.outFirst, p.outRest = so.first, so.rest
 
 	degrees := c.degrees
 	if degrees == nil && vs != nil && c.streamDegrees != nil {
@@ -118,6 +133,7 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 		}
 	}
 	p.bottom = lookup(inKeys, outKeys)
+	p.bottomIdentity = slices.Equal(inKeys, outKeys)
 	c.statsPlan(p) // stats.go: degrees and per-layer key counts
 	return v, nil
 }
@@ -139,6 +155,7 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 	}
 	tag := Tag{Seq: seq, Layer: uint8(i), Phase: phase}
 
+	same := len(in) == len(out) && (len(in) == 0 || &in[0] == &out[0]) // in = out, shared
 	sg := sendGroup{t: c.t}
 	hdrs := make([]byte, 16*d)
 	for g := 0; g < d; g++ {
@@ -149,8 +166,13 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 		ia, ib := lm.inSplit[g], lm.inSplit[g+1]
 		h := hdrs[16*g : 16*g+16]
 		putU64(h, uint64(ob-oa))
-		putU64(h[8:], uint64(ib-ia))
-		bufs := [][]byte{h, keyBytes(out[oa:ob]), keyBytes(in[ia:ib])}
+		bufs := [][]byte{h, keyBytes(out[oa:ob]), nil}
+		if same {
+			putU64(h[8:], sameAsOut)
+		} else {
+			putU64(h[8:], uint64(ib-ia))
+			bufs[2] = keyBytes(in[ia:ib])
+		}
 		if vs != nil {
 			bufs = append(bufs, v[oa*es:ob*es])
 		}
@@ -194,7 +216,10 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 	}
 
 	newOut, outMaps := treeMerge(outLists)
-	newIn, inMaps := treeMerge(inLists)
+	newIn, inMaps := newOut, outMaps
+	if !sameLists(inLists, outLists) {
+		newIn, inMaps = treeMerge(inLists)
+	}
 	lm.outMaps, lm.inMaps, lm.outLen, lm.inLen = outMaps, inMaps, len(newOut), len(newIn)
 	var nv []byte
 	if vs != nil {
@@ -214,12 +239,43 @@ func parseConfigMsg(b []byte, es, from int) (out, in []uint64, vals []byte, err 
 		return nil, nil, nil, Errorf(CodeInternal, "rank %d sent a config message of %d bytes", from, len(b))
 	}
 	no, ni := getU64(b), getU64(b[8:])
+	same := ni == sameAsOut
+	if same {
+		ni = 0
+	}
 	if no > uint64(len(b)) || ni > uint64(len(b)) || uint64(len(b)) != 16+8*no+8*ni+no*uint64(es) {
 		return nil, nil, nil, Errorf(CodeInternal, "rank %d sent a malformed config message (%d out, %d in keys in %d bytes)", from, no, ni, len(b))
 	}
 	ko := 16 + 8*no
 	ki := ko + 8*ni
-	return bytesKeys(b[16:ko]), bytesKeys(b[ko:ki]), b[ki:], nil
+	out = bytesKeys(b[16:ko])
+	in = out
+	if !same {
+		in = bytesKeys(b[ko:ki])
+	}
+	return out, in, b[ki:], nil
+}
+
+// sameAsOut in a config message's in-key count says the in keys are the out keys (sent once).
+const sameAsOut = ^uint64(0)
+
+// sameIndices reports whether two index lists are the same list: the same memory, or equal
+// content (checked only when the lengths agree, and stopping at the first difference).
+func sameIndices(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0] || slices.Equal(a, b)
+}
+
+// sameLists reports whether every in list is its out list (in = out on every member).
+func sameLists(in, out [][]uint64) bool {
+	for g := range in {
+		if len(in[g]) != len(out[g]) || len(in[g]) > 0 && &in[g][0] != &out[g][0] {
+			return false
+		}
+	}
+	return true
 }
 
 // autoDegrees agrees with every rank on the feature count and the mean out density, then asks

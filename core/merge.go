@@ -43,39 +43,41 @@ func compose(m, p []int32) {
 }
 
 // merge2 merges two sorted unique lists, returning the union and where each element went.
+// The loop has no data-dependent branch: hashed keys interleave at random, so a branchy merge
+// mispredicts about every other step. Each step writes the smaller head (min), records the
+// output position for both heads (a head that does not advance is written again, correctly,
+// when it does) and advances the head or heads that were output.
 func merge2(a, b []uint64) (u []uint64, pa, pb []int32) {
-	u = make([]uint64, 0, len(a)+len(b))
+	u = make([]uint64, len(a)+len(b))
 	pa = make([]int32, len(a))
 	pb = make([]int32, len(b))
-	i, j := 0, 0
+	i, j, k := 0, 0, 0
 	for i < len(a) && j < len(b) {
 		x, y := a[i], b[j]
-		n := int32(len(u))
-		switch {
-		case x < y:
-			pa[i] = n
-			u = append(u, x)
-			i++
-		case y < x:
-			pb[j] = n
-			u = append(u, y)
-			j++
-		default:
-			pa[i], pb[j] = n, n
-			u = append(u, x)
-			i++
-			j++
-		}
+		u[k] = min(x, y)
+		pa[i], pb[j] = int32(k), int32(k)
+		i += b2i(x <= y)
+		j += b2i(y <= x)
+		k++
 	}
-	for ; i < len(a); i++ {
-		pa[i] = int32(len(u))
-		u = append(u, a[i])
+	for ; i < len(a); i, k = i+1, k+1 {
+		pa[i] = int32(k)
+		u[k] = a[i]
 	}
-	for ; j < len(b); j++ {
-		pb[j] = int32(len(u))
-		u = append(u, b[j])
+	for ; j < len(b); j, k = j+1, k+1 {
+		pb[j] = int32(k)
+		u[k] = b[j]
 	}
-	return u, pa, pb
+	return u[:k], pa, pb
+}
+
+// b2i is 1 for true and 0 for false, without a branch.
+func b2i(c bool) int {
+	var n int
+	if c {
+		n = 1
+	}
+	return n
 }
 
 // lookup maps each element of sorted unique want to its position in sorted unique have, or -1:

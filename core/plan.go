@@ -10,11 +10,19 @@ type Plan struct {
 	nIn    int
 	outPos []int32 // caller's out position -> position in the rank's sorted unique out keys
 	inPos  []int32 // caller's in position -> position in the rank's sorted unique in keys
-	out0   int     // number of unique out keys on this rank
-	in0    int
-	layers []layerMap
-	bottom []int32 // bottom in-key position -> bottom out-key position, -1 if nobody sent it
-	freed  bool
+	// outFirst[u] is the first caller position of unique out key u, outRest the caller
+	// positions that repeat an earlier one (ascending): reduce gathers the out values into
+	// key order (streaming writes, parallel by key range) and folds the repeats after.
+	outFirst, outRest []int32
+	out0              int // number of unique out keys on this rank
+	in0               int
+	layers            []layerMap
+	bottom            []int32 // bottom in-key position -> bottom out-key position, -1 if nobody sent it
+	// bottomIdentity: the bottom in keys are the bottom out keys (in = out), so the bottom
+	// map is skipped and the reduced out values are the in values.
+	bottomIdentity bool
+	vals           *planBufs // value buffers, sized by the first reduce (planbufs.go)
+	freed          bool
 }
 
 // layerMap is what config learned about one communication layer.
@@ -39,7 +47,7 @@ func (p *Plan) Free() error {
 	if p.c.ex.active() {
 		return nil
 	}
-	p.layers, p.outPos, p.inPos, p.bottom = nil, nil, nil, nil
+	p.layers, p.outPos, p.inPos, p.bottom, p.vals, p.outFirst, p.outRest = nil, nil, nil, nil, nil, nil, nil
 	return nil
 }
 

@@ -1,5 +1,7 @@
 package core
 
+import "slices"
+
 // Reduce sends this rank's out values down the configured butterfly and writes the op over
 // all ranks into inVals, in the caller's in-index order.
 func (p *Plan) Reduce(outVals, inVals []byte, d Dtype, o Op, width int) error {
@@ -14,31 +16,59 @@ func (p *Plan) Reduce(outVals, inVals []byte, d Dtype, o Op, width int) error {
 	if err == nil {
 		err = checkValues("in_vals", inVals, p.nIn, d, width)
 	}
+	var b *planBufs
+	if err == nil {
+		b, err = p.bufs(width*d.Size(), "width")
+	}
 	if err != nil {
 		return c.Reject(err)
 	}
 	vs := &valueSpec{d: d, o: o, width: width, es: width * d.Size()}
 	fp := Fingerprint{Kind: KindReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
 	return c.collective(fp, func(seq uint64) error {
-		v := make([]byte, p.out0*vs.es)
-		cb := newCombiner(d, o, width, v)
-		cb.scatter(outVals, p.outPos)
+		p.expectAll(seq, b, vs.es, true)
+		p.top(b.vec[0], outVals, vs)
 		for i := range p.layers {
-			var err error
-			if v, err = p.down(seq, i, v, vs); err != nil {
+			if err := p.down(seq, i, b, vs); err != nil {
 				return err
 			}
 		}
-		return p.up(seq, v, inVals, vs)
+		return p.up(seq, b, b.vec[len(p.layers)], inVals, vs)
 	})
 }
 
-// down is one scatter-reduce layer: member g gets the contiguous slice of v for its key range
-// (sent straight from v), and the slices received are combined in source order.
-func (p *Plan) down(seq uint64, i int, v []byte, vs *valueSpec) ([]byte, error) {
+// expectAll posts the landing place of every message this rank receives in the reduce: down
+// messages into the per-source slots, up messages straight into their final position in the
+// layer above. Posting everything first lets every message stream in while earlier ones are
+// combined.
+func (p *Plan) expectAll(seq uint64, b *planBufs, es int, down bool) {
+	c, t := p.c, p.topo
+	node := c.Rank()
+	for i := range p.layers {
+		lm := &p.layers[i]
+		me := t.Digit(node, i)
+		for g := 0; g < t.Degrees[i]; g++ {
+			if g == me {
+				continue
+			}
+			from := t.Member(node, i, g)
+			if down {
+				c.t.Expect(from, Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDown}, b.slot[i][g][:len(lm.outMaps[g])*es])
+			}
+			c.t.Expect(from, Tag{Seq: seq, Layer: uint8(i), Phase: PhaseUp}, b.above[i][lm.inSplit[g]*es:lm.inSplit[g+1]*es])
+		}
+	}
+}
+
+// down is one scatter-reduce layer: member g gets the contiguous slice of vec[i] for its key
+// range (sent straight from it), and the members' slices are combined into vec[i+1] in source
+// order, each as soon as it and every source before it have landed, while later ones still
+// stream in. Order by source, never by arrival: results are bitwise reproducible.
+func (p *Plan) down(seq uint64, i int, b *planBufs, vs *valueSpec) error {
 	c, t, lm := p.c, p.topo, &p.layers[i]
 	node, d, es := c.Rank(), t.Degrees[i], vs.es
 	me := t.Digit(node, i)
+	v := b.vec[i]
 	tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDown}
 	sg := sendGroup{t: c.t}
 	for g := 0; g < d; g++ {
@@ -46,40 +76,46 @@ func (p *Plan) down(seq uint64, i int, v []byte, vs *valueSpec) ([]byte, error) 
 			sg.send(t.Member(node, i, g), tag, v[lm.outSplit[g]*es:lm.outSplit[g+1]*es])
 		}
 	}
-	nv := make([]byte, lm.outLen*es)
-	cb := newCombiner(vs.d, vs.o, vs.width, nv)
+	dst := b.vec[i+1]
+	var cb combiner
+	if vs.o.Builtin() {
+		p.identity(dst, vs)
+	} else {
+		cb = newCombiner(vs.d, vs.o, vs.width, dst)
+	}
 	var rerr error
 	for g := 0; g < d; g++ {
 		src := v[lm.outSplit[me]*es : lm.outSplit[me+1]*es]
 		if g != me {
-			from := t.Member(node, i, g)
-			if src, rerr = c.t.Recv(from, tag); rerr != nil {
+			if _, rerr = c.t.Await(t.Member(node, i, g), tag); rerr != nil {
 				break
 			}
-			if len(src) != len(lm.outMaps[g])*es {
-				rerr = Errorf(CodeInternal, "rank %d sent %d bytes of values in layer %d, want %d", from, len(src), i, len(lm.outMaps[g])*es)
-				break
-			}
+			src = b.slot[i][g][:len(lm.outMaps[g])*es]
 		}
-		cb.scatter(src, lm.outMaps[g])
-		if g != me {
-			c.release(src)
+		if vs.o.Builtin() {
+			p.scatterMonotone(dst, src, lm.outMaps[g], vs)
+		} else {
+			cb.scatter(src, lm.outMaps[g])
 		}
 	}
 	if err := sg.wait(); rerr == nil {
 		rerr = err
 	}
-	return nv, rerr
+	return rerr
 }
 
-// up maps the bottom in keys onto the reduced out values, then climbs the layers: each node
-// gathers for every member the values of the keys that member asked for, and concatenates what
-// it receives into the value vector of the layer above. The last step lands in inVals.
-func (p *Plan) up(seq uint64, v, inVals []byte, vs *valueSpec) error {
+// up maps the bottom in keys onto the reduced out values v, then climbs the layers: each node
+// gathers for every member the values of the keys that member asked for and sends them, while
+// the members' answers land in place in the in-vector of the layer above. The last step
+// gathers into inVals in the caller's order. The up messages' places must have been posted.
+func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec) error {
 	c, t, es := p.c, p.topo, vs.es
 	node := c.Rank()
-	vin := make([]byte, len(p.bottom)*es)
-	Gather(vs.d, vs.o, vin, v, p.bottom, vs.width)
+	vin := v
+	if !p.bottomIdentity {
+		vin = b.vin
+		p.gather(vin, v, p.bottom, vs)
+	}
 	for i := len(p.layers) - 1; i >= 0; i-- {
 		lm := &p.layers[i]
 		d := t.Degrees[i]
@@ -90,28 +126,16 @@ func (p *Plan) up(seq uint64, v, inVals []byte, vs *valueSpec) error {
 			if g == me {
 				continue
 			}
-			buf := make([]byte, len(lm.inMaps[g])*es)
-			Gather(vs.d, vs.o, buf, vin, lm.inMaps[g], vs.width)
-			sg.send(t.Member(node, i, g), tag, buf)
+			stage := b.slot[i][g][:len(lm.inMaps[g])*es]
+			p.gather(stage, vin, lm.inMaps[g], vs)
+			sg.send(t.Member(node, i, g), tag, stage)
 		}
-		prev := make([]byte, lm.inSplit[d]*es)
-		Gather(vs.d, vs.o, prev[lm.inSplit[me]*es:lm.inSplit[me+1]*es], vin, lm.inMaps[me], vs.width)
+		above := b.above[i]
+		p.gather(above[lm.inSplit[me]*es:lm.inSplit[me+1]*es], vin, lm.inMaps[me], vs)
 		var rerr error
 		for g := 0; g < d && rerr == nil; g++ {
-			if g == me {
-				continue
-			}
-			from := t.Member(node, i, g)
-			b, err := c.t.Recv(from, tag)
-			dst := prev[lm.inSplit[g]*es : lm.inSplit[g+1]*es]
-			switch {
-			case err != nil:
-				rerr = err
-			case len(b) != len(dst):
-				rerr = Errorf(CodeInternal, "rank %d sent %d bytes of values up layer %d, want %d", from, len(b), i, len(dst))
-			default:
-				copy(dst, b)
-				c.release(b)
+			if g != me {
+				_, rerr = c.t.Await(t.Member(node, i, g), tag)
 			}
 		}
 		if err := sg.wait(); rerr == nil {
@@ -120,8 +144,70 @@ func (p *Plan) up(seq uint64, v, inVals []byte, vs *valueSpec) error {
 		if rerr != nil {
 			return rerr
 		}
-		vin = prev
+		vin = above
 	}
-	Gather(vs.d, vs.o, inVals, vin, p.inPos, vs.width)
+	p.gather(inVals, vin, p.inPos, vs)
 	return nil
+}
+
+// The kernels of one reduce, each split over the comm's worker threads by ranges of its output,
+// so that every element is computed by the same operations in the same order whatever the
+// number of threads: the results are bitwise the same.
+
+// top fills v, the rank's values in sorted key order, from the caller's out values: a gather of
+// each key's first contribution (streaming writes, parallel by key range), then the repeats of
+// an index folded in in caller order. A user op goes through its combiner.
+func (p *Plan) top(v, outVals []byte, vs *valueSpec) {
+	if !vs.o.Builtin() || p.outFirst == nil {
+		cb := newCombiner(vs.d, vs.o, vs.width, v)
+		cb.scatter(outVals, p.outPos)
+		return
+	}
+	p.gather(v, outVals, p.outFirst, vs)
+	es := vs.es
+	for _, q := range p.outRest {
+		u := int(p.outPos[q])
+		Combine(vs.d, vs.o, v[u*es:u*es+es], outVals[int(q)*es:int(q)*es+es])
+	}
+}
+
+// gather is Gather split by ranges of dst.
+func (p *Plan) gather(dst, src []byte, idx []int32, vs *valueSpec) {
+	es := vs.es
+	if workersFor(len(idx), p.c.threads()) == 1 { // no closure to allocate
+		Gather(vs.d, vs.o, dst, src, idx, vs.width)
+		return
+	}
+	parallelRanges(len(idx), p.c.threads(), func(lo, hi int) {
+		Gather(vs.d, vs.o, dst[lo*es:hi*es], src, idx[lo:hi], vs.width)
+	})
+}
+
+// identity fills dst with the op's identity, split by ranges.
+func (p *Plan) identity(dst []byte, vs *valueSpec) {
+	es := vs.es
+	if workersFor(len(dst)/es, p.c.threads()) == 1 {
+		Identity(vs.d, vs.o, dst)
+		return
+	}
+	parallelRanges(len(dst)/es, p.c.threads(), func(lo, hi int) {
+		Identity(vs.d, vs.o, dst[lo*es:hi*es])
+	})
+}
+
+// scatterMonotone is ScatterCombine for a strictly increasing idx (a merge map), split by
+// ranges of dst: the rows of src that land in a range are a contiguous run of src.
+func (p *Plan) scatterMonotone(dst, src []byte, idx []int32, vs *valueSpec) {
+	es := vs.es
+	w := workersFor(len(idx), p.c.threads())
+	if w == 1 {
+		ScatterCombine(vs.d, vs.o, dst, src, idx, vs.width)
+		return
+	}
+	parts := split(len(dst)/es, w)
+	parallel(w, func(t int) {
+		lo, _ := slices.BinarySearch(idx, int32(parts[t]))
+		hi, _ := slices.BinarySearch(idx, int32(parts[t+1]))
+		ScatterCombine(vs.d, vs.o, dst, src[lo*es:hi*es], idx[lo:hi], vs.width)
+	})
 }

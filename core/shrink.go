@@ -457,6 +457,20 @@ func (s *subTransport) Recv(from int, tag Tag) ([]byte, error) {
 	return b, s.translate(err)
 }
 
+func (s *subTransport) Expect(from int, tag Tag, dst []byte) {
+	if from >= 0 && from < len(s.rawOf) {
+		s.raw.Expect(s.rawOf[from], tag, dst)
+	}
+}
+
+func (s *subTransport) Await(from int, tag Tag) (int, error) {
+	if from < 0 || from >= len(s.rawOf) {
+		return 0, Errorf(CodeArg, "recv: source rank %d is not in 0..%d", from, len(s.rawOf)-1)
+	}
+	n, err := s.raw.Await(s.rawOf[from], tag)
+	return n, s.translate(err)
+}
+
 // Abort goes to every live rank of the underlying transport; ranks outside this comm ignore it
 // (nothing of theirs runs at this comm's sequence numbers).
 func (s *subTransport) Abort(seq uint64, err error) { s.raw.Abort(seq, err) }

@@ -3,72 +3,135 @@ package core
 import (
 	"cmp"
 	"slices"
+	"sync"
 )
 
 // sortUnique hashes idx, sorts the hashed keys and removes repeats. It returns the sorted
 // unique keys and, for every position of idx, the position of its key in that list — the map
 // that lets reduce combine repeated indices and answer in the caller's order.
 //
-// Hashed keys are uniform over 2^64, so a most-significant-digit bucket sort finishes them in
-// two counting passes: the first on the top 10 bits (1024 buckets, whose write heads stay in
-// cache), the second inside each bucket on the next bits down to buckets of ~8 that an
-// insertion sort completes. A one-pass scatter into 10^5 buckets misses cache on every write.
-func sortUnique(idx []int64) (keys []uint64, pos []int32) {
-	n := len(idx)
-	pos = make([]int32, n)
-	if n == 0 {
-		return nil, pos
-	}
-	pairs := make([]keyPos, n)
-	for i, v := range idx {
-		pairs[i] = keyPos{Mix(uint64(v)), int32(i)}
-	}
-	tmp := make([]keyPos, n)
-	bucketSort(pairs, tmp, 0)
-	keys = make([]uint64, 0, n)
-	u := int32(-1)
-	for i, kp := range pairs {
-		if i == 0 || kp.k != keys[u] {
-			keys = append(keys, kp.k)
-			u++
-		}
-		pos[kp.p] = u
-	}
-	return keys, pos
+// Hashed keys are uniform over 2^64, so a most-significant-digit radix sort finishes them in
+// two counting passes (the radix sorts for uniform keys in STYLE's notes): the first, with the
+// hash fused into it, on the top 11 bits (2048 buckets whose write heads stay in L2), the
+// second inside each bucket, now in L1, on the next bits, leaving runs of one or two keys that
+// an insertion pass completes. Up to `threads` workers share every pass: each takes a
+// contiguous part of the input (pass 1) or of the buckets (pass 2, unique), so the output does
+// not depend on the number of workers.
+func sortUnique(idx []int64, threads int) (keys []uint64, pos []int32) {
+	s := sortUniqueInto(idx, threads, nil)
+	return s.keys, s.pos
 }
 
-// bucketSort sorts a by key, given that all keys agree on their top `done` bits; tmp is
-// scratch of the same length. Small or exhausted ranges go to sortPairs.
-func bucketSort(a, tmp []keyPos, done int) {
-	n := len(a)
-	if n <= 48 || done >= 48 {
-		sortPairs(a)
-		return
+// sorted is what sortUniqueInto finds: the sorted unique keys, every input position's place
+// among them (pos), and the inverse: first[u] is the first input position holding key u, and
+// rest lists the input positions that repeat an earlier one, ascending.
+type sorted struct {
+	keys        []uint64
+	pos         []int32
+	first, rest []int32
+}
+
+// sortUniqueInto is sortUnique with the inverse map, and with the big scratch array taken from
+// (and returned to) *buf, so repeated configs of one comm reuse memory instead of
+// page-faulting in a fresh array each time.
+func sortUniqueInto(idx []int64, threads int, buf *[]keyPos) sorted {
+	n := len(idx)
+	pos := make([]int32, n)
+	if n == 0 {
+		return sorted{pos: pos}
 	}
-	bits := 1
-	for n>>bits > 8 && bits < 10 {
-		bits++
+	const topBits = 11
+	const nb = 1 << topBits
+	const shift = 64 - topBits
+	w := workersFor(n, threads)
+
+	// Pass 1: hash and count per worker, then scatter by the top bits, stably.
+	hist := make([][nb]int, w)
+	parts := split(n, w)
+	parallel(w, func(t int) {
+		h := &hist[t]
+		for _, v := range idx[parts[t]:parts[t+1]] {
+			h[Mix(uint64(v))>>shift]++
+		}
+	})
+	var start [nb + 1]int
+	off := make([][nb]int, w)
+	sum, biggest := 0, 0
+	for b := 0; b < nb; b++ {
+		start[b] = sum
+		for t := 0; t < w; t++ {
+			off[t][b] = sum
+			sum += hist[t][b]
+		}
+		biggest = max(biggest, sum-start[b])
 	}
-	shift := 64 - done - bits
-	mask := uint64(1)<<bits - 1
-	var counts [1025]int
-	for _, kp := range a {
-		counts[(kp.k>>shift)&mask+1]++
+	start[nb] = n
+	var tmp []keyPos
+	if buf != nil && cap(*buf) >= n {
+		tmp = (*buf)[:n]
+	} else {
+		tmp = make([]keyPos, n)
+		if buf != nil {
+			*buf = tmp
+		}
 	}
-	for b := 1; b <= 1<<bits; b++ {
-		counts[b] += counts[b-1]
+	parallel(w, func(t int) {
+		o := &off[t]
+		lo := parts[t]
+		for i, v := range idx[lo:parts[t+1]] {
+			k := Mix(uint64(v))
+			b := k >> shift
+			tmp[o[b]] = keyPos{k, int32(lo + i)}
+			o[b]++
+		}
+	})
+
+	// Pass 2: sort each bucket in place (through a bucket-sized scratch that stays in cache)
+	// and count its distinct keys. Workers take runs of buckets of about equal total size.
+	bparts := splitBuckets(start[:], w)
+	distinct := make([]int32, nb+1)
+	parallel(w, func(t int) {
+		scratch := make([]keyPos, biggest)
+		for b := bparts[t]; b < bparts[t+1]; b++ {
+			a := tmp[start[b]:start[b+1]]
+			sortBucket(a, scratch[:len(a)], shift)
+			u := int32(0)
+			for i := range a {
+				if i == 0 || a[i].k != a[i-1].k {
+					u++
+				}
+			}
+			distinct[b+1] = u
+		}
+	})
+	for b := 1; b <= nb; b++ {
+		distinct[b] += distinct[b-1]
 	}
-	next := counts
-	for _, kp := range a {
-		b := (kp.k >> shift) & mask
-		tmp[next[b]] = kp
-		next[b]++
-	}
-	copy(a, tmp)
-	for b := 0; b < 1<<bits; b++ {
-		lo, hi := counts[b], counts[b+1]
-		bucketSort(a[lo:hi], tmp[lo:hi], done+bits)
-	}
+
+	// Pass 3: the keys, every input position's place among them and the inverse. Every pass
+	// is stable, so a run of equal keys lists its input positions in ascending order.
+	keys := make([]uint64, distinct[nb])
+	first := make([]int32, distinct[nb])
+	rests := make([][]int32, w)
+	parallel(w, func(t int) {
+		for b := bparts[t]; b < bparts[t+1]; b++ {
+			u := distinct[b] - 1
+			a := tmp[start[b]:start[b+1]]
+			for i, kp := range a {
+				if i == 0 || kp.k != a[i-1].k {
+					u++
+					keys[u] = kp.k
+					first[u] = kp.p
+				} else {
+					rests[t] = append(rests[t], kp.p)
+				}
+				pos[kp.p] = u
+			}
+		}
+	})
+	rest := slices.Concat(rests...)
+	slices.Sort(rest)
+	return sorted{keys: keys, pos: pos, first: first, rest: rest}
 }
 
 type keyPos struct {
@@ -76,13 +139,55 @@ type keyPos struct {
 	p int32
 }
 
-// sortPairs sorts a bucket by key: insertion sort for the usual handful, pdqsort beyond (a
-// bucket is only large when the input repeats an index many times).
-func sortPairs(a []keyPos) {
-	if len(a) > 48 {
-		slices.SortFunc(a, func(x, y keyPos) int { return cmp.Compare(x.k, y.k) })
+// sortBucket sorts a, whose keys agree above bit `shift`, in place; scratch is as long as a.
+// A counting pass on the next bits (about two keys per sub-bucket) moves a into scratch, then
+// insertion sort, linear on what is left nearly in order, finishes it on the way back.
+// Sub-buckets that are large because the input repeats an index (equal keys) cost nothing
+// more: insertion sort never moves equal keys.
+func sortBucket(a, scratch []keyPos, shift int) {
+	n := len(a)
+	if n <= 32 {
+		insertionSort(a)
 		return
 	}
+	bits := 1
+	for n>>bits > 2 && bits < 11 {
+		bits++
+	}
+	s := shift - bits
+	mask := uint64(1)<<bits - 1
+	var all [1<<11 + 1]int32
+	counts := all[:1<<bits+1] // only this much is used; clearing all of it costs 8 KiB a bucket
+	for _, kp := range a {
+		counts[(kp.k>>s)&mask+1]++
+	}
+	for b := 1; b <= 1<<bits; b++ {
+		counts[b] += counts[b-1]
+	}
+	for _, kp := range a {
+		b := (kp.k >> s) & mask
+		scratch[counts[b]] = kp
+		counts[b]++
+	}
+	copy(a, scratch)
+	if maxRun(counts[:1<<bits]) > 256 { // many distinct keys in one sub-bucket: not uniform input
+		slices.SortStableFunc(a, func(x, y keyPos) int { return cmp.Compare(x.k, y.k) })
+		return
+	}
+	insertionSort(a)
+}
+
+// maxRun is the largest sub-bucket, given the end offsets of the sub-buckets.
+func maxRun(ends []int32) int {
+	var m, prev int32
+	for _, e := range ends {
+		m = max(m, e-prev)
+		prev = e
+	}
+	return int(m)
+}
+
+func insertionSort(a []keyPos) {
 	for i := 1; i < len(a); i++ {
 		x := a[i]
 		j := i
@@ -92,4 +197,68 @@ func sortPairs(a []keyPos) {
 		}
 		a[j] = x
 	}
+}
+
+// ---- workers ----
+
+// minPerWorker is the least work worth a goroutine of its own (a variable so that tests can
+// make small inputs take the parallel paths).
+var minPerWorker = 1 << 16
+
+// workersFor is how many workers share n items when up to threads may.
+func workersFor(n, threads int) int {
+	return max(1, min(threads, n/minPerWorker))
+}
+
+// split cuts n items into w contiguous parts: part t is [b[t], b[t+1]).
+func split(n, w int) []int {
+	b := make([]int, w+1)
+	for t := range b {
+		b[t] = n * t / w
+	}
+	return b
+}
+
+// splitBuckets cuts the buckets whose starts are given (len = buckets+1) into w runs of about
+// equal size, returned as bucket bounds.
+func splitBuckets(start []int, w int) []int {
+	nb := len(start) - 1
+	n := start[nb]
+	b := make([]int, w+1)
+	b[w] = nb
+	k := 0
+	for t := 1; t < w; t++ {
+		for k < nb && start[k] < n*t/w {
+			k++
+		}
+		b[t] = k
+	}
+	return b
+}
+
+// parallelRanges cuts [0, n) into contiguous ranges, one per worker (up to threads), and runs
+// fn on each at once. A caller that makes every range's result depend only on the range gets
+// the same bits for every number of workers.
+func parallelRanges(n, threads int, fn func(lo, hi int)) {
+	w := workersFor(n, threads)
+	b := split(n, w)
+	parallel(w, func(t int) { fn(b[t], b[t+1]) })
+}
+
+// parallel runs fn(0..w-1), each on its own goroutine but the last, and waits for all.
+func parallel(w int, fn func(t int)) {
+	if w == 1 {
+		fn(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for t := 0; t < w-1; t++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(t)
+		}()
+	}
+	fn(w - 1)
+	wg.Wait()
 }

@@ -369,6 +369,17 @@ func (s *statsTransport) Recv(from int, tag Tag) ([]byte, error) {
 	return b, err
 }
 
+func (s *statsTransport) Expect(from int, tag Tag, dst []byte) { s.inner.Expect(from, tag, dst) }
+
+func (s *statsTransport) Await(from int, tag Tag) (int, error) {
+	s.enter(tag)
+	n, err := s.inner.Await(from, tag)
+	if err == nil {
+		s.count(tag, n, false)
+	}
+	return n, err
+}
+
 func (s *statsTransport) Abort(seq uint64, err error) {
 	s.mu.Lock()
 	s.endLocked(seq, err, time.Now()) // a rejected call ends here (collective's hook ran first otherwise)

@@ -1,7 +1,9 @@
 package core
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -75,7 +77,7 @@ func TestTopologyGroups(t *testing.T) {
 
 func TestSortUnique(t *testing.T) {
 	idx := []int64{5, 3, 5, 0, 1 << 40, 3, 7, 0}
-	keys, pos := sortUnique(idx)
+	keys, pos := sortUnique(idx, 1)
 	if len(keys) != 5 {
 		t.Fatalf("%d unique keys, want 5", len(keys))
 	}
@@ -89,7 +91,7 @@ func TestSortUnique(t *testing.T) {
 			t.Fatalf("pos[%d] points at the wrong key", i)
 		}
 	}
-	if k, p := sortUnique(nil); len(k) != 0 || len(p) != 0 {
+	if k, p := sortUnique(nil, 1); len(k) != 0 || len(p) != 0 {
 		t.Fatal("empty input")
 	}
 }
@@ -113,15 +115,31 @@ func TestTreeMerge(t *testing.T) {
 	}
 }
 
-func BenchmarkSortUnique1M(b *testing.B) {
-	idx := make([]int64, 1<<20)
+// BenchmarkSortUnique4M sorts one rank's 4M keys with 1 and 2 workers, against hashing and
+// slices.Sort (the baseline a radix sort must beat).
+func BenchmarkSortUnique4M(b *testing.B) {
+	idx := make([]int64, 4<<20)
 	for i := range idx {
-		idx[i] = int64(Mix(uint64(i)) % 10000000)
+		idx[i] = int64(Mix(uint64(i)) % 20000000)
 	}
-	b.SetBytes(8 << 20)
-	for i := 0; i < b.N; i++ {
-		sortUnique(idx)
+	for _, th := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", th), func(b *testing.B) {
+			b.SetBytes(8 << 22)
+			for i := 0; i < b.N; i++ {
+				sortUnique(idx, th)
+			}
+		})
 	}
+	b.Run("slices.Sort", func(b *testing.B) {
+		keys := make([]uint64, len(idx))
+		b.SetBytes(8 << 22)
+		for i := 0; i < b.N; i++ {
+			for j, v := range idx {
+				keys[j] = Mix(uint64(v))
+			}
+			slices.Sort(keys)
+		}
+	})
 }
 
 func BenchmarkTreeMerge8x256K(b *testing.B) {
@@ -131,7 +149,7 @@ func BenchmarkTreeMerge8x256K(b *testing.B) {
 		for i := range idx {
 			idx[i] = int64(Mix(uint64(i*8+l)) % 4000000)
 		}
-		lists[l], _ = sortUnique(idx)
+		lists[l], _ = sortUnique(idx, 1)
 	}
 	b.SetBytes(8 << 21)
 	for i := 0; i < b.N; i++ {

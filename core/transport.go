@@ -22,6 +22,16 @@ type Transport interface {
 	// It fails with CodeTimeout (silence for Timeout()), CodePeer (the peer died or finalized),
 	// CodeMismatch (fingerprint) or the code a peer reported through Abort for this sequence.
 	Recv(from int, tag Tag) ([]byte, error)
+	// Expect names dst as the landing place of the message from rank `from` with tag, a
+	// message of the current collective: its payload is read straight into dst (gloo's
+	// prepareRead), so it never passes through a buffer of the transport's. A message that
+	// arrived before the post is copied in. dst belongs to the transport until Await for it
+	// returns or the collective ends; only the bytes of dst are ever written.
+	Expect(from int, tag Tag, dst []byte)
+	// Await waits until the message posted with Expect has landed and returns its length. It
+	// fails as Recv does, and with CodeInternal naming the sender for a payload whose length
+	// is not len(dst).
+	Await(from int, tag Tag) (int, error)
 	// Abort tells every live peer that collective seq failed with err, so ranks waiting in it
 	// fail at once instead of timing out.
 	Abort(seq uint64, err error)

@@ -30,7 +30,31 @@ type mailbox struct {
 	dead    []error // per rank: why it is gone, nil while alive
 	closed  error   // set by close: every wait fails with it
 	waiters []*waiter
+	// freeWaiters are waiters done with, for reuse.
+	freeWaiters []*waiter
+	// posts are the landing places core named with Expect for the current collective (cur):
+	// a data frame for one of them is read straight into it (see claim).
+	posts map[msgKey]*post
 }
+
+// post is one landing place. Its state moves open -> filling (a reader is writing into dst)
+// -> landed, or open -> early (the frame came before the post and waits, buffered, in data).
+type post struct {
+	seq   uint64
+	dst   []byte
+	state postState
+	data  []byte // early: the buffered payload, copied into dst by await
+	err   error  // landed with an error (a payload of the wrong length)
+}
+
+type postState uint8
+
+const (
+	postOpen postState = iota
+	postFilling
+	postEarly
+	postLanded
+)
 
 type msgKey struct {
 	layer, phase uint8
@@ -55,9 +79,24 @@ type seqBox struct {
 }
 
 type waiter struct {
-	seq uint64
-	key msgKey
-	ch  chan struct{} // buffered(1): a wake-up is never lost and never blocks the sender
+	seq   uint64
+	key   msgKey
+	ch    chan struct{} // buffered(1): a wake-up is never lost and never blocks the sender
+	timer *time.Timer   // stopped while the waiter is free
+}
+
+// getWaiter takes a waiter from the free list (waits are frequent; their channel and timer
+// are reused) or makes one.
+func (m *mailbox) getWaiter(seq uint64, k msgKey) *waiter {
+	if n := len(m.freeWaiters); n > 0 {
+		w := m.freeWaiters[n-1]
+		m.freeWaiters = m.freeWaiters[:n-1]
+		w.seq, w.key = seq, k
+		return w
+	}
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &waiter{seq: seq, key: k, ch: make(chan struct{}, 1), timer: t}
 }
 
 func newMailbox(rank, size int, timeout time.Duration) *mailbox {
@@ -68,6 +107,7 @@ func newMailbox(rank, size int, timeout time.Duration) *mailbox {
 		lastHeard: make([]atomic.Int64, size),
 		boxes:     map[uint64]*seqBox{},
 		dead:      make([]error, size),
+		posts:     map[msgKey]*post{},
 	}
 }
 
@@ -99,6 +139,12 @@ func (m *mailbox) begin(seq uint64, fp core.Fingerprint) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.started, m.cur, m.fp = true, seq, fp
+	for k, p := range m.posts {
+		if p.state == postEarly {
+			putBuf(p.data)
+		}
+		delete(m.posts, k)
+	}
 	for s, b := range m.boxes {
 		if s < seq {
 			b.free()
@@ -150,12 +196,13 @@ func (m *mailbox) deliver(src int, seq uint64, layer, phase uint8, fp core.Finge
 		return
 	}
 	k := msgKey{layer, phase, src}
-	b.msgs[k] = append(b.msgs[k], frame{fp, data})
-	for _, w := range m.waiters {
-		if w.seq == seq && w.key == k {
-			wake(w)
-		}
+	if p := m.posts[k]; p != nil && p.seq == seq && p.state == postOpen {
+		// Posted after claim looked and before this frame was filed: hand it to the post.
+		p.state, p.data = postEarly, data
+	} else {
+		b.msgs[k] = append(b.msgs[k], frame{fp, data})
 	}
+	m.wakeKey(seq, k)
 }
 
 // abort records that collective seq failed with err: a peer's report (src >= 0, the message
@@ -276,11 +323,146 @@ func wake(w *waiter) {
 	}
 }
 
-// recv waits for the message from rank `from` with tag. A failed collective, a dead peer, a
-// closed mailbox or timeout of silence from `from` end the wait with an error.
+// recv waits for the message from rank `from` with tag and returns its payload, which the
+// caller owns. A failed collective, a dead peer, a closed mailbox or timeout of silence from
+// `from` end the wait with an error.
 func (m *mailbox) recv(from int, tag core.Tag) ([]byte, error) {
+	r, err := m.wait(from, tag, false)
+	return r.data, err
+}
+
+// takeMsg pops the first buffered message with key k, or returns nil.
+func takeMsg(b *seqBox, k msgKey) []byte {
+	q := b.msgs[k]
+	if len(q) == 0 {
+		return nil
+	}
+	data := q[0].data
+	q[0] = frame{}
+	if len(q) == 1 {
+		delete(b.msgs, k)
+	} else {
+		b.msgs[k] = q[1:]
+	}
+	return data
+}
+
+// expect posts dst as the landing place of the message from rank `from` with tag, a message of
+// the current collective. A frame that already arrived is moved into the post (await copies
+// it); a later one is read straight into dst by claim. A post for a collective this rank has
+// left is ignored (await reports why).
+func (m *mailbox) expect(from int, tag core.Tag, dst []byte) {
+	k := msgKey{tag.Layer, tag.Phase, from}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed != nil || !m.started || tag.Seq != m.cur {
+		return
+	}
+	p := &post{seq: tag.Seq, dst: dst}
+	if b := m.boxes[tag.Seq]; b != nil {
+		if data := takeMsg(b, k); data != nil {
+			p.state, p.data = postEarly, data
+		}
+	}
+	m.posts[k] = p
+}
+
+// claim is asked by a transport, before it reads a data frame's payload of n bytes, whether the
+// payload has a landing place. It returns the post, now being filled, whose dst is exactly n
+// bytes; or nil, and the frame goes through deliver. A posted place of another length makes the
+// post fail with CodeInternal naming the sender (the frame is then delivered and dropped with
+// the collective): nothing is ever written outside the place.
+func (m *mailbox) claim(src int, seq uint64, layer, phase uint8, fp core.Fingerprint, n int) *post {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed != nil || !m.started || seq != m.cur || fp != m.fp {
+		return nil
+	}
+	k := msgKey{layer, phase, src}
+	p := m.posts[k]
+	if p == nil || p.state != postOpen {
+		return nil
+	}
+	if len(p.dst) != n {
+		p.state = postLanded
+		p.err = core.Errorf(core.CodeInternal, "rank %d sent a %s message of %d bytes in layer %d of collective %d, want %d",
+			src, phaseName(phase), n, layer, seq, len(p.dst))
+		m.wakeKey(seq, k)
+		return nil
+	}
+	p.state = postFilling
+	return p
+}
+
+// landed marks a post claimed by claim as filled.
+func (m *mailbox) landed(src int, p *post, layer, phase uint8) {
+	m.heard(src)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p.state == postFilling {
+		p.state = postLanded
+	}
+	m.wakeKey(p.seq, msgKey{layer, phase, src})
+}
+
+func (m *mailbox) wakeKey(seq uint64, k msgKey) {
+	for _, w := range m.waiters {
+		if w.seq == seq && w.key == k {
+			wake(w)
+		}
+	}
+}
+
+// await waits until the message posted with expect has landed in its place and returns its
+// length. It fails as recv does, and with CodeInternal for a payload of the wrong length.
+func (m *mailbox) await(from int, tag core.Tag) (int, error) {
+	r, err := m.wait(from, tag, true)
+	if err != nil {
+		return 0, err
+	}
+	p := r.post
+	if early := r.data; early != nil {
+		defer putBuf(early)
+		if len(early) != len(p.dst) {
+			return 0, core.Errorf(core.CodeInternal, "rank %d sent a %s message of %d bytes in layer %d of collective %d, want %d",
+				from, phaseName(tag.Phase), len(early), tag.Layer, tag.Seq, len(p.dst))
+		}
+		copy(p.dst, early)
+	}
+	return len(p.dst), p.err
+}
+
+// ready is what wait found: a buffered payload (recv, or an early frame of a post) and, for
+// await, the post.
+type ready struct {
+	data []byte
+	post *post
+}
+
+// readyLocked looks for the message: a buffered frame (recv) or a post that has landed or holds
+// an early frame, which it takes out of the post (await).
+func (m *mailbox) readyLocked(b *seqBox, k msgKey, seq uint64, posted bool) (ready, bool) {
+	if !posted {
+		data := takeMsg(b, k)
+		return ready{data: data}, data != nil
+	}
+	q := m.posts[k]
+	if q == nil || q.seq != seq || (q.state != postLanded && q.state != postEarly) {
+		return ready{}, false
+	}
+	r := ready{post: q}
+	if q.state == postEarly {
+		r.data, q.data, q.state = q.data, nil, postLanded
+	}
+	return r, true
+}
+
+// wait blocks until the message is there (readyLocked: a buffered frame, or with posted the
+// post's landing). A failed collective, a dead peer, a closed mailbox or timeout of silence
+// from `from` end the wait with an error.
+func (m *mailbox) wait(from int, tag core.Tag, posted bool) (ready, error) {
 	if from < 0 || from >= m.size {
-		return nil, core.Errorf(core.CodeArg, "recv: source rank %d is not in 0..%d", from, m.size-1)
+		return ready{}, core.Errorf(core.CodeArg, "recv: source rank %d is not in 0..%d", from, m.size-1)
 	}
 	k := msgKey{tag.Layer, tag.Phase, from}
 	var w *waiter
@@ -290,47 +472,48 @@ func (m *mailbox) recv(from int, tag core.Tag) ([]byte, error) {
 	defer func() {
 		if w != nil {
 			m.removeWaiter(w)
+			if !w.timer.Stop() { // fired and not received: drain so the next Reset starts clean
+				select {
+				case <-w.timer.C:
+				default:
+				}
+			}
+			select { // a wake-up that came too late must not wake the next user
+			case <-w.ch:
+			default:
+			}
+			m.freeWaiters = append(m.freeWaiters, w)
 		}
 		m.mu.Unlock()
-		if timer != nil {
-			timer.Stop()
-		}
 	}()
 	for {
 		if m.closed != nil {
-			return nil, m.closed
+			return ready{}, m.closed
 		}
 		if m.stale(tag.Seq) {
-			return nil, core.Errorf(core.CodeState, "recv: collective %d is over (this rank is in %d)", tag.Seq, m.cur)
+			return ready{}, core.Errorf(core.CodeState, "recv: collective %d is over (this rank is in %d)", tag.Seq, m.cur)
 		}
-		if b := m.boxes[tag.Seq]; b != nil {
-			if b.fail != nil {
-				return nil, b.fail
-			}
-			if err := b.stalled[from]; err != nil && len(b.msgs[k]) == 0 {
-				// The rank we wait for gave up on this collective: it will not send.
-				m.failLocked(tag.Seq, b, err)
-				b.remote = true
-				return nil, err
-			}
-			if q := b.msgs[k]; len(q) > 0 {
-				data := q[0].data
-				q[0] = frame{}
-				if len(q) == 1 {
-					delete(b.msgs, k)
-				} else {
-					b.msgs[k] = q[1:]
-				}
-				return data, nil
-			}
+		b := m.box(tag.Seq)
+		if b.fail != nil {
+			return ready{}, b.fail
+		}
+		if r, ok := m.readyLocked(b, k, tag.Seq, posted); ok {
+			return r, nil
+		}
+		if err := b.stalled[from]; err != nil {
+			// The rank we wait for gave up on this collective: it will not send.
+			m.failLocked(tag.Seq, b, err)
+			b.remote = true
+			return ready{}, err
 		}
 		if err := m.dead[from]; err != nil {
-			return nil, err
+			return ready{}, err
 		}
 		if w == nil {
-			w = &waiter{seq: tag.Seq, key: k, ch: make(chan struct{}, 1)}
+			w = m.getWaiter(tag.Seq, k)
 			m.waiters = append(m.waiters, w)
-			timer = time.NewTimer(m.timeout)
+			w.timer.Reset(m.timeout)
+			timer = w.timer
 		}
 		m.mu.Unlock()
 		select {
@@ -346,13 +529,17 @@ func (m *mailbox) recv(from int, tag core.Tag) ([]byte, error) {
 				continue
 			}
 			// One last look: the message may have raced the timer.
-			if b := m.boxes[tag.Seq]; b != nil && (b.fail != nil || len(b.msgs[k]) > 0) {
-				continue
+			if b := m.boxes[tag.Seq]; b != nil && b.fail != nil {
+				return ready{}, b.fail
+			} else if b != nil {
+				if r, ok := m.readyLocked(b, k, tag.Seq, posted); ok {
+					return r, nil
+				}
 			}
 			if m.closed != nil || m.dead[from] != nil {
 				continue
 			}
-			return nil, core.Errorf(core.CodeTimeout, "rank %d sent nothing for %v: waited for its %s message of collective %d, layer %d",
+			return ready{}, core.Errorf(core.CodeTimeout, "rank %d sent nothing for %v: waited for its %s message of collective %d, layer %d",
 				from, m.timeout, phaseName(tag.Phase), tag.Seq, tag.Layer)
 		}
 	}

@@ -66,15 +66,21 @@ func (m *Mem) Send(to int, tag core.Tag, bufs ...[]byte) error {
 	if err := m.mb.deadErr(to); err != nil {
 		return err
 	}
-	data := gather(bufs, n)
 	dst := m.job.ranks[to]
-	dst.mb.deliver(m.rank, tag.Seq, tag.Layer, tag.Phase, m.mb.currentFP(), data)
+	dst.mb.put(m.rank, tag, m.mb.currentFP(), bufs, n)
 	m.stats[to].bytesSent.Add(uint64(n))
 	m.stats[to].msgsSent.Add(1)
 	dst.stats[m.rank].bytesRecv.Add(uint64(n))
 	dst.stats[m.rank].msgsRecv.Add(1)
 	return nil
 }
+
+// Expect names dst as the landing place of the message from rank from with tag: Send copies
+// the payload straight into it.
+func (m *Mem) Expect(from int, tag core.Tag, dst []byte) { m.mb.expect(from, tag, dst) }
+
+// Await waits until the message posted with Expect has landed.
+func (m *Mem) Await(from int, tag core.Tag) (int, error) { return m.mb.await(from, tag) }
 
 // Recv waits for the message from rank from with tag.
 func (m *Mem) Recv(from int, tag core.Tag) ([]byte, error) { return m.mb.recv(from, tag) }

@@ -3,6 +3,8 @@ package netio
 import (
 	"math/bits"
 	"sync"
+
+	"kylix/core"
 )
 
 // Payload buffers. Recv hands each payload to the caller, so by default every message costs a
@@ -45,6 +47,20 @@ func (t *TCP) Release(b []byte) { putBuf(b) }
 
 // Release gives a payload returned by Recv back for reuse (see (*TCP).Release).
 func (m *Mem) Release(b []byte) { putBuf(b) }
+
+// put files a message that is already in memory (a send to oneself, the in-memory transport):
+// copied once, into its posted place when it has one, else into a pooled payload buffer.
+func (m *mailbox) put(src int, tag core.Tag, fp core.Fingerprint, bufs [][]byte, n int) {
+	if p := m.claim(src, tag.Seq, tag.Layer, tag.Phase, fp, n); p != nil {
+		off := 0
+		for _, b := range bufs {
+			off += copy(p.dst[off:], b)
+		}
+		m.landed(src, p, tag.Layer, tag.Phase)
+		return
+	}
+	m.deliver(src, tag.Seq, tag.Layer, tag.Phase, fp, gather(bufs, n))
+}
 
 // gather copies the concatenation of bufs (n bytes in all) into a fresh payload buffer.
 func gather(bufs [][]byte, n int) []byte {

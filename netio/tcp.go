@@ -79,6 +79,13 @@ func (t *TCP) Begin(seq uint64, fp core.Fingerprint) { t.mb.begin(seq, fp) }
 // Recv waits for the message from rank from with tag.
 func (t *TCP) Recv(from int, tag core.Tag) ([]byte, error) { return t.mb.recv(from, tag) }
 
+// Expect names dst as the landing place of the message from rank from with tag: its payload is
+// read from the socket straight into dst.
+func (t *TCP) Expect(from int, tag core.Tag, dst []byte) { t.mb.expect(from, tag, dst) }
+
+// Await waits until the message posted with Expect has landed.
+func (t *TCP) Await(from int, tag core.Tag) (int, error) { return t.mb.await(from, tag) }
+
 // FailedRanks lists the ranks whose connection was lost or that finalized.
 func (t *TCP) FailedRanks() []int { return t.mb.failedRanks() }
 
@@ -106,8 +113,7 @@ func (t *TCP) Send(to int, tag core.Tag, bufs ...[]byte) error {
 		return core.Errorf(core.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, to, uint64(MaxPayload))
 	}
 	if to == t.rank {
-		data := gather(bufs, n)
-		t.mb.deliver(t.rank, tag.Seq, tag.Layer, tag.Phase, t.mb.currentFP(), data)
+		t.mb.put(t.rank, tag, t.mb.currentFP(), bufs, n)
 		t.count(to, n, true)
 		t.count(to, n, false)
 		return nil
@@ -317,7 +323,15 @@ func (t *TCP) readLoop(p *peer) {
 		t.mb.heard(p.rank)
 		switch h.Type {
 		case FrameData:
-			data := getBuf(int(h.Len))
+			// Straight into the place core posted for it when there is one (gloo's
+			// prepareRead), else into a pooled buffer that waits in the mailbox.
+			into := t.mb.claim(p.rank, h.Seq, h.Layer, h.Phase, h.FP, int(h.Len))
+			var data []byte
+			if into != nil {
+				data = into.dst
+			} else {
+				data = getBuf(int(h.Len))
+			}
 			for off := 0; off < len(data); {
 				end := min(off+readChunk, len(data))
 				if _, err := io.ReadFull(br, data[off:end]); err != nil {
@@ -327,7 +341,11 @@ func (t *TCP) readLoop(p *peer) {
 				t.mb.heard(p.rank)
 				off = end
 			}
-			t.mb.deliver(p.rank, h.Seq, h.Layer, h.Phase, h.FP, data)
+			if into != nil {
+				t.mb.landed(p.rank, into, h.Layer, h.Phase)
+			} else {
+				t.mb.deliver(p.rank, h.Seq, h.Layer, h.Phase, h.FP, data)
+			}
 			t.count(p.rank, len(data), false)
 		case FrameAbort:
 			if h.Len > maxAbortPayload {

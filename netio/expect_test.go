@@ -1,0 +1,128 @@
+package netio
+
+import (
+	"bytes"
+	"runtime"
+	"testing"
+	"time"
+
+	"kylix/core"
+)
+
+// A posted place sits inside a larger buffer whose other bytes are sentinels: whatever a peer
+// sends, only the place's bytes may change.
+func sentinelPlace(n int) (whole, place []byte) {
+	whole = bytes.Repeat([]byte{0xA5}, n+64)
+	return whole, whole[32 : 32+n]
+}
+
+func sentinelsIntact(t *testing.T, whole []byte, n int) {
+	t.Helper()
+	for i, b := range whole {
+		if (i < 32 || i >= 32+n) && b != 0xA5 {
+			t.Fatalf("byte %d outside the posted place was written (%#x)", i, b)
+		}
+	}
+}
+
+// testExpect runs the receive-into-place cases over a job's transports: posted before the
+// message, posted after it arrived (copied in), a payload of the wrong length.
+func testExpect(t *testing.T, ts []core.Transport) {
+	for _, tr := range ts {
+		tr.Begin(7, fpAll)
+	}
+	payload := bytes.Repeat([]byte{1, 2, 3, 4, 5}, 2000)
+	n := len(payload)
+
+	// Posted first: the payload lands in place.
+	whole, place := sentinelPlace(n)
+	tagA := core.Tag{Seq: 7, Layer: 0, Phase: core.PhaseDown}
+	ts[0].Expect(1, tagA, place)
+	if err := ts[1].Send(0, tagA, payload[:n/2], payload[n/2:]); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ts[0].Await(1, tagA); err != nil || got != n || !bytes.Equal(place, payload) {
+		t.Fatalf("posted first: %d bytes, %v", got, err)
+	}
+	sentinelsIntact(t, whole, n)
+
+	// Arrived first: copied in by Await.
+	whole, place = sentinelPlace(n)
+	tagB := core.Tag{Seq: 7, Layer: 1, Phase: core.PhaseUp}
+	if err := ts[1].Send(0, tagB, payload); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	ts[0].Expect(1, tagB, place)
+	if got, err := ts[0].Await(1, tagB); err != nil || got != n || !bytes.Equal(place, payload) {
+		t.Fatalf("arrived first: %d bytes, %v", got, err)
+	}
+	sentinelsIntact(t, whole, n)
+
+	// Wrong length, longer and shorter, posted before and after: INTERNAL naming the sender,
+	// and the place untouched.
+	for i, size := range []int{n + 1, n - 1, n + 1000, 0} {
+		for _, early := range []bool{false, true} {
+			whole, place = sentinelPlace(n)
+			copy(place, bytes.Repeat([]byte{0xA5}, n))
+			tag := core.Tag{Seq: 7, Layer: uint8(2 + i), Phase: core.PhaseDown}
+			if early {
+				tag.Phase = core.PhaseUp
+				ts[1].Send(0, tag, bytes.Repeat([]byte{9}, size))
+				time.Sleep(20 * time.Millisecond)
+				ts[0].Expect(1, tag, place)
+			} else {
+				ts[0].Expect(1, tag, place)
+				ts[1].Send(0, tag, bytes.Repeat([]byte{9}, size))
+			}
+			_, err := ts[0].Await(1, tag)
+			wantErr(t, err, core.CodeInternal, "rank 1 sent", "want")
+			for j, b := range whole {
+				if b != 0xA5 {
+					t.Fatalf("size %d early %v: byte %d written", size, early, j)
+				}
+			}
+		}
+	}
+}
+
+func TestExpectMem(t *testing.T) {
+	testExpect(t, memTransports(NewMemJob(2, 5*time.Second)))
+}
+
+func TestExpectTCP(t *testing.T) {
+	base := runtime.NumGoroutine()
+	ts := mustJob(t, 2, 5*time.Second)
+	testExpect(t, tcpTransports(ts))
+	closeAll(ts)
+	noLeak(t, base)
+}
+
+// A peer that dies in the middle of a message being read into place: Await fails with PEER
+// naming it, and nothing outside the place is written.
+func TestExpectPeerDiesMidMessage(t *testing.T) {
+	base := runtime.NumGoroutine()
+	ts := mustJob(t, 2, 5*time.Second)
+	defer closeAll(ts)
+	for _, tr := range ts {
+		tr.Begin(3, fpAll)
+	}
+	const n = 4 << 20
+	whole, place := sentinelPlace(n)
+	tag := core.Tag{Seq: 3, Phase: core.PhaseDown}
+	ts[0].Expect(1, tag, place)
+	// Rank 1 writes a header announcing n bytes and half the payload, then its connection
+	// drops, as when its process is killed mid-send.
+	p := ts[1].peers[0]
+	var hb [HeaderSize]byte
+	EncodeHeader(hb[:], &Header{Type: FrameData, Phase: tag.Phase, Job: ts[1].job, Seq: 3, FP: fpAll, Src: 1, Len: n})
+	p.conn.Write(hb[:])
+	p.conn.Write(bytes.Repeat([]byte{7}, n/2))
+	p.conn.Close()
+	var err error
+	within(t, 2*time.Second, func() { _, err = ts[0].Await(1, tag) })
+	wantErr(t, err, core.CodePeer, "rank 1")
+	sentinelsIntact(t, whole, n)
+	closeAll(ts)
+	noLeak(t, base)
+}

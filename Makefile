@@ -5,7 +5,9 @@
 #   make demo       PageRank over the bundled power-law graph on 4 local ranks
 #   make test       go vet, every Go test (incl. the multi-process C tests in tests/ and the
 #                   mpirun/ssh launcher tests), a short fuzz run of the frame decoder, then the
-#                   Python (pytest) and Java (JUnit) binding tests
+#                   Python (pytest) and Java (JUnit) binding tests, then tests/userpaths: the
+#                   README examples verbatim, make install + pkg-config, the Python wheel,
+#                   mpi4py under Open MPI, PySpark and spark-submit barrier stages
 #   make install PREFIX=/usr/local   lib/libkylix.so (stripped), lib/pkgconfig/kylix.pc,
 #                   include/kylix.h, bin/kylixrun, bin/kylix (DESTDIR= for staged installs)
 #   make uninstall PREFIX=/usr/local
@@ -89,6 +91,7 @@ test: all examples
 	KYLIX_BUILD=$(CURDIR)/$(BUILD) bash bindings/python/run_tests.sh
 	@if [ -x bindings/java/run_tests.sh ] || [ -f bindings/java/run_tests.sh ]; then \
 	  KYLIX_BUILD=$(CURDIR)/$(BUILD) bash bindings/java/run_tests.sh; fi
+	KYLIX_BUILD=$(CURDIR)/$(BUILD) bash tests/userpaths/run.sh
 
 # ---- install ---------------------------------------------------------------------------------
 PREFIX  ?= /usr/local

@@ -99,8 +99,9 @@ if [ ! -e "$MARK" ] || [ "$HERE/requirements-test.txt" -nt "$MARK" ] ||
   "${INSTALL[@]}" "${TARGET[@]}" -r "$HERE/requirements-test.txt"
   touch "$MARK"
 fi
-# The package itself, rebuilt every run (the backend is already installed: no network).
-"${INSTALL[@]}" "${TARGET[@]}" --no-build-isolation --force-reinstall --no-deps "$HERE"
+# The package itself, rebuilt every run from this build (hatch_build.py bundles $BUILD's
+# libkylix.so and kylixrun; the backend is already installed: no network).
+KYLIX_BUILD="$BUILD" "${INSTALL[@]}" "${TARGET[@]}" --no-build-isolation --force-reinstall --no-deps "$HERE"
 
 export KYLIX_BUILD="$BUILD" KYLIX_LIBRARY="$BUILD/libkylix.so"
 export PYTHONDONTWRITEBYTECODE=1

@@ -49,7 +49,7 @@ from ._errors import (
     UserOpError,
     strerror,
 )
-from ._mpi import from_mpi
+from ._engines import from_mpi, from_spark
 from ._raw import KylixLibraryNotFound
 
 __version__ = "0.1.0"
@@ -61,8 +61,8 @@ library_path: str = _raw.library_path
 DTYPES = ("float32", "float64", "int32", "int64", "uint64")
 
 __all__ = [
-    "init", "from_mpi", "Comm", "Plan", "Request", "UserOp", "op_create", "plan_degrees", "version",
-    "strerror", "OPS", "DTYPES", "library_path",
+    "init", "from_mpi", "from_spark", "Comm", "Plan", "Request", "UserOp", "op_create",
+    "plan_degrees", "version", "strerror", "OPS", "DTYPES", "library_path",
     "KylixError", "ArgumentError", "StateError", "TimeoutError", "PeerError", "MismatchError",
     "AuthError", "NetworkError", "NoMemoryError", "InternalError", "UserOpError",
     "KylixLibraryNotFound",

@@ -1,15 +1,15 @@
-"""``kylix.from_mpi``: a Kylix comm over the processes of an mpi4py communicator.
+"""Kylix comms inside the engines users already run: mpi4py, Spark barrier mode.
 
-MPI already knows every process: rank and size come from the communicator, rank 0 makes the
-job secret and broadcasts it, and one ``allgather`` of every rank's ``host:port`` is the peers
-table. No rendezvous, no ``KYLIX_*`` variables, no launcher beyond ``mpirun``/``srun``.
+The engine already knows every process, so no launcher or rendezvous is needed: the rank and
+size come from the engine, and one all-gather of every rank's ``host:port`` (with the job
+secret made by rank 0) is the peers table of :func:`kylix.init`.
 """
 
 from __future__ import annotations
 
 import secrets
 import socket
-from typing import Any, Optional
+from typing import Any, Callable, List, Optional
 
 from ._api import Comm, init
 
@@ -22,15 +22,34 @@ def _free_port(host: str) -> int:
         return s.getsockname()[1]
 
 
+def _join(rank: int, size: int, allgather: Callable[[str], List[str]], host: str,
+          options: Optional[str], kw: Any) -> Comm:
+    """One all-gather of ``rank|host:port|secret`` (only rank 0 sends a secret), then init."""
+    bind = "" if host not in ("127.0.0.1", "localhost") else host
+    mine = f"{rank}|{host}:{_free_port(bind)}|{secrets.token_hex(16) if rank == 0 else ''}"
+    peers: List[str] = [""] * size
+    secret = ""
+    for m in allgather(mine):
+        r, addr, s = m.split("|")
+        peers[int(r)] = addr                 # in rank order, whatever order the engine returns
+        secret = secret or s
+    if not all(peers) or not secret:
+        raise RuntimeError(f"kylix: the all-gather returned {peers!r}: not one address per rank")
+    return init(options, rank=rank, size=size, peers=peers, secret=secret, **kw)
+
+
+def _local_or(hosts: List[str], me: str) -> str:
+    return "127.0.0.1" if all(h == me for h in hosts) else me
+
+
 def from_mpi(comm: Any = None, *, host: Optional[str] = None, options: Optional[str] = None,
              **kw: Any) -> Comm:
-    """Join a Kylix job made of the processes of ``comm`` (default ``MPI.COMM_WORLD``).
+    """Join a Kylix job made of the processes of an mpi4py communicator; collective over it.
 
-    Collective over ``comm``: every process calls it. The Kylix rank is the MPI rank.
+    The Kylix rank and size are ``comm``'s (default ``MPI.COMM_WORLD``).
 
     Args:
-        comm: an mpi4py communicator (anything with ``Get_rank``, ``Get_size``, ``bcast`` and
-            ``allgather``).
+        comm: an mpi4py communicator (anything with ``Get_rank``, ``Get_size``, ``allgather``).
         host: the address the other ranks reach this one at. Default: ``127.0.0.1`` when every
             rank runs on this machine, else this machine's host name.
         options, kw: more options for :func:`kylix.init` (``timeout_ms=60000``, ``degrees=...``).
@@ -39,11 +58,31 @@ def from_mpi(comm: Any = None, *, host: Optional[str] = None, options: Optional[
         from mpi4py import MPI  # imported only here: mpi4py is an optional dependency
 
         comm = MPI.COMM_WORLD
-    rank, size = comm.Get_rank(), comm.Get_size()
-    me = socket.gethostname()
     if host is None:
-        hosts = comm.allgather(me)
-        host = "127.0.0.1" if all(h == me for h in hosts) else me
-    secret = comm.bcast(secrets.token_hex(16) if rank == 0 else None, root=0)
-    peers = comm.allgather(f"{host}:{_free_port(host if host != me else '')}")
-    return init(options, rank=rank, size=size, peers=peers, secret=secret, **kw)
+        me = socket.gethostname()
+        host = _local_or(comm.allgather(me), me)
+    return _join(comm.Get_rank(), comm.Get_size(), comm.allgather, host, options, kw)
+
+
+def from_spark(ctx: Any = None, *, host: Optional[str] = None, options: Optional[str] = None,
+               **kw: Any) -> Comm:
+    """Join a Kylix job made of the tasks of a Spark barrier stage; every task calls it.
+
+    The rank is ``ctx.partitionId()``, the size the number of tasks in the stage, and the
+    peers come from ``ctx.allGather``.
+
+    Args:
+        ctx: the task's ``pyspark.BarrierTaskContext`` (default ``BarrierTaskContext.get()``).
+        host: the address the other tasks reach this one at. Default: this task's executor
+            address from ``ctx.getTaskInfos()``, or ``127.0.0.1`` when every task runs there.
+        options, kw: more options for :func:`kylix.init`.
+    """
+    if ctx is None:
+        from pyspark import BarrierTaskContext
+
+        ctx = BarrierTaskContext.get()
+    infos = ctx.getTaskInfos()
+    if host is None:
+        hosts = [i.address.rsplit(":", 1)[0] for i in infos]
+        host = _local_or(hosts, hosts[ctx.partitionId()])
+    return _join(ctx.partitionId(), len(infos), ctx.allGather, host, options, kw)

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# What a newcomer does, tested from the outside (`make test` runs this last):
+#   test_readme.py   the README examples (C, Python, Java, and bindings/*/README.md's), verbatim,
+#                    4 ranks under kylixrun, in a fresh virtualenv where they make one;
+#   test_install.py  make install/uninstall + pkg-config, the wheel's tag and contents,
+#                    python -m kylix, KYLIX_LIBRARY as a directory, first-run messages;
+#   test_engines.py  kylix.from_mpi under Debian's Open MPI, a PySpark barrier stage
+#                    (kylix.from_spark), the Java SparkBarrier recipe through spark-submit.
+#
+#   tests/userpaths/run.sh [pytest args...]        (KYLIX_BUILD: the build directory)
+#
+# Installs what it needs when missing: pkg-config and Open MPI with apt-get (as root), and a
+# virtualenv in $KYLIX_BUILD/userpaths-venv with requirements.txt (PySpark, mpi4py, ...) and this
+# build's kylix wheel. pip's cache (~/.cache/pip) and Maven's (~/.m2) keep the downloads, so only
+# the first run on a machine fetches them (about 450 MB, most of it PySpark's jars).
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+BUILD="${KYLIX_BUILD:-$ROOT/build}"
+log() { echo "userpaths: $*" >&2; }
+for f in libkylix.so kylixrun; do
+  [ -e "$BUILD/$f" ] || { log "$BUILD/$f not found: run 'make' first"; exit 1; }
+done
+BUILD="$(cd "$BUILD" && pwd)"
+start=$(date +%s)
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  sh "$ROOT/tests/netns/deps.sh" mpi
+  if ! command -v pkg-config >/dev/null 2>&1; then
+    log "installing pkgconf with apt-get"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pkgconf >/dev/null 2>&1 ||
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pkgconf >/dev/null; }
+  fi
+fi
+for tool in pkg-config mpirun java javac jar mvn readelf; do
+  command -v "$tool" >/dev/null 2>&1 || { log "$tool is not on PATH"; exit 1; }
+done
+
+VENV="$BUILD/userpaths-venv"
+PIPQ=(--quiet --disable-pip-version-check --no-input)
+if ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
+  rm -rf "$VENV"
+  python3 -m venv "$VENV"
+fi
+if [ ! -e "$VENV/.reqs" ] || [ "$HERE/requirements.txt" -nt "$VENV/.reqs" ]; then
+  t=$(date +%s)
+  "$VENV/bin/python" -m pip install "${PIPQ[@]}" -r "$HERE/requirements.txt"
+  touch "$VENV/.reqs"
+  log "requirements installed in $(( $(date +%s) - t )) s"
+fi
+KYLIX_BUILD="$BUILD" "$VENV/bin/python" -m pip install "${PIPQ[@]}" --no-build-isolation \
+  --force-reinstall --no-deps "$ROOT/bindings/python"
+
+# The Java tests need the jar (bundling this build's library) and target/lib/jna-*.jar.
+JAR="$ROOT/bindings/java/target/kylix-0.1.0.jar"
+if [ ! -f "$JAR" ] || [ "$BUILD/libkylix.so" -nt "$JAR" ] || ! ls "$ROOT"/bindings/java/target/lib/jna-*.jar >/dev/null 2>&1; then
+  (cd "$ROOT/bindings/java" && KYLIX_BUILD="$BUILD" mvn -q -B -Dstyle.color=never package -DskipTests)
+fi
+
+export KYLIX_BUILD="$BUILD" PYTHONDONTWRITEBYTECODE=1
+unset KYLIX_LIBRARY
+cd "$HERE"
+set +e
+"$VENV/bin/python" -m pytest -p no:cacheprovider -q -ra --durations=12 "$HERE" "$@"
+rc=$?
+set -e
+log "done in $(( $(date +%s) - start )) s"
+if [ "$rc" -eq 5 ]; then
+  log "pytest collected no tests: counting that as a failure"
+  exit 1
+fi
+exit "$rc"

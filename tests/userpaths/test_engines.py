@@ -1,0 +1,75 @@
+"""Kylix inside the engines users already run, checked against a single-process answer
+(kyjob.py): mpi4py under Debian's Open MPI (kylix.from_mpi), a PySpark barrier stage in local
+mode (kylix.from_spark), and the Java SparkBarrier recipe through spark-submit."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+import kyjob
+from conftest import HERE, REPO, newcomer_env, run
+
+TASKS = 4
+JAR_DIR = REPO / "bindings/java/target"
+
+
+def engine_env(**extra: str) -> dict:
+    # Spark binds and advertises loopback only; its Python workers are this interpreter.
+    return newcomer_env(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
+                        PYSPARK_DRIVER_PYTHON=sys.executable, PATH=os.path.dirname(sys.executable)
+                        + os.pathsep + os.environ.get("PATH", ""), **extra)
+
+
+def test_checker_rejects_a_wrong_answer() -> None:
+    right = [kyjob.expected(r, 2) for r in range(2)]
+    assert kyjob.check(right, 2) == []
+    wrong = [dict(x) for x in right]
+    wrong[1]["reduce"] = list(wrong[1]["reduce"])
+    wrong[1]["reduce"][5] += 1
+    assert kyjob.check(wrong, 2) == ["rank 1: reduce differs from the single-process answer"]
+    assert kyjob.check(right[:1], 2)
+
+
+def test_mpi4py_from_mpi() -> None:
+    mpirun = shutil.which("mpirun.openmpi") or shutil.which("mpirun")
+    assert mpirun, "no mpirun: tests/netns/deps.sh mpi installs Debian's openmpi-bin"
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    cmd = [mpirun, *root, "--oversubscribe", "--mca", "btl", "self,tcp", "--mca",
+           "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo", "-n", str(TASKS),
+           sys.executable, str(HERE / "mpi_job.py")]
+    r = run(cmd, timeout=180, env=engine_env())
+    assert r.returncode == 0 and f"mpi4py: PASS {TASKS} ranks" in r.stdout, r.stdout[-6000:]
+
+
+def test_pyspark_barrier_stage() -> None:
+    r = run([sys.executable, str(HERE / "spark_job.py"), str(TASKS)], timeout=300,
+            env=engine_env())
+    assert r.returncode == 0 and f"pyspark: PASS barrier stage of {TASKS} tasks" in r.stdout, \
+        r.stdout[-6000:]
+
+
+def test_spark_submit_java_recipe(tmp_path: Path) -> None:
+    import pyspark
+
+    spark_home = Path(pyspark.__file__).parent
+    kylix_jar = JAR_DIR / "kylix-0.1.0.jar"
+    jna = sorted((JAR_DIR / "lib").glob("jna-*.jar"))
+    assert kylix_jar.is_file() and jna, "run.sh builds bindings/java first (mvn package)"
+    classes = tmp_path / "classes"
+    r = run(["javac", "-nowarn", "-d", str(classes), "-cp", f"{spark_home}/jars/*:{kylix_jar}",
+             str(HERE / "SparkKylixJob.java")], timeout=180)
+    assert r.returncode == 0, r.stdout
+    r = run(["jar", "cf", str(tmp_path / "job.jar"), "-C", str(classes), "."], timeout=60)
+    assert r.returncode == 0, r.stdout
+    r = run([str(spark_home / "bin/spark-submit"), "--master", f"local[{TASKS}]",
+             "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
+             "--jars", f"{kylix_jar},{jna[0]}", "--class", "SparkKylixJob",
+             str(tmp_path / "job.jar"), str(TASKS)],
+            timeout=300, env=engine_env(SPARK_HOME=str(spark_home)))
+    assert r.returncode == 0 and f"spark-submit: PASS barrier stage of {TASKS} tasks" in \
+        r.stdout, r.stdout[-6000:]

@@ -1,0 +1,111 @@
+"""Installing: `make install`/`uninstall` with pkg-config, the Python wheel (tag, contents,
+stripped natives), `python -m kylix`, KYLIX_LIBRARY as a directory, and the messages a
+newcomer gets when Go is missing or no launcher started the program.
+
+The README's own commands (make install + pkg-config + the installed kylixrun; a fresh venv,
+pip install, the venv's kylixrun) run verbatim in test_readme.py.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from conftest import BUILD, REPO, newcomer_env, run
+
+INSTALLED = ["lib/libkylix.so", "lib/pkgconfig/kylix.pc", "include/kylix.h", "bin/kylixrun",
+             "bin/kylix"]
+
+
+def stripped(path: Path) -> bool:
+    sections = subprocess.run(["readelf", "-S", "-W", str(path)], capture_output=True, text=True,
+                              check=True).stdout
+    return ".symtab" not in sections
+
+
+def header_version() -> str:
+    h = (REPO / "include/kylix.h").read_text()
+    parts = [re.search(rf"#define KYLIX_VERSION_{k} (\d+)", h).group(1)
+             for k in ("MAJOR", "MINOR", "PATCH")]
+    return ".".join(parts)
+
+
+def test_make_install_and_uninstall(tmp_path: Path) -> None:
+    prefix = tmp_path / "prefix"
+    r = run(["make", "-s", "-C", str(REPO), "install", f"PREFIX={prefix}"], timeout=300)
+    assert r.returncode == 0, r.stdout
+    for f in INSTALLED:
+        assert (prefix / f).is_file(), f"make install did not install {f}"
+    assert stripped(prefix / "lib/libkylix.so"), "the installed libkylix.so is not stripped"
+    assert not stripped(BUILD / "libkylix.so"), "build/ should keep the symbols for debugging"
+    env = newcomer_env(PKG_CONFIG_PATH=str(prefix / "lib/pkgconfig"))
+    ver = run(["pkg-config", "--modversion", "kylix"], timeout=30, env=env)
+    assert ver.returncode == 0 and ver.stdout.strip() == header_version(), ver.stdout
+    flags = run(["pkg-config", "--cflags", "--libs", "kylix"], timeout=30, env=env).stdout
+    assert f"-I{prefix}/include" in flags and f"-Wl,-rpath,{prefix}/lib" in flags, flags
+    r = run(["make", "-s", "-C", str(REPO), "uninstall", f"PREFIX={prefix}"], timeout=60)
+    assert r.returncode == 0, r.stdout
+    left = [f for f in INSTALLED if (prefix / f).exists()]
+    assert not left, f"make uninstall left {left}"
+
+
+def test_wheel_is_platform_tagged_and_bundles_the_natives(tmp_path: Path) -> None:
+    r = run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps",
+             "-w", str(tmp_path), str(REPO / "bindings/python")], timeout=300,
+            env=newcomer_env(KYLIX_BUILD=str(BUILD)))
+    assert r.returncode == 0, r.stdout
+    wheels = list(tmp_path.glob("*.whl"))
+    assert len(wheels) == 1, wheels
+    assert wheels[0].name.endswith("-py3-none-linux_x86_64.whl"), wheels[0].name
+    with zipfile.ZipFile(wheels[0]) as z:
+        info = {i.filename: i for i in z.infolist()}
+        for name in ("kylix/libkylix.so", "kylix/bin/kylixrun", "kylix/bin/kylix"):
+            assert name in info, f"{name} not in the wheel: {sorted(info)}"
+        for name in ("kylix/bin/kylixrun", "kylix/bin/kylix"):
+            assert (info[name].external_attr >> 16) & stat.S_IXUSR, f"{name} is not executable"
+        z.extract("kylix/libkylix.so", tmp_path / "x")
+        entry = z.read("kylix-0.1.0.dist-info/entry_points.txt").decode()
+    assert stripped(tmp_path / "x/kylix/libkylix.so"), "the wheel's libkylix.so is not stripped"
+    assert "kylixrun = kylix._launch:kylixrun" in entry, entry
+
+
+def test_wheel_build_without_go_says_what_to_do(tmp_path: Path) -> None:
+    # A copy of the package outside any checkout, no KYLIX_BUILD: nothing to build or bundle.
+    src = tmp_path / "python"
+    shutil.copytree(REPO / "bindings/python", src, ignore=shutil.ignore_patterns("build", "*.so"))
+    r = run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w",
+             str(tmp_path), str(src)], timeout=120, env=newcomer_env())
+    assert r.returncode != 0
+    assert "install Go 1.26 or newer" in r.stdout and "KYLIX_BUILD" in r.stdout, r.stdout[-3000:]
+
+
+def test_python_m_kylix_reports_the_bundled_library() -> None:
+    r = run([sys.executable, "-m", "kylix"], timeout=60, env=newcomer_env())
+    assert r.returncode == 0, r.stdout
+    lib = re.search(r"^library: (\S+) \((.*)\)$", r.stdout, re.M)
+    assert lib and lib.group(2) == "bundled with the package", r.stdout
+    assert "site-packages/kylix/libkylix.so" in lib.group(1), r.stdout
+    assert re.search(r"^kylixrun: \S+/kylix/bin/kylixrun$", r.stdout, re.M), r.stdout
+    assert re.search(r"^libkylix \d+\.\d+\.\d+$", r.stdout, re.M), r.stdout
+    assert "degrees=auto" in r.stdout and "kernels:" in r.stdout, r.stdout
+
+
+def test_kylix_library_may_name_a_directory(tmp_path: Path) -> None:
+    code = "import kylix; print(kylix.library_path)"
+    r = run([sys.executable, "-c", code], timeout=60, env=newcomer_env(KYLIX_LIBRARY=str(BUILD)))
+    assert r.returncode == 0 and r.stdout.strip() == str(BUILD / "libkylix.so"), r.stdout
+    r = run([sys.executable, "-c", code], timeout=60,
+            env=newcomer_env(KYLIX_LIBRARY=str(tmp_path)))      # a directory without the library
+    assert r.returncode != 0 and f"{tmp_path}/libkylix.so" in r.stdout, r.stdout
+
+
+def test_no_launcher_says_what_to_do() -> None:
+    r = run([sys.executable, "-c", "import kylix; kylix.init()"], timeout=60, env=newcomer_env())
+    assert r.returncode != 0
+    assert ("run under kylixrun -n N, or set KYLIX_RANK/KYLIX_SIZE and peers or a rendezvous"
+            in r.stdout), r.stdout

@@ -1,0 +1,103 @@
+"""The README examples, run exactly as printed.
+
+For each example below, the test takes the program block of the document (C, Python or Java),
+saves it under the name its commands use, and runs every `sh` block of the section, in order,
+as one shell session, in a mirror of the repository (symlinks to every top-level entry) with a
+newcomer's environment: no KYLIX_* variables, no virtualenv. The 4-rank job's --tag-output lines
+must carry the example's answer on every rank. Documentation that drifts from the code fails.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Tuple
+
+import pytest
+
+from conftest import REPO, example_errors, newcomer_env, run
+
+
+@dataclass
+class Example:
+    doc: str                     # the document, relative to the repository
+    heading: str                 # the section whose sh blocks are the commands
+    lang: str                    # the program block's language
+    filename: str                # the name the commands give the program
+    program_from: str = ""       # the section holding the program, when not this one
+    allreduce: bool = False      # the example also prints its dense allreduce
+    home: bool = False           # the commands write under $HOME: give them a fresh one
+    expect: List[str] = field(default_factory=list)
+
+
+EXAMPLES = [
+    Example("README.md", "Install", "c", "prog.c", program_from="A C example", home=True),
+    Example("README.md", "A C example", "c", "prog.c"),
+    Example("README.md", "A Python example", "python", "prog.py", allreduce=True),
+    Example("README.md", "A Java example", "java", "Prog.java"),
+    Example("bindings/python/README.md", "Install and run", "python", "prog.py",
+            expect=["(bundled with the package)"]),
+    Example("bindings/java/README.md", "Quick start", "java", "Prog.java"),
+]
+
+
+def section(doc: Path, heading: str) -> str:
+    """The text under `heading`, up to the next heading of the same or a higher level
+    (lines in code blocks are never headings)."""
+    out: List[str] = []
+    level = 0
+    fenced = False
+    for line in doc.read_text().splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        m = None if fenced else re.match(r"^(#+) (.*)$", line)
+        if level and m and len(m.group(1)) <= level:
+            break
+        if level:
+            out.append(line)
+        elif m and m.group(2).strip() == heading:
+            level = len(m.group(1))
+    if not level:
+        raise AssertionError(f"{doc}: no section '{heading}'")
+    return "\n".join(out) + "\n"
+
+
+def blocks(text: str) -> List[Tuple[str, str]]:
+    return [(m.group(1), m.group(2)) for m in re.finditer(r"^```(\w*)\n(.*?)^```", text, re.S | re.M)]
+
+
+def go_caches() -> dict:
+    """Go's caches stay where they are when $HOME moves (a cold build cache takes minutes)."""
+    out = subprocess.run(["go", "env", "GOCACHE", "GOMODCACHE", "GOPATH"], capture_output=True,
+                         text=True, check=True).stdout.split("\n")
+    return {"GOCACHE": out[0], "GOMODCACHE": out[1], "GOPATH": out[2]}
+
+
+@pytest.mark.parametrize("ex", EXAMPLES, ids=lambda e: f"{e.doc}:{e.heading}")
+def test_readme_example(ex: Example, tmp_path: Path) -> None:
+    doc = REPO / ex.doc
+    progs = [code for lang, code in blocks(section(doc, ex.program_from or ex.heading))
+             if lang == ex.lang]
+    assert progs, f"{ex.doc}: no {ex.lang} block in '{ex.program_from or ex.heading}'"
+    script = "\n".join(code for lang, code in blocks(section(doc, ex.heading)) if lang == "sh")
+    assert ex.filename in script, f"the commands of '{ex.heading}' do not use {ex.filename}"
+    assert "--tag-output" in script, f"'{ex.heading}' runs 4 ranks without --tag-output"
+
+    box = tmp_path / "repo"
+    box.mkdir()
+    for entry in REPO.iterdir():
+        if entry.name != ".git":
+            (box / entry.name).symlink_to(entry)
+    (box / ex.filename).write_text(progs[0])
+    env = newcomer_env()
+    if ex.home:
+        (tmp_path / "home").mkdir()
+        env.update(go_caches(), HOME=str(tmp_path / "home"))
+    r = run(script, timeout=420, cwd=box, env=env)
+    assert r.returncode == 0, f"exit {r.returncode}:\n{script}\n---\n{r.stdout[-8000:]}"
+    errs = example_errors(r.stdout, 4, allreduce=ex.allreduce)
+    assert not errs, "\n".join(errs) + "\n---\n" + r.stdout[-4000:]
+    for s in ex.expect:
+        assert s in r.stdout, f"want {s!r} in the output:\n{r.stdout[-4000:]}"

@@ -4,6 +4,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 )
@@ -32,6 +34,9 @@ func main() {
 	default:
 		fmt.Fprintf(os.Stderr, "kylix: unknown command %q\n%s", os.Args[1], usage)
 		os.Exit(2)
+	}
+	if errors.Is(err, flag.ErrHelp) { // -h: the flag set has printed the usage; not an error
+		return
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kylix:", err)

@@ -109,3 +109,14 @@ def test_no_launcher_says_what_to_do() -> None:
     assert r.returncode != 0
     assert ("run under kylixrun -n N, or set KYLIX_RANK/KYLIX_SIZE and peers or a rendezvous"
             in r.stdout), r.stdout
+
+
+def test_kylix_tool_help_exits_0() -> None:
+    # The wheel's `kylix` console script, next to this interpreter.
+    tool = str(Path(sys.executable).parent / "kylix")
+    for sub in ("plan", "bench"):
+        r = run([tool, sub, "-h"], timeout=30, env=newcomer_env())
+        assert r.returncode == 0 and "-features" in r.stdout, r.stdout
+        assert "help requested" not in r.stdout, r.stdout
+    r = run([tool, "plan", "--no-such-flag"], timeout=30, env=newcomer_env())
+    assert r.returncode != 0, r.stdout

@@ -24,6 +24,8 @@ type Comm struct {
 	// sortBuf is config's sort scratch, kept between configs (config_reduce streams) so that
 	// each one does not page-fault in a fresh array.
 	sortBuf []keyPos
+	// denseBuf is where the members' copies of this rank's chunks land in dense allreduce.
+	denseBuf []byte
 	mu      sync.Mutex // guards broken/closed against Close from another goroutine
 	// Non-blocking collectives (request.go): the queue, and the issuing mode in which
 	// collective() queues without waiting and leaves the request in issued.

@@ -28,6 +28,9 @@ func (c *Comm) Config(outIdx, inIdx []int64) (*Plan, error) {
 	if err := checkIndices("in_idx", inIdx); err != nil {
 		return nil, c.Reject(err)
 	}
+	if err := checkConfigRoom(len(outIdx), len(inIdx), 0); err != nil {
+		return nil, c.Reject(err)
+	}
 	p := &Plan{c: c, id: uint32(c.seq), nOut: len(outIdx), nIn: len(inIdx)}
 	err := c.collective(Fingerprint{Kind: KindConfig, Plan: p.id}, func(seq uint64) error {
 		_, err := p.configure(seq, outIdx, inIdx, nil, nil)
@@ -58,6 +61,9 @@ func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVal
 	}
 	if err == nil {
 		err = checkValues("in_vals", inVals, len(inIdx), d, width)
+	}
+	if err == nil {
+		err = checkConfigRoom(len(outIdx), len(inIdx), width*d.Size())
 	}
 	if err != nil {
 		return nil, c.Reject(err)
@@ -230,6 +236,19 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 		}
 	}
 	return newOut, newIn, nv, nil
+}
+
+// checkConfigRoom refuses a config whose scratch cannot be had: per index about 16 bytes of
+// sort scratch, 4 of position map and 8 of key, then the keys and maps of the layers below (as
+// many again), plus for config_reduce es bytes of value per index at the top and per layer.
+func checkConfigRoom(nOut, nIn, es int) error {
+	n := uint64(nOut) + uint64(nIn)
+	need := addSize(mulSize(n, 56, 1), mulSize(n, uint64(es), 4))
+	arg := "out_idx/in_idx"
+	if es > 0 && mulSize(n, uint64(es), 4) > mulSize(n, 56, 1) {
+		arg = "width"
+	}
+	return checkRoom(need, arg, "config's scratch")
 }
 
 // parseConfigMsg splits a config message: counts, out keys, in keys, then values (es bytes per

@@ -19,6 +19,10 @@ func (c *Comm) Allreduce(send, recv []byte, d Dtype, o Op) error {
 	if err == nil && len(send)%d.Size() != 0 {
 		err = Errorf(CodeArg, "send holds %d bytes, not a whole number of %s", len(send), d)
 	}
+	if err == nil && len(c.denseBuf) < len(send) {
+		// the members' copies of this rank's chunks, or the direct exchange's copies
+		err = checkRoom(uint64(len(send)), "count", "allreduce's receive scratch")
+	}
 	if err != nil {
 		return c.Reject(err)
 	}
@@ -39,9 +43,10 @@ func (c *Comm) Allreduce(send, recv []byte, d Dtype, o Op) error {
 		lo, hi := 0, n
 		type span struct{ lo, hi int }
 		ranges := make([]span, topo.Layers()) // the range held above each layer
+		slots := c.denseSlots(seq, topo, n, es)
 		for i := 0; i < topo.Layers(); i++ {
 			ranges[i] = span{lo, hi}
-			lo, hi, err = c.denseDown(seq, topo, i, recv, lo, hi, d, o)
+			lo, hi, err = c.denseDown(seq, topo, i, recv, lo, hi, d, o, slots[i])
 			if err != nil {
 				return err
 			}
@@ -53,6 +58,45 @@ func (c *Comm) Allreduce(send, recv []byte, d Dtype, o Op) error {
 		}
 		return nil
 	})
+}
+
+// denseSlots posts, for every layer, where each member's copy of this node's chunk lands: the
+// comm's scratch, one slot per member and layer (every layer's own memory, so that everything
+// can be posted up front and no message waits in a transport buffer). Returns slots[i][g].
+func (c *Comm) denseSlots(seq uint64, topo Topology, n, es int) [][][]byte {
+	node := c.Rank()
+	lo, hi := 0, n
+	total := 0
+	for i := 0; i < topo.Layers(); i++ {
+		deg := topo.Degrees[i]
+		a, b := chunk(lo, hi, topo.Digit(node, i), deg)
+		total += (deg - 1) * roundUp((b-a)*es)
+		lo, hi = a, b
+	}
+	if len(c.denseBuf) < total {
+		words := make([]uint64, (total+7)/8)
+		c.denseBuf = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), total)
+	}
+	slots := make([][][]byte, topo.Layers())
+	off := 0
+	lo, hi = 0, n
+	for i := range slots {
+		deg := topo.Degrees[i]
+		me := topo.Digit(node, i)
+		a, b := chunk(lo, hi, me, deg)
+		size := (b - a) * es
+		slots[i] = make([][]byte, deg)
+		for g := 0; g < deg; g++ {
+			if g == me {
+				continue
+			}
+			slots[i][g] = c.denseBuf[off : off+size : off+size]
+			off += roundUp(size)
+			c.t.Expect(topo.Member(node, i, g), Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDense}, slots[i][g])
+		}
+		lo, hi = a, b
+	}
+	return slots
 }
 
 // denseDegrees: fixed degrees from the options, else one direct layer for small jobs and a
@@ -76,9 +120,14 @@ func chunk(lo, hi, g, d int) (int, int) {
 	return lo + n*g/d, lo + n*(g+1)/d
 }
 
+// denseSegment is how much of a chunk is combined at a time: the front of every source's copy
+// is combined while the rest is still streaming in.
+const denseSegment = 256 << 10
+
 // denseDown sends each member its chunk of [lo,hi) of buf and combines the members' copies of
-// this node's chunk in source order. It returns this node's chunk.
-func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi int, d Dtype, o Op) (int, int, error) {
+// this node's chunk, which land in slots[g], in source order, segment by segment as they
+// arrive. It returns this node's chunk.
+func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi int, d Dtype, o Op, slots [][]byte) (int, int, error) {
 	node, deg, es := c.Rank(), topo.Degrees[i], d.Size()
 	me := topo.Digit(node, i)
 	tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDense}
@@ -91,41 +140,40 @@ func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi in
 	}
 	a, b := chunk(lo, hi, me, deg)
 	mine := buf[a*es : b*es]
-	// The accumulator starts as source 0's chunk and takes sources 1..d-1 in order: this
-	// node's own chunk (combined in place) when it is source 0, else the received buffer, which
-	// this node owns. No identity fill and no scratch vector.
-	var acc []byte
+	// The accumulator starts as source 0's copy and takes sources 1..d-1 in order: this
+	// node's own chunk, combined in place, when it is source 0, else source 0's slot, copied
+	// into place once combined. No identity fill. A user op gets the same order.
+	acc := mine
+	if me != 0 {
+		acc = slots[0]
+	}
+	seg := max(denseSegment/es, 1) * es
 	var rerr error
+	for off := 0; off < len(mine) && rerr == nil; off += seg {
+		end := min(off+seg, len(mine))
+		for g := 0; g < deg; g++ {
+			src := mine
+			if g != me {
+				if rerr = c.t.AwaitPrefix(topo.Member(node, i, g), tag, end); rerr != nil {
+					break
+				}
+				src = slots[g]
+			}
+			if g > 0 {
+				Combine(d, o, acc[off:end], src[off:end])
+			}
+		}
+		if rerr == nil && me != 0 {
+			copy(mine[off:end], acc[off:end])
+		}
+	}
 	for g := 0; g < deg && rerr == nil; g++ {
-		src := mine
-		if g != me {
-			from := topo.Member(node, i, g)
-			if src, rerr = c.t.Recv(from, tag); rerr != nil {
-				break
-			}
-			if len(src) != len(mine) {
-				rerr = Errorf(CodeMismatch, "rank %d sent %d bytes for a %d-byte chunk: counts differ", from, len(src), len(mine))
-				c.release(src)
-				break
-			}
-		}
-		if g == 0 {
-			acc = src
-			continue
-		}
-		Combine(d, o, acc, src)
-		if g != me {
-			c.release(src)
+		if g != me { // landed whole by now: counts the message
+			_, rerr = c.t.Await(topo.Member(node, i, g), tag)
 		}
 	}
 	if err := sg.wait(); rerr == nil {
 		rerr = err
-	}
-	if me != 0 && acc != nil {
-		if rerr == nil {
-			copy(mine, acc)
-		}
-		c.release(acc)
 	}
 	return a, b, rerr
 }

@@ -104,6 +104,14 @@ func mulSize(a, b, c uint64) uint64 {
 	return lo
 }
 
+// addSize is a+b, saturating.
+func addSize(a, b uint64) uint64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxUint64
+}
+
 // checkRoom returns CodeNoMem when an allocation of need bytes, driven by the argument arg,
 // cannot be had. what says what the memory is for.
 func checkRoom(need uint64, arg, what string) error {
@@ -111,7 +119,7 @@ func checkRoom(need uint64, arg, what string) error {
 		return nil
 	}
 	if room := memRoom(); need > room {
-		return Errorf(CodeNoMem, "%s: %s needs %s but the process can have only %s (rlimits, cgroup memory.max, MemAvailable)",
+		return Errorf(CodeNoMem, "%s: %s would take %s, but the process can have only %s more (its rlimits, cgroup memory.max, MemAvailable)",
 			arg, what, fmtBytes(need), fmtBytes(room))
 	}
 	return nil

@@ -36,12 +36,10 @@ func (p *Plan) bufs(es int, arg string) (*planBufs, error) {
 	if b := p.vals; b != nil && b.es == es {
 		return b, nil
 	}
-	sizes := p.bufSizes()
-	var total uint64
-	for _, n := range sizes {
-		total += uint64(roundUp(n))
+	var need uint64
+	for _, n := range p.bufSizes() {
+		need = addSize(need, mulSize(uint64(n), uint64(es), 1)+bufAlign)
 	}
-	need := mulSize(total, uint64(es), 1)
 	if b := p.vals; b != nil && need <= uint64(len(b.block)) {
 		return p.carve(b.block, es), nil
 	}
@@ -54,7 +52,7 @@ func (p *Plan) bufs(es int, arg string) (*planBufs, error) {
 	return p.carve(block, es), nil
 }
 
-// bufSizes lists the index counts of the pieces in carve order: vec[0..L], slot[i][g] for
+// bufSizes lists the index counts (each piece takes count*es bytes, rounded up to bufAlign) of the pieces in carve order: vec[0..L], slot[i][g] for
 // every i and g, above[0..L-1], vin.
 func (p *Plan) bufSizes() []int {
 	L := len(p.layers)
@@ -88,7 +86,7 @@ func (p *Plan) carve(block []byte, es int) *planBufs {
 	off := 0
 	take := func(n int) []byte {
 		b := block[off : off+n*es : off+n*es]
-		off += roundUp(n) * es
+		off += roundUp(n * es)
 		return b
 	}
 	L := len(p.layers)

@@ -471,6 +471,13 @@ func (s *subTransport) Await(from int, tag Tag) (int, error) {
 	return n, s.translate(err)
 }
 
+func (s *subTransport) AwaitPrefix(from int, tag Tag, n int) error {
+	if from < 0 || from >= len(s.rawOf) {
+		return Errorf(CodeArg, "recv: source rank %d is not in 0..%d", from, len(s.rawOf)-1)
+	}
+	return s.translate(s.raw.AwaitPrefix(s.rawOf[from], tag, n))
+}
+
 // Abort goes to every live rank of the underlying transport; ranks outside this comm ignore it
 // (nothing of theirs runs at this comm's sequence numbers).
 func (s *subTransport) Abort(seq uint64, err error) { s.raw.Abort(seq, err) }

@@ -380,6 +380,12 @@ func (s *statsTransport) Await(from int, tag Tag) (int, error) {
 	return n, err
 }
 
+// AwaitPrefix is not counted: the Await that follows it counts the whole message.
+func (s *statsTransport) AwaitPrefix(from int, tag Tag, n int) error {
+	s.enter(tag)
+	return s.inner.AwaitPrefix(from, tag, n)
+}
+
 func (s *statsTransport) Abort(seq uint64, err error) {
 	s.mu.Lock()
 	s.endLocked(seq, err, time.Now()) // a rejected call ends here (collective's hook ran first otherwise)

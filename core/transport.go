@@ -32,6 +32,10 @@ type Transport interface {
 	// fails as Recv does, and with CodeInternal naming the sender for a payload whose length
 	// is not len(dst).
 	Await(from int, tag Tag) (int, error)
+	// AwaitPrefix waits until at least the first n bytes of the posted message have landed,
+	// so that the front of a large message can be combined while the rest streams in. It
+	// fails as Await does.
+	AwaitPrefix(from int, tag Tag, n int) error
 	// Abort tells every live peer that collective seq failed with err, so ranks waiting in it
 	// fail at once instead of timing out.
 	Abort(seq uint64, err error)

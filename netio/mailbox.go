@@ -43,8 +43,9 @@ type post struct {
 	seq   uint64
 	dst   []byte
 	state postState
-	data  []byte // early: the buffered payload, copied into dst by await
-	err   error  // landed with an error (a payload of the wrong length)
+	data   []byte // early: the buffered payload, copied into dst by await
+	err    error  // landed with an error (a payload of the wrong length)
+	filled int    // filling: bytes of dst already read (a prefix)
 }
 
 type postState uint8
@@ -327,7 +328,7 @@ func wake(w *waiter) {
 // caller owns. A failed collective, a dead peer, a closed mailbox or timeout of silence from
 // `from` end the wait with an error.
 func (m *mailbox) recv(from int, tag core.Tag) ([]byte, error) {
-	r, err := m.wait(from, tag, false)
+	r, err := m.wait(from, tag, recvWhole)
 	return r.data, err
 }
 
@@ -394,6 +395,17 @@ func (m *mailbox) claim(src int, seq uint64, layer, phase uint8, fp core.Fingerp
 	return p
 }
 
+// progress records that the first n bytes of a post being filled have landed, for waits on a
+// prefix (awaitPrefix).
+func (m *mailbox) progress(src int, p *post, n int, layer, phase uint8) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p.state == postFilling {
+		p.filled = n
+		m.wakeKey(p.seq, msgKey{layer, phase, src})
+	}
+}
+
 // landed marks a post claimed by claim as filled.
 func (m *mailbox) landed(src int, p *post, layer, phase uint8) {
 	m.heard(src)
@@ -416,7 +428,17 @@ func (m *mailbox) wakeKey(seq uint64, k msgKey) {
 // await waits until the message posted with expect has landed in its place and returns its
 // length. It fails as recv does, and with CodeInternal for a payload of the wrong length.
 func (m *mailbox) await(from int, tag core.Tag) (int, error) {
-	r, err := m.wait(from, tag, true)
+	return m.awaitPrefix(from, tag, -1)
+}
+
+// awaitPrefix waits until at least the first n bytes of the posted message have landed (all of
+// it when n < 0), so a caller can combine the front of a large message while the rest streams
+// in. It returns the message's length once it has landed whole, else n.
+func (m *mailbox) awaitPrefix(from int, tag core.Tag, n int) (int, error) {
+	if n < 0 {
+		n = postWhole
+	}
+	r, err := m.wait(from, tag, n)
 	if err != nil {
 		return 0, err
 	}
@@ -429,25 +451,35 @@ func (m *mailbox) await(from int, tag core.Tag) (int, error) {
 		}
 		copy(p.dst, early)
 	}
+	if r.partial {
+		return n, nil
+	}
 	return len(p.dst), p.err
 }
 
 // ready is what wait found: a buffered payload (recv, or an early frame of a post) and, for
 // await, the post.
 type ready struct {
-	data []byte
-	post *post
+	data    []byte
+	post    *post
+	partial bool // only the prefix asked for has landed
 }
 
 // readyLocked looks for the message: a buffered frame (recv) or a post that has landed or holds
 // an early frame, which it takes out of the post (await).
-func (m *mailbox) readyLocked(b *seqBox, k msgKey, seq uint64, posted bool) (ready, bool) {
-	if !posted {
+func (m *mailbox) readyLocked(b *seqBox, k msgKey, seq uint64, prefix int) (ready, bool) {
+	if prefix == recvWhole {
 		data := takeMsg(b, k)
 		return ready{data: data}, data != nil
 	}
 	q := m.posts[k]
-	if q == nil || q.seq != seq || (q.state != postLanded && q.state != postEarly) {
+	if q == nil || q.seq != seq {
+		return ready{}, false
+	}
+	if q.state == postFilling && prefix >= 0 && q.filled >= prefix {
+		return ready{post: q, partial: true}, true
+	}
+	if q.state != postLanded && q.state != postEarly {
 		return ready{}, false
 	}
 	r := ready{post: q}
@@ -457,10 +489,16 @@ func (m *mailbox) readyLocked(b *seqBox, k msgKey, seq uint64, posted bool) (rea
 	return r, true
 }
 
-// wait blocks until the message is there (readyLocked: a buffered frame, or with posted the
-// post's landing). A failed collective, a dead peer, a closed mailbox or timeout of silence
-// from `from` end the wait with an error.
-func (m *mailbox) wait(from int, tag core.Tag, posted bool) (ready, error) {
+// What wait waits for: a buffered message (recv), a posted message landed whole, or (n >= 0)
+// the first n bytes of a posted message.
+const (
+	recvWhole = -2
+	postWhole = -1
+)
+
+// wait blocks until the message is there (readyLocked). A failed collective, a dead peer, a
+// closed mailbox or timeout of silence from `from` end the wait with an error.
+func (m *mailbox) wait(from int, tag core.Tag, prefix int) (ready, error) {
 	if from < 0 || from >= m.size {
 		return ready{}, core.Errorf(core.CodeArg, "recv: source rank %d is not in 0..%d", from, m.size-1)
 	}
@@ -497,7 +535,7 @@ func (m *mailbox) wait(from int, tag core.Tag, posted bool) (ready, error) {
 		if b.fail != nil {
 			return ready{}, b.fail
 		}
-		if r, ok := m.readyLocked(b, k, tag.Seq, posted); ok {
+		if r, ok := m.readyLocked(b, k, tag.Seq, prefix); ok {
 			return r, nil
 		}
 		if err := b.stalled[from]; err != nil {
@@ -532,7 +570,7 @@ func (m *mailbox) wait(from int, tag core.Tag, posted bool) (ready, error) {
 			if b := m.boxes[tag.Seq]; b != nil && b.fail != nil {
 				return ready{}, b.fail
 			} else if b != nil {
-				if r, ok := m.readyLocked(b, k, tag.Seq, posted); ok {
+				if r, ok := m.readyLocked(b, k, tag.Seq, prefix); ok {
 					return r, nil
 				}
 			}

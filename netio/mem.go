@@ -82,6 +82,12 @@ func (m *Mem) Expect(from int, tag core.Tag, dst []byte) { m.mb.expect(from, tag
 // Await waits until the message posted with Expect has landed.
 func (m *Mem) Await(from int, tag core.Tag) (int, error) { return m.mb.await(from, tag) }
 
+// AwaitPrefix waits until the first n bytes of the posted message have landed.
+func (m *Mem) AwaitPrefix(from int, tag core.Tag, n int) error {
+	_, err := m.mb.awaitPrefix(from, tag, n)
+	return err
+}
+
 // Recv waits for the message from rank from with tag.
 func (m *Mem) Recv(from int, tag core.Tag) ([]byte, error) { return m.mb.recv(from, tag) }
 

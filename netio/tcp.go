@@ -86,6 +86,12 @@ func (t *TCP) Expect(from int, tag core.Tag, dst []byte) { t.mb.expect(from, tag
 // Await waits until the message posted with Expect has landed.
 func (t *TCP) Await(from int, tag core.Tag) (int, error) { return t.mb.await(from, tag) }
 
+// AwaitPrefix waits until the first n bytes of the posted message have landed.
+func (t *TCP) AwaitPrefix(from int, tag core.Tag, n int) error {
+	_, err := t.mb.awaitPrefix(from, tag, n)
+	return err
+}
+
 // FailedRanks lists the ranks whose connection was lost or that finalized.
 func (t *TCP) FailedRanks() []int { return t.mb.failedRanks() }
 
@@ -340,6 +346,9 @@ func (t *TCP) readLoop(p *peer) {
 				}
 				t.mb.heard(p.rank)
 				off = end
+				if into != nil && off < len(data) {
+					t.mb.progress(p.rank, into, off, h.Layer, h.Phase)
+				}
 			}
 			if into != nil {
 				t.mb.landed(p.rank, into, h.Layer, h.Phase)

@@ -26,7 +26,7 @@ type Comm struct {
 	sortBuf []keyPos
 	// denseBuf is where the members' copies of this rank's chunks land in dense allreduce.
 	denseBuf []byte
-	mu      sync.Mutex // guards broken/closed against Close from another goroutine
+	mu       sync.Mutex // guards broken/closed against Close from another goroutine
 	// Non-blocking collectives (request.go): the queue, and the issuing mode in which
 	// collective() queues without waiting and leaves the request in issued.
 	ex      executor

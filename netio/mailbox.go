@@ -40,9 +40,9 @@ type mailbox struct {
 // post is one landing place. Its state moves open -> filling (a reader is writing into dst)
 // -> landed, or open -> early (the frame came before the post and waits, buffered, in data).
 type post struct {
-	seq   uint64
-	dst   []byte
-	state postState
+	seq    uint64
+	dst    []byte
+	state  postState
 	data   []byte // early: the buffered payload, copied into dst by await
 	err    error  // landed with an error (a payload of the wrong length)
 	filled int    // filling: bytes of dst already read (a prefix)

@@ -136,7 +136,11 @@ func (j *job) run() int {
 				break
 			}
 		}
-		env := rankEnv(os.Environ(), jobVars(c, id, rvAddr, secret))
+		vars := jobVars(c, id, rvAddr, secret)
+		if t := localThreads(hosts, id, os.Getenv("KYLIX_THREADS")); t != "" {
+			vars = append(vars, "KYLIX_THREADS="+t)
+		}
+		env := rankEnv(os.Environ(), vars)
 		r, err := j.startRank(rankSpec{id: id, host: hosts[id], env: env, release: release})
 		if err != nil {
 			if release != nil {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -165,5 +167,23 @@ func TestRankEnv(t *testing.T) {
 		"KYLIX_DEGREES=2", "KYLIX_TIMEOUT_MS=1500"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("rankEnv =\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestLocalThreads(t *testing.T) {
+	cores := runtime.NumCPU()
+	local := []string{"", "", "", ""}
+	if got, want := localThreads(local, 0, ""), strconv.Itoa(max(1, cores/4)); got != want {
+		t.Errorf("4 local ranks: %q, want %q", got, want)
+	}
+	if got := localThreads(local, 1, "3"); got != "" {
+		t.Errorf("user's KYLIX_THREADS=3 overridden with %q", got)
+	}
+	mixed := []string{"", "nodeB", "", "nodeB"}
+	if got, want := localThreads(mixed, 0, ""), strconv.Itoa(max(1, cores/2)); got != want {
+		t.Errorf("2 local of 4: %q, want %q", got, want)
+	}
+	if got := localThreads(mixed, 1, ""); got != "" {
+		t.Errorf("remote rank got %q", got)
 	}
 }

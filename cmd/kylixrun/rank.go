@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -143,6 +144,23 @@ func jobVars(c *config, id int, rendezvous, secret string) []string {
 		v = append(v, "KYLIX_TIMEOUT_MS="+strconv.FormatInt(c.timeout.Milliseconds(), 10))
 	}
 	return v
+}
+
+// localThreads is the KYLIX_THREADS a local rank gets when the user set none: the cores
+// shared out among the ranks on this host (at least 1), as torchrun sets OMP_NUM_THREADS, so
+// that ranks' worker threads do not oversubscribe the cores. "" leaves the library's default
+// (remote ranks, or a user's own setting).
+func localThreads(hosts []string, id int, user string) string {
+	if user != "" || hosts[id] != "" {
+		return ""
+	}
+	local := 0
+	for _, h := range hosts {
+		if h == "" {
+			local++
+		}
+	}
+	return strconv.Itoa(max(1, runtime.NumCPU()/max(local, 1)))
 }
 
 // startRank starts one rank (the program, or ssh for a remote host) with the given

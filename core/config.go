@@ -103,6 +103,10 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 	}
 	p.outPos, p.inPos, p.out0, p.in0 = outPos, inPos, len(outKeys), len(inKeys)
 	p.outFirst, p.outRest = so.first, so.rest
+	p.outRestPos = make([]int32, len(so.rest))
+	for i, q := range so.rest {
+		p.outRestPos[i] = outPos[q]
+	}
 
 	degrees := c.degrees
 	if degrees == nil && vs != nil && c.streamDegrees != nil {

@@ -14,6 +14,7 @@ type Plan struct {
 	// positions that repeat an earlier one (ascending): reduce gathers the out values into
 	// key order (streaming writes, parallel by key range) and folds the repeats after.
 	outFirst, outRest []int32
+	outRestPos        []int32 // outPos of each outRest position
 	out0              int // number of unique out keys on this rank
 	in0               int
 	layers            []layerMap
@@ -47,7 +48,7 @@ func (p *Plan) Free() error {
 	if p.c.ex.active() {
 		return nil
 	}
-	p.layers, p.outPos, p.inPos, p.bottom, p.vals, p.outFirst, p.outRest = nil, nil, nil, nil, nil, nil, nil
+	p.layers, p.outPos, p.inPos, p.bottom, p.vals, p.outFirst, p.outRest, p.outRestPos = nil, nil, nil, nil, nil, nil, nil, nil
 	return nil
 }
 

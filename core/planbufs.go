@@ -24,6 +24,7 @@ type planBufs struct {
 	slot  [][][]byte
 	above [][]byte
 	vin   []byte
+	rest  []byte // the caller's repeated out values, gathered to be folded in (top)
 }
 
 const bufAlign = 64
@@ -78,7 +79,7 @@ func (p *Plan) bufSizes() []int {
 	} else {
 		s = append(s, len(p.bottom))
 	}
-	return s
+	return append(s, len(p.outRest))
 }
 
 // carve cuts the pieces for es bytes per index out of block.
@@ -111,6 +112,7 @@ func (p *Plan) carve(block []byte, es int) *planBufs {
 	if !p.bottomIdentity {
 		b.vin = take(len(p.bottom))
 	}
+	b.rest = take(len(p.outRest))
 	p.vals = b
 	return b
 }

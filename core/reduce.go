@@ -164,10 +164,10 @@ func (p *Plan) top(v, outVals []byte, vs *valueSpec) {
 		return
 	}
 	p.gather(v, outVals, p.outFirst, vs)
-	es := vs.es
-	for _, q := range p.outRest {
-		u := int(p.outPos[q])
-		Combine(vs.d, vs.o, v[u*es:u*es+es], outVals[int(q)*es:int(q)*es+es])
+	if len(p.outRest) > 0 {
+		rest := p.vals.rest
+		Gather(vs.d, vs.o, rest, outVals, p.outRest, vs.width)
+		ScatterCombine(vs.d, vs.o, v, rest, p.outRestPos, vs.width)
 	}
 }
 

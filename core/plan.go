@@ -15,7 +15,7 @@ type Plan struct {
 	// key order (streaming writes, parallel by key range) and folds the repeats after.
 	outFirst, outRest []int32
 	outRestPos        []int32 // outPos of each outRest position
-	out0              int // number of unique out keys on this rank
+	out0              int     // number of unique out keys on this rank
 	in0               int
 	layers            []layerMap
 	bottom            []int32 // bottom in-key position -> bottom out-key position, -1 if nobody sent it

@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -106,6 +107,26 @@ func BenchmarkReduceF32x4x2M(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		j.each(b, func(r int, c *core.Comm) error {
 			return plans[r].Reduce(vals[r], res[r], core.F32, core.Sum, 1)
+		})
+	}
+}
+
+// BenchmarkConfig1x4M configures one rank's 4M keys (in != out) in process with 1 and 2
+// worker threads: the threads target (threads=2 at least 1.7x threads=1).
+func BenchmarkConfig1x4M(b *testing.B) {
+	sets := benchSets(2, 4_000_000, 20_000_000)
+	for _, th := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", th), func(b *testing.B) {
+			j := newLiveJob(b, 1, core.Options{Degrees: "auto", Threads: th})
+			for i := 0; i < b.N; i++ {
+				j.each(b, func(r int, c *core.Comm) error {
+					p, err := c.Config(sets[0], sets[1])
+					if err == nil {
+						err = p.Free()
+					}
+					return err
+				})
+			}
 		})
 	}
 }

@@ -142,8 +142,11 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 			return nil, err
 		}
 	}
-	p.bottom = lookup(inKeys, outKeys)
-	p.bottomIdentity = slices.Equal(inKeys, outKeys)
+	p.bottomIdentity = len(inKeys) == len(outKeys) &&
+		(len(inKeys) == 0 || &inKeys[0] == &outKeys[0] || slices.Equal(inKeys, outKeys))
+	if !p.bottomIdentity { // in = out needs no bottom map
+		p.bottom = lookup(inKeys, outKeys)
+	}
 	c.statsPlan(p) // stats.go: degrees and per-layer key counts
 	return v, nil
 }

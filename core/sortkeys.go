@@ -112,7 +112,10 @@ func sortUniqueInto(idx []int64, threads int, buf *[]keyPos) sorted {
 	// is stable, so a run of equal keys lists its input positions in ascending order.
 	keys := make([]uint64, distinct[nb])
 	first := make([]int32, distinct[nb])
-	rests := make([][]int32, w)
+	var repeat []bool // input positions that repeat an earlier one (each written by one worker)
+	if int(distinct[nb]) < n {
+		repeat = make([]bool, n)
+	}
 	parallel(w, func(t int) {
 		for b := bparts[t]; b < bparts[t+1]; b++ {
 			u := distinct[b] - 1
@@ -123,14 +126,18 @@ func sortUniqueInto(idx []int64, threads int, buf *[]keyPos) sorted {
 					keys[u] = kp.k
 					first[u] = kp.p
 				} else {
-					rests[t] = append(rests[t], kp.p)
+					repeat[kp.p] = true
 				}
 				pos[kp.p] = u
 			}
 		}
 	})
-	rest := slices.Concat(rests...)
-	slices.Sort(rest)
+	rest := make([]int32, 0, n-int(distinct[nb]))
+	for q, r := range repeat { // ascending, by a streaming pass
+		if r {
+			rest = append(rest, int32(q))
+		}
+	}
 	return sorted{keys: keys, pos: pos, first: first, rest: rest}
 }
 

@@ -59,7 +59,8 @@ def example_answer(ranks: int) -> Dict[int, float]:
     return {i: total[i] for i in (100, 0, 7, 12345)}
 
 
-LINE = re.compile(r"^\[(\d+)\] rank (\d+): (.*)$", re.M)
+# "rank r: [i]=v ..." lines, tagged by kylixrun ("[r] ") or Open MPI ("[1,r]<stdout>:"), or not.
+LINE = re.compile(r"^(?:\[(?:\d+,)?(\d+)\](?:<stdout>:)? ?)?rank (\d+): (.*)$", re.M)
 PAIR = re.compile(r"\[(\d+)\]=([-+0-9.eE]+)")
 
 
@@ -68,10 +69,10 @@ def example_errors(out: str, ranks: int = 4, allreduce: bool = False) -> List[st
     want = example_answer(ranks)
     lines = LINE.findall(re.sub(r"\x1b\[[0-9;]*m", "", out))   # Maven's colour codes
     errs = []
-    if sorted(int(t) for t, _, _ in lines) != list(range(ranks)):
+    if sorted(int(r) for _, r, _ in lines) != list(range(ranks)):
         return [f"want one 'rank r:' line from each of {ranks} ranks, got {len(lines)}"]
     for tag, rank, rest in lines:
-        if tag != rank:
+        if tag and tag != rank:
             errs.append(f"line tagged [{tag}] says rank {rank}")
         got = {int(i): float(v) for i, v in PAIR.findall(rest)}
         if got != want:

@@ -25,6 +25,8 @@ type planBufs struct {
 	above [][]byte
 	vin   []byte
 	rest  []byte // the caller's repeated out values, gathered to be folded in (top)
+	// cursor is the down phase's per-source progress (rows combined), one per member.
+	cursor []int
 }
 
 const bufAlign = 64
@@ -113,6 +115,9 @@ func (p *Plan) carve(block []byte, es int) *planBufs {
 		b.vin = take(len(p.bottom))
 	}
 	b.rest = take(len(p.outRest))
+	for i := range p.layers {
+		b.cursor = make([]int, max(len(b.cursor), p.topo.Degrees[i]))
+	}
 	p.vals = b
 	return b
 }

@@ -83,25 +83,53 @@ func (p *Plan) down(seq uint64, i int, b *planBufs, vs *valueSpec) error {
 	} else {
 		cb = newCombiner(vs.d, vs.o, vs.width, dst)
 	}
+	// Segment by segment of the merged vector: every source's rows that land in the segment
+	// (a contiguous run, the maps being increasing) are combined in source order as soon as
+	// that much of the source has landed, while the rest of every message streams in.
+	cur := b.cursor[:d]
+	clear(cur)
+	rows := lm.outLen
+	seg := max(downSegment/es, 1)
 	var rerr error
-	for g := 0; g < d; g++ {
-		src := v[lm.outSplit[me]*es : lm.outSplit[me+1]*es]
-		if g != me {
-			if _, rerr = c.t.Await(t.Member(node, i, g), tag); rerr != nil {
-				break
+	for a := 0; a < rows && rerr == nil; a += seg {
+		end := min(a+seg, rows)
+		for g := 0; g < d; g++ {
+			m := lm.outMaps[g]
+			lo := cur[g]
+			hi := lo + segmentEnd(m[lo:], end)
+			src := v[lm.outSplit[me]*es : lm.outSplit[me+1]*es]
+			if g != me {
+				if rerr = c.t.AwaitPrefix(t.Member(node, i, g), tag, hi*es); rerr != nil {
+					break
+				}
+				src = b.slot[i][g]
 			}
-			src = b.slot[i][g][:len(lm.outMaps[g])*es]
+			if vs.o.Builtin() {
+				p.scatterMonotone(dst, src[lo*es:hi*es], m[lo:hi], vs)
+			} else {
+				cb.scatter(src[lo*es:hi*es], m[lo:hi])
+			}
+			cur[g] = hi
 		}
-		if vs.o.Builtin() {
-			p.scatterMonotone(dst, src, lm.outMaps[g], vs)
-		} else {
-			cb.scatter(src, lm.outMaps[g])
+	}
+	for g := 0; g < d && rerr == nil; g++ {
+		if g != me { // landed whole by now (an empty tail included): counts the message
+			_, rerr = c.t.Await(t.Member(node, i, g), tag)
 		}
 	}
 	if err := sg.wait(); rerr == nil {
 		rerr = err
 	}
 	return rerr
+}
+
+// downSegment is how many bytes of the merged vector a down layer combines at a time.
+const downSegment = 256 << 10
+
+// segmentEnd is how many leading rows of the increasing map m land below row end.
+func segmentEnd(m []int32, end int) int {
+	n, _ := slices.BinarySearch(m, int32(end))
+	return n
 }
 
 // up maps the bottom in keys onto the reduced out values v, then climbs the layers: each node
@@ -204,10 +232,11 @@ func (p *Plan) scatterMonotone(dst, src []byte, idx []int32, vs *valueSpec) {
 		ScatterCombine(vs.d, vs.o, dst, src, idx, vs.width)
 		return
 	}
-	parts := split(len(dst)/es, w)
+	first, span := int(idx[0]), int(idx[len(idx)-1])+1-int(idx[0]) // the rows idx touches
+	parts := split(span, w)
 	parallel(w, func(t int) {
-		lo, _ := slices.BinarySearch(idx, int32(parts[t]))
-		hi, _ := slices.BinarySearch(idx, int32(parts[t+1]))
+		lo, _ := slices.BinarySearch(idx, int32(first+parts[t]))
+		hi, _ := slices.BinarySearch(idx, int32(first+parts[t+1]))
 		ScatterCombine(vs.d, vs.o, dst, src[lo*es:hi*es], idx[lo:hi], vs.width)
 	})
 }

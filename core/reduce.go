@@ -27,7 +27,7 @@ func (p *Plan) Reduce(outVals, inVals []byte, d Dtype, o Op, width int) error {
 	fp := Fingerprint{Kind: KindReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
 	return c.collective(fp, func(seq uint64) error {
 		p.expectAll(seq, b, vs.es, true)
-		p.top(b.vec[0], outVals, vs)
+		p.top(b, outVals, vs)
 		for i := range p.layers {
 			if err := p.down(seq, i, b, vs); err != nil {
 				return err
@@ -185,7 +185,8 @@ func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec) erro
 // top fills v, the rank's values in sorted key order, from the caller's out values: a gather of
 // each key's first contribution (streaming writes, parallel by key range), then the repeats of
 // an index folded in in caller order. A user op goes through its combiner.
-func (p *Plan) top(v, outVals []byte, vs *valueSpec) {
+func (p *Plan) top(b *planBufs, outVals []byte, vs *valueSpec) {
+	v := b.vec[0]
 	if !vs.o.Builtin() || p.outFirst == nil {
 		cb := newCombiner(vs.d, vs.o, vs.width, v)
 		cb.scatter(outVals, p.outPos)
@@ -193,7 +194,7 @@ func (p *Plan) top(v, outVals []byte, vs *valueSpec) {
 	}
 	p.gather(v, outVals, p.outFirst, vs)
 	if len(p.outRest) > 0 {
-		rest := p.vals.rest
+		rest := b.rest // b, not p.vals: a request issued later may have carved p.vals anew
 		Gather(vs.d, vs.o, rest, outVals, p.outRest, vs.width)
 		ScatterCombine(vs.d, vs.o, v, rest, p.outRestPos, vs.width)
 	}

@@ -30,7 +30,8 @@ NATIVE = ("libkylix.so", "kylixrun", "kylix")   # file in the build dir -> kylix
 NO_GO = (
     "building the kylix wheel needs libkylix.so and kylixrun. Either\n"
     "  - install Go 1.26 or newer (https://go.dev/dl/, or Debian's golang package when it is\n"
-    "    new enough) and gcc, and run pip again: the build runs `make` in the repository; or\n"
+    "    new enough), gcc and make, and run pip again (the build runs `make` in the repository);\n"
+    "    or\n"
     "  - run `make` on a machine that has Go and set KYLIX_BUILD=/path/to/kylix/build."
 )
 
@@ -56,17 +57,17 @@ def _native_dir(root: Path) -> Path:
     if not (repo / "go.mod").is_file() or not (repo / "capi").is_dir():
         raise RuntimeError("this is not bindings/python of a Kylix checkout, and KYLIX_BUILD "
                            "is not set.\n" + NO_GO)
-    if shutil.which(os.environ.get("GO", "go")):
+    if shutil.which(os.environ.get("GO", "go")) and shutil.which("make"):
         _say(f"building libkylix.so and kylixrun with `make -C {repo}`")
         r = subprocess.run(["make", "-C", str(repo), "all"], stdout=sys.stderr)
         if r.returncode != 0:
             raise RuntimeError(f"`make -C {repo} all` failed (exit {r.returncode}): see above")
         return build
     if _complete(build):
-        _say(f"no Go toolchain on PATH: bundling the existing {build} (built earlier by make)")
+        _say(f"no Go toolchain or make on PATH: bundling {build} as an earlier make left it")
         return build
-    raise RuntimeError("no Go toolchain on PATH and no earlier build in " + str(build) + ".\n"
-                       + NO_GO)
+    raise RuntimeError("no Go toolchain or make on PATH, and no earlier build in " + str(build)
+                       + ".\n" + NO_GO)
 
 
 def _stripped_copy(src: Path, dst: Path) -> None:

@@ -126,7 +126,7 @@ public final class SparkKylixJob {
       String want = expected(p, n);
       long match = got.stream().filter(want::equals).count();
       if (match != 1) {
-        System.out.println("FAIL task " + p + ": its results differ from the single-process answer");
+        System.out.println("FAIL task " + p + ": results differ from the single-process answer");
         fails++;
       }
     }

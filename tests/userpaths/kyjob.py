@@ -29,7 +29,7 @@ def data(rank: int) -> Dict[str, np.ndarray]:
 
 
 def run(comm) -> Dict[str, List[float]]:
-    """What every rank computes with Kylix: config + reduce (twice, on one plan), dense allreduce."""
+    """What every rank computes with Kylix: config + reduce (twice, one plan), dense allreduce."""
     d = data(comm.rank)
     plan = comm.config(out_idx=d["out_idx"], in_idx=d["in_idx"])
     first = plan.reduce(d["out_vals"], op="sum")

@@ -22,10 +22,13 @@ with kylix.from_mpi(world, timeout_ms=60000) as comm:
 mine = np.array(kyjob.data(world.Get_rank())["dense"])
 mpi_sum = np.empty_like(mine)
 world.Allreduce(mine, mpi_sum, op=MPI.SUM)
-errs = [] if mpi_sum.tolist() == res["allreduce"] else [f"rank {world.Get_rank()}: allreduce != MPI"]
+errs = []
+if mpi_sum.tolist() != res["allreduce"]:
+    errs.append(f"rank {world.Get_rank()}: Kylix's allreduce differs from MPI's Allreduce")
 gathered = world.gather((res, errs), root=0)
 if world.Get_rank() == 0:
-    errs = kyjob.check([g[0] for g in gathered], world.Get_size()) + sum((g[1] for g in gathered), [])
+    errs = kyjob.check([g[0] for g in gathered], world.Get_size())
+    errs += sum((g[1] for g in gathered), [])
     for e in errs:
         print("FAIL", e)
     print(f"mpi4py: {'PASS' if not errs else 'FAIL'} {world.Get_size()} ranks, "

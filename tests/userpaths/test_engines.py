@@ -67,7 +67,8 @@ def test_spark_submit_java_recipe(tmp_path: Path) -> None:
     r = run(["jar", "cf", str(tmp_path / "job.jar"), "-C", str(classes), "."], timeout=60)
     assert r.returncode == 0, r.stdout
     r = run([str(spark_home / "bin/spark-submit"), "--master", f"local[{TASKS}]",
-             "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
+             "--conf", "spark.driver.host=127.0.0.1",
+             "--conf", "spark.driver.bindAddress=127.0.0.1",
              "--jars", f"{kylix_jar},{jna[0]}", "--class", "SparkKylixJob",
              str(tmp_path / "job.jar"), str(TASKS)],
             timeout=300, env=engine_env(SPARK_HOME=str(spark_home)))

@@ -78,7 +78,8 @@ def section(doc: Path, heading: str) -> str:
 
 
 def blocks(text: str) -> List[Tuple[str, str]]:
-    return [(m.group(1), m.group(2)) for m in re.finditer(r"^```(\w*)\n(.*?)^```", text, re.S | re.M)]
+    fences = re.finditer(r"^```(\w*)\n(.*?)^```", text, re.S | re.M)
+    return [(m.group(1), m.group(2)) for m in fences]
 
 
 def go_caches() -> dict:

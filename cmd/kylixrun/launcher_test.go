@@ -497,6 +497,10 @@ func TestLeftoversStopped(t *testing.T) {
 		t.Errorf("stdout %q", r.stdout)
 	}
 	for _, pid := range readPIDs(t, filepath.Join(dir, "bg.0"), filepath.Join(dir, "bg.1")) {
+		// The launcher has signalled it; on a loaded machine dying takes a moment.
+		for end := time.Now().Add(3 * time.Second); pidAlive(pid) && time.Now().Before(end); {
+			time.Sleep(20 * time.Millisecond)
+		}
 		if pidAlive(pid) {
 			t.Errorf("background process %d of a finished rank still runs", pid)
 			_ = syscall.Kill(pid, syscall.SIGKILL)

@@ -22,6 +22,17 @@ def _env_options() -> List[Tuple[str, str]]:
     return out
 
 
+def _cpu_simd() -> str:
+    """The SIMD levels the library's kernels use that this CPU has (Linux /proc/cpuinfo)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        return "unknown"
+    have = [x for x in ("avx2", "avx512f", "avx512dq") if x in flags]
+    return " ".join(have) or "none of avx2, avx512f"
+
+
 def _comm_report(kylix: Any) -> Tuple[Dict[str, Any], str]:
     """Stats of a one-rank comm (no peers needed), or ({}, why it failed)."""
     try:
@@ -49,7 +60,8 @@ def main() -> int:
     kernels = stats.get("kernels")
     if isinstance(kernels, dict):
         kernels = ", ".join(f"{k}={v}" for k, v in sorted(kernels.items()))
-    print(f"kernels: {kernels or 'not reported by this libkylix (no kernels field in its stats)'}")
+    print(f"kernels: {kernels or 'not reported by this libkylix (no kernels field in its stats)'}"
+          f"; this CPU has {_cpu_simd()}")
     print("options in effect:")
     for k, v in _env_options():
         print(f"  {k}={v}")

@@ -57,3 +57,34 @@ func kylixgo_stats_reset(h C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
 		return 0
 	})
 }
+
+// ---- kylix_reject ----------------------------------------------------------------------------
+
+// kylixgo_reject gives up this rank's turn at the next collective with the caller's reason.
+//
+//export kylixgo_reject
+func kylixgo_reject(h C.uintptr_t, reason *C.char, eb *C.char, ecap C.size_t) (st C.int) {
+	return onComm("kylix_reject", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
+		const name = "kylix_reject"
+		why := "no reason given"
+		if reason != nil {
+			why = C.GoStringN(reason, C.int(cStrLen(reason, maxReason)))
+		}
+		return status(name, s, ce.c.RejectCall(why))
+	})
+}
+
+// maxReason bounds how much of a reason is read (a reason need not be NUL-terminated within
+// reach of a buggy caller's buffer; what is longer is cut).
+const maxReason = 4096
+
+// cStrLen is strlen(p) but at most max.
+func cStrLen(p *C.char, max int) int {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(p)), max)
+	for i, c := range b {
+		if c == 0 {
+			return i
+		}
+	}
+	return max
+}

@@ -236,3 +236,8 @@ int kylix_stats_reset(kylix_comm *c) {
   if (forked) return fork_fail();
   return kylixgo_stats_reset(H(c), EB);
 }
+
+int kylix_reject(kylix_comm *c, const char *reason) {
+  if (forked) return fork_fail();
+  return kylixgo_reject(H(c), (char *)reason, EB);
+}

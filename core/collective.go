@@ -62,18 +62,35 @@ func (c *Comm) run(seq uint64, fp Fingerprint, body func(seq uint64) error) erro
 // sequence number, so the ranks stay in step, and tells the peers, whose matching call fails
 // with CodeMismatch naming this rank instead of waiting for it. It returns err.
 func (c *Comm) Reject(err error) error {
-	if uerr := c.usable(); uerr != nil {
+	c.reject(Errorf(CodeMismatch, "rank %d rejected its arguments: %v", c.Rank(), err))
+	return err
+}
+
+// RejectCall gives up this rank's turn at the next collective with a reason of the caller's
+// (kylix_reject: a binding found a bad argument the library cannot see): the matching call fails
+// on every other rank with CodeMismatch naming this rank and the reason. It fails only when the
+// comm cannot run collectives any more.
+func (c *Comm) RejectCall(reason string) error {
+	if err := c.usable(); err != nil {
 		return err
+	}
+	c.reject(Errorf(CodeMismatch, "rank %d rejected its call: %s", c.Rank(), reason))
+	return nil
+}
+
+// reject takes the next sequence number with a collective that fails at once with abort, which
+// run sends to the peers.
+func (c *Comm) reject(abort error) {
+	if uerr := c.usable(); uerr != nil {
+		return
 	}
 	seq := c.seq
 	c.seq++
-	abort := Errorf(CodeMismatch, "rank %d rejected its arguments: %v", c.Rank(), err)
 	fp := Fingerprint{Kind: KindInvalid}
 	body := func(uint64) error { return abort } // run aborts seq with it, as for any failure
 	if c.submit(seq, fp, body, false) == nil {  // queued behind requests in flight: not waited for
 		c.run(seq, fp, body)
 	}
-	return err
 }
 
 // sendAll sends to several ranks at once and waits for every send, so no goroutine touches

@@ -21,13 +21,14 @@ func NewTopology(degrees []int, m int) (Topology, error) {
 		if d < 1 {
 			return Topology{}, Errorf(CodeArg, "degrees: %d is not a positive degree", d)
 		}
-		p *= d
-		if p > m {
-			break
-		}
+		p = min(p*d, 1<<40) // the whole product, saturated (it is printed)
 	}
 	if p != m {
-		return Topology{}, Errorf(CodeArg, "degrees: %s multiply to %d, not to the %d nodes", FormatDegrees(degrees), p, m)
+		prod := strconv.Itoa(p)
+		if p == 1<<40 {
+			prod = "more than 2^40"
+		}
+		return Topology{}, Errorf(CodeArg, "degrees: %s multiply to %s, not to the %d nodes", FormatDegrees(degrees), prod, m)
 	}
 	t := Topology{Nodes: m}
 	stride := 1

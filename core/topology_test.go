@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -72,6 +73,13 @@ func TestTopologyGroups(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestDegreesMessageNamesTheProduct(t *testing.T) {
+	_, err := NewTopology([]int{3, 3}, 3)
+	if err == nil || !strings.Contains(err.Error(), "3x3 multiply to 9, not to the 3 nodes") {
+		t.Errorf("3x3 on 3 nodes: %v", err)
 	}
 }
 

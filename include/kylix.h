@@ -653,6 +653,23 @@ int kylix_stats_json(const kylix_comm *c, char *buf, int64_t cap, int64_t *neede
 int kylix_stats_reset(kylix_comm *c);
 
 /*
+ * kylix_reject - give up this rank's turn at the next collective.  For a
+ *   caller (a binding) that found a bad argument the library cannot see,
+ *   such as a buffer shorter than the counts say, and so will not make the
+ *   call the other ranks are making: the matching call fails on every other
+ *   rank with KYLIX_ERR_MISMATCH and a message naming this rank and reason,
+ *   instead of waiting for it.  The comm stays usable for the collective
+ *   after.  Collective in that it takes one turn; it does not wait for peers.
+ *
+ * reason: NUL-terminated text for the peers' messages (at most 4096 bytes
+ *   are read; NULL gives "no reason given").
+ *
+ * Returns KYLIX_OK, KYLIX_ERR_ARG (NULL c) or KYLIX_ERR_STATE (finalized or
+ * broken c).
+ */
+int kylix_reject(kylix_comm *c, const char *reason);
+
+/*
  * kylix_plan_degrees - the butterfly degrees degrees=auto would choose for a
  *   sparse vector of n_features features, of which a fraction `density`
  *   appears on each rank, over `ranks` nodes, with power-law exponent alpha,

@@ -229,6 +229,37 @@ int main(void) {
     CHECK_ST(kylix_reduce(q, vals, res, KYLIX_I64, KYLIX_SUM, 1), KYLIX_ERR_STATE);
     still_works("using a freed plan");
   }
+  /* ---- kylix_reject: the last rank gives up its turn with a reason; the others' reduce fails
+     with KYLIX_ERR_MISMATCH naming it and the reason; the next collective works on every rank */
+  f0 = g_fail;
+  {
+    int last = g_size - 1;
+    if (g_size > 1) {
+      if (g_rank == last) {
+        CHECK_ST(kylix_reject(c, "in_vals is 3 short (found by the binding)"), KYLIX_OK);
+      } else {
+        int st = kylix_reduce(g_plan, vals, res, KYLIX_I64, KYLIX_SUM, 1);
+        char rankname[32];
+        snprintf(rankname, sizeof rankname, "rank %d", last);
+        expect_msg("reduce against a kylix_reject", st, KYLIX_ERR_MISMATCH, c,
+                   NEEDLES("3 short (found by the binding)"));
+        CHECK(contains_ci(errmsg_of(c), rankname), "kylix_reject's peers: message does not name %s: %s", rankname,
+              errmsg_of(c));
+      }
+      still_works("kylix_reject");
+    }
+    CHECK_ST(kylix_reject(NULL, "x"), KYLIX_ERR_ARG);
+    if (g_size > 1) { /* a NULL reason is allowed */
+      if (g_rank == 0)
+        CHECK_ST(kylix_reject(c, NULL), KYLIX_OK);
+      else
+        expect_msg("barrier against kylix_reject(NULL)", kylix_barrier(c), KYLIX_ERR_MISMATCH, c,
+                   NEEDLES("no reason given"));
+      still_works("kylix_reject(c, NULL)");
+    }
+  }
+  if (g_fail == f0) PASS("kylix_reject: peers get MISMATCH naming the rank and reason; the comm goes on");
+
   MUST_OK(kylix_barrier(c));
   MUST_OK(kylix_finalize(c));
   g_comm = NULL;

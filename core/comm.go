@@ -5,7 +5,7 @@ import (
 )
 
 // Comm is one rank's membership in a job: a transport plus the agreed sequence of collectives.
-// One goroutine at a time may use a Comm (SPEC §2); plans of one comm share its sequence.
+// One goroutine at a time may use a Comm (include/kylix.h); plans of one comm share its sequence.
 type Comm struct {
 	t        Transport
 	opts     Options

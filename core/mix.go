@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Butterfly mixing (shared/seeds/003_c536ada4d4dddff2.txt, §4.2): instead of a full allreduce
+// Butterfly mixing (Zhao and Canny, "Butterfly Mixing: Accelerating Incremental-Update Algorithms on Clusters", §4.2): instead of a full allreduce
 // on every step of an iterative algorithm, each step averages the model with this rank's group
 // at one layer of the butterfly, cycling through the layers. One mix step costs one exchange
 // of the vector with d-1 peers; after the L layers have each been mixed once (with no other

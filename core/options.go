@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Options are the parsed kylix_init settings (SPEC §3).
+// Options are the parsed kylix_init settings (the option table in include/kylix.h and the README).
 type Options struct {
 	Rank, Size  int
 	Peers       []string // host:port per rank, or nil

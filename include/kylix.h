@@ -311,7 +311,7 @@ int kylix_bcast(kylix_comm *c, void *buf, int64_t bytes, int root);
 int kylix_barrier(kylix_comm *c);
 
 /*
- * kylix_mix - one butterfly mixing step (shared/seeds/003_c536ada4d4dddff2.txt):
+ * kylix_mix - one butterfly mixing step (Zhao and Canny, "Butterfly Mixing"):
  *   replace buf with its average over this rank's group at layer
  *   (step mod L) of the butterfly.  Collective: every rank passes the same
  *   step, count and dtype.
@@ -492,7 +492,7 @@ int kylix_op_create(kylix_user_fn fn, void *ctx, int *op);   /* op id usable whe
 /* Failures and elasticity                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* Failures and elasticity (shared/seeds/004_7c482c261f6243df.txt, and ULFM's shrink). */
+/* Failures and elasticity (Zhang and Qiu, "Efficient, Fault-tolerant and Elastic Allreduce Framework for Iterative Algorithms", and ULFM's shrink). */
 
 /*
  * kylix_failed_ranks - the ranks of c known to have failed.  ranks[0..cap)
@@ -525,7 +525,7 @@ int kylix_failed_ranks(const kylix_comm *c, int32_t *ranks, int32_t cap, int32_t
  * Use: a collective on c fails with KYLIX_ERR_PEER or KYLIX_ERR_TIMEOUT (and
  *   later calls with KYLIX_ERR_STATE); every surviving rank then calls
  *   kylix_shrink(c, &s) and carries on with s, e.g. re-synchronising the
- *   model with an allreduce or bcast on s (shared/seeds/004: failures are
+ *   model with an allreduce or bcast on s (Zhang and Qiu: failures are
  *   exposed to the application, which decides how to go on).  c need not
  *   be broken: shrinking a healthy comm gives a comm of every live rank.
  *

@@ -1,5 +1,5 @@
 // Command kylixrun starts the ranks of a Kylix job on this machine or over ssh, serves the
-// rendezvous they meet at, and supervises them (SPEC §4). Run "kylixrun --help" for usage.
+// rendezvous they meet at, and supervises them. Run "kylixrun --help" for usage.
 package main
 
 import (

@@ -1,9 +1,9 @@
 /*
  * logreg.c — data-parallel mini-batch logistic regression with three ways to
  * keep the ranks' (dense) models in sync: a full average every step
- * (kylix_allreduce), butterfly mixing every step (kylix_mix, after
- * shared/seeds/003_c536ada4d4dddff2.txt), and a full average only every k
- * steps (periodic allreduce). Rank 0 prints the test loss against training
+ * (kylix_allreduce), butterfly mixing every step (kylix_mix, after Zhao and
+ * Canny, "Butterfly Mixing: Accelerating Incremental-Update Algorithms on
+ * Clusters"), and a full average only every k steps (periodic allreduce). Rank 0 prints the test loss against training
  * wall time for each.
  *
  *   kylixrun -n 4 --degrees binary ./logreg [--steps 300] [--batch 128]

@@ -5,6 +5,10 @@
  * heterogeneous-degree butterfly: each rank names the indices it contributes
  * (out) and the indices it wants back (in); kylix_config routes the index
  * sets once, and kylix_reduce then moves only values, as often as needed.
+ * The design is that of Zhao and Canny, "Kylix: A Sparse Allreduce for
+ * Commodity Clusters" (the "paper" below): §III the butterfly, §IV the
+ * choice of degrees for power-law data, §V replication, §VI the
+ * implementation.
  *
  * Conventions, valid for every call below unless its comment says otherwise:
  *

@@ -1,0 +1,168 @@
+package netio
+
+import "kylix/core"
+
+// Receive in place: core posts where a message lands (expect), a transport asks before reading a
+// payload whether it has a place (claim) and reads straight into it, and core waits for the
+// whole message or a prefix of it (await, awaitPrefix).
+
+// post is one landing place. Its state moves open -> filling (a reader is writing into dst)
+// -> landed, or open -> early (the frame came before the post and waits, buffered, in data).
+type post struct {
+	seq    uint64
+	dst    []byte
+	state  postState
+	data   []byte // early: the buffered payload, copied into dst by await
+	err    error  // landed with an error (a payload of the wrong length)
+	filled int    // filling: bytes of dst already read (a prefix)
+}
+
+type postState uint8
+
+const (
+	postOpen postState = iota
+	postFilling
+	postEarly
+	postLanded
+)
+
+// expect posts dst as the landing place of the message from rank `from` with tag, a message of
+// the current collective. A frame that already arrived is moved into the post (await copies
+// it); a later one is read straight into dst by claim. A post for a collective this rank has
+// left is ignored (await reports why).
+func (m *mailbox) expect(from int, tag core.Tag, dst []byte) {
+	k := msgKey{tag.Layer, tag.Phase, from}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed != nil || !m.started || tag.Seq != m.cur {
+		return
+	}
+	p := &post{seq: tag.Seq, dst: dst}
+	if b := m.boxes[tag.Seq]; b != nil {
+		if data := takeMsg(b, k); data != nil {
+			p.state, p.data = postEarly, data
+		}
+	}
+	m.posts[k] = p
+}
+
+// claim is asked by a transport, before it reads a data frame's payload of n bytes, whether the
+// payload has a landing place. It returns the post, now being filled, whose dst is exactly n
+// bytes; or nil, and the frame goes through deliver. A posted place of another length makes the
+// post fail with CodeInternal naming the sender (the frame is then delivered and dropped with
+// the collective): nothing is ever written outside the place.
+func (m *mailbox) claim(src int, seq uint64, layer, phase uint8, fp core.Fingerprint, n int) *post {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed != nil || !m.started || seq != m.cur || fp != m.fp {
+		return nil
+	}
+	k := msgKey{layer, phase, src}
+	p := m.posts[k]
+	if p == nil || p.state != postOpen {
+		return nil
+	}
+	if len(p.dst) != n {
+		p.state = postLanded
+		p.err = core.Errorf(core.CodeInternal, "rank %d sent a %s message of %d bytes in layer %d of collective %d, want %d",
+			src, phaseName(phase), n, layer, seq, len(p.dst))
+		m.wakeKey(seq, k)
+		return nil
+	}
+	p.state = postFilling
+	return p
+}
+
+// progress records that the first n bytes of a post being filled have landed, for waits on a
+// prefix (awaitPrefix).
+func (m *mailbox) progress(src int, p *post, n int, layer, phase uint8) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p.state == postFilling {
+		p.filled = n
+		m.wakeKey(p.seq, msgKey{layer, phase, src})
+	}
+}
+
+// landed marks a post claimed by claim as filled.
+func (m *mailbox) landed(src int, p *post, layer, phase uint8) {
+	m.heard(src)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p.state == postFilling {
+		p.state = postLanded
+	}
+	m.wakeKey(p.seq, msgKey{layer, phase, src})
+}
+
+func (m *mailbox) wakeKey(seq uint64, k msgKey) {
+	for _, w := range m.waiters {
+		if w.seq == seq && w.key == k {
+			wake(w)
+		}
+	}
+}
+
+// await waits until the message posted with expect has landed in its place and returns its
+// length. It fails as recv does, and with CodeInternal for a payload of the wrong length.
+func (m *mailbox) await(from int, tag core.Tag) (int, error) {
+	return m.awaitPrefix(from, tag, -1)
+}
+
+// awaitPrefix waits until at least the first n bytes of the posted message have landed (all of
+// it when n < 0), so a caller can combine the front of a large message while the rest streams
+// in. It returns the message's length once it has landed whole, else n.
+func (m *mailbox) awaitPrefix(from int, tag core.Tag, n int) (int, error) {
+	if n < 0 {
+		n = postWhole
+	}
+	r, err := m.wait(from, tag, n)
+	if err != nil {
+		return 0, err
+	}
+	p := r.post
+	if early := r.data; early != nil {
+		defer putBuf(early)
+		if len(early) != len(p.dst) {
+			return 0, core.Errorf(core.CodeInternal, "rank %d sent a %s message of %d bytes in layer %d of collective %d, want %d",
+				from, phaseName(tag.Phase), len(early), tag.Layer, tag.Seq, len(p.dst))
+		}
+		copy(p.dst, early)
+	}
+	if r.partial {
+		return n, nil
+	}
+	return len(p.dst), p.err
+}
+
+// ready is what wait found: a buffered payload (recv, or an early frame of a post) and, for
+// await, the post.
+type ready struct {
+	data    []byte
+	post    *post
+	partial bool // only the prefix asked for has landed
+}
+
+// readyLocked looks for the message: a buffered frame (recv) or a post that has landed or holds
+// an early frame, which it takes out of the post (await).
+func (m *mailbox) readyLocked(b *seqBox, k msgKey, seq uint64, prefix int) (ready, bool) {
+	if prefix == recvWhole {
+		data := takeMsg(b, k)
+		return ready{data: data}, data != nil
+	}
+	q := m.posts[k]
+	if q == nil || q.seq != seq {
+		return ready{}, false
+	}
+	if q.state == postFilling && prefix >= 0 && q.filled >= prefix {
+		return ready{post: q, partial: true}, true
+	}
+	if q.state != postLanded && q.state != postEarly {
+		return ready{}, false
+	}
+	r := ready{post: q}
+	if q.state == postEarly {
+		r.data, q.data, q.state = q.data, nil, postLanded
+	}
+	return r, true
+}

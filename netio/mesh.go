@@ -1,0 +1,252 @@
+package netio
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"kylix/core"
+)
+
+// mesh connects rank to every other rank: a dialer per lower rank and an acceptor for the
+// higher ones on ln, which it closes; the collector keeps what they report. It returns the
+// handshaken connections by rank (nil at rank), or an error after closing everything; no
+// goroutine outlives it.
+func mesh(ln net.Listener, rank, size int, peers []string, job uint64, secret string, timeout time.Duration) ([]net.Conn, error) {
+	m := &mesher{rank: rank, size: size, peers: peers, job: job, secret: secret, timeout: timeout,
+		deadline: time.Now().Add(timeout), stop: make(chan struct{}), results: make(chan meshResult),
+		pending: &connSet{m: map[net.Conn]struct{}{}}, lastErr: make([]error, size)}
+	for r := 0; r < rank; r++ {
+		m.wg.Add(1)
+		go m.dial(r)
+	}
+	if rank < size-1 {
+		m.wg.Add(1)
+		go m.accept(ln)
+	}
+	conns, err := m.collect()
+	close(m.stop)
+	ln.Close()
+	m.pending.stop()
+	m.wg.Wait()
+	if err != nil {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+		return nil, err
+	}
+	return conns, nil
+}
+
+// mesher is one rank's mesh being built.
+type mesher struct {
+	rank, size int
+	peers      []string
+	job        uint64
+	secret     string
+	timeout    time.Duration
+	deadline   time.Time
+	stop       chan struct{} // closed when the collector is done
+	results    chan meshResult
+	pending    *connSet // connections in their handshake
+	wg         sync.WaitGroup
+
+	mu      sync.Mutex
+	lastErr []error // why a lower rank could not be reached yet
+}
+
+// report hands a result to the collector, or closes its connection once nobody collects.
+func (m *mesher) report(res meshResult) {
+	select {
+	case m.results <- res:
+	case <-m.stop:
+		if res.conn != nil {
+			res.conn.Close()
+		}
+	}
+}
+
+// hsTimeout bounds one handshake by what is left of the time to connect.
+func (m *mesher) hsTimeout() time.Duration {
+	return max(min(m.timeout, time.Until(m.deadline)), time.Millisecond)
+}
+
+// dial connects to lower rank r, retrying with backoff (it may start later) until the deadline.
+func (m *mesher) dial(r int) {
+	defer m.wg.Done()
+	backoff := 10 * time.Millisecond
+	for {
+		d := net.Dialer{Deadline: m.deadline}
+		c, err := d.Dial("tcp", m.peers[r])
+		if err == nil {
+			if !m.pending.add(c) {
+				return
+			}
+			_, err = handshake(c, true, m.rank, m.size, r, m.job, m.secret, m.hsTimeout())
+			m.pending.remove(c)
+			if err == nil {
+				m.report(meshResult{rank: r, conn: c})
+				return
+			}
+			c.Close()
+			var hs *hsError
+			if !errors.As(err, &hs) {
+				m.report(meshResult{rank: r, err: err})
+				return
+			}
+		} else {
+			var dns *net.DNSError
+			if errors.As(err, &dns) && dns.IsNotFound {
+				m.report(meshResult{rank: r, err: core.Errorf(core.CodeNet, "rank %d cannot resolve the address of rank %d (%s): %v", m.rank, r, m.peers[r], err)})
+				return
+			}
+		}
+		m.mu.Lock()
+		// A dial cut short by the deadline says less than the refusal before it.
+		if m.lastErr[r] == nil || !isTimeout(err) {
+			m.lastErr[r] = err
+		}
+		m.mu.Unlock()
+		wait := min(backoff, time.Until(m.deadline))
+		if wait <= 0 {
+			return // the collector's timer reports the timeout
+		}
+		tm := time.NewTimer(wait)
+		select {
+		case <-m.stop:
+			tm.Stop()
+			return
+		case <-tm.C:
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+// accept takes the higher ranks' connections on ln, a handshake goroutine each, until ln is
+// closed.
+func (m *mesher) accept(ln net.Listener) {
+	defer m.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-m.stop:
+			default:
+				m.report(meshResult{rank: m.rank, err: core.Errorf(core.CodeNet, "rank %d cannot accept on %s: %v", m.rank, ln.Addr(), err)})
+			}
+			return
+		}
+		if !m.pending.add(c) {
+			return
+		}
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			r, err := handshake(c, false, m.rank, m.size, -1, m.job, m.secret, m.hsTimeout())
+			m.pending.remove(c)
+			if err != nil {
+				c.Close()
+				var hs *hsError
+				if !errors.As(err, &hs) { // garbage or a broken client: keep waiting
+					m.report(meshResult{rank: r, err: err})
+				}
+				return
+			}
+			m.report(meshResult{rank: r, conn: c})
+		}()
+	}
+}
+
+// collect keeps the connections reported until every peer has one, a dialer or the acceptor
+// fails, or the deadline passes.
+func (m *mesher) collect() ([]net.Conn, error) {
+	conns := make([]net.Conn, m.size)
+	missing := m.size - 1
+	timer := time.NewTimer(time.Until(m.deadline))
+	defer timer.Stop()
+	for missing > 0 {
+		select {
+		case res := <-m.results:
+			switch {
+			case res.err != nil:
+				return conns, res.err
+			case conns[res.rank] != nil:
+				// The dialer gave up on an earlier connection and tried again: keep the new one.
+				conns[res.rank].Close()
+				conns[res.rank] = res.conn
+			default:
+				conns[res.rank] = res.conn
+				missing--
+			}
+		case <-timer.C:
+			return conns, m.timeoutError(conns)
+		}
+	}
+	return conns, nil
+}
+
+// timeoutError names the ranks still missing and why the lower ones could not be reached.
+func (m *mesher) timeoutError(conns []net.Conn) error {
+	var miss []int
+	for r := 0; r < m.size; r++ {
+		if r != m.rank && conns[r] == nil {
+			miss = append(miss, r)
+		}
+	}
+	sort.Ints(miss)
+	var b strings.Builder
+	fmt.Fprintf(&b, "rank %d timed out after %v waiting for ranks %v to connect", m.rank, m.timeout, miss)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range miss {
+		if r < m.rank && m.lastErr[r] != nil {
+			fmt.Fprintf(&b, "; rank %d at %s: %v", r, m.peers[r], m.lastErr[r])
+		}
+	}
+	return core.Errorf(core.CodeTimeout, "%s", b.String())
+}
+
+type meshResult struct {
+	rank int
+	conn net.Conn
+	err  error // fatal: the mesh cannot be built
+}
+
+// connSet holds connections still in their handshake, so giving up can interrupt them.
+type connSet struct {
+	mu      sync.Mutex
+	stopped bool
+	m       map[net.Conn]struct{}
+}
+
+func (s *connSet) add(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		c.Close()
+		return false
+	}
+	s.m[c] = struct{}{}
+	return true
+}
+
+func (s *connSet) remove(c net.Conn) {
+	s.mu.Lock()
+	delete(s.m, c)
+	s.mu.Unlock()
+}
+
+func (s *connSet) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	for c := range s.m {
+		c.Close()
+	}
+}

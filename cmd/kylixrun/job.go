@@ -54,55 +54,19 @@ func newSecret() (string, error) {
 // run starts the job, supervises it and returns the launcher's exit code.
 func (j *job) run() int {
 	c := j.cfg
-	hosts := placeRanks(c.hosts, c.n)
-	var remoteHost string
-	anyLocal := false
-	for i, h := range hosts {
-		if isLocalHost(h) {
-			hosts[i] = ""
-			anyLocal = true
-		} else if remoteHost == "" {
-			remoteHost = h
-		}
+	p, code := j.preflight()
+	if p == nil {
+		return code
 	}
-	// A missing program or ssh is reported before any rank starts.
-	if anyLocal {
-		if _, err := exec.LookPath(c.argv[0]); err != nil {
-			j.logf("cannot run %s: %v", c.argv[0], err)
-			return execErrorCode(err)
-		}
-	}
-	if remoteHost != "" {
-		if _, err := exec.LookPath(c.ssh[0]); err != nil {
-			j.logf("cannot run %s for the remote ranks: %v", c.ssh[0], err)
-			return execErrorCode(err)
-		}
-	}
-	var err error
-	if j.cwd, err = os.Getwd(); err != nil && remoteHost != "" {
-		j.logf("cannot find the working directory for remote ranks: %v", err)
-		return 1
-	}
-	secret, err := newSecret()
+	rv, err := startRendezvous(p.bind, c.n, p.secret, c.rendezvousTimeout())
 	if err != nil {
-		j.logf("cannot make a job secret: %v", err)
-		return 1
-	}
-
-	// Local jobs stay on loopback; with remote ranks every interface listens, IPv4 and IPv6.
-	bind := "127.0.0.1:0"
-	if remoteHost != "" {
-		bind = ":0"
-	}
-	rv, err := startRendezvous(bind, c.n, secret, c.rendezvousTimeout())
-	if err != nil {
-		j.logf("cannot serve the rendezvous on %s: %v", bind, err)
+		j.logf("cannot serve the rendezvous on %s: %v", p.bind, err)
 		return 1
 	}
 	defer rv.Close()
 	rvAddr := rv.Addr()
-	if remoteHost != "" {
-		if rvAddr, err = advertised(rvAddr, c.rvHost, remoteHost); err != nil {
+	if p.remoteHost != "" {
+		if rvAddr, err = advertised(rvAddr, c.rvHost, p.remoteHost); err != nil {
 			j.logf("%v", err)
 			return 1
 		}
@@ -122,38 +86,7 @@ func (j *job) run() int {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	defer signal.Reset(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGPIPE)
 
-	j.exits = make(chan rankExit, c.n)
-	code := 0
-	stopping := false
-	for id := 0; id < c.n; id++ {
-		var release func()
-		if hosts[id] != "" {
-			var sig os.Signal
-			if release, sig = j.sshSlot(hosts[id], sigs); sig != nil {
-				s := sig.(syscall.Signal)
-				j.logf("got %s while starting the ranks; stopping the %d started", sigName(s), len(j.ranks))
-				code, stopping = 128+int(s), true
-				break
-			}
-		}
-		vars := jobVars(c, id, rvAddr, secret)
-		if t := localThreads(hosts, id, os.Getenv("KYLIX_THREADS")); t != "" {
-			vars = append(vars, "KYLIX_THREADS="+t)
-		}
-		env := rankEnv(os.Environ(), vars)
-		r, err := j.startRank(rankSpec{id: id, host: hosts[id], env: env, release: release})
-		if err != nil {
-			if release != nil {
-				release()
-			}
-			j.logf("cannot start rank %d: %v", id, err)
-			code = execErrorCode(err)
-			stopping = true
-			break
-		}
-		j.ranks = append(j.ranks, r)
-		go j.watch(r)
-	}
+	code, stopping := j.start(p, rvAddr, sigs)
 	code = j.supervise(sigs, code, stopping)
 
 	// Output still in the pipes is copied out; a pipe that a runaway process keeps open past
@@ -170,6 +103,93 @@ func (j *job) run() int {
 	case <-time.After(grace):
 	}
 	return code
+}
+
+// placement is what preflight settles before anything starts.
+type placement struct {
+	hosts      []string // by rank; "" for a local rank
+	remoteHost string   // the first remote host, "" when every rank is local
+	secret     string
+	bind       string // where the rendezvous listens
+}
+
+// preflight places the ranks and checks that the program (and ssh, for remote ranks) can run,
+// so that such a failure is reported before any rank starts. It returns nil and the exit code
+// when the job cannot start.
+func (j *job) preflight() (*placement, int) {
+	c := j.cfg
+	p := &placement{hosts: placeRanks(c.hosts, c.n)}
+	anyLocal := false
+	for i, h := range p.hosts {
+		if isLocalHost(h) {
+			p.hosts[i] = ""
+			anyLocal = true
+		} else if p.remoteHost == "" {
+			p.remoteHost = h
+		}
+	}
+	if anyLocal {
+		if _, err := exec.LookPath(c.argv[0]); err != nil {
+			j.logf("cannot run %s: %v", c.argv[0], err)
+			return nil, execErrorCode(err)
+		}
+	}
+	if p.remoteHost != "" {
+		if _, err := exec.LookPath(c.ssh[0]); err != nil {
+			j.logf("cannot run %s for the remote ranks: %v", c.ssh[0], err)
+			return nil, execErrorCode(err)
+		}
+	}
+	var err error
+	if j.cwd, err = os.Getwd(); err != nil && p.remoteHost != "" {
+		j.logf("cannot find the working directory for remote ranks: %v", err)
+		return nil, 1
+	}
+	if p.secret, err = newSecret(); err != nil {
+		j.logf("cannot make a job secret: %v", err)
+		return nil, 1
+	}
+	// Local jobs stay on loopback; with remote ranks every interface listens, IPv4 and IPv6.
+	p.bind = "127.0.0.1:0"
+	if p.remoteHost != "" {
+		p.bind = ":0"
+	}
+	return p, 0
+}
+
+// start starts the ranks in order, each with its environment, and a watcher for each. A
+// signal during the ssh startups, or a rank that cannot start, stops the starting: it returns
+// the exit code so far and whether the job is stopping.
+func (j *job) start(p *placement, rvAddr string, sigs <-chan os.Signal) (code int, stopping bool) {
+	c := j.cfg
+	j.exits = make(chan rankExit, c.n)
+	for id := 0; id < c.n; id++ {
+		var release func()
+		if p.hosts[id] != "" {
+			var sig os.Signal
+			if release, sig = j.sshSlot(p.hosts[id], sigs); sig != nil {
+				s := sig.(syscall.Signal)
+				j.logf("got %s while starting the ranks; stopping the %d started", sigName(s), len(j.ranks))
+				return 128 + int(s), true
+			}
+		}
+		vars := jobVars(c, id, rvAddr, p.secret)
+		if t := localThreads(p.hosts, id, os.Getenv("KYLIX_THREADS")); t != "" {
+			vars = append(vars, "KYLIX_THREADS="+t)
+		}
+		env := rankEnv(os.Environ(), vars)
+		r, err := j.startRank(rankSpec{id: id, host: p.hosts[id], env: env, release: release})
+		if err != nil {
+			if release != nil {
+				release()
+			}
+			j.logf("cannot start rank %d: %v", id, err)
+			return execErrorCode(err), true
+		}
+		j.ranks = append(j.ranks, r)
+		go j.watch(r)
+	}
+	return 0, false
 }
 
 // supervise waits for every started rank and applies the stopping rules. code and stopping

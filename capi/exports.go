@@ -475,9 +475,6 @@ func kylixgo_allreduce(h C.uintptr_t, send, recv unsafe.Pointer, count C.int64_t
 
 // ---- failures ------------------------------------------------------------------------------
 
-// failedRanker is what a transport offers when it can tell which peers it lost.
-type failedRanker interface{ FailedRanks() []int }
-
 //export kylixgo_failed_ranks
 func kylixgo_failed_ranks(h C.uintptr_t, ranks *C.int32_t, capacity C.int32_t, n *C.int32_t,
 	eb *C.char, ecap C.size_t) (st C.int) {
@@ -491,10 +488,7 @@ func kylixgo_failed_ranks(h C.uintptr_t, ranks *C.int32_t, capacity C.int32_t, n
 		case ranks == nil && capacity > 0:
 			return fail(name, s, argErr("ranks is NULL but cap=%d", int32(capacity)))
 		}
-		var failed []int
-		if fr, ok := ce.c.Transport().(failedRanker); ok {
-			failed = fr.FailedRanks()
-		}
+		failed := ce.c.Transport().FailedRanks()
 		*n = C.int32_t(len(failed))
 		if capacity > 0 {
 			dst := unsafe.Slice((*int32)(unsafe.Pointer(ranks)), int(capacity))

@@ -122,13 +122,9 @@ func (g *sendGroup) wait() error {
 	return g.err
 }
 
-// releaser is offered by transports that pool receive buffers: core hands a payload back as
-// soon as it has been combined or copied, so large messages reuse memory instead of
-// allocating afresh each time.
-type releaser interface{ Release([]byte) }
-
+// release hands a payload of Recv back to the transport (pooled receive buffers).
 func (c *Comm) release(b []byte) {
-	if r, ok := c.t.(releaser); ok && b != nil {
-		r.Release(b)
+	if b != nil {
+		c.t.Release(b)
 	}
 }

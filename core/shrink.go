@@ -238,7 +238,7 @@ func agree(t Transport, epoch int) (bitset, error) {
 	n, me := t.Size(), t.Rank()
 	fp := Fingerprint{Kind: KindAgree, Plan: shrinkPlan, Count: int64(epoch)<<32 | int64(n)}
 	F := newBitset(n)
-	F.addRanks(failedRanksOf(t), me)
+	F.addRanks(t.FailedRanks(), me)
 	decided := false
 	stable := 0
 	// Sets settle two rounds after the last new failure is found, and at most n ranks fail.
@@ -251,7 +251,7 @@ func agree(t Transport, epoch int) (bitset, error) {
 		tag := Tag{Seq: agreeSeq(epoch, r), Phase: PhaseSmall}
 		t.Begin(tag.Seq, fp)
 		dead := newBitset(n)
-		dead.addRanks(failedRanksOf(t), me)
+		dead.addRanks(t.FailedRanks(), me)
 		if !decided {
 			F.or(dead)
 		}
@@ -292,9 +292,7 @@ func agree(t Transport, epoch int) (bitset, error) {
 				continue
 			}
 			dec, G, ok := decodeAgree(b, n)
-			if r, ok := t.(releaser); ok {
-				r.Release(b)
-			}
+			t.Release(b)
 			switch {
 			case !ok:
 				ferr = Errorf(CodeMismatch, "rank %d sent a malformed shrink agreement message (%d bytes for %d ranks)", j, len(b), n)
@@ -321,13 +319,6 @@ func agree(t Transport, epoch int) (bitset, error) {
 			F, stable = next, 0
 		}
 	}
-}
-
-func failedRanksOf(t Transport) []int {
-	if f, ok := t.(interface{ FailedRanks() []int }); ok {
-		return f.FailedRanks()
-	}
-	return nil
 }
 
 // decodeAgree reads a round message: a flags word (bit 0: decided), then the failed set.
@@ -407,16 +398,6 @@ func (l *transportLease) Close() (err error) {
 	return err
 }
 
-// FailedRanks forwards to the transport when it can tell.
-func (l *transportLease) FailedRanks() []int { return failedRanksOf(l.Transport) }
-
-// Release passes pooled payloads back to the transport.
-func (l *transportLease) Release(b []byte) {
-	if r, ok := l.Transport.(releaser); ok {
-		r.Release(b)
-	}
-}
-
 // Unwrap returns the shared transport.
 func (l *transportLease) Unwrap() Transport { return l.Transport }
 
@@ -492,7 +473,7 @@ func (s *subTransport) Close() (err error) {
 // numbered as in this comm.
 func (s *subTransport) FailedRanks() []int {
 	var out []int
-	for _, r := range failedRanksOf(s.raw) {
+	for _, r := range s.raw.FailedRanks() {
 		if r >= 0 && r < len(s.newOf) && s.newOf[r] >= 0 {
 			out = append(out, s.newOf[r])
 		}
@@ -500,12 +481,7 @@ func (s *subTransport) FailedRanks() []int {
 	return out
 }
 
-// Release passes pooled payloads back to the transport.
-func (s *subTransport) Release(b []byte) {
-	if r, ok := s.raw.(releaser); ok {
-		r.Release(b)
-	}
-}
+func (s *subTransport) Release(b []byte) { s.raw.Release(b) }
 
 var (
 	rankRE     = regexp.MustCompile(`\brank (\d+)`)

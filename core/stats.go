@@ -267,20 +267,8 @@ func (s *statsTransport) Close() error           { return s.inner.Close() }
 // Unwrap returns the transport being counted.
 func (s *statsTransport) Unwrap() Transport { return s.inner }
 
-// Release passes pooled payloads back to the transport (see releaser).
-func (s *statsTransport) Release(b []byte) {
-	if r, ok := s.inner.(releaser); ok {
-		r.Release(b)
-	}
-}
-
-// FailedRanks forwards to the transport when it can tell.
-func (s *statsTransport) FailedRanks() []int {
-	if f, ok := s.inner.(interface{ FailedRanks() []int }); ok {
-		return f.FailedRanks()
-	}
-	return nil
-}
+func (s *statsTransport) Release(b []byte)   { s.inner.Release(b) }
+func (s *statsTransport) FailedRanks() []int { return s.inner.FailedRanks() }
 
 func (s *statsTransport) Begin(seq uint64, fp Fingerprint) {
 	now := time.Now()

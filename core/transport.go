@@ -36,6 +36,11 @@ type Transport interface {
 	// so that the front of a large message can be combined while the rest streams in. It
 	// fails as Await does.
 	AwaitPrefix(from int, tag Tag, n int) error
+	// Release gives a payload returned by Recv back to the transport for reuse; the caller
+	// must not touch it afterwards. A payload never released is garbage collected.
+	Release(b []byte)
+	// FailedRanks lists the peers this rank has seen crash or finalize, ascending.
+	FailedRanks() []int
 	// Abort tells every live peer that collective seq failed with err, so ranks waiting in it
 	// fail at once instead of timing out.
 	Abort(seq uint64, err error)

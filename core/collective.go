@@ -15,30 +15,47 @@ func (c *Comm) usable() error {
 	return nil
 }
 
-// collective runs body as the next collective of the comm. Every rank takes the same sequence
-// number for the same call, so messages of different calls never mix; the fingerprint lets
-// peers detect a rank that called something else. A failure is announced to all peers so
-// nobody waits for a timeout that cannot end well.
+// issue makes body the next collective of the comm and returns its request. Every rank takes
+// the same sequence number for the same call, so messages of different calls never mix; the
+// fingerprint lets peers detect a rank that called something else. A failure is announced to
+// all peers so nobody waits for a timeout that cannot end well.
 //
-// The sequence number is taken now, in call order. While requests are in flight the collective
-// queues behind them (request.go) and this call waits for it; under Comm.issue it queues and
-// returns at once, leaving the request in c.issued.
-func (c *Comm) collective(fp Fingerprint, body func(seq uint64) error) error {
+// Every collective is issued, as NCCL enqueues every call; a blocking call is issue + Wait
+// (collective). The sequence number is taken now, in call order. A non-blocking call (async)
+// always queues on the comm's executor (request.go). A blocking one queues behind requests in
+// flight, and otherwise runs at once on the caller's goroutine: no hand-off when nothing is
+// queued.
+func (c *Comm) issue(fp Fingerprint, body func(seq uint64) error, async bool) (*Request, error) {
 	if err := c.usable(); err != nil {
-		return err
+		return nil, err
 	}
 	seq := c.seq
 	c.seq++
-	if c.issuing {
-		c.issuing = false // one collective per non-blocking call
-		c.issued = c.submit(seq, fp, body, true)
-		return nil
+	if r := c.submit(seq, fp, body, async); r != nil {
+		return r, nil
 	}
-	if r := c.submit(seq, fp, body, false); r != nil {
-		return r.Wait()
-	}
-	return c.run(seq, fp, body)
+	return &Request{done: closedChan, err: c.run(seq, fp, body), seq: seq, fp: fp}, nil
 }
+
+// collective is a blocking collective: issue, then wait.
+func (c *Comm) collective(fp Fingerprint, body func(seq uint64) error) error {
+	return wait(c.issue(fp, body, false))
+}
+
+// wait is Wait on a request just issued, or the error that kept it from being issued.
+func wait(r *Request, err error) error {
+	if err != nil {
+		return err
+	}
+	return r.Wait()
+}
+
+// closedChan is the done channel of a request that completed as it was issued.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
 
 // run executes collective seq on the transport. Only one runs at a time on a comm: the caller
 // is either the issuing goroutine with the executor idle, or the executor.

@@ -27,11 +27,8 @@ type Comm struct {
 	// denseBuf is where the members' copies of this rank's chunks land in dense allreduce.
 	denseBuf []byte
 	mu       sync.Mutex // guards broken/closed against Close from another goroutine
-	// Non-blocking collectives (request.go): the queue, and the issuing mode in which
-	// collective() queues without waiting and leaves the request in issued.
-	ex      executor
-	issuing bool
-	issued  *Request
+	// ex queues collectives issued while others are in flight (request.go).
+	ex executor
 }
 
 // NewComm wraps a connected transport. opts.Degrees and opts.MinPacket steer planning.

@@ -9,8 +9,13 @@ import "unsafe"
 // rank moves about 2(m-1)/m of the vector, and each element is combined by one owner in source
 // order, so all ranks get the same bits.
 func (c *Comm) Allreduce(send, recv []byte, d Dtype, o Op) error {
+	return wait(c.allreduce(send, recv, d, o, false))
+}
+
+// allreduce checks an allreduce's arguments and issues it (IAllreduce with async).
+func (c *Comm) allreduce(send, recv []byte, d Dtype, o Op, async bool) (*Request, error) {
 	if err := c.usable(); err != nil {
-		return err
+		return nil, err
 	}
 	err := CheckDtypeOp(d, o)
 	if err == nil && len(send) != len(recv) {
@@ -19,17 +24,16 @@ func (c *Comm) Allreduce(send, recv []byte, d Dtype, o Op) error {
 	if err == nil && len(send)%d.Size() != 0 {
 		err = Errorf(CodeArg, "send holds %d bytes, not a whole number of %s", len(send), d)
 	}
-	if err == nil && len(c.denseBuf) < len(send) {
-		// the members' copies of this rank's chunks, or the direct exchange's copies
+	if err == nil { // the members' copies of this rank's chunks, or the direct exchange's
 		err = checkRoom(uint64(len(send)), "count", "allreduce's receive scratch")
 	}
 	if err != nil {
-		return c.Reject(err)
+		return nil, c.Reject(err)
 	}
 	es := d.Size()
 	n := len(send) / es
 	fp := Fingerprint{Kind: KindAllreduce, Dtype: uint8(d), Op: uint16(o), Count: int64(n)}
-	return c.collective(fp, func(seq uint64) error {
+	return c.issue(fp, func(seq uint64) error {
 		if len(send) > 0 && unsafe.SliceData(send) != unsafe.SliceData(recv) {
 			copy(recv, send)
 		}
@@ -57,7 +61,7 @@ func (c *Comm) Allreduce(send, recv []byte, d Dtype, o Op) error {
 			}
 		}
 		return nil
-	})
+	}, async)
 }
 
 // denseSlots posts, for every layer, where each member's copy of this node's chunk lands: the

@@ -5,8 +5,13 @@ import "slices"
 // Reduce sends this rank's out values down the configured butterfly and writes the op over
 // all ranks into inVals, in the caller's in-index order.
 func (p *Plan) Reduce(outVals, inVals []byte, d Dtype, o Op, width int) error {
+	return wait(p.reduce(outVals, inVals, d, o, width, false))
+}
+
+// reduce checks a reduce's arguments and issues it (IReduce with async).
+func (p *Plan) reduce(outVals, inVals []byte, d Dtype, o Op, width int, async bool) (*Request, error) {
 	if err := p.usable(); err != nil {
-		return err
+		return nil, err
 	}
 	c := p.c
 	err := checkReduceArgs(d, o, width)
@@ -21,11 +26,11 @@ func (p *Plan) Reduce(outVals, inVals []byte, d Dtype, o Op, width int) error {
 		b, err = p.bufs(width*d.Size(), "width")
 	}
 	if err != nil {
-		return c.Reject(err)
+		return nil, c.Reject(err)
 	}
 	vs := &valueSpec{d: d, o: o, width: width, es: width * d.Size()}
 	fp := Fingerprint{Kind: KindReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
-	return c.collective(fp, func(seq uint64) error {
+	return c.issue(fp, func(seq uint64) error {
 		p.expectAll(seq, b, vs.es, true)
 		p.top(b, outVals, vs)
 		for i := range p.layers {
@@ -34,7 +39,7 @@ func (p *Plan) Reduce(outVals, inVals []byte, d Dtype, o Op, width int) error {
 			}
 		}
 		return p.up(seq, b, b.vec[len(p.layers)], inVals, vs)
-	})
+	}, async)
 }
 
 // expectAll posts the landing place of every message this rank receives in the reduce: down

@@ -46,29 +46,12 @@ func (r *Request) Test() (done bool, err error) {
 // (and the slot given up through Reject, as the blocking call does) without a request. outVals
 // and inVals belong to the request until Wait returns or Test reports done.
 func (p *Plan) IReduce(outVals, inVals []byte, d Dtype, o Op, width int) (*Request, error) {
-	return p.c.issue(func() error { return p.Reduce(outVals, inVals, d, o, width) })
+	return p.reduce(outVals, inVals, d, o, width, true)
 }
 
 // IAllreduce starts Allreduce and returns at once; arguments and buffers as for IReduce.
 func (c *Comm) IAllreduce(send, recv []byte, d Dtype, o Op) (*Request, error) {
-	return c.issue(func() error { return c.Allreduce(send, recv, d, o) })
-}
-
-// issue runs call, a blocking collective, in issuing mode: its c.collective queues the work and
-// hands back the request instead of waiting for it. Validation and Reject happen inside call
-// exactly as for the blocking form.
-func (c *Comm) issue(call func() error) (*Request, error) {
-	c.issuing, c.issued = true, nil
-	defer func() { c.issuing, c.issued = false, nil }() // also after a panic (capi recovers it)
-	err := call()
-	r := c.issued
-	switch {
-	case err != nil:
-		return nil, err
-	case r == nil:
-		return nil, Errorf(CodeInternal, "non-blocking call issued no collective")
-	}
-	return r, nil
+	return c.allreduce(send, recv, d, o, true)
 }
 
 // executor is a comm's queue of collectives. The zero value is an idle executor.
@@ -80,7 +63,8 @@ type executor struct {
 }
 
 // submit queues a collective and starts the drain goroutine if none runs. Unless always, it
-// queues only when the executor is busy and returns nil otherwise: the caller runs it inline.
+// queues only when the executor is busy and returns nil otherwise: the caller runs it inline
+// (issue).
 func (c *Comm) submit(seq uint64, fp Fingerprint, body func(uint64) error, always bool) *Request {
 	e := &c.ex
 	e.mu.Lock()

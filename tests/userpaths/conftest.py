@@ -67,7 +67,10 @@ PAIR = re.compile(r"\[(\d+)\]=([-+0-9.eE]+)")
 def example_errors(out: str, ranks: int = 4, allreduce: bool = False) -> List[str]:
     """What is wrong with the --tag-output lines of the README example; [] when nothing."""
     want = example_answer(ranks)
-    lines = LINE.findall(re.sub(r"\x1b\[[0-9;]*m", "", out))   # Maven's colour codes
+    out = re.sub(r"\x1b\[[0-9;]*m", "", out)                    # Maven's colour codes
+    # Open MPI tags every write of a rank, so a line may hold its tag again after the first
+    out = re.sub(r"(?<=.)\[\d+,\d+\]<stdout>:", "", out)
+    lines = LINE.findall(out)
     errs = []
     if sorted(int(r) for _, r, _ in lines) != list(range(ranks)):
         return [f"want one 'rank r:' line from each of {ranks} ranks, got {len(lines)}"]

@@ -195,18 +195,18 @@ func Combine(d Dtype, o Op, dst, src []byte) {
 	case F64:
 		combineBytes[float64](d, o, dst, src, kernAddF64)
 	case I32:
-		combineBytes[int32](d, o, dst, src, nil)
+		combineBytes[int32](d, o, dst, src, kernAddI32)
 	case I64:
-		combineBytes[int64](d, o, dst, src, nil)
+		combineBytes[int64](d, o, dst, src, kernAddI64)
 	case U64:
-		combineBytes[uint64](d, o, dst, src, nil)
+		combineBytes[uint64](d, o, dst, src, kernAddU64)
 	default:
 		kernPanic("invalid dtype %d", int(d))
 	}
 }
 
 // combineBytes views the buffers and runs the op's loop. add, when not nil, is the dense Sum
-// kernel for T (the assembly path for f32/f64).
+// kernel for T (the SIMD path where there is one).
 func combineBytes[T kernNum](d Dtype, o Op, dst, src []byte, add func(x, y []T)) {
 	x, aligned := kernView[T](dst)
 	y, _ := kernView[T](src)
@@ -223,11 +223,11 @@ func combineBytes[T kernNum](d Dtype, o Op, dst, src []byte, add func(x, y []T))
 			x[i] *= y[i]
 		}
 	case Min:
-		for i := range x {
+		for i := kernMinMax(o, x, y); i < len(x); i++ { // SIMD prefix, if any
 			x[i] = kernMin(x[i], y[i])
 		}
 	case Max:
-		for i := range x {
+		for i := kernMinMax(o, x, y); i < len(x); i++ {
 			x[i] = kernMax(x[i], y[i])
 		}
 	case Band, Bor, Bxor:
@@ -319,11 +319,11 @@ func ScatterCombine(d Dtype, o Op, dst, src []byte, idx []int32, w int) {
 	case F64:
 		scatterBytes[float64](d, o, dst, src, idx, w, kernAddF64)
 	case I32:
-		scatterBytes[int32](d, o, dst, src, idx, w, nil)
+		scatterBytes[int32](d, o, dst, src, idx, w, kernAddI32)
 	case I64:
-		scatterBytes[int64](d, o, dst, src, idx, w, nil)
+		scatterBytes[int64](d, o, dst, src, idx, w, kernAddI64)
 	case U64:
-		scatterBytes[uint64](d, o, dst, src, idx, w, nil)
+		scatterBytes[uint64](d, o, dst, src, idx, w, kernAddU64)
 	default:
 		kernPanic("invalid dtype %d", int(d))
 	}
@@ -477,6 +477,9 @@ func scatterBitwiseLoop[T kernInt](o Op, x, y []T, idx []int32, w int) {
 
 // ---- Gather ----
 
+// kernGatherMin is the index count below which the w == 1 gather stays in Go.
+const kernGatherMin = 16
+
 // Gather copies row idx[p] of src to row p of dst: dst[p*w+c] = src[idx[p]*w+c]; where
 // idx[p] < 0 the row is filled with the op's identity instead (zero bytes for a user op).
 // len(dst) must be len(idx)·w·size and len(src) a multiple of w·size.
@@ -514,11 +517,12 @@ func gatherBytes[T kernNum](dst, src []byte, idx []int32, w int, id T) {
 	switch {
 	case w == 1:
 		x = x[:len(idx)]
-		for p, j := range idx {
+		p0 := kernGatherW1(x, y, idx, id) // SIMD prefix, if any
+		for p, j := range idx[p0:] {
 			if j < 0 {
-				x[p] = id
+				x[p0+p] = id
 			} else {
-				x[p] = y[j]
+				x[p0+p] = y[j]
 			}
 		}
 	case w < 16:

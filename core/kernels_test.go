@@ -339,17 +339,23 @@ func TestGatherReference(t *testing.T) {
 			src := randBuf(d, rows*w, r)
 			dst := randBuf(d, n*w, r)
 			Gather(d, o, dst, src, idx, w)
-			id := identityBits(d, o)
-			for p, j := range idx {
-				for c := range w {
-					want := id
-					if j >= 0 {
-						want = getElem(d, src, int(j)*w+c)
-					}
-					if g := getElem(d, dst, p*w+c); g != want {
-						t.Fatalf("Gather %s/%s w=%d row %d (idx %d) col %d: %#x want %#x", d, o, w, p, j, c, g, want)
-					}
-				}
+			checkGather(t, fmt.Sprintf("Gather %s/%s w=%d", d, o, w), d, o, dst, src, idx, w)
+		}
+	}
+}
+
+// checkGather compares dst with the rows of src that idx names, or the op's identity.
+func checkGather(t *testing.T, what string, d Dtype, o Op, dst, src []byte, idx []int32, w int) {
+	t.Helper()
+	id := identityBits(d, o)
+	for p, j := range idx {
+		for c := range w {
+			want := id
+			if j >= 0 {
+				want = getElem(d, src, int(j)*w+c)
+			}
+			if g := getElem(d, dst, p*w+c); g != want {
+				t.Fatalf("%s row %d (idx %d) col %d: %#x want %#x", what, p, j, c, g, want)
 			}
 		}
 	}

@@ -85,7 +85,9 @@ func stepMismatch(err error) error {
 	if msg == e.Msg {
 		return err
 	}
-	return &Error{Code: e.Code, Msg: msg}
+	out := *e
+	out.Msg, out.format = msg, "" // the text is final (already renumbered below core)
+	return &out
 }
 
 // mixLayer averages buf with the members of this node's layer-i group. It also sends an empty

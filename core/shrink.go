@@ -3,8 +3,6 @@ package core
 import (
 	"errors"
 	"hash/fnv"
-	"regexp"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -138,7 +136,7 @@ func (c *Comm) Shrink() (*Comm, error) {
 
 	failed, err := agree(p, epoch)
 	if err != nil {
-		return nil, prefixErr("shrink: ", err)
+		return nil, Prefixed("shrink: ", err)
 	}
 	var members []int // ranks of c that live on
 	newRank := -1
@@ -188,20 +186,13 @@ func (c *Comm) Shrink() (*Comm, error) {
 	nc, err := NewComm(sub, opts)
 	if err != nil {
 		sub.Close()
-		return nil, prefixErr("shrink: ", err)
+		return nil, Prefixed("shrink: ", err)
 	}
 	nc.seq = sub.base
 	nc.denseSwitchBytes = c.denseSwitchBytes
 	return nc, nil
 }
 
-func prefixErr(p string, err error) error {
-	var e *Error
-	if errors.As(err, &e) {
-		return &Error{Code: e.Code, Msg: p + e.Msg}
-	}
-	return Errorf(CodeInternal, "%s%v", p, err)
-}
 
 // ---- agreement on the failed set -----------------------------------------------------------
 
@@ -483,45 +474,23 @@ func (s *subTransport) FailedRanks() []int {
 
 func (s *subTransport) Release(b []byte) { s.raw.Release(b) }
 
-var (
-	rankRE     = regexp.MustCompile(`\brank (\d+)`)
-	collRE     = regexp.MustCompile(`\bcollective (\d+)`)
-	reportedRE = regexp.MustCompile(`\(reported by rank (\d+)\)$`)
-)
-
-// translate rewrites the rank (and collective) numbers of an error from the underlying
-// transport into this comm's. A peer's abort arrives with its text already in this comm's
-// numbers (its own subTransport rewrote it) and only the "(reported by rank N)" the local
-// mailbox appended is rewritten; any other error was made here, in raw numbers, and all of
-// its "rank N" and "collective N" are rewritten.
+// translate renumbers the ranks and collectives an error from the underlying transport names
+// (raw numbers) into this comm's. A peer's abort arrives with its text already in this comm's
+// numbers (its own subTransport renumbered it); only its reporter is mapped.
 func (s *subTransport) translate(err error) error {
 	var e *Error
 	if err == nil || !errors.As(err, &e) {
 		return err
 	}
-	msg := e.Msg
-	if loc := reportedRE.FindStringSubmatchIndex(msg); loc != nil {
-		msg = msg[:loc[2]] + s.rankName(msg[loc[2]:loc[3]]) + msg[loc[3]:]
-	} else {
-		msg = rankRE.ReplaceAllStringFunc(msg, func(m string) string { return "rank " + s.rankName(m[len("rank "):]) })
-		msg = collRE.ReplaceAllStringFunc(msg, func(m string) string {
-			q, err := strconv.ParseUint(m[len("collective "):], 10, 64)
-			if err != nil || q < s.base || q >= agreeSeq(s.epoch+1, 0) {
-				return m // not one of this comm's collectives
-			}
-			return "collective " + strconv.FormatUint(q-s.base, 10)
-		})
-	}
-	return &Error{Code: e.Code, Msg: msg}
-}
-
-func (s *subTransport) rankName(num string) string {
-	r, err := strconv.Atoi(num)
-	if err != nil || r < 0 || r >= len(s.newOf) {
-		return num
-	}
-	if i := s.newOf[r]; i >= 0 {
-		return strconv.Itoa(i)
-	}
-	return num + " (of the comm before shrink)"
+	return e.Renumber(func(r int) (int, bool) {
+		if r < 0 || r >= len(s.newOf) || s.newOf[r] < 0 {
+			return r, false
+		}
+		return s.newOf[r], true
+	}, func(q uint64) (uint64, bool) {
+		if q < s.base || q >= agreeSeq(s.epoch+1, 0) {
+			return q, false // not one of this comm's collectives
+		}
+		return q - s.base, true
+	})
 }

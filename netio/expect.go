@@ -65,7 +65,7 @@ func (m *mailbox) claim(src int, seq uint64, layer, phase uint8, fp core.Fingerp
 	if len(p.dst) != n {
 		p.state = postLanded
 		p.err = core.Errorf(core.CodeInternal, "rank %d sent a %s message of %d bytes in layer %d of collective %d, want %d",
-			src, phaseName(phase), n, layer, seq, len(p.dst))
+			core.RankRef(src), phaseName(phase), n, core.LayerRef(layer), core.SeqRef(seq), len(p.dst))
 		m.wakeKey(seq, k)
 		return nil
 	}
@@ -125,7 +125,7 @@ func (m *mailbox) awaitPrefix(from int, tag core.Tag, n int) (int, error) {
 		defer putBuf(early)
 		if len(early) != len(p.dst) {
 			return 0, core.Errorf(core.CodeInternal, "rank %d sent a %s message of %d bytes in layer %d of collective %d, want %d",
-				from, phaseName(tag.Phase), len(early), tag.Layer, tag.Seq, len(p.dst))
+				core.RankRef(from), phaseName(tag.Phase), len(early), core.LayerRef(tag.Layer), core.SeqRef(tag.Seq), len(p.dst))
 		}
 		copy(p.dst, early)
 	}

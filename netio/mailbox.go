@@ -1,7 +1,6 @@
 package netio
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -186,13 +185,14 @@ func (m *mailbox) deliver(src int, seq uint64, layer, phase uint8, fp core.Finge
 	m.wakeKey(seq, k)
 }
 
-// abort records that collective seq failed with err: a peer's report (src >= 0, the message
-// says who reported it) or this rank's own (src < 0). The first failure of a sequence wins; an
+// abort records that collective seq failed with err: a peer's report (src >= 0, the error's
+// Reporter) or this rank's own (src < 0). The first failure of a sequence wins; an
 // abort of a sequence this rank already left is dropped, one of a future sequence waits for it.
 func (m *mailbox) abort(seq uint64, src int, code core.Code, msg string) {
+	e := &core.Error{Code: code, Msg: msg}
 	if src >= 0 {
 		m.heard(src)
-		msg = fmt.Sprintf("%s (reported by rank %d)", msg, src)
+		e = core.Reported(code, msg, src)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -207,7 +207,7 @@ func (m *mailbox) abort(seq uint64, src int, code core.Code, msg string) {
 		if b.stalled == nil {
 			b.stalled = map[int]error{}
 		}
-		b.stalled[src] = &core.Error{Code: code, Msg: msg}
+		b.stalled[src] = e
 		for _, w := range m.waiters {
 			if w.seq == seq && w.key.src == src {
 				wake(w)
@@ -215,7 +215,7 @@ func (m *mailbox) abort(seq uint64, src int, code core.Code, msg string) {
 		}
 		return
 	}
-	m.failLocked(seq, b, &core.Error{Code: code, Msg: msg})
+	m.failLocked(seq, b, e)
 	b.remote = src >= 0
 }
 
@@ -339,7 +339,7 @@ const (
 // closed mailbox or timeout of silence from `from` end the wait with an error.
 func (m *mailbox) wait(from int, tag core.Tag, prefix int) (ready, error) {
 	if from < 0 || from >= m.size {
-		return ready{}, core.Errorf(core.CodeArg, "recv: source rank %d is not in 0..%d", from, m.size-1)
+		return ready{}, core.Errorf(core.CodeArg, "recv: source rank %d is not in 0..%d", core.RankRef(from), m.size-1)
 	}
 	k := msgKey{tag.Layer, tag.Phase, from}
 	var w *waiter
@@ -368,7 +368,7 @@ func (m *mailbox) wait(from int, tag core.Tag, prefix int) (ready, error) {
 			return ready{}, m.closed
 		}
 		if m.stale(tag.Seq) {
-			return ready{}, core.Errorf(core.CodeState, "recv: collective %d is over (this rank is in %d)", tag.Seq, m.cur)
+			return ready{}, core.Errorf(core.CodeState, "recv: collective %d is over (this rank is in %d)", core.SeqRef(tag.Seq), core.SeqRef(m.cur))
 		}
 		b := m.box(tag.Seq)
 		if b.fail != nil {
@@ -417,7 +417,7 @@ func (m *mailbox) wait(from int, tag core.Tag, prefix int) (ready, error) {
 				continue
 			}
 			return ready{}, core.Errorf(core.CodeTimeout, "rank %d sent nothing for %v: waited for its %s message of collective %d, layer %d",
-				from, m.timeout, phaseName(tag.Phase), tag.Seq, tag.Layer)
+				core.RankRef(from), m.timeout, phaseName(tag.Phase), core.SeqRef(tag.Seq), core.LayerRef(tag.Layer))
 		}
 	}
 }
@@ -435,8 +435,8 @@ func (m *mailbox) removeWaiter(w *waiter) {
 }
 
 // Errors both transports give for a peer that went away.
-func finalizedError(r int) error { return core.Errorf(core.CodePeer, "rank %d has finalized", r) }
+func finalizedError(r int) error { return core.Errorf(core.CodePeer, "rank %d has finalized", core.RankRef(r)) }
 
 func lostError(r int, why string) error {
-	return core.Errorf(core.CodePeer, "rank %d is lost: %s", r, why)
+	return core.Errorf(core.CodePeer, "rank %d is lost: %s", core.RankRef(r), why)
 }

@@ -54,14 +54,14 @@ func (m *Mem) Send(to int, tag core.Tag, bufs ...[]byte) error {
 		return err
 	}
 	if to < 0 || to >= m.Size() {
-		return core.Errorf(core.CodeArg, "send: destination rank %d is not in 0..%d", to, m.Size()-1)
+		return core.Errorf(core.CodeArg, "send: destination rank %d is not in 0..%d", core.RankRef(to), m.Size()-1)
 	}
 	n := 0
 	for _, b := range bufs {
 		n += len(b)
 	}
 	if uint64(n) > MaxPayload {
-		return core.Errorf(core.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, to, uint64(MaxPayload))
+		return core.Errorf(core.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, core.RankRef(to), uint64(MaxPayload))
 	}
 	if err := m.mb.deadErr(to); err != nil {
 		return err
@@ -108,14 +108,14 @@ func (m *Mem) Abort(seq uint64, err error) {
 
 // Close finalizes this rank: peers see "rank N has finalized" once they have read what it sent.
 func (m *Mem) Close() error {
-	m.leave(core.Errorf(core.CodeState, "transport of rank %d is closed", m.rank), finalizedError(m.rank))
+	m.leave(core.Errorf(core.CodeState, "transport of rank %d is closed", core.RankRef(m.rank)), finalizedError(m.rank))
 	return nil
 }
 
 // Kill simulates a crash of this rank (for tests): peers see it lost, as on a reset connection,
 // and this rank's own calls fail.
 func (m *Mem) Kill() {
-	m.leave(core.Errorf(core.CodePeer, "rank %d was killed", m.rank), lostError(m.rank, "connection closed without a bye (killed)"))
+	m.leave(core.Errorf(core.CodePeer, "rank %d was killed", core.RankRef(m.rank)), lostError(m.rank, "connection closed without a bye (killed)"))
 }
 
 func (m *Mem) leave(self, peers error) {

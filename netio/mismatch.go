@@ -14,7 +14,7 @@ func mismatchError(src int, theirs, ours core.Fingerprint, seq uint64) error {
 	var v1, v2 string
 	switch field {
 	case "":
-		return core.Errorf(core.CodeMismatch, "rank %d disagrees on collective %d", src, seq)
+		return core.Errorf(core.CodeMismatch, "rank %d disagrees on collective %d", core.RankRef(src), core.SeqRef(seq))
 	case "plan":
 		v1, v2 = fmt.Sprint(theirs.Plan), fmt.Sprint(ours.Plan)
 	case "dtype":
@@ -27,10 +27,10 @@ func mismatchError(src int, theirs, ours core.Fingerprint, seq uint64) error {
 		v1, v2 = fmt.Sprint(theirs.Count), fmt.Sprint(ours.Count)
 	default: // the collective itself
 		return core.Errorf(core.CodeMismatch, "rank %d called %s but this rank called %s (collective %d)",
-			src, theirs.Kind, ours.Kind, seq)
+			core.RankRef(src), theirs.Kind, ours.Kind, core.SeqRef(seq))
 	}
 	return core.Errorf(core.CodeMismatch, "rank %d disagrees on %s: %s vs %s (collective %d, %s)",
-		src, field, v1, v2, seq, ours.Kind)
+		core.RankRef(src), field, v1, v2, core.SeqRef(seq), ours.Kind)
 }
 
 func dtypeName(d uint8) string {

@@ -99,7 +99,7 @@ func (t *TCP) FailedRanks() []int { return t.mb.failedRanks() }
 func (t *TCP) Stats() []PeerStats { return snapshot(t.stats) }
 
 func (t *TCP) closedErr() error {
-	return core.Errorf(core.CodeState, "transport of rank %d is closed", t.rank)
+	return core.Errorf(core.CodeState, "transport of rank %d is closed", core.RankRef(t.rank))
 }
 
 // Send writes one data frame to rank to: the header and bufs go out in one writev, straight from
@@ -109,14 +109,14 @@ func (t *TCP) Send(to int, tag core.Tag, bufs ...[]byte) error {
 		return t.closedErr()
 	}
 	if to < 0 || to >= t.size {
-		return core.Errorf(core.CodeArg, "send: destination rank %d is not in 0..%d", to, t.size-1)
+		return core.Errorf(core.CodeArg, "send: destination rank %d is not in 0..%d", core.RankRef(to), t.size-1)
 	}
 	n := 0
 	for _, b := range bufs {
 		n += len(b)
 	}
 	if uint64(n) > MaxPayload {
-		return core.Errorf(core.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, to, uint64(MaxPayload))
+		return core.Errorf(core.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, core.RankRef(to), uint64(MaxPayload))
 	}
 	if to == t.rank {
 		t.mb.put(t.rank, tag, t.mb.currentFP(), bufs, n)
@@ -231,7 +231,7 @@ func (p *peer) write(h *Header, bufs [][]byte, hard time.Time) error {
 		lockBy = time.Now().Add(t.timeout)
 	}
 	if !p.lock(lockBy) {
-		return core.Errorf(core.CodeTimeout, "send to rank %d: its connection stayed busy for %v", p.rank, t.timeout)
+		return core.Errorf(core.CodeTimeout, "send to rank %d: its connection stayed busy for %v", core.RankRef(p.rank), t.timeout)
 	}
 	defer p.unlock()
 	if err := t.mb.deadErr(p.rank); err != nil {
@@ -285,7 +285,7 @@ func (p *peer) writeFailed(h *Header, err error) error {
 	}
 	var out error
 	if isTimeout(err) {
-		out = core.Errorf(core.CodeTimeout, "rank %d took no data for %v (sending %s frame of collective %d)", p.rank, t.timeout, h.Type, h.Seq)
+		out = core.Errorf(core.CodeTimeout, "rank %d took no data for %v (sending %s frame of collective %d)", core.RankRef(p.rank), t.timeout, h.Type, core.SeqRef(h.Seq))
 		p.down(lostError(p.rank, "connection dropped after a send timed out"))
 	} else {
 		p.down(lostError(p.rank, "send failed: "+err.Error()))
@@ -315,15 +315,15 @@ func (t *TCP) readLoop(p *peer) {
 		}
 		h, err := DecodeHeader(hb[:], MaxPayload)
 		if err != nil {
-			p.down(core.Errorf(core.CodeOf(err), "rank %d sent a bad frame: %v", p.rank, err))
+			p.down(core.Errorf(core.CodeOf(err), "rank %d sent a bad frame: %v", core.RankRef(p.rank), err))
 			return
 		}
 		if h.Job != t.job {
-			p.down(core.Errorf(core.CodeAuth, "rank %d sent a frame of job %016x, this job is %016x", p.rank, h.Job, t.job))
+			p.down(core.Errorf(core.CodeAuth, "rank %d sent a frame of job %016x, this job is %016x", core.RankRef(p.rank), h.Job, t.job))
 			return
 		}
 		if h.Src != p.rank {
-			p.down(core.Errorf(core.CodeNet, "rank %d sent a frame claiming to come from rank %d", p.rank, h.Src))
+			p.down(core.Errorf(core.CodeNet, "rank %d sent a frame claiming to come from rank %d", core.RankRef(p.rank), core.RankRef(h.Src)))
 			return
 		}
 		t.mb.heard(p.rank)
@@ -358,7 +358,7 @@ func (t *TCP) readLoop(p *peer) {
 			t.count(p.rank, len(data), false)
 		case FrameAbort:
 			if h.Len > maxAbortPayload {
-				p.down(core.Errorf(core.CodeNet, "rank %d sent an abort frame of %d bytes", p.rank, h.Len))
+				p.down(core.Errorf(core.CodeNet, "rank %d sent an abort frame of %d bytes", core.RankRef(p.rank), h.Len))
 				return
 			}
 			b := make([]byte, h.Len)

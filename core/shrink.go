@@ -193,7 +193,6 @@ func (c *Comm) Shrink() (*Comm, error) {
 	return nc, nil
 }
 
-
 // ---- agreement on the failed set -----------------------------------------------------------
 
 // agree returns the set of ranks of t that failed, the same on every survivor that returns

@@ -435,7 +435,9 @@ func (m *mailbox) removeWaiter(w *waiter) {
 }
 
 // Errors both transports give for a peer that went away.
-func finalizedError(r int) error { return core.Errorf(core.CodePeer, "rank %d has finalized", core.RankRef(r)) }
+func finalizedError(r int) error {
+	return core.Errorf(core.CodePeer, "rank %d has finalized", core.RankRef(r))
+}
 
 func lostError(r int, why string) error {
 	return core.Errorf(core.CodePeer, "rank %d is lost: %s", core.RankRef(r), why)

@@ -24,21 +24,22 @@ import org.kylix.Plan;
 /**
  * Running Kylix inside a Spark barrier stage, without kylixrun: each task is a rank, its rank is
  * {@code BarrierTaskContext.partitionId()}, and the peers table comes from one {@code
- * allGather} of every task's {@code host:port}. With Spark the whole recipe is:
+ * allGather} of every task's {@code host:port}. Inside a barrier task:
  *
  * <pre>{@code
- * String secret = SparkBarrier.newSecret();                 // on the driver; goes in the closure
- * rdd.barrier().mapPartitions(it -> {
- *   BarrierTaskContext ctx = BarrierTaskContext.get();
- *   String host = ctx.getTaskInfos()[ctx.partitionId()].address().split(":")[0];
- *   try (Comm comm = SparkBarrier.join(new SparkBarrier.Context() {
- *         public int partitionId() { return ctx.partitionId(); }
- *         public String[] allGather(String m) { return ctx.allGather(m); }
- *       }, host, secret, "timeout_ms=60000")) {
- *     ... comm.config / plan.reduce / comm.allreduce over this partition's data ...
- *   }
- * }).collect();
+ * BarrierTaskContext ctx = BarrierTaskContext.get();
+ * String host = ctx.getTaskInfos()[ctx.partitionId()].address().split(":")[0];
+ * try (Comm comm = SparkBarrier.join(new SparkBarrier.Context() {
+ *       public int partitionId() { return ctx.partitionId(); }
+ *       public String[] allGather(String m) { return ctx.allGather(m); }
+ *     }, host, secret, "timeout_ms=60000")) {     // secret: newSecret() on the driver
+ *   ... comm.config / plan.reduce / comm.allreduce over this partition's data ...
+ * }
  * }</pre>
+ *
+ * <p>From Java the stage is {@code javaRdd.rdd().barrier().mapPartitions(f, false, classTag)}
+ * with a serializable {@code scala.Function1}: bindings/java/README.md shows it, and
+ * tests/userpaths/SparkKylixJob.java runs it through spark-submit in a real Spark.
  *
  * <p>{@link #main} checks the recipe without Spark, with the two ways barrier tasks really run:
  * {@code threads N} runs N tasks as threads of one JVM (Spark's local mode, and several tasks

@@ -230,6 +230,9 @@ kylix_stats_json = _fn("kylix_stats_json", c_int,
 # int kylix_stats_reset(kylix_comm *c);
 kylix_stats_reset = _fn("kylix_stats_reset", c_int, [comm_p])
 
+# int kylix_reject(kylix_comm *c, const char *reason);
+kylix_reject = _fn("kylix_reject", c_int, [comm_p, c_char_p])
+
 # int kylix_plan_degrees(int64_t n_features, double density, int32_t ranks, double alpha,
 #                        int64_t min_packet_bytes, int32_t bytes_per_value,
 #                        int32_t *degrees, int32_t cap, int32_t *layers);

@@ -154,6 +154,9 @@ public final class KylixNative {
   // int kylix_stats_reset(kylix_comm *c);
   public static native int kylix_stats_reset(Pointer c);
 
+  // int kylix_reject(kylix_comm *c, const char *reason);
+  public static native int kylix_reject(Pointer c, String reason);
+
   // int kylix_plan_degrees(int64_t n_features, double density, int32_t ranks, double alpha,
   //                        int64_t min_packet_bytes, int32_t bytes_per_value,
   //                        int32_t *degrees, int32_t cap, int32_t *layers);

@@ -260,6 +260,11 @@ func kernAddGo[T kernNum](x, y []T) {
 
 // kernBitwise dispatches the bitwise ops to their integer instantiation; false for floats.
 func kernBitwise[T kernNum](d Dtype, o Op, x, y []T) bool {
+	if d.IsFloat() {
+		return false
+	}
+	p := kernBitwisePrefix(o, x, y) // SIMD prefix, if any
+	x, y = x[p:], y[p:]
 	switch xv := any(x).(type) {
 	case []int32:
 		bitwiseLoop(o, xv, any(y).([]int32))

@@ -153,6 +153,39 @@ done: \
 	MOVLQSX    LAST(BX)(R12*4), R9; \
 	PREFETCHT0 (SI)(R9*S)
 
+// ---- exact element-wise ops on whole blocks: integer Min/Max and the bitwise ops ----
+//
+// func kernMinI32AVX2(dst, src []int32) int     func kernMaxI32AVX2(dst, src []int32) int
+// func kernMinI64AVX512(dst, src []int64) int   func kernMaxI64AVX512(dst, src []int64) int
+// func kernMinU64AVX512(dst, src []uint64) int  func kernMaxU64AVX512(dst, src []uint64) int
+// func kernAndAVX2(dst, src []uint32) int       (and kernOrAVX2, kernXorAVX2)
+//
+// dst[i] = OP(dst[i], src[i]) on whole blocks of two vectors (len(src) >= len(dst)); they
+// return how many elements they did. These ops are exact and commutative: no order question.
+// MOV moves a vector, A and B are vector registers, N is the elements per vector, S the element
+// size and VB the vector size in bytes.
+#define BLOCKFN(MOV, OP, A, B, N, S, VB) \
+	MOVQ dst_base+0(FP), DI; \
+	MOVQ dst_len+8(FP), CX; \
+	MOVQ src_base+24(FP), SI; \
+	ANDQ $(-2*N), CX; \
+	XORQ AX, AX; \
+loop: \
+	CMPQ AX, CX; \
+	JGE  done; \
+	MOV  (DI)(AX*S), A; \
+	MOV  VB(DI)(AX*S), B; \
+	OP   (SI)(AX*S), A, A; \
+	OP   VB(SI)(AX*S), B, B; \
+	MOV  A, (DI)(AX*S); \
+	MOV  B, VB(DI)(AX*S); \
+	ADDQ $(2*N), AX; \
+	JMP  loop; \
+done: \
+	MOVQ AX, ret+48(FP); \
+	VZEROUPPER; \
+	RET
+
 TEXT ·kernAddF32AVX2(SB), NOSPLIT, $0-48
 	ADDFN(VMOVUPS, VADDPS, VMOVSS, VADDSS, 8, 4)
 
@@ -307,3 +340,30 @@ TEXT ·kernMinF64AVX2(SB), NOSPLIT, $0-56
 
 TEXT ·kernMaxF64AVX2(SB), NOSPLIT, $0-56
 	MINMAXFN(VMOVUPD, VMAXPD, VANDPD, VCMPPD, VBLENDVPD, 4, 8)
+
+TEXT ·kernMinI32AVX2(SB), NOSPLIT, $0-56
+	BLOCKFN(VMOVDQU, VPMINSD, Y0, Y1, 8, 4, 32)
+
+TEXT ·kernMaxI32AVX2(SB), NOSPLIT, $0-56
+	BLOCKFN(VMOVDQU, VPMAXSD, Y0, Y1, 8, 4, 32)
+
+TEXT ·kernMinI64AVX512(SB), NOSPLIT, $0-56
+	BLOCKFN(VMOVDQU64, VPMINSQ, Z0, Z1, 8, 8, 64)
+
+TEXT ·kernMaxI64AVX512(SB), NOSPLIT, $0-56
+	BLOCKFN(VMOVDQU64, VPMAXSQ, Z0, Z1, 8, 8, 64)
+
+TEXT ·kernMinU64AVX512(SB), NOSPLIT, $0-56
+	BLOCKFN(VMOVDQU64, VPMINUQ, Z0, Z1, 8, 8, 64)
+
+TEXT ·kernMaxU64AVX512(SB), NOSPLIT, $0-56
+	BLOCKFN(VMOVDQU64, VPMAXUQ, Z0, Z1, 8, 8, 64)
+
+TEXT ·kernAndAVX2(SB), NOSPLIT, $0-56
+	BLOCKFN(VMOVDQU, VPAND, Y0, Y1, 8, 4, 32)
+
+TEXT ·kernOrAVX2(SB), NOSPLIT, $0-56
+	BLOCKFN(VMOVDQU, VPOR, Y0, Y1, 8, 4, 32)
+
+TEXT ·kernXorAVX2(SB), NOSPLIT, $0-56
+	BLOCKFN(VMOVDQU, VPXOR, Y0, Y1, 8, 4, 32)

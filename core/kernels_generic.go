@@ -25,3 +25,5 @@ func kernAddU64(x, y []uint64)  { kernAddGo(x, y) }
 func kernGatherW1[T kernNum](x, y []T, idx []int32, id T) int { return 0 }
 
 func kernMinMax[T kernNum](o Op, x, y []T) int { return 0 }
+
+func kernBitwisePrefix[T kernNum](o Op, x, y []T) int { return 0 }

@@ -325,8 +325,12 @@ func BenchmarkKernelVsGo(b *testing.B) {
 			r := rand.New(rand.NewPCG(7, 8))
 			dst, src := make([]byte, n*d.Size()), make([]byte, n*d.Size())
 			for i := range n { // random order: the Go loop's branches are unpredictable
-				putElem(d, dst, i, fromF(d, r.NormFloat64()))
-				putElem(d, src, i, fromF(d, r.NormFloat64()))
+				a, b := fromF(d, r.NormFloat64()), fromF(d, r.NormFloat64())
+				if !d.IsFloat() {
+					a, b = trunc(d, r.Uint64()), trunc(d, r.Uint64())
+				}
+				putElem(d, dst, i, a)
+				putElem(d, src, i, b)
 			}
 			return func() { Combine(d, o, dst, src) }
 		}
@@ -335,9 +339,12 @@ func BenchmarkKernelVsGo(b *testing.B) {
 	for _, d := range []Dtype{F32, F64, I32, I64} {
 		cases = append(cases, kcase{"Sum" + d.String(), sum(d)})
 	}
-	for _, d := range []Dtype{F32, F64} {
+	for _, d := range []Dtype{F32, F64, I32, I64, U64} {
 		cases = append(cases, kcase{"Min" + d.String(), minmax(d, Min)},
 			kcase{"Max" + d.String(), minmax(d, Max)})
+	}
+	for _, d := range []Dtype{I32, I64} {
+		cases = append(cases, kcase{"Bxor" + d.String(), minmax(d, Bxor)})
 	}
 	for _, d := range []Dtype{F32, F64} {
 		for _, shape := range []string{"mono", "perm"} {

@@ -8,6 +8,7 @@ pip install, the venv's kylixrun) run verbatim in test_readme.py.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import stat
@@ -82,6 +83,20 @@ def test_wheel_build_without_go_says_what_to_do(tmp_path: Path) -> None:
              str(tmp_path), str(src)], timeout=120, env=newcomer_env())
     assert r.returncode != 0
     assert "install Go 1.26 or newer" in r.stdout and "KYLIX_BUILD" in r.stdout, r.stdout[-3000:]
+
+
+def test_wheel_build_without_go_bundles_an_earlier_build(tmp_path: Path) -> None:
+    # In the checkout, with build/ made earlier, but no Go on PATH: the hook says so and packs it.
+    go = shutil.which("go")
+    assert go, "go is not on PATH"
+    env = newcomer_env()
+    env["PATH"] = os.pathsep.join(d for d in env["PATH"].split(os.pathsep)
+                                  if d != os.path.dirname(go))
+    r = run([sys.executable, "-m", "pip", "wheel", "-v", "--no-build-isolation", "--no-deps",
+             "-w", str(tmp_path), str(REPO / "bindings/python")], timeout=120, env=env)
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert "no Go toolchain or make on PATH: bundling" in r.stdout, r.stdout[-3000:]
+    assert len(list(tmp_path.glob("*-py3-none-linux_x86_64.whl"))) == 1
 
 
 def test_python_m_kylix_reports_the_bundled_library() -> None:

@@ -3,9 +3,10 @@
 Collectives must be called by every rank of the comm in the same order.  When this binding
 rejects an argument of a collective (a length that does not match, an unsupported dtype,
 ``copy=False`` with an array that needs a copy ...), the rank still takes its turn in the
-collective, with an argument the library rejects too, before :class:`ArgumentError` is raised:
-the other ranks then fail with :class:`MismatchError` instead of waiting for a rank that never
-came, and the comm stays usable, exactly as for arguments the C library rejects itself.
+collective with ``kylix_reject`` before :class:`ArgumentError` is raised: the other ranks then
+fail with :class:`MismatchError` naming this rank and the reason instead of waiting for a rank
+that never came, and the comm stays usable, exactly as for arguments the C library rejects
+itself.
 """
 
 from __future__ import annotations
@@ -238,12 +239,10 @@ class Comm(CommHandle):
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def _bad(self, call: str, err: BadArg, poison: Callable[[], Any]) -> ArgumentError:
-        """Take this rank's turn in the collective with a rejected argument, then report."""
-        try:
-            poison()
-        except Exception:  # noqa: BLE001 - the ArgumentError below is what matters
-            pass
+    def _bad(self, call: str, err: BadArg) -> ArgumentError:
+        """Take this rank's turn in the collective with ``kylix_reject``, then report."""
+        c = self._ptr(call)
+        _raw.kylix_reject(c, f"{call}: {err}".encode("utf-8", "replace"))
         return ArgumentError(str(err), call=call)
 
     # -- sparse -------------------------------------------------------------------------------
@@ -266,8 +265,7 @@ class Comm(CommHandle):
             o = indices(out_idx, "out_idx")
             i = indices(in_idx, "in_idx")
         except BadArg as e:
-            raise self._bad(call, e, lambda: _raw.kylix_config(c, None, -1, None, 0,
-                                                               ctypes.byref(plan))) from None
+            raise self._bad(call, e) from None
         st = _raw.kylix_config(c, ptr(o), o.shape[0], ptr(i), i.shape[0], ctypes.byref(plan))
         self._check(st, call)
         return Plan(self, plan.value, o.shape[0], i.shape[0])
@@ -299,9 +297,7 @@ class Comm(CommHandle):
             res = self._result(out, v, i.shape[0], width)
             code, uop = _op_code(op)
         except BadArg as e:
-            raise self._bad(call, e, lambda: _raw.kylix_config_reduce(
-                c, None, -1, None, None, 0, None, _raw.KYLIX_F64, _raw.KYLIX_SUM, 0,
-                None)) from None
+            raise self._bad(call, e) from None
         st = _raw.kylix_config_reduce(c, ptr(o), o.shape[0], ptr(v), ptr(i), i.shape[0],
                                       ptr(res), NP_TO_CODE[v.dtype], code, width,
                                       ctypes.byref(plan) if keep else None)
@@ -361,8 +357,7 @@ class Comm(CommHandle):
         try:
             send, res, code, uop = self._dense_args(arr, out, dtype, copy, op)
         except BadArg as e:
-            raise self._bad(call, e, lambda: _raw.kylix_allreduce(
-                c, None, None, -1, _raw.KYLIX_F64, _raw.KYLIX_SUM)) from None
+            raise self._bad(call, e) from None
         st = _raw.kylix_allreduce(c, ptr(send), ptr(res), send.size, NP_TO_CODE[send.dtype],
                                   code)
         self._check(st, call)
@@ -382,11 +377,7 @@ class Comm(CommHandle):
         try:
             send, res, code, uop = self._dense_args(arr, out, dtype, copy, op)
         except BadArg as e:
-            def poison():
-                if _raw.kylix_iallreduce(c, None, None, -1, _raw.KYLIX_F64, _raw.KYLIX_SUM,
-                                         ctypes.byref(req)) == 0:
-                    _raw.kylix_wait(req)
-            raise self._bad(call, e, poison) from None
+            raise self._bad(call, e) from None
         st = _raw.kylix_iallreduce(c, ptr(send), ptr(res), send.size, NP_TO_CODE[send.dtype],
                                    code, ctypes.byref(req))
         self._check(st, call)
@@ -414,7 +405,7 @@ class Comm(CommHandle):
             if int(root) != self._rank and not arr.flags.writeable:
                 raise BadArg("arr: is read-only (written on the ranks other than root)")
         except BadArg as e:
-            raise self._bad(call, e, lambda: _raw.kylix_bcast(c, None, -1, 0)) from None
+            raise self._bad(call, e) from None
         st = _raw.kylix_bcast(c, ptr(arr), arr.nbytes, int(root))
         self._check(st, call)
         return arr
@@ -444,8 +435,7 @@ class Comm(CommHandle):
             if not isinstance(step, (int, np.integer)) or isinstance(step, bool):
                 raise BadArg(f"step: expected an int, got {type(step).__name__}")
         except BadArg as e:
-            raise self._bad(call, e, lambda: _raw.kylix_mix(c, None, -1, _raw.KYLIX_F64,
-                                                            0)) from None
+            raise self._bad(call, e) from None
         st = _raw.kylix_mix(c, ptr(arr), arr.size, NP_TO_CODE[arr.dtype], int(step))
         self._check(st, call)
         return arr
@@ -580,8 +570,7 @@ class Plan(PlanHandle):
         try:
             v, res, width, code, uop = self._args(out_vals, out, dtype, copy, op)
         except BadArg as e:
-            raise self._comm._bad(call, e, lambda: _raw.kylix_reduce(
-                p, None, None, _raw.KYLIX_F64, _raw.KYLIX_SUM, 0)) from None
+            raise self._comm._bad(call, e) from None
         st = _raw.kylix_reduce(p, ptr(v), ptr(res), NP_TO_CODE[v.dtype], code, width)
         self._comm._check(st, call)
         _user_op_check(uop, call)
@@ -601,11 +590,7 @@ class Plan(PlanHandle):
         try:
             v, res, width, code, uop = self._args(out_vals, out, dtype, copy, op)
         except BadArg as e:
-            def poison():
-                if _raw.kylix_ireduce(p, None, None, _raw.KYLIX_F64, _raw.KYLIX_SUM, 0,
-                                      ctypes.byref(req)) == 0:
-                    _raw.kylix_wait(req)
-            raise self._comm._bad(call, e, poison) from None
+            raise self._comm._bad(call, e) from None
         st = _raw.kylix_ireduce(p, ptr(v), ptr(res), NP_TO_CODE[v.dtype], code, width,
                                 ctypes.byref(req))
         self._comm._check(st, call)

@@ -30,7 +30,9 @@ with kylix.init(timeout_ms=20000) as comm:
                        text="python-side length check")
         chk.ok(isinstance(e, ValueError) and e.status == 1, "ArgumentError is a ValueError, status 1")
     else:
-        chk.raises(kylix.MismatchError, plan.reduce, vals, text="peer of a rank with bad args")
+        # kylix_reject: the peers see the real reason and the rank that gave it
+        chk.raises(kylix.MismatchError, plan.reduce, vals, match=[f"rank {odd}", "out_vals", "9 rows"],
+                   text="peer of a rank with bad args")
     in_step("python-side ArgumentError")
 
     # 2. found in C on one rank: a negative index

@@ -130,3 +130,23 @@ func BenchmarkConfig1x4M(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkConfigReduceOneShot4x2M is one config_reduce of 2M-index sets (in = out) on 4
+// in-memory ranks, direct: the mini-batch path.
+func BenchmarkConfigReduceOneShot4x2M(b *testing.B) {
+	sets := benchSets(4, 2_000_000, 10_000_000)
+	j := newLiveJob(b, 4, core.Options{Degrees: "direct", Threads: 1})
+	vals := make([][]byte, 4)
+	res := make([][]byte, 4)
+	for r := range vals {
+		vals[r] = make([]byte, 4*len(sets[r]))
+		res[r] = make([]byte, 4*len(sets[r]))
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		j.each(b, func(r int, c *core.Comm) error {
+			_, err := c.ConfigReduce(sets[r], vals[r], sets[r], res[r], core.F32, core.Sum, 1, false)
+			return err
+		})
+	}
+}

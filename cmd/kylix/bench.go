@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"kylix/core"
@@ -23,6 +24,8 @@ func benchCmd(args []string) error {
 	iters := fs.Int("iters", 5, "reduces to time")
 	dense := fs.Bool("dense", false, "time dense allreduce (direct vs butterfly) instead")
 	sizes := fs.String("sizes", "1,256,1024,4096,16384,65536,262144,1048576", "f32 counts for --dense")
+	same := fs.Bool("in-equals-out", false, "ask for the indices contributed (in = out, as PageRank does)")
+	cpuprofile := fs.String("cpuprofile", "", "write this rank's CPU profile of the reduces to FILE.<rank>")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -47,9 +50,11 @@ func benchCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	in, err := powerLawSet(int64(*n), *density, *alpha, int64(c.Rank())*2+2)
-	if err != nil {
-		return err
+	in := out
+	if !*same {
+		if in, err = powerLawSet(int64(*n), *density, *alpha, int64(c.Rank())*2+2); err != nil {
+			return err
+		}
 	}
 	if err := c.Barrier(); err != nil {
 		return err
@@ -64,6 +69,17 @@ func benchCmd(args []string) error {
 	res := make([]byte, len(in)**width*4)
 	if err := c.Barrier(); err != nil {
 		return err
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%d", *cpuprofile, c.Rank()))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	start = time.Now()
 	for i := 0; i < *iters; i++ {

@@ -177,6 +177,11 @@ func (j *job) start(p *placement, rvAddr string, sigs <-chan os.Signal) (code in
 		if t := localThreads(p.hosts, id, os.Getenv("KYLIX_THREADS")); t != "" {
 			vars = append(vars, "KYLIX_THREADS="+t)
 		}
+		// The library's Go runtime likewise: ranks that share the cores do not each keep
+		// threads spinning for work on all of them.
+		if t := localThreads(p.hosts, id, os.Getenv("GOMAXPROCS")); t != "" {
+			vars = append(vars, "GOMAXPROCS="+t)
+		}
 		env := rankEnv(os.Environ(), vars)
 		r, err := j.startRank(rankSpec{id: id, host: p.hosts[id], env: env, release: release})
 		if err != nil {

@@ -146,9 +146,9 @@ func jobVars(c *config, id int, rendezvous, secret string) []string {
 	return v
 }
 
-// localThreads is the KYLIX_THREADS a local rank gets when the user set none: the cores
-// shared out among the ranks on this host (at least 1), as torchrun sets OMP_NUM_THREADS, so
-// that ranks' worker threads do not oversubscribe the cores. "" leaves the library's default
+// localThreads is the KYLIX_THREADS (and GOMAXPROCS) a local rank gets when the user set
+// none: the cores shared out among the ranks on this host (at least 1), as torchrun sets
+// OMP_NUM_THREADS, so that ranks' worker threads do not oversubscribe the cores. "" leaves the library's default
 // (remote ranks, or a user's own setting).
 func localThreads(hosts []string, id int, user string) string {
 	if user != "" || hosts[id] != "" {

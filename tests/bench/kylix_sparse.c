@@ -64,6 +64,16 @@ int main(int argc, char **argv) {
     t.config[i] = t_stop(t0);
     if (i < PL_CONFIGS - 1) must(kylix_plan_free(p), "plan_free");
   }
+  if (rank == 0) { /* which degrees auto chose, from the stats: the plans' "degrees":[...] */
+    static char js[1 << 16];
+    int64_t need = 0;
+    if (kylix_stats_json(comm, js, sizeof js, &need) == KYLIX_OK) {
+      const char *d = strstr(js, "\"plans\"");
+      d = d ? strstr(d, "\"degrees\":") : NULL;
+      const char *e = d ? strchr(d, ']') : NULL;
+      if (d && e) fprintf(stderr, "kylix_sparse: ranks=%d density=%g degrees %.*s\n", m, o.density, (int)(e - d + 1 - 10), d + 10);
+    }
+  }
   must(kylix_reduce(p, ov, iv, KYLIX_F32, KYLIX_SUM, 1), "reduce"); /* warm-up, checked */
   if (expect) bad += pl_mismatches(expect, in.ids, in.len, iv);
   for (int i = 0; i < PL_REDUCES; i++) {

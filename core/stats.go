@@ -188,6 +188,9 @@ type Stats struct {
 	Size          int                  `json:"size"`
 	DegreesOption string               `json:"degrees_option"`
 	Degrees       []int                `json:"degrees"` // fixed degrees; null for auto
+	Threads       int                  `json:"threads"` // worker threads of the data path
+	Kernels       string               `json:"kernels"` // SIMD level dispatched: avx512, avx2 or go
+	Options       StatsOptions         `json:"options"` // the options in effect
 	SinceUnix     float64              `json:"since_unix_s"`
 	Compression   CompressionStats     `json:"compression"`
 	Totals        Traffic              `json:"totals"`
@@ -195,6 +198,17 @@ type Stats struct {
 	Collectives   map[string]KindStats `json:"collectives"`
 	Plans         []PlanStats          `json:"plans"`
 	Retired       RetiredStats         `json:"retired_plans"`
+}
+
+// StatsOptions are the comm's options in effect, as kylix_init parsed them.
+type StatsOptions struct {
+	TimeoutMS   int64  `json:"timeout_ms"`
+	Threads     int    `json:"threads"`
+	Log         string `json:"log"`
+	MinPacket   int64  `json:"min_packet"`
+	Replication int    `json:"replication"`
+	Compress    string `json:"compress"`
+	Degrees     string `json:"degrees"`
 }
 
 // ---- the counting transport -----------------------------------------------------------------
@@ -618,6 +632,10 @@ func (c *Comm) Stats() Stats {
 	if c.degrees != nil {
 		st.Degrees = append([]int{}, c.degrees...)
 	}
+	st.Threads, st.Kernels = c.threads(), kernLevel()
+	st.Options = StatsOptions{TimeoutMS: c.opts.Timeout.Milliseconds(), Threads: c.threads(),
+		Log: c.opts.Log, MinPacket: c.opts.MinPacket, Replication: c.opts.Replication,
+		Compress: c.opts.Compress, Degrees: st.DegreesOption}
 	st.Compression = CompressionStats{Option: c.opts.Compress, Active: false, Ratio: 1,
 		Note: "message compression is not implemented yet: wire bytes equal raw bytes"}
 	return st

@@ -177,6 +177,9 @@ func planTrafficRetired(r core.RetiredStats) core.Traffic {
 // but keeps the plan's figures; rejected calls and dense collectives are counted by kind.
 func TestStatsResetAndFields(t *testing.T) {
 	errs := runJob(t, 4, "2x2", func(c *core.Comm) error {
+		if k := c.Stats().Kernels; k != "avx512" && k != "avx2" && k != "go" {
+			return fmt.Errorf("kernels = %q", k)
+		}
 		rd := genRank(5, c.Rank(), 3000, 200, 150, 1)
 		p, err := c.Config(rd.out, rd.in)
 		if err != nil {
@@ -193,8 +196,8 @@ func TestStatsResetAndFields(t *testing.T) {
 		if err := json.Unmarshal(js, &m); err != nil {
 			return err
 		}
-		for _, k := range []string{"version", "rank", "size", "degrees_option", "degrees", "since_unix_s",
-			"compression", "totals", "phase_seconds", "collectives", "plans", "retired_plans"} {
+		for _, k := range []string{"version", "rank", "size", "degrees_option", "degrees", "threads", "kernels",
+			"options", "since_unix_s", "compression", "totals", "phase_seconds", "collectives", "plans", "retired_plans"} {
 			if _, ok := m[k]; !ok {
 				return fmt.Errorf("field %q missing from %s", k, js)
 			}

@@ -606,6 +606,11 @@ int kylix_shrink(kylix_comm *c, kylix_comm **survivors);     /* survivors renumb
  *   rank, size      this rank, ranks of c
  *   degrees_option  the degrees option as given ("auto", "binary", "4x2"...)
  *   degrees         the fixed degrees it means, or null for auto
+ *   threads         worker threads of the data path (the threads option)
+ *   kernels         the SIMD kernels dispatched on this CPU: "avx512",
+ *                   "avx2" or "go" (plain loops; KYLIX_NOSIMD=1 forces it)
+ *   options         the options in effect: {"timeout_ms","threads","log",
+ *                   "min_packet","replication","compress","degrees"}
  *   since_unix_s    start of the counting: init or last reset (Unix seconds)
  *   compression     {"option","active","ratio","note"}: compression is not
  *                   implemented yet, so active is false and ratio (raw bytes

@@ -35,13 +35,45 @@ with kylix.init(timeout_ms=20000) as comm:
                    text="peer of a rank with bad args")
     in_step("python-side ArgumentError")
 
+    # 1b. found in Python on one rank, for every call that checks its arguments in Python: the
+    # rank gives up its turn with kylix_reject, so each peer's MismatchError names the rank and
+    # carries the reason ("<call>: <what is wrong>")
+    one_rank = [
+        ("kylix_config", "float indices", ["in_idx", "integers"],
+         lambda: comm.config([1, 2], np.array([0.5])), lambda: comm.config([1, 2], [1])),
+        ("kylix_config_reduce", "3-D values", ["out_vals"],
+         lambda: comm.config_reduce([1], np.ones((1, 1, 1)), [1]),
+         lambda: comm.config_reduce([1], np.ones(1), [1])),
+        ("kylix_allreduce", "a strided out", ["out", "C-contiguous"],
+         lambda: comm.allreduce(np.ones(20)[::2], out=np.ones(20)[::2]),
+         lambda: comm.allreduce(np.ones(10))),
+        ("kylix_iallreduce", "unknown op", ["op", "median"],
+         lambda: comm.iallreduce(np.ones(4), op="median"),
+         lambda: comm.iallreduce(np.ones(4)).wait()),
+        ("kylix_bcast", "a list as the root's array", ["arr", "numpy array"],
+         lambda: comm.bcast([1.0, 2.0, 3.0], root=odd),
+         lambda: comm.bcast(np.ones(3), root=odd)),
+        ("kylix_mix", "mix of integers", ["arr", "float"],
+         lambda: comm.mix(np.ones(3, np.int64), 0), lambda: comm.mix(np.ones(3), 0)),
+        ("kylix_ireduce", "unknown op", ["op", "median"],
+         lambda: plan.ireduce(np.ones(10), op="median"), lambda: plan.ireduce(np.ones(10)).wait()),
+    ]
+    for call, what, match, bad, good in one_rank:
+        if rank == odd:
+            chk.raises(kylix.ArgumentError, bad, match=match, text=f"{call}: {what}")
+        else:
+            chk.raises(kylix.MismatchError, good, match=[f"rank {odd}", f"{call}: "] + match,
+                       text=f"peer of rank {odd}'s {call}: {what}")
+        in_step(f"rank {odd}'s {call}: {what}")
+
     # 2. found in C on one rank: a negative index
     out_idx = np.array([1, -5, 3]) if rank == odd else np.array([1, 2, 3])
     if rank == odd:
         chk.raises(kylix.ArgumentError, comm.config, out_idx, [1], match=["out_idx", "negative"],
                    text="C-side negative index")
     else:
-        chk.raises(kylix.MismatchError, comm.config, out_idx, [1], text="peer of negative index")
+        chk.raises(kylix.MismatchError, comm.config, out_idx, [1],
+                   match=[f"rank {odd}", "out_idx", "negative"], text="peer of negative index")
     in_step("C-side ArgumentError")
 
     # 3-6. disagreements: every rank fails with MismatchError, naming what differs

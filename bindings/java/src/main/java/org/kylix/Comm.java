@@ -5,18 +5,10 @@ import com.sun.jna.Pointer;
 import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
-import java.lang.ref.Reference;
 import java.nio.Buffer;
-import java.nio.ByteBuffer;
-import java.nio.DoubleBuffer;
-import java.nio.FloatBuffer;
-import java.nio.IntBuffer;
 import java.nio.LongBuffer;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.LinkedHashSet;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * One process's membership in a Kylix job ({@code kylix_comm}). Made by {@link Kylix#init};
@@ -41,39 +33,29 @@ import java.util.Set;
  * No Cleaner frees a forgotten comm: freeing from a GC thread would break that rule, so close
  * it.
  */
-public final class Comm implements AutoCloseable {
-  final Pointer handle;
-  private final int rank;
-  private final int size;
-  private boolean closed;
-  private final Stage.Scratch scratch = new Stage.Scratch();
-  private final Set<Plan> plans = new LinkedHashSet<>();
-  final Set<Request> requests = new LinkedHashSet<>();
-
+public final class Comm extends DenseCollectives implements AutoCloseable {
   Comm(Pointer handle) {
-    this.handle = handle;
-    this.rank = KylixNative.kylix_rank(handle);
-    this.size = KylixNative.kylix_size(handle);
+    super(new CommHandle(handle));
   }
 
   /** This rank, 0..size()-1. */
   public int rank() {
-    return rank;
+    return live.rank;
   }
 
   /** The number of ranks. */
   public int size() {
-    return size;
+    return live.size;
   }
 
   /** Whether {@link #close()} was called. */
   public boolean isClosed() {
-    return closed;
+    return live.isClosed();
   }
 
   /** The raw {@code kylix_comm *} handle, for {@link KylixNative} calls. */
   public Pointer handle() {
-    return handle;
+    return live.ptr;
   }
 
   /**
@@ -86,29 +68,12 @@ public final class Comm implements AutoCloseable {
    */
   @Override
   public void close() {
-    if (closed) {
-      return;
-    }
-    closed = true;
-    int st = KylixNative.kylix_finalize(handle);
-    String msg = st == 0 ? null : KylixNative.kylix_errmsg(null);
-    for (Plan p : plans) {
-      p.markClosed();
-    }
-    plans.clear();
-    for (Request r : new ArrayList<>(requests)) {
-      r.abandon();
-    }
-    requests.clear();
-    scratch.release();
-    if (st != 0) {
-      throw KylixException.of(st, msg);
-    }
+    live.close();
   }
 
   @Override
   public String toString() {
-    return "Comm[rank " + rank + " of " + size + (closed ? ", closed]" : "]");
+    return "Comm[rank " + live.rank + " of " + live.size + (live.isClosed() ? ", closed]" : "]");
   }
 
   // ---- sparse --------------------------------------------------------------------------------
@@ -200,9 +165,8 @@ public final class Comm implements AutoCloseable {
    */
   public void configReduce(LongBuffer outIdx, Buffer outVals, LongBuffer inIdx, Buffer inVals,
       DType dtype, Op op, int width) {
-    Vals[] ix = {Vals.of("outIdx", outIdx), Vals.of("inIdx", inIdx)};
-    Vals[] v = typed(outVals, inVals, dtype);
-    doConfigReduce(ix, v[0], v[1], op, width, false);
+    doConfigReduce(new Vals[] {Vals.of("outIdx", outIdx), Vals.of("inIdx", inIdx)},
+        Vals.of("outVals", outVals, dtype), Vals.of("inVals", inVals, dtype), op, width, false);
   }
 
   /**
@@ -244,201 +208,20 @@ public final class Comm implements AutoCloseable {
    */
   public Plan configReduceKeepPlan(LongBuffer outIdx, Buffer outVals, LongBuffer inIdx,
       Buffer inVals, DType dtype, Op op, int width) {
-    Vals[] ix = {Vals.of("outIdx", outIdx), Vals.of("inIdx", inIdx)};
-    Vals[] v = typed(outVals, inVals, dtype);
-    return doConfigReduce(ix, v[0], v[1], op, width, true);
+    return doConfigReduce(new Vals[] {Vals.of("outIdx", outIdx), Vals.of("inIdx", inIdx)},
+        Vals.of("outVals", outVals, dtype), Vals.of("inVals", inVals, dtype), op, width, true);
   }
 
-  // ---- dense ---------------------------------------------------------------------------------
-
-  /**
-   * Dense allreduce ({@code kylix_allreduce}): recv[i] = op over every rank's send[i], for
-   * send.length elements. Collective; every rank passes the same count. send == recv works in
-   * place.
-   *
-   * @param send this rank's values
-   * @param recv receives the result; at least send.length elements
-   */
-  public void allreduce(double[] send, double[] recv, Op op) {
-    doAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
-  }
-
-  /** In-place {@link #allreduce(double[], double[], Op)}. */
-  public void allreduce(double[] buf, Op op) {
-    Vals v = Vals.of("buf", buf);
-    doAllreduce(v, v, op);
-  }
-
-  /** See {@link #allreduce(double[], double[], Op)}. */
-  public void allreduce(float[] send, float[] recv, Op op) {
-    doAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
-  }
-
-  /** In-place {@link #allreduce(float[], float[], Op)}. */
-  public void allreduce(float[] buf, Op op) {
-    Vals v = Vals.of("buf", buf);
-    doAllreduce(v, v, op);
-  }
-
-  /** See {@link #allreduce(double[], double[], Op)}. */
-  public void allreduce(int[] send, int[] recv, Op op) {
-    doAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
-  }
-
-  /** In-place {@link #allreduce(int[], int[], Op)}. */
-  public void allreduce(int[] buf, Op op) {
-    Vals v = Vals.of("buf", buf);
-    doAllreduce(v, v, op);
-  }
-
-  /** See {@link #allreduce(double[], double[], Op)}. */
-  public void allreduce(long[] send, long[] recv, Op op) {
-    doAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
-  }
-
-  /** In-place {@link #allreduce(long[], long[], Op)}. */
-  public void allreduce(long[] buf, Op op) {
-    Vals v = Vals.of("buf", buf);
-    doAllreduce(v, v, op);
-  }
-
-  /**
-   * {@link #allreduce(double[], double[], Op)} over buffers: send.remaining() elements (for a
-   * ByteBuffer, remaining bytes / dtype size); the same buffer for send and recv works in place.
-   */
-  public void allreduce(Buffer send, Buffer recv, DType dtype, Op op) {
-    Vals[] v = typed(send, recv, dtype, "send", "recv");
-    doAllreduce(v[0], v[1], op);
-  }
-
-  /** {@link #allreduce(Buffer, Buffer, DType, Op)} with the dtype of the buffer type. */
-  public void allreduce(FloatBuffer send, FloatBuffer recv, Op op) {
-    doAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
-  }
-
-  /** {@link #allreduce(Buffer, Buffer, DType, Op)} with the dtype of the buffer type. */
-  public void allreduce(DoubleBuffer send, DoubleBuffer recv, Op op) {
-    doAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
-  }
-
-  /** {@link #allreduce(Buffer, Buffer, DType, Op)} with the dtype of the buffer type. */
-  public void allreduce(IntBuffer send, IntBuffer recv, Op op) {
-    doAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
-  }
-
-  /** {@link #allreduce(Buffer, Buffer, DType, Op)} with the dtype of the buffer type. */
-  public void allreduce(LongBuffer send, LongBuffer recv, Op op) {
-    doAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
-  }
-
-  /**
-   * Non-blocking dense allreduce ({@code kylix_iallreduce}) over direct buffers. Collective: the
-   * start counts as the call. The library reads send and writes recv from its own threads until
-   * the request completes: do not touch them until {@link Request#waitFor()} returns or {@link
-   * Request#test()} returns true. The request keeps both buffers reachable until then.
-   *
-   * @throws IllegalArgumentException if a buffer is not direct (a heap array or heap buffer
-   *     would be moved or copied by the JVM while the library writes it)
-   */
-  public Request iallreduce(FloatBuffer send, FloatBuffer recv, Op op) {
-    return doIAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
-  }
-
-  /** See {@link #iallreduce(FloatBuffer, FloatBuffer, Op)}. */
-  public Request iallreduce(DoubleBuffer send, DoubleBuffer recv, Op op) {
-    return doIAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
-  }
-
-  /** See {@link #iallreduce(FloatBuffer, FloatBuffer, Op)}. */
-  public Request iallreduce(IntBuffer send, IntBuffer recv, Op op) {
-    return doIAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
-  }
-
-  /** See {@link #iallreduce(FloatBuffer, FloatBuffer, Op)}. */
-  public Request iallreduce(LongBuffer send, LongBuffer recv, Op op) {
-    return doIAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
-  }
-
-  /** See {@link #iallreduce(FloatBuffer, FloatBuffer, Op)}; any buffer type with a dtype. */
-  public Request iallreduce(Buffer send, Buffer recv, DType dtype, Op op) {
-    Vals[] v = typed(send, recv, dtype, "send", "recv");
-    return doIAllreduce(v[0], v[1], op);
-  }
-
-  /**
-   * Broadcast ({@code kylix_bcast}): copies root's buf to every rank. Collective; the length and
-   * root must agree on every rank.
-   */
-  public void bcast(byte[] buf, int root) {
-    doBcast(Vals.bytes("buf", buf == null ? null : ByteBuffer.wrap(buf)), root);
-  }
-
-  /** See {@link #bcast(byte[], int)}. */
-  public void bcast(double[] buf, int root) {
-    doBcast(Vals.bytes("buf", buf == null ? null : DoubleBuffer.wrap(buf)), root);
-  }
-
-  /** See {@link #bcast(byte[], int)}. */
-  public void bcast(float[] buf, int root) {
-    doBcast(Vals.bytes("buf", buf == null ? null : FloatBuffer.wrap(buf)), root);
-  }
-
-  /** See {@link #bcast(byte[], int)}. */
-  public void bcast(int[] buf, int root) {
-    doBcast(Vals.bytes("buf", buf == null ? null : IntBuffer.wrap(buf)), root);
-  }
-
-  /** See {@link #bcast(byte[], int)}. */
-  public void bcast(long[] buf, int root) {
-    doBcast(Vals.bytes("buf", buf == null ? null : LongBuffer.wrap(buf)), root);
-  }
-
-  /** See {@link #bcast(byte[], int)}: the buffer's remaining elements, any buffer type. */
-  public void bcast(Buffer buf, int root) {
-    doBcast(Vals.bytes("buf", buf), root);
-  }
-
-  /** Returns once every rank has entered the barrier ({@code kylix_barrier}). Collective. */
-  public void barrier() {
-    checkOpen("barrier");
-    check(KylixNative.kylix_barrier(handle));
-  }
-
-  /**
-   * One butterfly mixing step ({@code kylix_mix}): replaces buf with its average over this
-   * rank's group at layer (step mod L). After L consecutive steps with no other change every
-   * rank holds the global mean. Collective; every rank passes the same step and length.
-   *
-   * @param step &gt;= 0, e.g. the iteration number
-   */
-  public void mix(double[] buf, long step) {
-    doMix(Vals.of("buf", buf), step);
-  }
-
-  /** See {@link #mix(double[], long)}. */
-  public void mix(float[] buf, long step) {
-    doMix(Vals.of("buf", buf), step);
-  }
-
-  /** See {@link #mix(double[], long)}. */
-  public void mix(DoubleBuffer buf, long step) {
-    doMix(Vals.of("buf", buf), step);
-  }
-
-  /** See {@link #mix(double[], long)}. */
-  public void mix(FloatBuffer buf, long step) {
-    doMix(Vals.of("buf", buf), step);
-  }
 
   // ---- failures, observability ---------------------------------------------------------------
 
   /** The ranks of this comm known to have failed ({@code kylix_failed_ranks}). Local. */
   public int[] failedRanks() {
-    checkOpen("failedRanks");
-    int cap = Math.max(size, 1);
+    live.checkOpen("Comm.failedRanks");
+    int cap = Math.max(live.size, 1);
     Memory m = new Memory(4L * cap);
     IntByReference n = new IntByReference();
-    check(KylixNative.kylix_failed_ranks(handle, m, cap, n));
+    live.check(KylixNative.kylix_failed_ranks(live.ptr, m, cap, n));
     return m.getIntArray(0, Math.min(n.getValue(), cap));
   }
 
@@ -447,9 +230,9 @@ public final class Comm implements AutoCloseable {
    * the survivors. This comm stays broken and must still be closed.
    */
   public Comm shrink() {
-    checkOpen("shrink");
+    live.checkOpen("Comm.shrink");
     PointerByReference out = new PointerByReference();
-    check(KylixNative.kylix_shrink(handle, out));
+    live.check(KylixNative.kylix_shrink(live.ptr, out));
     return new Comm(out.getValue());
   }
 
@@ -458,17 +241,17 @@ public final class Comm implements AutoCloseable {
    * time per phase, calls and errors per collective, per-plan layer shapes. Local.
    */
   public String stats() {
-    checkOpen("stats");
+    live.checkOpen("Comm.stats");
     LongByReference needed = new LongByReference();
     long cap = 0;
     Memory m = null;
     for (int attempt = 0; ; attempt++) {
-      int st = KylixNative.kylix_stats_json(handle, m, cap, needed);
+      int st = KylixNative.kylix_stats_json(live.ptr, m, cap, needed);
       if (st == 0) {
         return m.getString(0, StandardCharsets.UTF_8.name());
       }
       if (st != KylixNative.KYLIX_ERR_ARG || needed.getValue() <= cap || attempt > 4) {
-        check(st);
+        live.check(st);
       }
       cap = needed.getValue() + 256;
       m = new Memory(cap);
@@ -486,8 +269,8 @@ public final class Comm implements AutoCloseable {
 
   /** Zeroes the counters and timers of {@link #stats()} ({@code kylix_stats_reset}). Local. */
   public void statsReset() {
-    checkOpen("statsReset");
-    check(KylixNative.kylix_stats_reset(handle));
+    live.checkOpen("Comm.statsReset");
+    live.check(KylixNative.kylix_stats_reset(live.ptr));
   }
 
   // ---- implementation ------------------------------------------------------------------------
@@ -496,345 +279,46 @@ public final class Comm implements AutoCloseable {
     return new Vals[] {Vals.of("outIdx", outIdx), Vals.of("inIdx", inIdx)};
   }
 
-  private static Vals[] typed(Buffer a, Buffer b, DType dtype) {
-    return typed(a, b, dtype, "outVals", "inVals");
-  }
-
-  static Vals[] typed(Buffer a, Buffer b, DType dtype, String an, String bn) {
-    return new Vals[] {Vals.of(an, a, dtype), Vals.of(bn, b, dtype)};
-  }
-
-  void checkOpen(String call) {
-    if (closed) {
-      throw new StateException("Comm." + call + ": the comm is closed");
-    }
-  }
-
-  /** Throws the exception of a failed status, with this comm's message. */
-  void check(int st) {
-    if (st == 0) {
-      return;
-    }
-    String msg = closed ? KylixNative.kylix_errmsg(null) : KylixNative.kylix_errmsg(handle);
-    if (msg == null || msg.isEmpty() || msg.startsWith("kylix_errmsg: comm was finalized")) {
-      String tls = KylixNative.kylix_errmsg(null);
-      msg = tls == null || tls.isEmpty() ? KylixNative.kylix_strerror(st) : tls;
-    }
-    throw KylixException.of(st, msg);
-  }
-
-  /** What a user op threw during the call just made (and clears it), or null. */
-  static Throwable userOpFailure(Op op) {
-    return op != null && op.callback != null ? op.callback.takeFailure() : null;
-  }
-
-  /** Raises what a user op threw, if anything (after the call's own status was checked). */
-  static void raiseUserOp(Throwable t, Op op, String call) {
-    if (t != null) {
-      throw new InternalException(call + ": " + op + " threw " + t
-          + "; the results of this call are undefined", t);
-    }
-  }
-
-  /** A problem the binding found: the rank still takes its turn through a rejected call. */
-  private RuntimeException reject(Runnable rejectedCall, RuntimeException e) {
-    rejectedCall.run(); // takes this rank's slot in the collective; its status is ours already
-    return e;
-  }
-
-  private static ArgumentException argErr(String call, String arg, String what) {
-    return new ArgumentException(call + ": " + arg + " " + what, arg);
-  }
-
-  /** Checks that v offers at least n elements; returns the problem or null. */
-  static ArgumentException need(String call, Vals v, long n, String why) {
-    if (v.count >= n) {
-      return null;
-    }
-    String has = v.owner == null ? "is null" : "has " + v.count + " elements";
-    return argErr(call, v.name, has + " but " + why + " needs " + n);
-  }
-
-  /** Output checks: not read-only, native order if direct. */
-  static ArgumentException writable(String call, Vals v) {
-    if (v.owner != null && v.isReadOnly()) {
-      return argErr(call, v.name, "is a read-only buffer but is written");
-    }
-    return order(call, v);
-  }
-
-  static ArgumentException order(String call, Vals v) {
-    if (v.problem != null) {
-      return new ArgumentException(call + ": " + v.problem.detail(), v.problem.argument());
-    }
-    if (v.wrongOrder()) {
-      return argErr(call, v.name, "is a direct buffer in " + Vals.order(v.owner)
-          + " byte order; the library reads native order (" + java.nio.ByteOrder.nativeOrder()
-          + "): create it with ByteBuffer.allocateDirect(n).order(ByteOrder.nativeOrder())");
-    }
-    return null;
-  }
-
-  static long times(long n, int width) {
-    try {
-      return Math.multiplyExact(n, (long) Math.max(width, 1));
-    } catch (ArithmeticException e) {
-      return Long.MAX_VALUE;
-    }
-  }
-
-  static ArgumentException first(ArgumentException... es) {
-    for (ArgumentException e : es) {
-      if (e != null) {
-        return e;
-      }
-    }
-    return null;
-  }
-
-  private Plan addPlan(Pointer h, long nOut, long nIn) {
-    Plan p = new Plan(this, h, nOut, nIn);
-    plans.add(p);
-    return p;
-  }
-
-  void forget(Plan p) {
-    plans.remove(p);
-  }
-
   private Plan doConfig(Vals outIdx, Vals inIdx) {
     final String call = "Comm.config";
-    checkOpen("config");
-    ArgumentException bad = first(order(call, outIdx), order(call, inIdx));
-    if (bad != null) {
-      throw reject(() -> KylixNative.kylix_config(handle, null, -1, null, 0,
-          new PointerByReference()), bad);
-    }
+    live.checkOpen(call);
+    live.rejectIf(ArgChecks.first(ArgChecks.order(call, outIdx), ArgChecks.order(call, inIdx)));
     PointerByReference out = new PointerByReference();
-    try {
-      Stage s = new Stage(scratch);
+    try (Stage s = live.stage()) {
       int a = s.add(outIdx, outIdx.count * 8, Stage.IN);
       int b = s.add(inIdx, inIdx.count * 8, Stage.IN);
       s.prepare();
-      check(KylixNative.kylix_config(handle, s.ptr(a), outIdx.count, s.ptr(b), inIdx.count, out));
-      return addPlan(out.getValue(), outIdx.count, inIdx.count);
-    } finally {
-      Reference.reachabilityFence(outIdx.owner);
-      Reference.reachabilityFence(inIdx.owner);
+      live.check(KylixNative.kylix_config(live.ptr, s.ptr(a), outIdx.count, s.ptr(b),
+          inIdx.count, out));
+      return live.adopt(new Plan(this, out.getValue(), outIdx.count, inIdx.count));
     }
   }
 
   private Plan doConfigReduce(Vals[] ix, Vals outVals, Vals inVals, Op op, int width,
       boolean keep) {
     final String call = "Comm.configReduce";
-    checkOpen("configReduce");
+    live.checkOpen(call);
     Vals outIdx = ix[0], inIdx = ix[1];
-    ArgumentException bad = first(op == null ? argErr(call, "op", "is null") : null,
-        order(call, outIdx), order(call, inIdx), order(call, outVals), writable(call, inVals),
-        width < 1 ? null : need(call, outVals, times(outIdx.count, width),
-            "outIdx.length*width = " + outIdx.count + "*" + width),
-        width < 1 ? null : need(call, inVals, times(inIdx.count, width),
-            "inIdx.length*width = " + inIdx.count + "*" + width));
-    if (bad != null) {
-      throw reject(() -> KylixNative.kylix_config_reduce(handle, null, -1, null, null, 0, null,
-          outVals.dtype.code(), 0, 0, keep ? new PointerByReference() : null), bad);
-    }
-    int w = Math.max(width, 1);
+    live.rejectIf(ArgChecks.first(ArgChecks.opGiven(call, op), ArgChecks.order(call, outIdx),
+        ArgChecks.order(call, inIdx), ArgChecks.rows(call, outVals, outIdx.count,
+            "outIdx.length", inVals, inIdx.count, "inIdx.length", width)));
     PointerByReference out = keep ? new PointerByReference() : null;
-    try {
-      Stage s = new Stage(scratch);
+    try (Stage s = live.stage()) {
       int a = s.add(outIdx, outIdx.count * 8, Stage.IN);
-      int b = s.add(outVals, times(outIdx.count, w) * outVals.dtype.size(), Stage.IN);
+      int b = s.add(outVals, ArgChecks.times(outIdx.count, width) * outVals.dtype.size(),
+          Stage.IN);
       int c = s.add(inIdx, inIdx.count * 8, Stage.IN);
-      int d = s.add(inVals, times(inIdx.count, w) * inVals.dtype.size(), Stage.OUT);
+      int d = s.add(inVals, ArgChecks.times(inIdx.count, width) * inVals.dtype.size(),
+          Stage.OUT);
       s.prepare();
-      int st = KylixNative.kylix_config_reduce(handle, s.ptr(a), outIdx.count, s.ptr(b), s.ptr(c),
-          inIdx.count, s.ptr(d), outVals.dtype.code(), op.id(), width, out);
-      Throwable uf = userOpFailure(op);
-      check(st);
-      Plan plan = keep ? addPlan(out.getValue(), outIdx.count, inIdx.count) : null; // owned now
-      raiseUserOp(uf, op, call);
+      int st = KylixNative.kylix_config_reduce(live.ptr, s.ptr(a), outIdx.count, s.ptr(b),
+          s.ptr(c), inIdx.count, s.ptr(d), outVals.dtype.code(), op.id(), width, out);
+      // Owned before a user op's failure is raised: closing the comm frees it then.
+      Plan plan = st == 0 && keep
+          ? live.adopt(new Plan(this, out.getValue(), outIdx.count, inIdx.count)) : null;
+      live.check(st, op, call);
       s.finish();
       return plan;
-    } finally {
-      Reference.reachabilityFence(outIdx.owner);
-      Reference.reachabilityFence(inIdx.owner);
-      Reference.reachabilityFence(outVals.owner);
-      Reference.reachabilityFence(inVals.owner);
-    }
-  }
-
-  void doReduce(Plan p, Vals out, Vals in, Op op, int width) {
-    final String call = "Plan.reduce";
-    checkOpen("reduce");
-    ArgumentException bad = first(op == null ? argErr(call, "op", "is null") : null,
-        order(call, out), writable(call, in),
-        width < 1 ? null : need(call, out, times(p.nOut, width),
-            "the plan's n_out*width = " + p.nOut + "*" + width),
-        width < 1 ? null : need(call, in, times(p.nIn, width),
-            "the plan's n_in*width = " + p.nIn + "*" + width));
-    if (bad != null) {
-      throw reject(() -> KylixNative.kylix_reduce(p.handle, null, null, 0, 0, 0), bad);
-    }
-    int w = Math.max(width, 1);
-    try {
-      Stage s = new Stage(scratch);
-      int a = s.add(out, times(p.nOut, w) * out.dtype.size(), Stage.IN);
-      int b = s.add(in, times(p.nIn, w) * in.dtype.size(), Stage.OUT);
-      s.prepare();
-      int st = KylixNative.kylix_reduce(p.handle, s.ptr(a), s.ptr(b), out.dtype.code(), op.id(),
-          width);
-      Throwable uf = userOpFailure(op);
-      check(st);
-      raiseUserOp(uf, op, call);
-      s.finish();
-    } finally {
-      Reference.reachabilityFence(out.owner);
-      Reference.reachabilityFence(in.owner);
-    }
-  }
-
-  /** Checks shared by the non-blocking calls: direct buffers only. */
-  private static IllegalArgumentException heap(String call, Vals... vs) {
-    for (Vals v : vs) {
-      if (v.owner != null && !v.isDirect()) {
-        return new IllegalArgumentException(call + ": " + v.name + " is a heap buffer (or a "
-            + "wrapped Java array); non-blocking calls need direct buffers, because the library "
-            + "keeps using the memory after the call returns and the JVM may move or copy heap "
-            + "memory. Allocate with ByteBuffer.allocateDirect(n).order(ByteOrder.nativeOrder())"
-            + " (.asFloatBuffer() etc.), or use the blocking call.");
-      }
-    }
-    return null;
-  }
-
-  Request doIReduce(Plan p, Vals out, Vals in, Op op, int width) {
-    final String call = "Plan.ireduce";
-    checkOpen("ireduce");
-    Runnable rejected = () -> KylixNative.kylix_ireduce(p.handle, null, null, 0, 0, 0,
-        new PointerByReference());
-    IllegalArgumentException h = heap(call, out, in);
-    if (h != null) {
-      throw reject(rejected, h);
-    }
-    ArgumentException bad = first(op == null ? argErr(call, "op", "is null") : null,
-        order(call, out), writable(call, in),
-        width < 1 ? null : need(call, out, times(p.nOut, width),
-            "the plan's n_out*width = " + p.nOut + "*" + width),
-        width < 1 ? null : need(call, in, times(p.nIn, width),
-            "the plan's n_in*width = " + p.nIn + "*" + width));
-    if (bad != null) {
-      throw reject(rejected, bad);
-    }
-    PointerByReference req = new PointerByReference();
-    Pointer po = out.owner == null ? null : out.address();
-    Pointer pi = in.owner == null ? null : in.address();
-    try {
-      check(KylixNative.kylix_ireduce(p.handle, po, pi, out.dtype.code(), op.id(), width, req));
-      return track(new Request(this, req.getValue(), call, op, out.owner, in.owner));
-    } finally {
-      Reference.reachabilityFence(out.owner);
-      Reference.reachabilityFence(in.owner);
-    }
-  }
-
-  private Request doIAllreduce(Vals send, Vals recv, Op op) {
-    final String call = "Comm.iallreduce";
-    checkOpen("iallreduce");
-    Runnable rejected = () -> KylixNative.kylix_iallreduce(handle, null, null, 0, 0, 0,
-        new PointerByReference());
-    IllegalArgumentException h = heap(call, send, recv);
-    if (h != null) {
-      throw reject(rejected, h);
-    }
-    ArgumentException bad = first(op == null ? argErr(call, "op", "is null") : null,
-        order(call, send), writable(call, recv),
-        need(call, recv, send.count, "send.remaining() = " + send.count));
-    if (bad != null) {
-      throw reject(rejected, bad);
-    }
-    PointerByReference req = new PointerByReference();
-    Pointer ps = send.owner == null ? null : send.address();
-    Pointer pr = recv.owner == null ? null : recv.address();
-    try {
-      check(KylixNative.kylix_iallreduce(handle, ps, pr, send.count, send.dtype.code(), op.id(),
-          req));
-      return track(new Request(this, req.getValue(), call, op, send.owner, recv.owner));
-    } finally {
-      Reference.reachabilityFence(send.owner);
-      Reference.reachabilityFence(recv.owner);
-    }
-  }
-
-  private Request track(Request r) {
-    requests.add(r);
-    Request.INFLIGHT.add(r);
-    return r;
-  }
-
-  private void doAllreduce(Vals send, Vals recv, Op op) {
-    final String call = "Comm.allreduce";
-    checkOpen("allreduce");
-    ArgumentException bad = first(op == null ? argErr(call, "op", "is null") : null,
-        order(call, send), writable(call, recv),
-        need(call, recv, send.count, "send's length " + send.count));
-    if (bad != null) {
-      throw reject(() -> KylixNative.kylix_allreduce(handle, null, null, 0, 0, 0), bad);
-    }
-    long bytes = send.count * send.dtype.size();
-    try {
-      Stage s = new Stage(scratch);
-      int a = s.add(send, bytes, Stage.IN);
-      int b = s.add(recv, bytes, Stage.OUT);
-      s.prepare();
-      int st = KylixNative.kylix_allreduce(handle, s.ptr(a), s.ptr(b), send.count,
-          send.dtype.code(), op.id());
-      Throwable uf = userOpFailure(op);
-      check(st);
-      raiseUserOp(uf, op, call);
-      s.finish();
-    } finally {
-      Reference.reachabilityFence(send.owner);
-      Reference.reachabilityFence(recv.owner);
-    }
-  }
-
-  private void doBcast(Vals buf, int root) {
-    final String call = "Comm.bcast";
-    checkOpen("bcast");
-    ArgumentException bad = buf.problem != null ? order(call, buf)
-        : buf.isReadOnly() && root != rank
-        ? argErr(call, "buf", "is a read-only buffer but is written on this rank") : null;
-    if (bad != null) {
-      throw reject(() -> KylixNative.kylix_bcast(handle, null, -1, root), bad);
-    }
-    long bytes = buf.byteCount();
-    try {
-      Stage s = new Stage(scratch);
-      int a = s.add(buf, bytes, root == rank ? Stage.IN : Stage.OUT);
-      s.prepare();
-      check(KylixNative.kylix_bcast(handle, s.ptr(a), bytes, root));
-      s.finish();
-    } finally {
-      Reference.reachabilityFence(buf.owner);
-    }
-  }
-
-  private void doMix(Vals buf, long step) {
-    final String call = "Comm.mix";
-    checkOpen("mix");
-    ArgumentException bad = writable(call, buf);
-    if (bad != null) {
-      throw reject(() -> KylixNative.kylix_mix(handle, null, -1, 0, step), bad);
-    }
-    try {
-      Stage s = new Stage(scratch);
-      int a = s.add(buf, buf.count * buf.dtype.size(), Stage.INOUT);
-      s.prepare();
-      check(KylixNative.kylix_mix(handle, s.ptr(a), buf.count, buf.dtype.code(), step));
-      s.finish();
-    } finally {
-      Reference.reachabilityFence(buf.owner);
     }
   }
 }

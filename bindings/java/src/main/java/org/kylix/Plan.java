@@ -1,6 +1,8 @@
 package org.kylix;
 
 import com.sun.jna.Pointer;
+import com.sun.jna.ptr.PointerByReference;
+import java.lang.ref.Reference;
 import java.nio.Buffer;
 import java.nio.DoubleBuffer;
 import java.nio.FloatBuffer;
@@ -18,6 +20,7 @@ import java.nio.LongBuffer;
  */
 public final class Plan implements AutoCloseable {
   private final Comm comm;
+  private final CommHandle live; // the comm's: its messages, scratch memory, reject path
   final Pointer handle;
   final long nOut;
   final long nIn;
@@ -25,6 +28,7 @@ public final class Plan implements AutoCloseable {
 
   Plan(Comm comm, Pointer handle, long nOut, long nIn) {
     this.comm = comm;
+    this.live = comm.live;
     this.handle = handle;
     this.nOut = nOut;
     this.nIn = nIn;
@@ -65,9 +69,9 @@ public final class Plan implements AutoCloseable {
       return;
     }
     closed = true;
-    comm.forget(this);
-    if (!comm.isClosed()) {
-      comm.check(KylixNative.kylix_plan_free(handle));
+    live.forget(this);
+    if (!live.isClosed()) {
+      live.check(KylixNative.kylix_plan_free(handle));
     }
   }
 
@@ -100,7 +104,7 @@ public final class Plan implements AutoCloseable {
 
   /** {@link #reduce(double[], double[], Op)} with width values per index (row-major). */
   public void reduce(double[] out, double[] in, Op op, int width) {
-    comm.doReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+    doReduce(Vals.of("outVals", out), Vals.of("inVals", in), op, width);
   }
 
   /** See {@link #reduce(double[], double[], Op)}. */
@@ -110,7 +114,7 @@ public final class Plan implements AutoCloseable {
 
   /** See {@link #reduce(double[], double[], Op, int)}. */
   public void reduce(float[] out, float[] in, Op op, int width) {
-    comm.doReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+    doReduce(Vals.of("outVals", out), Vals.of("inVals", in), op, width);
   }
 
   /** See {@link #reduce(double[], double[], Op)}. */
@@ -120,7 +124,7 @@ public final class Plan implements AutoCloseable {
 
   /** See {@link #reduce(double[], double[], Op, int)}. */
   public void reduce(int[] out, int[] in, Op op, int width) {
-    comm.doReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+    doReduce(Vals.of("outVals", out), Vals.of("inVals", in), op, width);
   }
 
   /** See {@link #reduce(double[], double[], Op)}. */
@@ -130,7 +134,7 @@ public final class Plan implements AutoCloseable {
 
   /** See {@link #reduce(double[], double[], Op, int)}. */
   public void reduce(long[] out, long[] in, Op op, int width) {
-    comm.doReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+    doReduce(Vals.of("outVals", out), Vals.of("inVals", in), op, width);
   }
 
   /**
@@ -143,7 +147,7 @@ public final class Plan implements AutoCloseable {
 
   /** See {@link #reduce(DoubleBuffer, DoubleBuffer, Op)}, width values per index. */
   public void reduce(DoubleBuffer out, DoubleBuffer in, Op op, int width) {
-    comm.doReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+    doReduce(Vals.of("outVals", out), Vals.of("inVals", in), op, width);
   }
 
   /** See {@link #reduce(DoubleBuffer, DoubleBuffer, Op)}. */
@@ -153,7 +157,7 @@ public final class Plan implements AutoCloseable {
 
   /** See {@link #reduce(DoubleBuffer, DoubleBuffer, Op, int)}. */
   public void reduce(FloatBuffer out, FloatBuffer in, Op op, int width) {
-    comm.doReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+    doReduce(Vals.of("outVals", out), Vals.of("inVals", in), op, width);
   }
 
   /** See {@link #reduce(DoubleBuffer, DoubleBuffer, Op)}. */
@@ -163,7 +167,7 @@ public final class Plan implements AutoCloseable {
 
   /** See {@link #reduce(DoubleBuffer, DoubleBuffer, Op, int)}. */
   public void reduce(IntBuffer out, IntBuffer in, Op op, int width) {
-    comm.doReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+    doReduce(Vals.of("outVals", out), Vals.of("inVals", in), op, width);
   }
 
   /** See {@link #reduce(DoubleBuffer, DoubleBuffer, Op)}. */
@@ -173,7 +177,7 @@ public final class Plan implements AutoCloseable {
 
   /** See {@link #reduce(DoubleBuffer, DoubleBuffer, Op, int)}. */
   public void reduce(LongBuffer out, LongBuffer in, Op op, int width) {
-    comm.doReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+    doReduce(Vals.of("outVals", out), Vals.of("inVals", in), op, width);
   }
 
   /**
@@ -182,8 +186,7 @@ public final class Plan implements AutoCloseable {
    * element size (e.g. a LongBuffer with {@link DType#U64}).
    */
   public void reduce(Buffer out, Buffer in, DType dtype, Op op, int width) {
-    Vals[] v = Comm.typed(out, in, dtype, "outVals", "inVals");
-    comm.doReduce(this, v[0], v[1], op, width);
+    doReduce(Vals.of("outVals", out, dtype), Vals.of("inVals", in, dtype), op, width);
   }
 
   // ---- non-blocking --------------------------------------------------------------------------
@@ -204,7 +207,7 @@ public final class Plan implements AutoCloseable {
 
   /** See {@link #ireduce(DoubleBuffer, DoubleBuffer, Op)}, width values per index. */
   public Request ireduce(DoubleBuffer out, DoubleBuffer in, Op op, int width) {
-    return comm.doIReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+    return doIReduce(Vals.of("outVals", out), Vals.of("inVals", in), op, width);
   }
 
   /** See {@link #ireduce(DoubleBuffer, DoubleBuffer, Op)}. */
@@ -214,7 +217,7 @@ public final class Plan implements AutoCloseable {
 
   /** See {@link #ireduce(DoubleBuffer, DoubleBuffer, Op, int)}. */
   public Request ireduce(FloatBuffer out, FloatBuffer in, Op op, int width) {
-    return comm.doIReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+    return doIReduce(Vals.of("outVals", out), Vals.of("inVals", in), op, width);
   }
 
   /** See {@link #ireduce(DoubleBuffer, DoubleBuffer, Op)}. */
@@ -224,7 +227,7 @@ public final class Plan implements AutoCloseable {
 
   /** See {@link #ireduce(DoubleBuffer, DoubleBuffer, Op, int)}. */
   public Request ireduce(IntBuffer out, IntBuffer in, Op op, int width) {
-    return comm.doIReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+    return doIReduce(Vals.of("outVals", out), Vals.of("inVals", in), op, width);
   }
 
   /** See {@link #ireduce(DoubleBuffer, DoubleBuffer, Op)}. */
@@ -234,12 +237,51 @@ public final class Plan implements AutoCloseable {
 
   /** See {@link #ireduce(DoubleBuffer, DoubleBuffer, Op, int)}. */
   public Request ireduce(LongBuffer out, LongBuffer in, Op op, int width) {
-    return comm.doIReduce(this, Vals.of("outVals", out), Vals.of("inVals", in), op, width);
+    return doIReduce(Vals.of("outVals", out), Vals.of("inVals", in), op, width);
   }
 
   /** See {@link #ireduce(DoubleBuffer, DoubleBuffer, Op)}; any buffer type with a dtype. */
   public Request ireduce(Buffer out, Buffer in, DType dtype, Op op, int width) {
-    Vals[] v = Comm.typed(out, in, dtype, "outVals", "inVals");
-    return comm.doIReduce(this, v[0], v[1], op, width);
+    return doIReduce(Vals.of("outVals", out, dtype), Vals.of("inVals", in, dtype), op, width);
+  }
+
+  // ---- implementation ------------------------------------------------------------------------
+
+  /** The checks shared by reduce and ireduce. */
+  private RuntimeException checkValues(String call, Vals out, Vals in, Op op, int width) {
+    return ArgChecks.first(ArgChecks.opGiven(call, op), ArgChecks.rows(call, out, nOut,
+        "the plan's n_out", in, nIn, "the plan's n_in", width));
+  }
+
+  private void doReduce(Vals out, Vals in, Op op, int width) {
+    final String call = "Plan.reduce";
+    live.checkOpen(call);
+    live.rejectIf(checkValues(call, out, in, op, width));
+    try (Stage s = live.stage()) {
+      int a = s.add(out, ArgChecks.times(nOut, width) * out.dtype.size(), Stage.IN);
+      int b = s.add(in, ArgChecks.times(nIn, width) * in.dtype.size(), Stage.OUT);
+      s.prepare();
+      live.check(KylixNative.kylix_reduce(handle, s.ptr(a), s.ptr(b), out.dtype.code(), op.id(),
+          width), op, call);
+      s.finish();
+    }
+  }
+
+  private Request doIReduce(Vals out, Vals in, Op op, int width) {
+    final String call = "Plan.ireduce";
+    live.checkOpen(call);
+    live.rejectIf(ArgChecks.first(ArgChecks.direct(call, out, in),
+        checkValues(call, out, in, op, width)));
+    PointerByReference req = new PointerByReference();
+    Pointer po = out.owner == null ? null : out.address();
+    Pointer pi = in.owner == null ? null : in.address();
+    try {
+      live.check(KylixNative.kylix_ireduce(handle, po, pi, out.dtype.code(), op.id(), width,
+          req));
+      return live.track(new Request(live, req.getValue(), call, op, out.owner, in.owner));
+    } finally {
+      Reference.reachabilityFence(out.owner);
+      Reference.reachabilityFence(in.owner);
+    }
   }
 }

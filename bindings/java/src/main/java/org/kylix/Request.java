@@ -17,7 +17,7 @@ public final class Request {
   /** Requests not yet completed: keeps them and their buffers reachable whatever the caller does. */
   static final Set<Request> INFLIGHT = ConcurrentHashMap.newKeySet();
 
-  private final Comm comm;
+  private final CommHandle live;
   private final Pointer handle;
   private final String call;
   private final Op op;
@@ -26,8 +26,8 @@ public final class Request {
   private boolean done;
   private KylixException failure;
 
-  Request(Comm comm, Pointer handle, String call, Op op, Buffer out, Buffer in) {
-    this.comm = comm;
+  Request(CommHandle live, Pointer handle, String call, Op op, Buffer out, Buffer in) {
+    this.live = live;
     this.handle = handle;
     this.call = call;
     this.op = op;
@@ -76,7 +76,7 @@ public final class Request {
       int st = KylixNative.kylix_test(handle, d);
       if (d.getValue() == 0) {
         if (st != 0) { // the poll itself failed; the request stays valid
-          comm.check(st);
+          live.check(st);
         }
         return false;
       }
@@ -90,12 +90,8 @@ public final class Request {
 
   private void complete(int st) {
     done = true;
-    Throwable uf = Comm.userOpFailure(op);
     try {
-      if (st != 0) {
-        comm.check(st);
-      }
-      Comm.raiseUserOp(uf, op, call);
+      live.check(st, op, call);
     } catch (KylixException e) {
       failure = e;
     }
@@ -115,8 +111,7 @@ public final class Request {
   private void release() {
     out = null;
     in = null;
-    comm.requests.remove(this);
-    INFLIGHT.remove(this);
+    live.untrack(this);
   }
 
   @Override

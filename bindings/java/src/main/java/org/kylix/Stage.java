@@ -2,14 +2,16 @@ package org.kylix;
 
 import com.sun.jna.Memory;
 import com.sun.jna.Pointer;
+import java.lang.ref.Reference;
 
 /**
  * The pointers of one blocking call. Direct buffers are passed as they are (zero copy); arrays
  * and heap buffers are copied into the comm's native scratch memory before the call (inputs) and
  * out of it after a successful call (outputs): one copy each way, where JNA's own array passing
- * would allocate and copy every array both ways.
+ * would allocate and copy every array both ways. Used in try-with-resources around the native
+ * call: {@link #close()} keeps the arguments reachable until the call is over.
  */
-final class Stage {
+final class Stage implements AutoCloseable {
   static final int IN = 1; // read by the library
   static final int OUT = 2; // written by the library
   static final int INOUT = IN | OUT;
@@ -113,6 +115,15 @@ final class Stage {
         vals[i].copyFrom(ptrs[i], bytes[i]);
       }
     }
+  }
+
+  /**
+   * Keeps every staged argument's buffer reachable up to here: the GC must not free a direct
+   * buffer while the library reads or writes it.
+   */
+  @Override
+  public void close() {
+    Reference.reachabilityFence(vals);
   }
 
   /** A comm's grow-only native scratch memory (one comm is used by one thread at a time). */

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -348,14 +347,17 @@ class LocalTest {
   }
 
   @Test
-  void shrinkIsWrapped() {
-    try {
-      Comm s = comm.shrink();
-      assertNotNull(s);
-      s.close();
-    } catch (InternalException | StateException e) {
-      // kylix_shrink is not implemented yet (INTERNAL), or refuses an unbroken comm (STATE).
-      assertFalse(e.getMessage().isEmpty());
+  void shrinkOfAHealthyComm() {
+    try (Comm s = comm.shrink()) {
+      assertEquals(0, s.rank());
+      assertEquals(1, s.size());
+      long[] x = {7};
+      s.allreduce(x, Op.SUM);
+      assertEquals(7, x[0]);
+      StateException e = assertThrows(StateException.class, comm::barrier);
+      assertTrue(e.getMessage().contains("shrunk"), e.getMessage());
+      e = assertThrows(StateException.class, comm::shrink);
+      assertTrue(e.getMessage().contains("already shrunk"), e.getMessage()); // once per comm
     }
   }
 

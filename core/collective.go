@@ -61,6 +61,7 @@ var closedChan = func() chan struct{} {
 // is either the issuing goroutine with the executor idle, or the executor.
 func (c *Comm) run(seq uint64, fp Fingerprint, body func(seq uint64) error) error {
 	c.t.Begin(seq, fp)
+	c.fp = fp // what this collective's sends carry (sends)
 	err := body(seq)
 	c.statsEnd(seq, err) // stats.go: time and outcome of the collective
 	if err != nil {
@@ -113,14 +114,18 @@ func (c *Comm) reject(abort error) {
 // sendAll sends to several ranks at once and waits for every send, so no goroutine touches
 // the buffers after it returns. It returns the first error.
 type sendGroup struct {
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	err  error
-	t    Transport
-	self int
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	err error
+	t   Transport
+	fp  Fingerprint // the collective's, set on every message
 }
 
+// sends is a sendGroup for the running collective.
+func (c *Comm) sends() sendGroup { return sendGroup{t: c.t, fp: c.fp} }
+
 func (g *sendGroup) send(to int, tag Tag, bufs ...[]byte) {
+	tag.FP = g.fp
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()

@@ -11,6 +11,7 @@ type Comm struct {
 	opts     Options
 	degrees  []int // fixed degrees from the option, nil for auto
 	seq      uint64
+	fp       Fingerprint // the running collective's (run), carried by its sends
 	nextPlan uint32
 	broken   error // set by a peer failure or timeout: later calls fail with CodeState
 	closed   bool

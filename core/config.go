@@ -169,7 +169,7 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 	tag := Tag{Seq: seq, Layer: uint8(i), Phase: phase}
 
 	same := len(in) == len(out) && (len(in) == 0 || &in[0] == &out[0]) // in = out, shared
-	sg := sendGroup{t: c.t}
+	sg := c.sends()
 	hdrs := make([]byte, 16*d)
 	for g := 0; g < d; g++ {
 		if g == me {

@@ -135,7 +135,7 @@ func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi in
 	node, deg, es := c.Rank(), topo.Degrees[i], d.Size()
 	me := topo.Digit(node, i)
 	tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDense}
-	sg := sendGroup{t: c.t}
+	sg := c.sends()
 	for g := 0; g < deg; g++ {
 		if g != me {
 			a, b := chunk(lo, hi, g, deg)
@@ -188,7 +188,7 @@ func (c *Comm) denseUp(seq uint64, topo Topology, i int, buf []byte, lo, hi, es 
 	me := topo.Digit(node, i)
 	tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseUp}
 	a, b := chunk(lo, hi, me, deg)
-	sg := sendGroup{t: c.t}
+	sg := c.sends()
 	for g := 0; g < deg; g++ {
 		if g != me {
 			sg.send(topo.Member(node, i, g), tag, buf[a*es:b*es])
@@ -244,7 +244,7 @@ func (c *Comm) allreduceDirect(seq uint64, buf []byte, d Dtype, o Op) error {
 	}
 	tag := Tag{Seq: seq, Phase: PhaseSmall}
 	mine := append([]byte(nil), buf...)
-	sg := sendGroup{t: c.t}
+	sg := c.sends()
 	for r := 0; r < m; r++ {
 		if r != me {
 			sg.send(r, tag, mine)

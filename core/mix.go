@@ -100,7 +100,7 @@ func (c *Comm) mixLayer(seq uint64, topo Topology, i int, buf []byte, d Dtype) e
 	node, deg := c.Rank(), topo.Degrees[i]
 	me := topo.Digit(node, i)
 	tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDense}
-	sg := sendGroup{t: c.t}
+	sg := c.sends()
 	for g := 0; g < deg; g++ {
 		if g != me {
 			sg.send(topo.Member(node, i, g), tag, buf)

@@ -75,7 +75,7 @@ func (p *Plan) down(seq uint64, i int, b *planBufs, vs *valueSpec) error {
 	me := t.Digit(node, i)
 	v := b.vec[i]
 	tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDown}
-	sg := sendGroup{t: c.t}
+	sg := c.sends()
 	for g := 0; g < d; g++ {
 		if g != me {
 			sg.send(t.Member(node, i, g), tag, v[lm.outSplit[g]*es:lm.outSplit[g+1]*es])
@@ -154,7 +154,7 @@ func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec) erro
 		d := t.Degrees[i]
 		me := t.Digit(node, i)
 		tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseUp}
-		sg := sendGroup{t: c.t}
+		sg := c.sends()
 		for g := 0; g < d; g++ {
 			if g == me {
 				continue

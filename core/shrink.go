@@ -252,7 +252,7 @@ func agree(t Transport, epoch int) (bitset, error) {
 		copy(msg[1:], F)
 		// Every rank not known to be dead hears this round, also ranks in F that may merely be
 		// slow: they learn from it that they were dropped.
-		sg := sendGroup{t: t}
+		sg := sendGroup{t: t, fp: fp}
 		for j := 0; j < n; j++ {
 			if j != me && !dead.has(j) {
 				sg.send(j, tag, keyBytes(msg))

@@ -5,7 +5,7 @@ package core
 func (c *Comm) allgatherSmall(seq uint64, words []uint64) ([]uint64, error) {
 	m, me, k := c.Size(), c.Rank(), len(words)
 	tag := Tag{Seq: seq, Phase: PhaseSmall}
-	sg := sendGroup{t: c.t}
+	sg := c.sends()
 	for r := 0; r < m; r++ {
 		if r != me {
 			sg.send(r, tag, keyBytes(words))
@@ -72,7 +72,7 @@ func (c *Comm) Bcast(buf []byte, root int) error {
 			}
 			mask <<= 1
 		}
-		sg := sendGroup{t: c.t}
+		sg := c.sends()
 		for mask >>= 1; mask > 0; mask >>= 1 {
 			if vr+mask < m {
 				sg.send((vr+mask+root)%m, tag, buf)
@@ -94,7 +94,7 @@ func (c *Comm) Barrier() error {
 func (c *Comm) dissemination(seq uint64) error {
 	m, me := c.Size(), c.Rank()
 	for k, dist := 0, 1; dist < m; k, dist = k+1, dist*2 {
-		tag := Tag{Seq: seq, Layer: uint8(k), Phase: PhaseSmall}
+		tag := Tag{Seq: seq, Layer: uint8(k), Phase: PhaseSmall, FP: c.fp}
 		if err := c.t.Send((me+dist)%m, tag); err != nil {
 			return err
 		}

@@ -11,11 +11,12 @@ import "time"
 type Transport interface {
 	Rank() int
 	Size() int
-	// Begin announces that this rank now runs collective seq with fingerprint fp. Frames of seq
-	// that carry another fingerprint make Recv fail with CodeMismatch naming the sender and the
+	// Begin announces that this rank now runs collective seq with fingerprint fp: received
+	// frames of seq that carry another fingerprint make Recv fail with CodeMismatch naming the sender and the
 	// field; frames of earlier sequences are dropped.
 	Begin(seq uint64, fp Fingerprint)
-	// Send delivers the concatenation of bufs to rank `to` as one message. bufs are not kept
+	// Send delivers the concatenation of bufs to rank `to` as one message, its frame carrying
+	// tag.FP. bufs are not kept
 	// after Send returns (a writev straight from them). Sending to oneself is allowed.
 	Send(to int, tag Tag, bufs ...[]byte) error
 	// Recv returns the payload of the message from rank `from` with tag, owned by the caller.
@@ -54,6 +55,10 @@ type Tag struct {
 	Seq   uint64
 	Layer uint8
 	Phase uint8
+	// FP is the fingerprint of the collective the message belongs to, which its frame
+	// carries: it travels with each send (core sets it for the running collective). The
+	// receiving side checks frames against the fingerprint given to Begin.
+	FP Fingerprint
 }
 
 // Message phases.

@@ -36,7 +36,7 @@ func testExpect(t *testing.T, ts []core.Transport) {
 
 	// Posted first: the payload lands in place.
 	whole, place := sentinelPlace(n)
-	tagA := core.Tag{Seq: 7, Layer: 0, Phase: core.PhaseDown}
+	tagA := core.Tag{FP: fpAll, Seq: 7, Layer: 0, Phase: core.PhaseDown}
 	ts[0].Expect(1, tagA, place)
 	if err := ts[1].Send(0, tagA, payload[:n/2], payload[n/2:]); err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func testExpect(t *testing.T, ts []core.Transport) {
 
 	// Arrived first: copied in by Await.
 	whole, place = sentinelPlace(n)
-	tagB := core.Tag{Seq: 7, Layer: 1, Phase: core.PhaseUp}
+	tagB := core.Tag{FP: fpAll, Seq: 7, Layer: 1, Phase: core.PhaseUp}
 	if err := ts[1].Send(0, tagB, payload); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func testExpect(t *testing.T, ts []core.Transport) {
 		for _, early := range []bool{false, true} {
 			whole, place = sentinelPlace(n)
 			copy(place, bytes.Repeat([]byte{0xA5}, n))
-			tag := core.Tag{Seq: 7, Layer: uint8(2 + i), Phase: core.PhaseDown}
+			tag := core.Tag{FP: fpAll, Seq: 7, Layer: uint8(2 + i), Phase: core.PhaseDown}
 			if early {
 				tag.Phase = core.PhaseUp
 				ts[1].Send(0, tag, bytes.Repeat([]byte{9}, size))
@@ -109,7 +109,7 @@ func TestExpectPeerDiesMidMessage(t *testing.T) {
 	}
 	const n = 4 << 20
 	whole, place := sentinelPlace(n)
-	tag := core.Tag{Seq: 3, Phase: core.PhaseDown}
+	tag := core.Tag{FP: fpAll, Seq: 3, Phase: core.PhaseDown}
 	ts[0].Expect(1, tag, place)
 	// Rank 1 writes a header announcing n bytes and half the payload, then its connection
 	// drops, as when its process is killed mid-send.

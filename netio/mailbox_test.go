@@ -46,7 +46,7 @@ func within(t *testing.T, d time.Duration, f func()) time.Duration {
 func TestMailboxOrderAndTags(t *testing.T) {
 	m := newMailbox(0, 3, time.Second)
 	m.begin(5, fpAll)
-	tag := func(l, p uint8) core.Tag { return core.Tag{Seq: 5, Layer: l, Phase: p} }
+	tag := func(l, p uint8) core.Tag { return core.Tag{FP: fpAll, Seq: 5, Layer: l, Phase: p} }
 	m.deliver(1, 5, 0, core.PhaseDown, fpAll, []byte("a1"))
 	m.deliver(1, 5, 0, core.PhaseDown, fpAll, []byte("a2"))
 	m.deliver(2, 5, 0, core.PhaseDown, fpAll, []byte("b"))
@@ -75,15 +75,15 @@ func TestMailboxEarlyFramesAndStaleDrop(t *testing.T) {
 	m.deliver(1, 1, 0, 1, fpAll, []byte("s1"))
 	m.deliver(1, 2, 0, 1, fpAll, []byte("s2"))
 	m.begin(1, fpAll)
-	if b, err := m.recv(1, core.Tag{Seq: 1, Phase: 1}); err != nil || string(b) != "s1" {
+	if b, err := m.recv(1, core.Tag{FP: fpAll, Seq: 1, Phase: 1}); err != nil || string(b) != "s1" {
 		t.Fatalf("got %q %v", b, err)
 	}
-	if _, err := m.recv(1, core.Tag{Seq: 0, Phase: 1}); core.CodeOf(err) != core.CodeState {
+	if _, err := m.recv(1, core.Tag{FP: fpAll, Seq: 0, Phase: 1}); core.CodeOf(err) != core.CodeState {
 		t.Fatalf("recv of a finished collective: %v", err)
 	}
 	m.deliver(1, 0, 0, 1, fpAll, []byte("late")) // dropped: seq 0 is over
 	m.begin(2, fpAll)
-	if b, err := m.recv(1, core.Tag{Seq: 2, Phase: 1}); err != nil || string(b) != "s2" {
+	if b, err := m.recv(1, core.Tag{FP: fpAll, Seq: 2, Phase: 1}); err != nil || string(b) != "s2" {
 		t.Fatalf("got %q %v", b, err)
 	}
 	m.mu.Lock()
@@ -100,7 +100,7 @@ func TestMailboxMismatch(t *testing.T) {
 		m.begin(7, fpAll)
 		var err error
 		done := make(chan struct{})
-		go func() { _, err = m.recv(1, core.Tag{Seq: 7, Phase: core.PhaseDense}); close(done) }()
+		go func() { _, err = m.recv(1, core.Tag{FP: fpAll, Seq: 7, Phase: core.PhaseDense}); close(done) }()
 		time.Sleep(10 * time.Millisecond)
 		within(t, 500*time.Millisecond, func() {
 			m.deliver(3, 7, 0, core.PhaseDense, fpRed, []byte("x"))
@@ -109,12 +109,12 @@ func TestMailboxMismatch(t *testing.T) {
 		wantErr(t, err, core.CodeMismatch, "rank 3 called reduce but this rank called allreduce")
 		// The collective stays failed, even for a message that did arrive.
 		m.deliver(1, 7, 0, core.PhaseDense, fpAll, []byte("y"))
-		_, err = m.recv(1, core.Tag{Seq: 7, Phase: core.PhaseDense})
+		_, err = m.recv(1, core.Tag{FP: fpAll, Seq: 7, Phase: core.PhaseDense})
 		wantErr(t, err, core.CodeMismatch, "rank 3")
 		// The next collective is clean.
 		m.begin(8, fpAll)
 		m.deliver(1, 8, 0, core.PhaseDense, fpAll, []byte("z"))
-		if b, err := m.recv(1, core.Tag{Seq: 8, Phase: core.PhaseDense}); err != nil || string(b) != "z" {
+		if b, err := m.recv(1, core.Tag{FP: fpAll, Seq: 8, Phase: core.PhaseDense}); err != nil || string(b) != "z" {
 			t.Fatalf("next collective: %q %v", b, err)
 		}
 	})
@@ -126,7 +126,7 @@ func TestMailboxMismatch(t *testing.T) {
 		m.deliver(3, 2, 0, core.PhaseDown, wide, []byte("early"))
 		m.deliver(2, 2, 0, core.PhaseDown, fpAll, []byte("fine"))
 		m.begin(2, fpAll)
-		_, err := m.recv(2, core.Tag{Seq: 2, Phase: core.PhaseDown})
+		_, err := m.recv(2, core.Tag{FP: fpAll, Seq: 2, Phase: core.PhaseDown})
 		wantErr(t, err, core.CodeMismatch, "rank 3 disagrees on width: 4 vs 2")
 	})
 	t.Run("fields", func(t *testing.T) {
@@ -146,7 +146,7 @@ func TestMailboxMismatch(t *testing.T) {
 			fp := fpAll
 			c.edit(&fp)
 			m.deliver(1, 0, 0, 1, fp, nil)
-			_, err := m.recv(1, core.Tag{Phase: 1})
+			_, err := m.recv(1, core.Tag{FP: fpAll, Phase: 1})
 			wantErr(t, err, core.CodeMismatch, "rank 1", c.msg)
 		}
 	})
@@ -158,13 +158,13 @@ func TestMailboxAbort(t *testing.T) {
 	// An abort for a future collective is kept until this rank gets there.
 	m.abort(3, 2, core.CodeTimeout, "rank 1 sent nothing")
 	m.deliver(1, 1, 0, 1, fpAll, []byte("ok"))
-	if b, err := m.recv(1, core.Tag{Seq: 1, Phase: 1}); err != nil || string(b) != "ok" {
+	if b, err := m.recv(1, core.Tag{FP: fpAll, Seq: 1, Phase: 1}); err != nil || string(b) != "ok" {
 		t.Fatalf("collective 1 disturbed: %q %v", b, err)
 	}
 	m.begin(2, fpAll)
 	m.begin(3, fpAll)
 	// A timeout report ends at once the waits on the rank that gave up...
-	_, err := m.recv(2, core.Tag{Seq: 3, Phase: 1})
+	_, err := m.recv(2, core.Tag{FP: fpAll, Seq: 3, Phase: 1})
 	wantErr(t, err, core.CodeTimeout, "rank 1 sent nothing", "reported by rank 2")
 
 	// ...but not waits on other ranks: they run out their own timer and name whom they waited
@@ -172,7 +172,7 @@ func TestMailboxAbort(t *testing.T) {
 	m.begin(10, fpAll)
 	m.abort(10, 2, core.CodeTimeout, "rank 1 sent nothing")
 	start := time.Now()
-	_, err = m.recv(1, core.Tag{Seq: 10, Phase: 1})
+	_, err = m.recv(1, core.Tag{FP: fpAll, Seq: 10, Phase: 1})
 	wantErr(t, err, core.CodeTimeout, "rank 1 sent nothing for")
 	if strings.Contains(err.Error(), "reported by") || time.Since(start) < time.Second {
 		t.Fatalf("a wait on rank 1 ended early through rank 2's timeout report: %v after %v", err, time.Since(start))
@@ -182,7 +182,7 @@ func TestMailboxAbort(t *testing.T) {
 	m.begin(4, fpAll)
 	var werr error
 	done := make(chan struct{})
-	go func() { _, werr = m.recv(1, core.Tag{Seq: 4, Phase: 1}); close(done) }()
+	go func() { _, werr = m.recv(1, core.Tag{FP: fpAll, Seq: 4, Phase: 1}); close(done) }()
 	time.Sleep(10 * time.Millisecond)
 	within(t, 500*time.Millisecond, func() {
 		m.abort(4, 2, core.CodeMismatch, "rank 2 rejected its arguments")
@@ -195,7 +195,7 @@ func TestMailboxAbort(t *testing.T) {
 	m.abort(4, 1, core.CodePeer, "old")
 	m.abort(5, -1, core.CodePeer, "first")
 	m.abort(5, 1, core.CodeTimeout, "second")
-	_, err = m.recv(2, core.Tag{Seq: 5, Phase: 1})
+	_, err = m.recv(2, core.Tag{FP: fpAll, Seq: 5, Phase: 1})
 	wantErr(t, err, core.CodePeer, "first")
 }
 
@@ -203,7 +203,7 @@ func TestMailboxTimeout(t *testing.T) {
 	m := newMailbox(0, 3, 150*time.Millisecond)
 	m.begin(9, fpAll)
 	var err error
-	took := within(t, time.Second, func() { _, err = m.recv(2, core.Tag{Seq: 9, Layer: 1, Phase: core.PhaseDown}) })
+	took := within(t, time.Second, func() { _, err = m.recv(2, core.Tag{FP: fpAll, Seq: 9, Layer: 1, Phase: core.PhaseDown}) })
 	wantErr(t, err, core.CodeTimeout, "rank 2", "down", "collective 9", "layer 1")
 	if took < 150*time.Millisecond {
 		t.Fatalf("timed out after %v, before the timeout", took)
@@ -224,7 +224,7 @@ func TestMailboxTimeoutCountsSilenceOnly(t *testing.T) {
 		}
 		m.deliver(1, 0, 0, 1, fpAll, []byte("big"))
 	}()
-	b, err := m.recv(1, core.Tag{Phase: 1})
+	b, err := m.recv(1, core.Tag{FP: fpAll, Phase: 1})
 	if err != nil || string(b) != "big" {
 		t.Fatalf("got %q %v", b, err)
 	}
@@ -236,7 +236,7 @@ func TestMailboxDeadPeer(t *testing.T) {
 	m.deliver(1, 0, 0, 1, fpAll, []byte("last words"))
 	var err error
 	done := make(chan struct{})
-	go func() { _, err = m.recv(1, core.Tag{Phase: 2}); close(done) }()
+	go func() { _, err = m.recv(1, core.Tag{FP: fpAll, Phase: 2}); close(done) }()
 	time.Sleep(10 * time.Millisecond)
 	within(t, 500*time.Millisecond, func() {
 		m.markDead(1, lostError(1, "connection reset"))
@@ -244,13 +244,13 @@ func TestMailboxDeadPeer(t *testing.T) {
 	})
 	wantErr(t, err, core.CodePeer, "rank 1 is lost")
 	// What it delivered before dying is still there.
-	if b, err := m.recv(1, core.Tag{Phase: 1}); err != nil || string(b) != "last words" {
+	if b, err := m.recv(1, core.Tag{FP: fpAll, Phase: 1}); err != nil || string(b) != "last words" {
 		t.Fatalf("delivered frame lost: %q %v", b, err)
 	}
-	_, err = m.recv(1, core.Tag{Phase: 1})
+	_, err = m.recv(1, core.Tag{FP: fpAll, Phase: 1})
 	wantErr(t, err, core.CodePeer, "rank 1")
 	m.markDead(2, finalizedError(2))
-	_, err = m.recv(2, core.Tag{Phase: 1})
+	_, err = m.recv(2, core.Tag{FP: fpAll, Phase: 1})
 	wantErr(t, err, core.CodePeer, "rank 2 has finalized")
 	if got := m.failedRanks(); len(got) != 2 || got[0] != 1 || got[1] != 2 {
 		t.Fatalf("failedRanks = %v", got)
@@ -268,7 +268,7 @@ func TestMailboxConcurrentRecv(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				b, err := m.recv(src, core.Tag{Phase: phase})
+				b, err := m.recv(src, core.Tag{FP: fpAll, Phase: phase})
 				if err != nil || len(b) != 1 || b[0] != byte(src*10)+phase {
 					errs <- errors.New("wrong message")
 				}
@@ -297,7 +297,7 @@ func TestMailboxClose(t *testing.T) {
 	m := newMailbox(0, 2, 5*time.Second)
 	var err error
 	done := make(chan struct{})
-	go func() { _, err = m.recv(1, core.Tag{Phase: 1}); close(done) }()
+	go func() { _, err = m.recv(1, core.Tag{FP: fpAll, Phase: 1}); close(done) }()
 	time.Sleep(10 * time.Millisecond)
 	within(t, 500*time.Millisecond, func() {
 		m.close(core.Errorf(core.CodeState, "transport of rank 0 is closed"))
@@ -313,10 +313,10 @@ func TestMemAbortNotEchoed(t *testing.T) {
 	}
 	ms[0].Abort(0, core.Errorf(core.CodeTimeout, "rank 9 sent nothing"))
 	// Rank 1 fails through rank 0's abort and aborts in turn: rank 2 keeps rank 0's report.
-	_, err := ms[1].Recv(0, core.Tag{Phase: 1})
+	_, err := ms[1].Recv(0, core.Tag{FP: fpAll, Phase: 1})
 	wantErr(t, err, core.CodeTimeout, "reported by rank 0")
 	ms[1].Abort(0, err)
-	_, err = ms[2].Recv(0, core.Tag{Phase: 1})
+	_, err = ms[2].Recv(0, core.Tag{FP: fpAll, Phase: 1})
 	wantErr(t, err, core.CodeTimeout, "rank 9 sent nothing (reported by rank 0)")
 	if strings.Count(err.Error(), "reported") != 1 {
 		t.Fatalf("abort echoed: %v", err)

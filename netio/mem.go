@@ -67,7 +67,7 @@ func (m *Mem) Send(to int, tag core.Tag, bufs ...[]byte) error {
 		return err
 	}
 	dst := m.job.ranks[to]
-	dst.mb.put(m.rank, tag, m.mb.currentFP(), bufs, n)
+	dst.mb.put(m.rank, tag, tag.FP, bufs, n)
 	m.stats[to].bytesSent.Add(uint64(n))
 	m.stats[to].msgsSent.Add(1)
 	dst.stats[m.rank].bytesRecv.Add(uint64(n))

@@ -119,7 +119,7 @@ func (t *TCP) Send(to int, tag core.Tag, bufs ...[]byte) error {
 		return core.Errorf(core.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, core.RankRef(to), uint64(MaxPayload))
 	}
 	if to == t.rank {
-		t.mb.put(t.rank, tag, t.mb.currentFP(), bufs, n)
+		t.mb.put(t.rank, tag, tag.FP, bufs, n)
 		t.count(to, n, true)
 		t.count(to, n, false)
 		return nil
@@ -128,7 +128,7 @@ func (t *TCP) Send(to int, tag core.Tag, bufs ...[]byte) error {
 		return err
 	}
 	h := Header{Type: FrameData, Layer: tag.Layer, Phase: tag.Phase, Job: t.job, Seq: tag.Seq,
-		FP: t.mb.currentFP(), Src: t.rank, Len: uint64(n)}
+		FP: tag.FP, Src: t.rank, Len: uint64(n)}
 	if err := t.peers[to].write(&h, bufs, time.Time{}); err != nil {
 		return err
 	}

@@ -211,16 +211,16 @@ func TestTCPPeerGone(t *testing.T) {
 	for _, tr := range ts {
 		tr.Begin(0, fpAll)
 	}
-	ts[2].Send(0, core.Tag{Phase: 1}, []byte("before bye"))
+	ts[2].Send(0, core.Tag{FP: fpAll, Phase: 1}, []byte("before bye"))
 	// Rank 2 finalizes while rank 0 waits for more from it: rank 0 fails at once, after reading
 	// what rank 2 sent first.
 	var err error
 	done := make(chan struct{})
 	go func() {
-		if b, e := ts[0].Recv(2, core.Tag{Phase: 1}); e != nil || string(b) != "before bye" {
+		if b, e := ts[0].Recv(2, core.Tag{FP: fpAll, Phase: 1}); e != nil || string(b) != "before bye" {
 			err = core.Errorf(core.CodeInternal, "first recv: %q %v", b, e)
 		} else {
-			_, err = ts[0].Recv(2, core.Tag{Phase: 2})
+			_, err = ts[0].Recv(2, core.Tag{FP: fpAll, Phase: 2})
 		}
 		close(done)
 	}()
@@ -229,13 +229,13 @@ func TestTCPPeerGone(t *testing.T) {
 	wantErr(t, err, core.CodePeer, "rank 2 has finalized")
 	// Once rank 1 has heard the bye too (a send may still succeed before: the kernel takes it),
 	// sending to rank 2 fails.
-	_, err = ts[1].Recv(2, core.Tag{Phase: 1})
+	_, err = ts[1].Recv(2, core.Tag{FP: fpAll, Phase: 1})
 	wantErr(t, err, core.CodePeer, "rank 2 has finalized")
-	wantErr(t, ts[1].Send(2, core.Tag{Phase: 1}, []byte("x")), core.CodePeer, "rank 2")
+	wantErr(t, ts[1].Send(2, core.Tag{FP: fpAll, Phase: 1}, []byte("x")), core.CodePeer, "rank 2")
 
 	// Rank 1 "crashes": its connections close without a bye.
 	done = make(chan struct{})
-	go func() { _, err = ts[0].Recv(1, core.Tag{Phase: 3}); close(done) }()
+	go func() { _, err = ts[0].Recv(1, core.Tag{FP: fpAll, Phase: 3}); close(done) }()
 	time.Sleep(20 * time.Millisecond)
 	within(t, time.Second, func() {
 		for _, p := range ts[1].peers {
@@ -258,7 +258,7 @@ func TestTCPSilence(t *testing.T) {
 	defer closeAll(ts)
 	ts[0].Begin(4, fpAll)
 	var err error
-	took := within(t, 2*time.Second, func() { _, err = ts[0].Recv(1, core.Tag{Seq: 4, Layer: 0, Phase: core.PhaseUp}) })
+	took := within(t, 2*time.Second, func() { _, err = ts[0].Recv(1, core.Tag{FP: fpAll, Seq: 4, Layer: 0, Phase: core.PhaseUp}) })
 	wantErr(t, err, core.CodeTimeout, "rank 1 sent nothing", "up", "collective 4")
 	if took < 300*time.Millisecond {
 		t.Fatalf("timed out after %v", took)
@@ -271,21 +271,21 @@ func TestTCPMismatchAndAbort(t *testing.T) {
 	ts[0].Begin(0, fpAll)
 	ts[1].Begin(0, fpRed)
 	ts[2].Begin(0, fpAll)
-	if err := ts[1].Send(0, core.Tag{Phase: core.PhaseSmall}, []byte{1}); err != nil {
+	if err := ts[1].Send(0, core.Tag{FP: fpRed, Phase: core.PhaseSmall}, []byte{1}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := ts[0].Recv(1, core.Tag{Phase: core.PhaseSmall})
+	_, err := ts[0].Recv(1, core.Tag{FP: fpAll, Phase: core.PhaseSmall})
 	wantErr(t, err, core.CodeMismatch, "rank 1 called reduce but this rank called allreduce")
 	done := make(chan struct{})
 	var err2 error
-	go func() { _, err2 = ts[2].Recv(1, core.Tag{Phase: core.PhaseSmall}); close(done) }()
+	go func() { _, err2 = ts[2].Recv(1, core.Tag{FP: fpAll, Phase: core.PhaseSmall}); close(done) }()
 	within(t, time.Second, func() { ts[0].Abort(0, err); <-done })
 	wantErr(t, err2, core.CodeMismatch, "rank 1 called reduce", "reported by rank 0")
 	// The next collective works.
 	for _, tr := range ts {
 		tr.Begin(1, fpAll)
 	}
-	exchangeOne(t, ts[2], ts[1], core.Tag{Seq: 1, Phase: core.PhaseDense})
+	exchangeOne(t, ts[2], ts[1], core.Tag{FP: fpAll, Seq: 1, Phase: core.PhaseDense})
 }
 
 func exchangeOne(t *testing.T, from, to *TCP, tag core.Tag) {
@@ -316,9 +316,9 @@ func TestConnectErrors(t *testing.T) {
 		t.Fatalf("size 1: %v", err)
 	}
 	tr.Begin(0, fpAll)
-	exchangeOne(t, tr, tr, core.Tag{Phase: 1})
+	exchangeOne(t, tr, tr, core.Tag{FP: fpAll, Phase: 1})
 	tr.Close()
-	wantErr(t, tr.Send(0, core.Tag{}, nil), core.CodeState, "closed")
+	wantErr(t, tr.Send(0, core.Tag{FP: fpAll}, nil), core.CodeState, "closed")
 
 	_, err = Connect(core.Options{Rank: 2, Size: 2})
 	wantErr(t, err, core.CodeArg, "rank=2")
@@ -345,10 +345,10 @@ func TestTCPSendBound(t *testing.T) {
 	for i := range bufs {
 		bufs[i] = b
 	}
-	wantErr(t, ts[0].Send(1, core.Tag{}, bufs...), core.CodeArg, "exceeds the frame bound")
+	wantErr(t, ts[0].Send(1, core.Tag{FP: fpAll}, bufs...), core.CodeArg, "exceeds the frame bound")
 	ts[0].Begin(0, fpAll)
 	ts[1].Begin(0, fpAll)
-	exchangeOne(t, ts[0], ts[1], core.Tag{Phase: 1})
+	exchangeOne(t, ts[0], ts[1], core.Tag{FP: fpAll, Phase: 1})
 }
 
 // A message larger than a write chunk goes out in several writev calls, each with its own
@@ -368,8 +368,8 @@ func TestTCPLargeMessage(t *testing.T) {
 		b[i] = byte(i * 7)
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- ts[0].Send(1, core.Tag{Phase: 1}, a, nil, b) }()
-	got, err := ts[1].Recv(0, core.Tag{Phase: 1})
+	go func() { errc <- ts[0].Send(1, core.Tag{FP: fpAll, Phase: 1}, a, nil, b) }()
+	got, err := ts[1].Recv(0, core.Tag{FP: fpAll, Phase: 1})
 	if err != nil || len(got) != n {
 		t.Fatalf("got %d bytes, %v", len(got), err)
 	}
@@ -406,7 +406,7 @@ func benchTCPSend(b *testing.B, release bool) {
 	done := make(chan error, 1)
 	go func() {
 		for i := 0; i < b.N; i++ {
-			b, err := ts[1].Recv(0, core.Tag{Phase: 1})
+			b, err := ts[1].Recv(0, core.Tag{FP: fpAll, Phase: 1})
 			if err != nil {
 				done <- err
 				return
@@ -418,7 +418,7 @@ func benchTCPSend(b *testing.B, release bool) {
 		done <- nil
 	}()
 	for i := 0; i < b.N; i++ {
-		if err := ts[0].Send(1, core.Tag{Phase: 1}, msg); err != nil {
+		if err := ts[0].Send(1, core.Tag{FP: fpAll, Phase: 1}, msg); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -138,17 +138,20 @@ func checkSpan(p unsafe.Pointer, n, size uint64, name, nName string) error {
 // reduceArgs checks dtype, op and width as far as the C integer types allow before they are
 // narrowed to core's types (op 65537 must not become op 1). core checks the rest.
 func reduceArgs(dtype, op C.int, width C.int32_t) (core.Dtype, core.Op, int, error) {
-	if dtype < C.int(core.F32) || dtype > C.int(core.U64) {
+	// Only what the conversion to Go needs is checked here (C integer ranges); whether the
+	// dtype, op and width make sense is core's to say, once.
+	if dtype < 0 || dtype > math.MaxUint8 {
 		return 0, 0, 0, argErr("dtype: %d is not a kylix_dtype", int(dtype))
 	}
-	if op < 1 || op > math.MaxUint16 {
+	if op < 0 || op > math.MaxUint16 {
 		return 0, 0, 0, argErr("op: %d is not a kylix_op", int(op))
-	}
-	if width < 1 {
-		return 0, 0, 0, argErr("width: %d is below 1", int(width))
 	}
 	return core.Dtype(dtype), core.Op(op), int(width), nil
 }
+
+// viewable reports whether buffers of rows of w elements of d can be sized; when not, capi
+// passes no buffers and core rejects the dtype or width, naming it.
+func viewable(d core.Dtype, w int) bool { return d.Valid() && w >= 1 }
 
 func debugf(ce *commEntry, format string, args ...any) {
 	if ce.logLevel >= logDebug {
@@ -304,7 +307,7 @@ func onPlan(name string, h C.uintptr_t, eb *C.char, ecap C.size_t, body func(s *
 
 // reduceBufs checks the arguments of kylix_reduce and kylix_ireduce and views their C buffers.
 func reduceBufs(pe *planEntry, outVals, inVals unsafe.Pointer, dtype, op C.int, width C.int32_t) (d core.Dtype, o core.Op, w int, ob, ib []byte, err error) {
-	if d, o, w, err = reduceArgs(dtype, op, width); err != nil {
+	if d, o, w, err = reduceArgs(dtype, op, width); err != nil || !viewable(d, w) {
 		return
 	}
 	if ob, err = valSlice(outVals, pe.nOut, w, d, "out_vals", "n_out"); err != nil {
@@ -317,7 +320,7 @@ func reduceBufs(pe *planEntry, outVals, inVals unsafe.Pointer, dtype, op C.int, 
 // denseBufs checks the arguments of kylix_allreduce and kylix_iallreduce and views their C
 // buffers.
 func denseBufs(send, recv unsafe.Pointer, count C.int64_t, dtype, op C.int) (d core.Dtype, o core.Op, sb, rb []byte, err error) {
-	if d, o, _, err = reduceArgs(dtype, op, 1); err != nil {
+	if d, o, _, err = reduceArgs(dtype, op, 1); err != nil || !viewable(d, 1) {
 		return
 	}
 	if sb, err = byteSlice(send, int64(count), uint64(d.Size()), "send", "count"); err != nil {
@@ -395,10 +398,10 @@ func kylixgo_config_reduce(h C.uintptr_t, outIdx *C.int64_t, nOut C.int64_t, out
 		if err == nil {
 			d, o, w, err = reduceArgs(dtype, op, width)
 		}
-		if err == nil {
+		if err == nil && viewable(d, w) {
 			ob, err = valSlice(outVals, int64(nOut), w, d, "out_vals", "n_out")
 		}
-		if err == nil {
+		if err == nil && viewable(d, w) {
 			ib, err = valSlice(inVals, int64(nIn), w, d, "in_vals", "n_in")
 		}
 		if err != nil {

@@ -67,7 +67,7 @@ func readMsg(r io.Reader) (*rdvMsg, error) {
 	}
 	n := binary.LittleEndian.Uint32(lb[:])
 	if n > rdvMaxMsg {
-		return nil, fmt.Errorf("message of %d bytes is over the bound", n)
+		return nil, &badRdvMsg{fmt.Sprintf("it sent %q, a message of %d bytes, over the bound", lb[:], n)}
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r, b); err != nil {
@@ -75,10 +75,18 @@ func readMsg(r io.Reader) (*rdvMsg, error) {
 	}
 	m := &rdvMsg{}
 	if err := json.Unmarshal(b, m); err != nil {
-		return nil, fmt.Errorf("bad message: %v", err)
+		return nil, &badRdvMsg{fmt.Sprintf("bad message: %v", err)}
 	}
 	return m, nil
 }
+
+// badRdvMsg is a message that is not the rendezvous protocol's.
+type badRdvMsg struct{ why string }
+
+func (e *badRdvMsg) Error() string { return e.why }
+
+// challengeWait bounds the wait for a rendezvous's first message, which it sends on accept.
+const challengeWait = 5 * time.Second
 
 func registerProof(secret string, serverNonce, clientNonce []byte, rank, size int, addr string) []byte {
 	mac := hmac.New(sha256.New, []byte(secret))
@@ -394,11 +402,25 @@ func rendezvousLookup(addr string, rank, size int, myAddr, secret string, timeou
 		}
 		return nil, 0, core.Errorf(core.CodeNet, "rank %d: rendezvous at %s: %v", rank, addr, err)
 	}
-	c.SetDeadline(deadline)
+	// A rendezvous sends its challenge as soon as it accepts: a port that answers otherwise,
+	// or not at all, is taken by another program, which is said at once, not after timeout.
+	first := time.Now().Add(challengeWait)
+	if deadline.Before(first) {
+		first = deadline
+	}
+	c.SetDeadline(first)
 	ch, err := readMsg(c)
 	if err != nil {
+		var bad *badRdvMsg
+		switch {
+		case errors.As(err, &bad):
+			return nil, 0, core.Errorf(core.CodeNet, "rank %d: %s is not a Kylix rendezvous (%v): is the port taken by another program?", rank, addr, err)
+		case isTimeout(err):
+			return nil, 0, core.Errorf(core.CodeNet, "rank %d: the process at %s accepted the connection but sent no rendezvous challenge within %v: is the port taken by another program?", rank, addr, min(timeout, challengeWait))
+		}
 		return fail(err)
 	}
+	c.SetDeadline(deadline)
 	if ch.Type != "challenge" || ch.V != rdvVersion {
 		return nil, 0, core.Errorf(core.CodeAuth, "rank %d: the rendezvous at %s speaks another protocol (version %d, this rank %d)", rank, addr, ch.V, rdvVersion)
 	}

@@ -2,6 +2,7 @@ package netio
 
 import (
 	"fmt"
+	"net"
 	"runtime"
 	"sync"
 	"testing"
@@ -184,5 +185,45 @@ func TestConnectRendezvousAdvertisesConnAddr(t *testing.T) {
 		if r.peers[0] != "127.0.0.1:7100" || r.peers[1] != "127.0.0.1:7101" {
 			t.Fatalf("table %v", r.peers)
 		}
+	}
+}
+
+// A rendezvous port taken by another program is said at once (garbage) or within the
+// challenge wait (silence), never after the whole timeout.
+func TestRendezvousPortTakenByAnotherProgram(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer, want string
+	}{
+		{"http", "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", "is not a Kylix rendezvous"},
+		{"silent", "", "sent no rendezvous challenge"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					if tc.answer != "" {
+						c.Write([]byte(tc.answer))
+					}
+					defer c.Close()
+				}
+			}()
+			timeout := 30 * time.Second
+			if tc.answer == "" {
+				timeout = time.Second // the silent case waits min(timeout, challengeWait)
+			}
+			var err2 error
+			within(t, 3*time.Second, func() {
+				_, _, err2 = rendezvousLookup(ln.Addr().String(), 1, 2, "127.0.0.1:7001", "k", timeout)
+			})
+			wantErr(t, err2, core.CodeNet, tc.want, ln.Addr().String(), "taken by another program")
+		})
 	}
 }

@@ -31,8 +31,9 @@ func main() {
 	}
 	defer t.Close()
 	r, n := t.Rank(), t.Size()
-	tag := core.Tag{Seq: 1, Phase: core.PhaseSmall}
-	t.Begin(1, core.Fingerprint{Kind: core.KindBarrier})
+	fp := core.Fingerprint{Kind: core.KindBarrier}
+	tag := core.Tag{Seq: 1, Phase: core.PhaseSmall, FP: fp}
+	t.Begin(1, fp)
 	if err := t.Send((r+1)%n, tag, []byte(fmt.Sprintf("from %d", r))); err != nil {
 		fail(err)
 	}

@@ -242,16 +242,23 @@ func reference(all []rankData, r int, d core.Dtype, o core.Op, width int) []uint
 }
 
 // runJob runs fn on every rank of an in-memory job at once and returns the errors by rank.
+// jobTimeout is the library's bound on any wait in the jobs of runJob; a job still running
+// after jobDeadline hangs, and the test fails by its own deadline, not go test's.
+const (
+	jobTimeout  = 10 * time.Second
+	jobDeadline = 3 * jobTimeout
+)
+
 func runJob(t testing.TB, m int, degrees string, fn func(c *core.Comm) error) []error {
 	t.Helper()
-	ts := netio.NewMemJob(m, 10*time.Second)
+	ts := netio.NewMemJob(m, jobTimeout)
 	errs := make([]error, m)
 	var wg sync.WaitGroup
 	for r := 0; r < m; r++ {
 		wg.Add(1)
 		go func(r int) {
 			defer wg.Done()
-			opts := core.Options{Rank: r, Size: m, Degrees: degrees, Replication: 1, MinPacket: 4096, Timeout: 10 * time.Second}
+			opts := core.Options{Rank: r, Size: m, Degrees: degrees, Replication: 1, MinPacket: 4096, Timeout: jobTimeout}
 			c, err := core.NewComm(ts[r], opts)
 			if err != nil {
 				errs[r] = err
@@ -261,7 +268,13 @@ func runJob(t testing.TB, m int, degrees string, fn func(c *core.Comm) error) []
 			errs[r] = fn(c)
 		}(r)
 	}
-	wg.Wait()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(jobDeadline):
+		t.Fatalf("a job of %d ranks was still running after %v: it hangs", m, jobDeadline)
+	}
 	return errs
 }
 

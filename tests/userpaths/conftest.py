@@ -68,7 +68,10 @@ def example_errors(out: str, ranks: int = 4, allreduce: bool = False) -> List[st
     """What is wrong with the --tag-output lines of the README example; [] when nothing."""
     want = example_answer(ranks)
     out = re.sub(r"\x1b\[[0-9;]*m", "", out)                    # Maven's colour codes
-    # Open MPI tags every write of a rank, so a line may hold its tag again after the first
+    # Open MPI tags every write of a rank, so a line may hold its tag again after the first,
+    # and a rank's write may land before another rank's newline: a tag followed by another
+    # "rank r:" starts a line of its own, any other tag inside a line goes
+    out = re.sub(r"(?<=.)\[\d+,\d+\]<stdout>:(?=rank \d+:)", "\n", out)
     out = re.sub(r"(?<=.)\[\d+,\d+\]<stdout>:", "", out)
     lines = LINE.findall(out)
     errs = []

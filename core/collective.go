@@ -126,17 +126,33 @@ func (c *Comm) sends() sendGroup { return sendGroup{t: c.t, fp: c.fp} }
 
 func (g *sendGroup) send(to int, tag Tag, bufs ...[]byte) {
 	tag.FP = g.fp
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	if n <= inlineSend { // fits the socket buffer: the write returns at once, no goroutine
+		g.fail(g.t.Send(to, tag, bufs...))
+		return
+	}
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		if err := g.t.Send(to, tag, bufs...); err != nil {
-			g.mu.Lock()
-			if g.err == nil {
-				g.err = err
-			}
-			g.mu.Unlock()
-		}
+		g.fail(g.t.Send(to, tag, bufs...))
 	}()
+}
+
+// inlineSend is the largest message sent on the caller's goroutine: small enough that the
+// kernel takes it at once, so a goroutine hand-off would only add latency.
+const inlineSend = 64 << 10
+
+func (g *sendGroup) fail(err error) {
+	if err != nil {
+		g.mu.Lock()
+		if g.err == nil {
+			g.err = err
+		}
+		g.mu.Unlock()
+	}
 }
 
 func (g *sendGroup) wait() error {

@@ -1,6 +1,9 @@
 package core
 
-import "unsafe"
+import (
+	"slices"
+	"unsafe"
+)
 
 // planBufs is the value memory a plan owns, sized for es bytes per index by the first reduce
 // and reused by every later one (gloo's algorithms register their buffers once, in the
@@ -115,9 +118,7 @@ func (p *Plan) carve(block []byte, es int) *planBufs {
 		b.vin = take(len(p.bottom))
 	}
 	b.rest = take(len(p.outRest))
-	for i := range p.layers {
-		b.cursor = make([]int, max(len(b.cursor), p.topo.Degrees[i]))
-	}
+	b.cursor = make([]int, slices.Max(append([]int{0}, p.topo.Degrees...)))
 	p.vals = b
 	return b
 }

@@ -44,7 +44,7 @@ func (p *Plan) bufs(es int, arg string) (*planBufs, error) {
 	}
 	var need uint64
 	for _, n := range p.bufSizes() {
-		need = addSize(need, mulSize(uint64(n), uint64(es), 1)+bufAlign)
+		need = addSize(need, addSize(mulSize(uint64(n), uint64(es), 1), bufAlign))
 	}
 	if b := p.vals; b != nil && need <= uint64(len(b.block)) {
 		return p.carve(b.block, es), nil

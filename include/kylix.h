@@ -153,7 +153,9 @@ const char *kylix_errmsg(const kylix_comm *c);
  *     secret         shared job secret; peers that do not prove it are refused
  *                    (empty: unauthenticated)
  *     min_packet     smallest efficient message in bytes, for degrees=auto
- *     threads        I/O and merge parallelism                (default cores)
+ *     threads        workers for sorting, merging, combining   (default cores;
+ *                    and gathering; same bits for any count   kylixrun: cores
+ *                                                             per local rank)
  *     log            off | error | info | debug, to stderr prefixed
  *                    "[kylix rank N]"                            (default error)
  *   A size=1 job needs neither peers nor rendezvous.

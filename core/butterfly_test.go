@@ -241,6 +241,36 @@ func reference(all []rankData, r int, d core.Dtype, o core.Op, width int) []uint
 	return want
 }
 
+// checkEveryDtypeOp configures this rank's data of all, reduces it with every dtype and op (and
+// with config_reduce too when oneShot) and checks each result against the brute force.
+func checkEveryDtypeOp(t *testing.T, c *core.Comm, all []rankData, width int, oneShot bool) error {
+	r := c.Rank()
+	rd := all[r]
+	p, err := c.Config(rd.out, rd.in)
+	if err != nil {
+		return err
+	}
+	defer p.Free()
+	for _, d := range allDtypes {
+		for _, o := range opsFor(d) {
+			in := make([]byte, len(rd.in)*width*d.Size())
+			if err := p.Reduce(encode(d, o, rd.vals), in, d, o, width); err != nil {
+				return fmt.Errorf("reduce %s %s: %w", d, o, err)
+			}
+			checkResult(t, "reduce", all, r, d, o, width, in)
+			if !oneShot {
+				continue
+			}
+			in2 := make([]byte, len(in))
+			if _, err := c.ConfigReduce(rd.out, encode(d, o, rd.vals), rd.in, in2, d, o, width, false); err != nil {
+				return fmt.Errorf("config_reduce %s %s: %w", d, o, err)
+			}
+			checkResult(t, "config_reduce", all, r, d, o, width, in2)
+		}
+	}
+	return nil
+}
+
 // runJob runs fn on every rank of an in-memory job at once and returns the errors by rank.
 // jobTimeout is the library's bound on any wait in the jobs of runJob; a job still running
 // after jobDeadline hangs, and the test fails by its own deadline, not go test's.
@@ -323,27 +353,7 @@ func TestButterflyAgainstBruteForce(t *testing.T) {
 					all[2].in = nil                  // and one that asks for nothing
 				}
 				errs := runJob(t, pl.m, pl.degrees, func(c *core.Comm) error {
-					rd := all[c.Rank()]
-					p, err := c.Config(rd.out, rd.in)
-					if err != nil {
-						return err
-					}
-					defer p.Free()
-					for _, d := range allDtypes {
-						for _, o := range opsFor(d) {
-							in := make([]byte, len(rd.in)*width*d.Size())
-							if err := p.Reduce(encode(d, o, rd.vals), in, d, o, width); err != nil {
-								return fmt.Errorf("reduce %s %s: %w", d, o, err)
-							}
-							checkResult(t, "reduce", all, c.Rank(), d, o, width, in)
-							in2 := make([]byte, len(in))
-							if _, err := c.ConfigReduce(rd.out, encode(d, o, rd.vals), rd.in, in2, d, o, width, false); err != nil {
-								return fmt.Errorf("config_reduce %s %s: %w", d, o, err)
-							}
-							checkResult(t, "config_reduce", all, c.Rank(), d, o, width, in2)
-						}
-					}
-					return nil
+					return checkEveryDtypeOp(t, c, all, width, true)
 				})
 				for r, err := range errs {
 					if err != nil {

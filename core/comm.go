@@ -47,10 +47,10 @@ func NewComm(t Transport, opts Options) (*Comm, error) {
 }
 
 func (c *Comm) Rank() int { return c.t.Rank() }
+func (c *Comm) Size() int { return c.t.Size() }
 
 // threads is how many workers the data path may use (the threads option, at least 1).
 func (c *Comm) threads() int { return max(c.opts.Threads, 1) }
-func (c *Comm) Size() int    { return c.t.Size() }
 
 // Transport exposes the underlying transport (stats, tests).
 func (c *Comm) Transport() Transport { return unwrapTransport(c.t) }

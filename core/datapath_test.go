@@ -159,24 +159,7 @@ func TestThreadsBitwise(t *testing.T) {
 					for r := range all {
 						all[r] = genRank(int64(pl.m), r, n, k, k/2, 2)
 					}
-					j.each(t, func(r int, c *core.Comm) error {
-						rd := all[r]
-						p, err := c.Config(rd.out, rd.in)
-						if err != nil {
-							return err
-						}
-						defer p.Free()
-						for _, d := range allDtypes {
-							for _, o := range opsFor(d) {
-								in := make([]byte, len(rd.in)*2*d.Size())
-								if err := p.Reduce(encode(d, o, rd.vals), in, d, o, 2); err != nil {
-									return err
-								}
-								checkResult(t, "threads=4", all, r, d, o, 2, in)
-							}
-						}
-						return nil
-					})
+					j.each(t, func(_ int, c *core.Comm) error { return checkEveryDtypeOp(t, c, all, 2, false) })
 				}
 				for r := range got {
 					for i, b := range got[r] {

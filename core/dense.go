@@ -78,8 +78,7 @@ func (c *Comm) denseSlots(seq uint64, topo Topology, n, es int) [][][]byte {
 		lo, hi = a, b
 	}
 	if len(c.denseBuf) < total {
-		words := make([]uint64, (total+7)/8)
-		c.denseBuf = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), total)
+		c.denseBuf = alignedBytes(total)
 	}
 	slots := make([][][]byte, topo.Layers())
 	off := 0

@@ -73,6 +73,16 @@ func kernView[T kernNum](b []byte) ([]T, bool) {
 	return v, false
 }
 
+// alignedBytes returns n zeroed bytes aligned to 8, so that every dtype's kernels can view
+// them: plan buffers, dense scratch, user-op temporaries.
+func alignedBytes(n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	w := make([]uint64, (n+7)/8)
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), n)
+}
+
 // kernBytes views v as bytes (always valid: byte has no alignment).
 func kernBytes[T kernNum](v []T) []byte {
 	if len(v) == 0 {

@@ -69,6 +69,8 @@ func TestKernelDispatch(t *testing.T) {
 	}
 }
 
+// TestKernelLevelHelper runs only as TestKernelDispatch's child process, to report the level
+// chosen under that child's KYLIX_NOSIMD; run directly it skips.
 func TestKernelLevelHelper(t *testing.T) {
 	if os.Getenv("KYLIX_KERNEL_LEVEL_HELPER") == "" {
 		t.Skip("helper for TestKernelDispatch")

@@ -1,9 +1,6 @@
 package core
 
-import (
-	"slices"
-	"unsafe"
-)
+import "slices"
 
 // planBufs is the value memory a plan owns, sized for es bytes per index by the first reduce
 // and reused by every later one (gloo's algorithms register their buffers once, in the
@@ -52,14 +49,11 @@ func (p *Plan) bufs(es int, arg string) (*planBufs, error) {
 	if err := checkRoom(need, arg, "the plan's value buffers"); err != nil {
 		return nil, err
 	}
-	// 8-byte elements so the block is aligned for every dtype.
-	words := make([]uint64, (need+7)/8)
-	block := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), need)
-	return p.carve(block, es), nil
+	return p.carve(alignedBytes(int(need)), es), nil
 }
 
-// bufSizes lists the index counts (each piece takes count*es bytes, rounded up to bufAlign) of the pieces in carve order: vec[0..L], slot[i][g] for
-// every i and g, above[0..L-1], vin.
+// bufSizes lists the index counts of the pieces in carve order (each takes count*es bytes,
+// rounded up to bufAlign): vec[0..L], slot[i][g] for every i and g, above[0..L-1], vin, rest.
 func (p *Plan) bufSizes() []int {
 	L := len(p.layers)
 	s := make([]int, 0, 2*L+2+len(p.layers)*8)

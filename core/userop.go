@@ -119,15 +119,6 @@ func (u *userOp) call(d Dtype, inout, in []byte, count int) {
 		uintptr(unsafe.Pointer(unsafe.SliceData(in))), uintptr(count), uintptr(d), u.ctx)
 }
 
-// userTemp returns n bytes aligned to 8 (any dtype's element).
-func userTemp(n int) []byte {
-	if n == 0 {
-		return nil
-	}
-	w := make([]uint64, (n+7)/8)
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), n)
-}
-
 func userAligned(b []byte, size int) bool {
 	return len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(size) == 0
 }
@@ -145,13 +136,13 @@ func userCombine(u *userOp, d Dtype, dst, src []byte) {
 		a, b := dst[off:end], src[off:end]
 		if !userAligned(a, size) {
 			if ta == nil {
-				ta = userTemp(min(step, len(dst)))
+				ta = alignedBytes(min(step, len(dst)))
 			}
 			a = ta[:copy(ta, a)]
 		}
 		if same || !userAligned(b, size) {
 			if tb == nil {
-				tb = userTemp(min(step, len(dst)))
+				tb = alignedBytes(min(step, len(dst)))
 			}
 			b = tb[:copy(tb, b)]
 		}
@@ -188,8 +179,8 @@ func userScatter(u *userOp, d Dtype, dst, src []byte, idx []int32, w int, seen [
 		return
 	}
 	rows := max(1, userChunk/w)
-	ta := userTemp(min(rows, len(pend)) * rb)
-	tb := userTemp(min(rows, len(pend)) * rb)
+	ta := alignedBytes(min(rows, len(pend)) * rb)
+	tb := alignedBytes(min(rows, len(pend)) * rb)
 	for _, round := range userRounds(pend, idx, len(dst)/rb) {
 		for len(round) > 0 {
 			k := min(rows, len(round))

@@ -64,13 +64,18 @@ func (m *mailbox) claim(src int, seq uint64, layer, phase uint8, fp core.Fingerp
 	}
 	if len(p.dst) != n {
 		p.state = postLanded
-		p.err = core.Errorf(core.CodeInternal, "rank %d sent a %s message of %d bytes in layer %d of collective %d, want %d",
-			core.RankRef(src), phaseName(phase), n, core.LayerRef(layer), core.SeqRef(seq), len(p.dst))
+		p.err = lengthError(src, seq, layer, phase, n, len(p.dst))
 		m.wakeKey(seq, k)
 		return nil
 	}
 	p.state = postFilling
 	return p
+}
+
+// lengthError is a payload whose length is not that of its posted place.
+func lengthError(src int, seq uint64, layer, phase uint8, got, want int) error {
+	return core.Errorf(core.CodeInternal, "rank %d sent a %s message of %d bytes in layer %d of collective %d, want %d",
+		core.RankRef(src), phaseName(phase), got, core.LayerRef(layer), core.SeqRef(seq), want)
 }
 
 // progress records that the first n bytes of a post being filled have landed, for waits on a
@@ -124,8 +129,7 @@ func (m *mailbox) awaitPrefix(from int, tag core.Tag, n int) (int, error) {
 	if early := r.data; early != nil {
 		defer putBuf(early)
 		if len(early) != len(p.dst) {
-			return 0, core.Errorf(core.CodeInternal, "rank %d sent a %s message of %d bytes in layer %d of collective %d, want %d",
-				core.RankRef(from), phaseName(tag.Phase), len(early), core.LayerRef(tag.Layer), core.SeqRef(tag.Seq), len(p.dst))
+			return 0, lengthError(from, tag.Seq, tag.Layer, tag.Phase, len(early), len(p.dst))
 		}
 		copy(p.dst, early)
 	}

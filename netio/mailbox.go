@@ -343,7 +343,6 @@ func (m *mailbox) wait(from int, tag core.Tag, prefix int) (ready, error) {
 	}
 	k := msgKey{tag.Layer, tag.Phase, from}
 	var w *waiter
-	var timer *time.Timer
 	start := time.Now()
 	m.mu.Lock()
 	defer func() {
@@ -390,19 +389,18 @@ func (m *mailbox) wait(from int, tag core.Tag, prefix int) (ready, error) {
 			w = m.getWaiter(tag.Seq, k)
 			m.waiters = append(m.waiters, w)
 			w.timer.Reset(m.timeout)
-			timer = w.timer
 		}
 		m.mu.Unlock()
 		select {
 		case <-w.ch:
 			m.mu.Lock()
-		case <-timer.C:
+		case <-w.timer.C:
 			m.mu.Lock()
 			// Silence is measured from the later of the start of this wait and the last bytes
 			// from the peer (a long message may still be arriving).
 			last := max(start.UnixNano(), m.lastHeard[from].Load())
 			if left := time.Until(time.Unix(0, last).Add(m.timeout)); left > 0 {
-				timer.Reset(left)
+				w.timer.Reset(left)
 				continue
 			}
 			// One last look: the message may have raced the timer.

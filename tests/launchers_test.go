@@ -160,7 +160,10 @@ func openMPI() (string, error) {
 func TestMpirun(t *testing.T) {
 	mpirun, err := openMPI()
 	if err != nil {
-		t.Skipf("%v; %v", err, missingDeps("mpi"))
+		if derr := missingDeps("mpi"); derr != nil {
+			t.Skipf("%v; %v", err, derr)
+		}
+		t.Fatalf("tests/netns/deps.sh finds Open MPI installed, but: %v", err)
 	}
 	prog := program(t, "launch_check")
 	const n = 3

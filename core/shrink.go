@@ -420,33 +420,45 @@ func (s *subTransport) Send(to int, tag Tag, bufs ...[]byte) error {
 	return s.translate(s.raw.Send(s.rawOf[to], tag, bufs...))
 }
 
-func (s *subTransport) Recv(from int, tag Tag) ([]byte, error) {
+// source is rank from of this comm as a rank of the underlying transport.
+func (s *subTransport) source(from int) (int, error) {
 	if from < 0 || from >= len(s.rawOf) {
-		return nil, Errorf(CodeArg, "recv: source rank %d is not in 0..%d", from, len(s.rawOf)-1)
+		return 0, Errorf(CodeArg, "recv: source rank %d is not in 0..%d", from, len(s.rawOf)-1)
 	}
-	b, err := s.raw.Recv(s.rawOf[from], tag)
+	return s.rawOf[from], nil
+}
+
+func (s *subTransport) Recv(from int, tag Tag) ([]byte, error) {
+	r, err := s.source(from)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.raw.Recv(r, tag)
 	return b, s.translate(err)
 }
 
+// Expect ignores a source outside the comm: the Await for it reports it.
 func (s *subTransport) Expect(from int, tag Tag, dst []byte) {
-	if from >= 0 && from < len(s.rawOf) {
-		s.raw.Expect(s.rawOf[from], tag, dst)
+	if r, err := s.source(from); err == nil {
+		s.raw.Expect(r, tag, dst)
 	}
 }
 
 func (s *subTransport) Await(from int, tag Tag) (int, error) {
-	if from < 0 || from >= len(s.rawOf) {
-		return 0, Errorf(CodeArg, "recv: source rank %d is not in 0..%d", from, len(s.rawOf)-1)
+	r, err := s.source(from)
+	if err != nil {
+		return 0, err
 	}
-	n, err := s.raw.Await(s.rawOf[from], tag)
+	n, err := s.raw.Await(r, tag)
 	return n, s.translate(err)
 }
 
 func (s *subTransport) AwaitPrefix(from int, tag Tag, n int) error {
-	if from < 0 || from >= len(s.rawOf) {
-		return Errorf(CodeArg, "recv: source rank %d is not in 0..%d", from, len(s.rawOf)-1)
+	r, err := s.source(from)
+	if err != nil {
+		return err
 	}
-	return s.translate(s.raw.AwaitPrefix(s.rawOf[from], tag, n))
+	return s.translate(s.raw.AwaitPrefix(r, tag, n))
 }
 
 // Abort goes to every live rank of the underlying transport; ranks outside this comm ignore it

@@ -15,19 +15,28 @@ type Options struct {
 	Rendezvous  string   // host:port, or ""
 	Degrees     string   // "auto", "direct", "binary" or "8x4x2"
 	Replication int
-	Timeout     time.Duration
+	Timeout     time.Duration // bound on waiting for a live peer that has not made its call
+	Liveness    time.Duration // a peer silent (no frame, no heartbeat) this long is dead
 	Secret      string
 	Compress    string // off, lz4, auto
 	MinPacket   int64  // bytes
 	Threads     int
-	Log         string // off, error, info, debug
+	Log         string // off, error, warn, info, debug
 }
+
+// DefaultTimeout bounds the wait for a live peer that is late to a collective (a long
+// computation between two calls): ten minutes, as NCCL's default.
+const DefaultTimeout = 10 * time.Minute
+
+// DefaultLiveness is how long a peer may stay silent (no frame, no heartbeat) before it is
+// declared dead: its process stopped, its host gone or its link cut.
+const DefaultLiveness = 5 * time.Second
 
 // DefaultMinPacket is used for degrees=auto when min_packet is not given.
 const DefaultMinPacket = 1 << 20
 
 var optionKeys = []string{"rank", "size", "peers", "rendezvous", "degrees", "replication",
-	"timeout_ms", "secret", "compress", "min_packet", "threads", "log"}
+	"timeout_ms", "liveness_ms", "secret", "compress", "min_packet", "threads", "log"}
 
 // ParseOptions reads "key=value;key=value" with every key also taken from the environment as
 // KYLIX_<KEY>; the string wins. Rank and size also come from Open MPI, PMI and Slurm variables.
@@ -65,8 +74,9 @@ func ParseOptions(s string, getenv func(string) string) (Options, error) {
 		}
 	}
 
-	o := Options{Rank: -1, Size: -1, Degrees: "auto", Replication: 1, Timeout: 30 * time.Second,
-		Compress: "auto", MinPacket: DefaultMinPacket, Threads: runtime.NumCPU(), Log: "error"}
+	o := Options{Rank: -1, Size: -1, Degrees: "auto", Replication: 1, Timeout: DefaultTimeout,
+		Liveness: DefaultLiveness, Compress: "auto", MinPacket: DefaultMinPacket,
+		Threads: runtime.NumCPU(), Log: "warn"}
 	var err error
 	intOpt := func(key string, dst *int, min int) {
 		if err != nil || vals[key] == "" {
@@ -83,14 +93,18 @@ func ParseOptions(s string, getenv func(string) string) (Options, error) {
 	intOpt("size", &o.Size, 1)
 	intOpt("replication", &o.Replication, 1)
 	intOpt("threads", &o.Threads, 1)
-	var ms, mp int
+	var ms, lms, mp int
 	intOpt("timeout_ms", &ms, 1)
+	intOpt("liveness_ms", &lms, 1)
 	intOpt("min_packet", &mp, 1)
 	if err != nil {
 		return Options{}, err
 	}
 	if ms > 0 {
 		o.Timeout = time.Duration(ms) * time.Millisecond
+	}
+	if lms > 0 {
+		o.Liveness = time.Duration(lms) * time.Millisecond
 	}
 	if mp > 0 {
 		o.MinPacket = int64(mp)
@@ -137,8 +151,8 @@ func ParseOptions(s string, getenv func(string) string) (Options, error) {
 		o.Compress = v
 	}
 	if v := vals["log"]; v != "" {
-		if v != "off" && v != "error" && v != "info" && v != "debug" {
-			return Options{}, Errorf(CodeArg, "options: log=%q must be off, error, info or debug", v)
+		if v != "off" && v != "error" && v != "warn" && v != "info" && v != "debug" {
+			return Options{}, Errorf(CodeArg, "options: log=%q must be off, error, warn, info or debug", v)
 		}
 		o.Log = v
 	}

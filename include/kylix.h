@@ -149,15 +149,19 @@ const char *kylix_errmsg(const kylix_comm *c);
  *                    implemented so far: s > 1 gives KYLIX_ERR_ARG
  *     compress       off | lz4 | auto (default auto); accepted, no
  *                    compression is implemented yet
- *     timeout_ms     bound on any wait for a peer             (default 30000)
+ *     timeout_ms     bound on waiting for a live peer that has not made its
+ *                    call (a long computation)            (default 600000)
+ *     liveness_ms    a peer whose process, host or link stops answering
+ *                    (no frame, no heartbeat) this long is dead (default 5000)
  *     secret         shared job secret; peers that do not prove it are refused
  *                    (empty: unauthenticated)
  *     min_packet     smallest efficient message in bytes, for degrees=auto
  *     threads        workers for sorting, merging, combining   (default cores;
  *                    and gathering; same bits for any count   kylixrun: cores
  *                                                             per local rank)
- *     log            off | error | info | debug, to stderr prefixed
- *                    "[kylix rank N]"                            (default error)
+ *     log            off | error | warn | info | debug, to stderr prefixed
+ *                    with the time and "[kylix rank N]"; warn reports waits
+ *                    that stall, once a minute                (default warn)
  *   A size=1 job needs neither peers nor rendezvous.
  * out: receives the new comm on success, NULL on failure.  Must not be NULL.
  *   Release the comm with kylix_finalize.

@@ -30,6 +30,7 @@ type Comm struct {
 	mu       sync.Mutex // guards broken/closed against Close from another goroutine
 	// ex queues collectives issued while others are in flight (request.go).
 	ex executor
+
 	net netState // link model and index-codec estimates (links.go, links_compress.go)
 }
 

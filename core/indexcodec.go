@@ -138,7 +138,7 @@ func (d *indexDecoder) decodeList(b []byte, n int, from int) ([]uint64, error) {
 		d.planes = make([]byte, 8*codecChunk)
 	}
 	x := make([]uint64, 0, min(n, 4*codecChunk)) // grows as chunks check out
-	next := uint64(0)                             // x_{j-1} + 1: the smallest allowed next index
+	next := uint64(0)                            // x_{j-1} + 1: the smallest allowed next index
 	off := 0
 	for lo := 0; lo < n; lo += codecChunk {
 		c := min(codecChunk, n-lo)

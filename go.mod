@@ -7,4 +7,4 @@ require (
 	github.com/klauspost/cpuid/v2 v2.4.2
 )
 
-require golang.org/x/sys v0.41.0 // indirect
+require golang.org/x/sys v0.41.0

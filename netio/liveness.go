@@ -3,6 +3,7 @@ package netio
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -41,10 +42,19 @@ func stallReportFromEnv() time.Duration {
 
 // keepAlive runs until the transport closes: it sends heartbeats and drops peers that stay
 // silent for liveness.
+//
+// Silence is judged with care, because a false death is worse than a late one. A peer counts as
+// silent only when this rank's reader has heard nothing from it for liveness AND nothing from
+// it waits unread in the socket (on a machine with more busy processes than cores, a reader
+// can be kept off the CPU for a while; bytes that arrived meanwhile prove the peer alive). A
+// tick that comes much later than due means this whole process was not running (stopped,
+// swapped out, starved): it judges nobody, so the readers can catch up first.
 func (t *TCP) keepAlive(liveness time.Duration) {
 	defer t.wg.Done()
-	tick := time.NewTicker(liveness / heartbeatsPerPeriod)
+	every := liveness / heartbeatsPerPeriod
+	tick := time.NewTicker(every)
 	defer tick.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-t.done:
@@ -52,23 +62,38 @@ func (t *TCP) keepAlive(liveness time.Duration) {
 		case <-tick.C:
 		}
 		now := time.Now()
+		paused := now.Sub(last) > 2*every
+		last = now
 		for _, p := range t.peers {
 			if p == nil || t.mb.deadErr(p.rank) != nil {
 				continue
 			}
-			if silent := now.Sub(time.Unix(0, t.mb.lastHeard[p.rank].Load())); silent > liveness {
-				p.down(core.Errorf(core.CodePeer, "rank %d is lost: nothing heard from it for %v (liveness_ms %d: its process stopped, its host is down or the link is cut)",
-					core.RankRef(p.rank), silent.Round(time.Millisecond), liveness.Milliseconds()))
-				continue
+			silent := now.Sub(time.Unix(0, t.mb.lastHeard[p.rank].Load()))
+			if silent > liveness && !paused {
+				if unread(p.conn) > 0 {
+					t.mb.alive(p.rank)
+				} else {
+					if os.Getenv("KYLIX_DEBUG_LIVENESS") != "" {
+						buf := make([]byte, 1<<20)
+						os.Stderr.Write(buf[:runtime.Stack(buf, true)])
+					}
+					p.down(core.Errorf(core.CodePeer, "rank %d is lost: nothing heard from it for %v (liveness_ms %d: its process stopped, its host is down or the link is cut)",
+						core.RankRef(p.rank), silent.Round(time.Millisecond), liveness.Milliseconds()))
+					continue
+				}
 			}
-			p.heartbeat()
+			if p.beating.CompareAndSwap(false, true) {
+				go p.heartbeat(liveness)
+			}
 		}
 	}
 }
 
 // heartbeat sends one heartbeat frame unless a frame is being written to p right now (its bytes
-// tell p as much). It never waits: a peer that stopped reading must not hold up the others.
-func (p *peer) heartbeat() {
+// tell p as much). It runs on its own goroutine, so a peer that stopped reading holds up only
+// its own heartbeats.
+func (p *peer) heartbeat(liveness time.Duration) {
+	defer p.beating.Store(false)
 	select {
 	case p.wsem <- struct{}{}:
 	default:
@@ -77,10 +102,11 @@ func (p *peer) heartbeat() {
 	defer p.unlock()
 	var hb [HeaderSize]byte
 	EncodeHeader(hb[:], &Header{Type: FrameHeartbeat, Job: p.t.job, Seq: p.t.mb.currentSeq(), Src: p.t.rank})
-	// The frame is 56 bytes: it fits any socket buffer that is not full, and a full one means
-	// the peer has not read for a while; the short deadline keeps this goroutine going.
-	p.conn.SetWriteDeadline(time.Now().Add(time.Second))
-	if _, err := p.conn.Write(hb[:]); err != nil && !isTimeout(err) {
+	// A peer that does not make room for 56 bytes within liveness has not read for that long.
+	// A write cut short by the deadline leaves half a frame on the stream: the connection is
+	// then dropped (the peer is, by now, silent too). One that wrote nothing is harmless.
+	p.conn.SetWriteDeadline(time.Now().Add(liveness))
+	if n, err := p.conn.Write(hb[:]); err != nil && !(n == 0 && isTimeout(err)) && !p.t.closing.Load() {
 		p.down(lostError(p.rank, "heartbeat failed: "+err.Error()))
 	}
 }

@@ -42,6 +42,7 @@ type peer struct {
 	scratch []byte
 
 	downOnce sync.Once
+	beating  atomic.Bool // a heartbeat goroutine is running for this peer (liveness.go)
 }
 
 // writeChunk is how much one writev may carry before the write deadline is pushed on: the

@@ -100,14 +100,22 @@ func (p *peer) heartbeat(liveness time.Duration) {
 		return
 	}
 	defer p.unlock()
+	if p.werr.Load() != nil {
+		return // the peer closed its end: the reader tells when it is gone
+	}
 	var hb [HeaderSize]byte
 	EncodeHeader(hb[:], &Header{Type: FrameHeartbeat, Job: p.t.job, Seq: p.t.mb.currentSeq(), Src: p.t.rank})
 	// A peer that does not make room for 56 bytes within liveness has not read for that long.
 	// A write cut short by the deadline leaves half a frame on the stream: the connection is
 	// then dropped (the peer is, by now, silent too). One that wrote nothing is harmless.
 	p.conn.SetWriteDeadline(time.Now().Add(liveness))
-	if n, err := p.conn.Write(hb[:]); err != nil && !(n == 0 && isTimeout(err)) && !p.t.closing.Load() {
-		p.down(lostError(p.rank, "heartbeat failed: "+err.Error()))
+	n, err := p.conn.Write(hb[:])
+	switch {
+	case err == nil || p.t.closing.Load() || n == 0 && isTimeout(err):
+	case isTimeout(err):
+		p.down(lostError(p.rank, "heartbeat cut short: the peer has not read for "+liveness.String()))
+	default:
+		p.writeBroken(err)
 	}
 }
 

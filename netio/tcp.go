@@ -42,7 +42,8 @@ type peer struct {
 	scratch []byte
 
 	downOnce sync.Once
-	beating  atomic.Bool // a heartbeat goroutine is running for this peer (liveness.go)
+	beating  atomic.Bool           // a heartbeat goroutine is running for this peer (liveness.go)
+	werr     atomic.Pointer[error] // set once a write failed: later writes fail with it
 }
 
 // writeChunk is how much one writev may carry before the write deadline is pushed on: the
@@ -265,6 +266,9 @@ func (p *peer) write(h *Header, bufs [][]byte, hard time.Time) error {
 	if err := t.mb.deadErr(p.rank); err != nil {
 		return err
 	}
+	if e := p.werr.Load(); e != nil {
+		return *e
+	}
 	EncodeHeader(p.hdr[:], h)
 	i, off := 0, 0 // next byte to send: bufs[i][off:]
 	first := true
@@ -311,15 +315,25 @@ func (p *peer) writeFailed(h *Header, err error) error {
 	if t.closing.Load() {
 		return t.closedErr()
 	}
-	var out error
 	if isTimeout(err) {
-		out = core.Errorf(core.CodeTimeout, "rank %d took no data for %v (sending %s frame of collective %d)", core.RankRef(p.rank), t.timeout, h.Type, core.SeqRef(h.Seq))
 		p.down(lostError(p.rank, "connection dropped after a send timed out"))
-	} else {
-		p.down(lostError(p.rank, "send failed: "+err.Error()))
-		out = t.mb.deadErr(p.rank)
+		return core.Errorf(core.CodeTimeout, "rank %d took no data for %v (sending %s frame of collective %d)", core.RankRef(p.rank), t.timeout, h.Type, core.SeqRef(h.Seq))
 	}
-	return out
+	return p.writeBroken(err)
+}
+
+// writeBroken records that writing to p failed (the peer closed or reset the connection) and
+// returns the error every later write gets. The read side stays open: what the peer sent before
+// it went may still wait unread in the socket (a replica that finalized as soon as it had
+// one copy of everything, while its siblings' peers still send to it), and the reader tells
+// of its death once it has read up to the end.
+func (p *peer) writeBroken(err error) error {
+	e := lostError(p.rank, "send failed: "+err.Error())
+	p.werr.CompareAndSwap(nil, &e)
+	if tc, ok := p.conn.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+	return *p.werr.Load()
 }
 
 // down drops the connection and tells the mailbox why the peer is gone.

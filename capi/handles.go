@@ -6,8 +6,6 @@ package main
 import "C"
 
 import (
-	"fmt"
-	"os"
 	"sync"
 	"unsafe"
 
@@ -252,33 +250,19 @@ func putC(buf *C.char, size C.size_t, msg string) {
 
 // ---- logging -----------------------------------------------------------------------------
 
+// The log levels and line format are core's (core/logging.go).
 const (
-	logOff = iota
-	logError
-	logInfo
-	logDebug
+	logOff   = core.LogOff
+	logError = core.LogError
+	logWarn  = core.LogWarn
+	logInfo  = core.LogInfo
+	logDebug = core.LogDebug
 )
 
-func parseLogLevel(s string) int {
-	switch s {
-	case "off":
-		return logOff
-	case "info":
-		return logInfo
-	case "debug":
-		return logDebug
-	}
-	return logError
-}
+func parseLogLevel(s string) int { return core.ParseLogLevel(s) }
 
-// logf prints one line to stderr, prefixed with the rank, when the comm's level allows.
+// logf prints one line to stderr, prefixed with the time and the rank, when the comm's level
+// allows.
 func logf(level, cur, rank int, format string, args ...any) {
-	if level > cur {
-		return
-	}
-	r := "?"
-	if rank >= 0 {
-		r = fmt.Sprint(rank)
-	}
-	fmt.Fprintf(os.Stderr, "[kylix rank %s] %s\n", r, fmt.Sprintf(format, args...))
+	core.Logf(level, cur, rank, format, args...)
 }

@@ -243,8 +243,10 @@ func reference(all []rankData, r int, d core.Dtype, o core.Op, width int) []uint
 
 // checkEveryDtypeOp configures this rank's data of all, reduces it with every dtype and op (and
 // with config_reduce too when oneShot) and checks each result against the brute force.
+//
+// all holds one entry per node: with replication, rank r is a replica of node r % len(all).
 func checkEveryDtypeOp(t *testing.T, c *core.Comm, all []rankData, width int, oneShot bool) error {
-	r := c.Rank()
+	r := c.Rank() % len(all)
 	rd := all[r]
 	p, err := c.Config(rd.out, rd.in)
 	if err != nil {

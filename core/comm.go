@@ -27,7 +27,9 @@ type Comm struct {
 	sortBuf []keyPos
 	// denseBuf is where the members' copies of this rank's chunks land in dense allreduce.
 	denseBuf []byte
-	mu       sync.Mutex // guards broken/closed against Close from another goroutine
+	// raceBase: the transport's racing counts at the last ResetStats (stats_replicas.go).
+	raceBase []RacePeerStats
+	mu       sync.Mutex // guards broken/closed/raceBase against other goroutines
 	// ex queues collectives issued while others are in flight (request.go).
 	ex executor
 
@@ -42,19 +44,30 @@ func NewComm(t Transport, opts Options) (*Comm, error) {
 		return nil, err
 	}
 	if opts.Replication > 1 {
-		return nil, Errorf(CodeArg, "replication: %d > 1 is not implemented yet", opts.Replication)
+		rt, err := newReplicaTransport(t, opts.Replication)
+		if err != nil {
+			return nil, err
+		}
+		t = rt // the algorithms see nodes (replicas.go)
 	}
 	t = newStatsTransport(t) // stats.go: counts traffic per collective, plan, layer, phase
 	return &Comm{t: t, opts: opts, degrees: ds, denseSwitchBytes: -1}, nil
 }
 
-func (c *Comm) Rank() int { return c.t.Rank() }
-func (c *Comm) Size() int { return c.t.Size() }
+// Rank and Size count processes, replicas included (kylix_rank, kylix_size).
+func (c *Comm) Rank() int { return c.Transport().Rank() }
+func (c *Comm) Size() int { return c.Transport().Size() }
+
+// node and nodes are what the algorithms work with: with replication s, this rank's node and
+// the number of nodes (size/s); without, the rank and the size.
+func (c *Comm) node() int  { return c.t.Rank() }
+func (c *Comm) nodes() int { return c.t.Size() }
 
 // threads is how many workers the data path may use (the threads option, at least 1).
 func (c *Comm) threads() int { return max(c.opts.Threads, 1) }
 
-// Transport exposes the underlying transport (stats, tests).
+// Transport exposes the process-level transport (stats, failed ranks, shrink, tests): beneath
+// the counting and, with replication, beneath the node-level view.
 func (c *Comm) Transport() Transport { return unwrapTransport(c.t) }
 
 // Close ends the comm and its transport. Plans of a closed comm fail with CodeState.
@@ -70,4 +83,22 @@ func (c *Comm) Close() error {
 	}
 	c.closed = true
 	return c.t.Close()
+}
+
+// setProcTransport replaces the process-level transport under the counting and node layers.
+func (c *Comm) setProcTransport(t Transport) {
+	s, counted := c.t.(*statsTransport)
+	inner := c.t
+	if counted {
+		inner = s.inner
+	}
+	if r, ok := inner.(*replicaTransport); ok {
+		r.raw = t
+		return
+	}
+	if counted {
+		s.inner = t
+	} else {
+		c.t = t
+	}
 }

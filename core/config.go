@@ -126,7 +126,7 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 			c.streamDegrees = degrees
 		}
 	}
-	topo, err := NewTopology(degrees, c.Size())
+	topo, err := NewTopology(degrees, c.nodes())
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 // values) this node holds below the layer.
 func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *valueSpec) ([]uint64, []uint64, []byte, error) {
 	c, t := p.c, p.topo
-	node, d := c.Rank(), t.Degrees[i]
+	node, d := c.node(), t.Degrees[i]
 	me := t.Digit(node, i)
 	lm := &p.layers[i]
 	lm.outSplit = SplitPoints(out, t.Degrees, i)
@@ -285,7 +285,7 @@ func sameLists(in, out [][]uint64) bool {
 // measured links' agreed figure). Every rank computes the same answer from the same agreed
 // numbers.
 func (c *Comm) autoDegrees(seq uint64, outIdx []int64, nUnique int) ([]int, error) {
-	m := c.Size()
+	m := c.nodes()
 	if m == 1 {
 		return nil, nil
 	}

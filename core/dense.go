@@ -40,7 +40,7 @@ func (c *Comm) allreduce(send, recv []byte, d Dtype, o Op, async bool) (*Request
 		if n*es <= c.denseSwitch() {
 			return c.allreduceDirect(seq, recv, d, o)
 		}
-		topo, err := NewTopology(c.denseDegrees(), c.Size())
+		topo, err := NewTopology(c.denseDegrees(), c.nodes())
 		if err != nil {
 			return err
 		}
@@ -68,7 +68,7 @@ func (c *Comm) allreduce(send, recv []byte, d Dtype, o Op, async bool) (*Request
 // comm's scratch, one slot per member and layer (every layer's own memory, so that everything
 // can be posted up front and no message waits in a transport buffer). Returns slots[i][g].
 func (c *Comm) denseSlots(seq uint64, topo Topology, n, es int) [][][]byte {
-	node := c.Rank()
+	node := c.node()
 	lo, hi := 0, n
 	total := 0
 	for i := 0; i < topo.Layers(); i++ {
@@ -105,7 +105,7 @@ func (c *Comm) denseSlots(seq uint64, topo Topology, n, es int) [][][]byte {
 // denseDegrees: fixed degrees from the options, else one direct layer for small jobs and a
 // binary butterfly beyond (latency grows with layers, message count with degree).
 func (c *Comm) denseDegrees() []int {
-	m := c.Size()
+	m := c.nodes()
 	if c.degrees != nil {
 		return c.degrees
 	}
@@ -131,7 +131,7 @@ const denseSegment = 256 << 10
 // this node's chunk, which land in slots[g], in source order, segment by segment as they
 // arrive. It returns this node's chunk.
 func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi int, d Dtype, o Op, slots [][]byte) (int, int, error) {
-	node, deg, es := c.Rank(), topo.Degrees[i], d.Size()
+	node, deg, es := c.node(), topo.Degrees[i], d.Size()
 	me := topo.Digit(node, i)
 	tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDense}
 	sg := c.sends()
@@ -183,7 +183,7 @@ func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi in
 
 // denseUp sends this node's reduced chunk of [lo,hi) to every member and receives theirs.
 func (c *Comm) denseUp(seq uint64, topo Topology, i int, buf []byte, lo, hi, es int) error {
-	node, deg := c.Rank(), topo.Degrees[i]
+	node, deg := c.node(), topo.Degrees[i]
 	me := topo.Digit(node, i)
 	tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseUp}
 	a, b := chunk(lo, hi, me, deg)
@@ -237,7 +237,7 @@ func (c *Comm) denseSwitch() int {
 // allreduceDirect sends the whole vector to every rank in one round; each rank combines all m
 // copies in rank order, so every rank computes the same bits.
 func (c *Comm) allreduceDirect(seq uint64, buf []byte, d Dtype, o Op) error {
-	m, me := c.Size(), c.Rank()
+	m, me := c.nodes(), c.node()
 	if m == 1 {
 		return nil
 	}

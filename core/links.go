@@ -146,7 +146,7 @@ func (c *Comm) MeasureLinks() (*Links, error) {
 // needLinks reports whether this comm's options make its first config measure the links. The
 // options (degrees, min_packet, compress) must be the same on every rank, as degrees must be.
 func (c *Comm) needLinks() bool {
-	return c.Size() > 1 && (c.opts.Compress == "auto" || c.degrees == nil && c.opts.MinPacket <= 0)
+	return c.nodes() > 1 && (c.opts.Compress == "auto" || c.degrees == nil && c.opts.MinPacket <= 0)
 }
 
 // linksForConfig measures the links in config seq when this is the comm's first config and the
@@ -162,7 +162,7 @@ func (c *Comm) linksForConfig(seq uint64) error {
 
 // measureLinks runs the probe rounds inside collective seq and keeps the agreed model.
 func (c *Comm) measureLinks(seq uint64) (*Links, error) {
-	m, me := c.Size(), c.Rank()
+	m, me := c.nodes(), c.node() // nodes: with replication a probe races to every replica
 	if m == 1 {
 		return nil, nil
 	}

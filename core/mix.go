@@ -22,7 +22,7 @@ import (
 // every rank with the global mean. It is at least 1 (a one-rank job has one layer that moves
 // nothing), so step % MixLayers() is always defined.
 func (c *Comm) MixLayers() int {
-	topo, err := NewTopology(c.mixDegrees(), c.Size())
+	topo, err := NewTopology(c.mixDegrees(), c.nodes())
 	if err != nil {
 		return 1
 	}
@@ -61,7 +61,7 @@ func (c *Comm) Mix(buf []byte, d Dtype, step int64) error {
 	fp := Fingerprint{Kind: KindMix, Dtype: uint8(d), Count: int64(n),
 		Plan: uint32(step), Width: int32(uint32(uint64(step) >> 32))}
 	return c.collective(fp, func(seq uint64) error {
-		topo, err := NewTopology(c.mixDegrees(), c.Size())
+		topo, err := NewTopology(c.mixDegrees(), c.nodes())
 		if err != nil {
 			return err
 		}
@@ -97,7 +97,7 @@ func stepMismatch(err error) error {
 // collective and fail with a mismatch, instead of one waiting for data the other never sends.
 // That is sum(d_i - 1) - (d - 1) empty frames per step, none for a one-layer butterfly.
 func (c *Comm) mixLayer(seq uint64, topo Topology, i int, buf []byte, d Dtype) error {
-	node, deg := c.Rank(), topo.Degrees[i]
+	node, deg := c.node(), topo.Degrees[i]
 	me := topo.Digit(node, i)
 	tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDense}
 	sg := c.sends()
@@ -200,6 +200,6 @@ func (c *Comm) mixDegrees() []int {
 	if c.degrees != nil {
 		return c.degrees
 	}
-	ds, _ := ParseDegreesSpec("binary", c.Size())
+	ds, _ := ParseDegreesSpec("binary", c.nodes())
 	return ds
 }

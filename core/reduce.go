@@ -48,7 +48,7 @@ func (p *Plan) reduce(outVals, inVals []byte, d Dtype, o Op, width int, async bo
 // combined.
 func (p *Plan) expectAll(seq uint64, b *planBufs, es int, down bool) {
 	c, t := p.c, p.topo
-	node := c.Rank()
+	node := c.node()
 	for i := range p.layers {
 		lm := &p.layers[i]
 		me := t.Digit(node, i)
@@ -71,7 +71,7 @@ func (p *Plan) expectAll(seq uint64, b *planBufs, es int, down bool) {
 // stream in. Order by source, never by arrival: results are bitwise reproducible.
 func (p *Plan) down(seq uint64, i int, b *planBufs, vs *valueSpec) error {
 	c, t, lm := p.c, p.topo, &p.layers[i]
-	node, d, es := c.Rank(), t.Degrees[i], vs.es
+	node, d, es := c.node(), t.Degrees[i], vs.es
 	me := t.Digit(node, i)
 	v := b.vec[i]
 	tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDown}
@@ -143,7 +143,7 @@ func segmentEnd(m []int32, end int) int {
 // gathers into inVals in the caller's order. The up messages' places must have been posted.
 func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec) error {
 	c, t, es := p.c, p.topo, vs.es
-	node := c.Rank()
+	node := c.node()
 	vin := v
 	if !p.bottomIdentity {
 		vin = b.vin

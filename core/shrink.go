@@ -140,8 +140,9 @@ func (c *Comm) Shrink() (*Comm, error) {
 	}
 	var members []int // ranks of c that live on
 	newRank := -1
+	keep := survivors(failed, p.Size(), max(c.opts.Replication, 1))
 	for r := 0; r < p.Size(); r++ {
-		if !failed.has(r) {
+		if keep(r) {
 			if r == p.Rank() {
 				newRank = len(members)
 			}
@@ -168,11 +169,7 @@ func (c *Comm) Shrink() (*Comm, error) {
 		shared = &sharedTransport{t: raw, refs: 1}
 		lease := &transportLease{Transport: raw, s: shared}
 		c.mu.Lock()
-		if s, ok := c.t.(*statsTransport); ok {
-			s.inner = lease
-		} else {
-			c.t = lease
-		}
+		c.setProcTransport(lease)
 		c.mu.Unlock()
 	}
 	shared.acquire()
@@ -180,7 +177,7 @@ func (c *Comm) Shrink() (*Comm, error) {
 
 	opts := c.opts
 	opts.Rank, opts.Size = newRank, len(members)
-	if _, err := ParseDegreesSpec(opts.Degrees, len(members)); err != nil {
+	if _, err := ParseDegreesSpec(opts.Degrees, len(members)/max(opts.Replication, 1)); err != nil {
 		opts.Degrees = "auto"
 	}
 	nc, err := NewComm(sub, opts)
@@ -191,6 +188,26 @@ func (c *Comm) Shrink() (*Comm, error) {
 	nc.seq = sub.base
 	nc.denseSwitchBytes = c.denseSwitchBytes
 	return nc, nil
+}
+
+// survivors says which ranks of a comm of size ranks make the shrunk comm, given the agreed
+// failed set. Without replication, the live ones. With replication s, every replica of each
+// node that has a live replica, dead ones included, so the new comm is again s replicas of
+// each of its nodes: rank k*m+j (replica k of node j) of the old comm becomes rank k*m'+j' of
+// the new one, j' counting the surviving nodes. Its dead replicas stay dead members that
+// nothing is sent to (kylix_failed_ranks lists them); nodes with no live replica are gone.
+func survivors(failed bitset, size, s int) func(r int) bool {
+	if s <= 1 {
+		return func(r int) bool { return !failed.has(r) }
+	}
+	m := size / s
+	alive := make([]bool, m)
+	for r := 0; r < size; r++ {
+		if !failed.has(r) {
+			alive[r%m] = true
+		}
+	}
+	return func(r int) bool { return alive[r%m] }
 }
 
 // ---- agreement on the failed set -----------------------------------------------------------

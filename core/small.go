@@ -3,7 +3,7 @@ package core
 // allgatherSmall gives every rank every rank's few words, in rank order. Each rank sends its
 // words straight to every other: m-1 tiny messages, fine for the agreement exchanges it serves.
 func (c *Comm) allgatherSmall(seq uint64, words []uint64) ([]uint64, error) {
-	m, me, k := c.Size(), c.Rank(), len(words)
+	m, me, k := c.nodes(), c.node(), len(words)
 	tag := Tag{Seq: seq, Phase: PhaseSmall}
 	sg := c.sends()
 	for r := 0; r < m; r++ {
@@ -40,7 +40,7 @@ func (c *Comm) Bcast(buf []byte, root int) error {
 	if err := c.usable(); err != nil {
 		return err
 	}
-	m, me := c.Size(), c.Rank()
+	m, me := c.nodes(), c.node()
 	if root < 0 || root >= m {
 		return c.Reject(Errorf(CodeArg, "root: %d is not a rank of this %d-rank comm", root, m))
 	}
@@ -92,7 +92,7 @@ func (c *Comm) Barrier() error {
 // afterwards every rank has heard, directly or through others, from every rank in this
 // collective.
 func (c *Comm) dissemination(seq uint64) error {
-	m, me := c.Size(), c.Rank()
+	m, me := c.nodes(), c.node()
 	for k, dist := 0, 1; dist < m; k, dist = k+1, dist*2 {
 		tag := Tag{Seq: seq, Layer: uint8(k), Phase: PhaseSmall, FP: c.fp}
 		if err := c.t.Send((me+dist)%m, tag); err != nil {

@@ -230,11 +230,13 @@ type Stats struct {
 	Collectives   map[string]KindStats `json:"collectives"`
 	Plans         []PlanStats          `json:"plans"`
 	Retired       RetiredStats         `json:"retired_plans"`
+	Replication   ReplicationStats     `json:"replication"` // stats_replicas.go
 }
 
 // StatsOptions are the comm's options in effect, as kylix_init parsed them.
 type StatsOptions struct {
 	TimeoutMS   int64  `json:"timeout_ms"`
+	LivenessMS  int64  `json:"liveness_ms"`
 	Threads     int    `json:"threads"`
 	Log         string `json:"log"`
 	MinPacket   int64  `json:"min_packet"`
@@ -304,7 +306,10 @@ func newStatsTransport(t Transport) *statsTransport {
 // unwrapTransport returns the transport a statsTransport wraps (or t itself).
 func unwrapTransport(t Transport) Transport {
 	if s, ok := t.(*statsTransport); ok {
-		return s.inner
+		t = s.inner
+	}
+	if r, ok := t.(*replicaTransport); ok {
+		t = r.raw
 	}
 	return t
 }
@@ -670,7 +675,7 @@ func (c *Comm) statsEnd(seq uint64, err error) {
 // statsPlan is called by configure once p is configured.
 func (c *Comm) statsPlan(p *Plan) {
 	if s := c.statsT(); s != nil {
-		s.notePlan(p, c.Rank())
+		s.notePlan(p, c.node())
 	}
 }
 
@@ -698,7 +703,8 @@ func (c *Comm) Stats() Stats {
 		st.Degrees = append([]int{}, c.degrees...)
 	}
 	st.Threads, st.Kernels = c.threads(), kernLevel()
-	st.Options = StatsOptions{TimeoutMS: c.opts.Timeout.Milliseconds(), Threads: c.threads(),
+	st.Replication = c.replicationStats()
+	st.Options = StatsOptions{TimeoutMS: c.opts.Timeout.Milliseconds(), LivenessMS: c.opts.Liveness.Milliseconds(), Threads: c.threads(),
 		Log: c.opts.Log, MinPacket: c.opts.MinPacket, Replication: c.opts.Replication,
 		Compress: c.opts.Compress, Degrees: st.DegreesOption}
 	st.Compression.Option = c.opts.Compress
@@ -723,4 +729,5 @@ func (c *Comm) ResetStats() {
 	if s := c.statsT(); s != nil {
 		s.reset()
 	}
+	c.resetRaceBase()
 }

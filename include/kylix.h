@@ -33,10 +33,16 @@
  *    disagreement fails with KYLIX_ERR_MISMATCH on every rank, never a hang.
  *    A rank whose arguments are rejected (KYLIX_ERR_ARG) still takes part:
  *    the others fail with KYLIX_ERR_MISMATCH and all stay in step.
- *  - Timeouts.  No call waits for a peer longer than the timeout_ms option
- *    (plus a small margin): a silent peer gives KYLIX_ERR_TIMEOUT, a dead one
- *    KYLIX_ERR_PEER, with the rank named in kylix_errmsg.  After such a
- *    failure the comm is broken: later collectives return KYLIX_ERR_STATE.
+ *  - Timeouts and liveness.  A peer whose process dies, or that stops
+ *    answering heartbeats for liveness_ms (a stopped process, a lost host, a
+ *    cut link), is dead: calls waiting for it return KYLIX_ERR_PEER within
+ *    liveness_ms (plus a small margin).  A live peer that is merely late to
+ *    its call is waited for up to timeout_ms, then KYLIX_ERR_TIMEOUT.  The
+ *    rank is named in kylix_errmsg.  After such a failure the comm is
+ *    broken: later collectives return KYLIX_ERR_STATE.  With replication s
+ *    (the replication option), a dead replica is routed around without any
+ *    error; a call fails with KYLIX_ERR_PEER, naming them, only when every
+ *    replica of some node is dead.
  *  - Threads.  One comm (and its plans and requests) is used by one thread
  *    at a time; different comms may be used from different threads at once.
  *    kylix_version, kylix_strerror and kylix_plan_degrees may be called from
@@ -145,8 +151,13 @@ const char *kylix_errmsg(const kylix_comm *c);
  *                    without kylixrun, rank 0 serves it when the address
  *                    names its own host)
  *     degrees        auto | direct | binary | 8x4x2 (product = size/replication)
- *     replication    s >= 1, size a multiple of s (default 1); only 1 is
- *                    implemented so far: s > 1 gives KYLIX_ERR_ARG
+ *     replication    s >= 1, size a multiple of s (default 1).  Rank r is
+ *                    replica r/(size/s) of node r%(size/s); replicas of a
+ *                    node must be given the same data and make the same
+ *                    calls.  Every message to a node goes to all its live
+ *                    replicas, the first copy to arrive is used ("packet
+ *                    racing"); results count each node once and are the
+ *                    same bits with or without failures
  *     compress       off | lz4 | auto (default auto): the index lists of
  *                    config messages, delta-coded, byte-shuffled and lz4-
  *                    compressed (lz4: every message; auto: a message where the
@@ -203,6 +214,8 @@ int kylix_finalize(kylix_comm *c);
 
 /*
  * kylix_rank, kylix_size - this rank (0..size-1) and the number of ranks.
+ * Both count processes, replicas included: with replication s this rank
+ * is a replica of node kylix_rank % (kylix_size / s).
  *
  * Local, no communication.  Return -1 for a NULL or finalized c (message in
  * kylix_errmsg(NULL)).
@@ -517,10 +530,10 @@ int kylix_op_create(kylix_user_fn fn, void *ctx, int *op);   /* op id usable whe
  * NULL when cap is 0).  Local: no peer is asked, nothing waits.
  *
  * A rank is listed once this rank's transport has seen it go: its process
- * died or its connection broke (KYLIX_ERR_PEER), or it finalized.  A peer
- * that is merely silent (the calls waiting for it fail with
- * KYLIX_ERR_TIMEOUT) is alive as far as the transport knows and is not
- * listed.  The list only grows, and different ranks may see a death at
+ * died or its connection broke, it stopped answering heartbeats for
+ * liveness_ms, or it finalized.  A peer that is alive but late to its call
+ * (the calls waiting for it fail with KYLIX_ERR_TIMEOUT) is not listed.
+ * With replication the dead replicas are listed while the job goes on.  The list only grows, and different ranks may see a death at
  * slightly different times, so two ranks' lists can differ for a moment:
  * kylix_shrink is what makes the survivors agree.  Ranks are numbered as in
  * c: for a comm made by kylix_shrink, its own ranks 0..k-1, and only its
@@ -569,7 +582,10 @@ int kylix_failed_ranks(const kylix_comm *c, int32_t *ranks, int32_t cap, int32_t
  *   new size.  Results on s are those of a job of k ranks: the same inputs
  *   on the same k ranks give the same bits.  kylix_failed_ranks(s) numbers
  *   ranks as in s.  s may itself be shrunk later (at most 4095 shrinks in a
- *   row).
+ *   row).  With replication, s keeps every replica of each node that still
+ *   has a live one, dead replicas included (they stay listed by
+ *   kylix_failed_ranks and are routed around), and drops the nodes with no
+ *   live replica, so s is again s replicas of each of its nodes.
  *
  * c: after the call (whatever it returns) c is broken for good: its
  *   collectives return KYLIX_ERR_STATE, and its plans are unusable.  It is
@@ -622,8 +638,9 @@ int kylix_shrink(kylix_comm *c, kylix_comm **survivors);     /* survivors renumb
  *   threads         worker threads of the data path (the threads option)
  *   kernels         the SIMD kernels dispatched on this CPU: "avx512",
  *                   "avx2" or "go" (plain loops; KYLIX_NOSIMD=1 forces it)
- *   options         the options in effect: {"timeout_ms","threads","log",
- *                   "min_packet","replication","compress","degrees"}
+ *   options         the options in effect: {"timeout_ms","liveness_ms",
+ *                   "threads","log","min_packet","replication","compress",
+ *                   "degrees"}
  *   since_unix_s    start of the counting: init or last reset (Unix seconds)
  *   compression     {"option","active","raw_sent","wire_sent","raw_recv",
  *                   "wire_recv","ratio","note"}: index-list bytes of every
@@ -648,6 +665,15 @@ int kylix_shrink(kylix_comm *c, kylix_comm **survivors);     /* survivors renumb
  *                   rejected)
  *   plans           [plan]: one object per plan, oldest first (bounded: see
  *                   retired_plans)
+ *   replication     {"replicas","nodes","node","failed_ranks","copies_won",
+ *                   "copies_lost","duplicate_bytes","peers"}: s, size/s,
+ *                   this rank's node, the dead ranks, and the racing copies
+ *                   received (won: used; lost: dropped because another
+ *                   replica's copy came first; duplicate_bytes: bytes of the
+ *                   lost copies read), in total and per peer ("peers":
+ *                   [{"rank","copies_won","copies_lost","duplicate_bytes"}],
+ *                   peers with copies only; null without replication or on
+ *                   a comm made by kylix_shrink)
  *   retired_plans   {"plans","calls","seconds","agree","layers"}: the sum of
  *                   the plan records dropped to bound memory (beyond 64
  *                   records, the oldest freed plans and plans of

@@ -44,7 +44,7 @@ func connect(o core.Options, listenHost string) (*TCP, error) {
 		timeout = DefaultTimeout
 	}
 	if o.Size == 1 {
-		return newTCP(0, 1, staticJobID(o.Secret, o.Peers), timeout, nil), nil
+		return newTCP(0, 1, staticJobID(o.Secret, o.Peers), timeout, nil).configure(o), nil
 	}
 	var (
 		ln    net.Listener
@@ -115,7 +115,7 @@ func connect(o core.Options, listenHost string) (*TCP, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newTCP(o.Rank, o.Size, job, timeout, conns), nil
+	return newTCP(o.Rank, o.Size, job, timeout, conns).configure(o), nil
 }
 
 // serveOwnRendezvous serves the job's rendezvous on addr from rank 0. It returns nil and no

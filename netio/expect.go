@@ -10,6 +10,8 @@ import "kylix/core"
 // -> landed, or open -> early (the frame came before the post and waits, buffered, in data).
 type post struct {
 	seq    uint64
+	layer  uint8
+	phase  uint8 // as on the wire (racing messages carry raceBit)
 	dst    []byte
 	state  postState
 	data   []byte // early: the buffered payload, copied into dst by await
@@ -31,13 +33,13 @@ const (
 // it); a later one is read straight into dst by claim. A post for a collective this rank has
 // left is ignored (await reports why).
 func (m *mailbox) expect(from int, tag core.Tag, dst []byte) {
-	k := msgKey{tag.Layer, tag.Phase, from}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	k := m.key(tag.Layer, wirePhase(tag), from)
 	if m.closed != nil || !m.started || tag.Seq != m.cur {
 		return
 	}
-	p := &post{seq: tag.Seq, dst: dst}
+	p := &post{seq: tag.Seq, layer: tag.Layer, phase: k.phase, dst: dst}
 	if b := m.boxes[tag.Seq]; b != nil {
 		if data := takeMsg(b, k); data != nil {
 			p.state, p.data = postEarly, data
@@ -57,7 +59,7 @@ func (m *mailbox) claim(src int, seq uint64, layer, phase uint8, fp core.Fingerp
 	if m.closed != nil || !m.started || seq != m.cur || fp != m.fp {
 		return nil
 	}
-	k := msgKey{layer, phase, src}
+	k := m.key(layer, phase, src)
 	p := m.posts[k]
 	if p == nil || p.state != postOpen {
 		return nil
@@ -85,7 +87,7 @@ func (m *mailbox) progress(src int, p *post, n int, layer, phase uint8) {
 	defer m.mu.Unlock()
 	if p.state == postFilling {
 		p.filled = n
-		m.wakeKey(p.seq, msgKey{layer, phase, src})
+		m.wakeKey(p.seq, m.key(layer, phase, src))
 	}
 }
 
@@ -97,7 +99,7 @@ func (m *mailbox) landed(src int, p *post, layer, phase uint8) {
 	if p.state == postFilling {
 		p.state = postLanded
 	}
-	m.wakeKey(p.seq, msgKey{layer, phase, src})
+	m.wakeKey(p.seq, m.key(layer, phase, src))
 }
 
 func (m *mailbox) wakeKey(seq uint64, k msgKey) {

@@ -26,6 +26,9 @@ const (
 	FrameData  FrameType = 1 // a message for (seq, layer, phase)
 	FrameAbort FrameType = 2 // collective seq failed: 1 byte code, then the message
 	FrameBye   FrameType = 3 // the sender finalized; nothing follows
+	// FrameHeartbeat says the sender is alive (liveness.go); Seq is the collective it is in
+	// (or was last in). Nothing follows.
+	FrameHeartbeat FrameType = 4
 )
 
 func (t FrameType) String() string {
@@ -36,6 +39,8 @@ func (t FrameType) String() string {
 		return "abort"
 	case FrameBye:
 		return "bye"
+	case FrameHeartbeat:
+		return "heartbeat"
 	}
 	return "frame?"
 }
@@ -114,7 +119,7 @@ func DecodeHeader(buf []byte, maxPayload uint64) (Header, error) {
 		Len: le.Uint64(buf[48:]),
 	}
 	switch h.Type {
-	case FrameData, FrameAbort, FrameBye:
+	case FrameData, FrameAbort, FrameBye, FrameHeartbeat:
 	default:
 		return Header{}, core.Errorf(core.CodeNet, "frame: unknown frame type %d", buf[5])
 	}

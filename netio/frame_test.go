@@ -47,7 +47,7 @@ func TestDecodeHeaderRejects(t *testing.T) {
 		{"magic", func(b []byte) { b[0] = 'X' }, MaxPayload, core.CodeNet, "magic"},
 		{"version", func(b []byte) { b[4] = 2 }, MaxPayload, core.CodeAuth, "version 2"},
 		{"type0", func(b []byte) { b[5] = 0 }, MaxPayload, core.CodeNet, "frame type 0"},
-		{"type4", func(b []byte) { b[5] = 4 }, MaxPayload, core.CodeNet, "frame type 4"},
+		{"type5", func(b []byte) { b[5] = 5 }, MaxPayload, core.CodeNet, "frame type 5"},
 		{"bound", func(b []byte) {}, 1<<20 - 1, core.CodeNet, "exceeds"},
 		{"short", nil, MaxPayload, core.CodeNet, "shorter"},
 	}

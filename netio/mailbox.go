@@ -17,9 +17,21 @@ import (
 type mailbox struct {
 	rank, size int
 	timeout    time.Duration
-	// lastHeard[r] is when bytes from r last arrived (unix ns); a wait on r times out only after
-	// timeout of silence, so a large message still streaming in does not count as silence.
-	lastHeard []atomic.Int64
+	// lastData[r] is when data bytes from r last arrived (unix ns): a wait on r times out only
+	// after timeout without data, so a large message still streaming in is not a late peer.
+	// lastHeard[r] is when anything (data, heartbeat) last came from r: liveness (heartbeat.go).
+	lastData, lastHeard []atomic.Int64
+	// seqOf[r] is 1 + the latest collective r told of (its frames and heartbeats carry it), 0
+	// before any: a stalled wait names the ranks that have not called its collective yet.
+	seqOf []atomic.Uint64
+	// stallEvery is how often a stalled wait logs (0: never); warnf prints the line.
+	stallEvery time.Duration
+	warnf      func(format string, args ...any)
+	// Replication (race.go): groupOf[r] is rank r's node, members[g] the ranks of node g; nil
+	// without replication. race counts copies won and lost per peer.
+	groupOf []int
+	members [][]int
+	race    []raceCounters
 
 	mu      sync.Mutex
 	started bool // Begin was called at least once
@@ -56,6 +68,9 @@ type seqBox struct {
 	// only waits on r at once; other waits run out their own timer (still within timeout_ms)
 	// and name whom they waited for.
 	stalled map[int]error
+	// done holds the racing messages (race.go) a copy has already won: filed, or landed in
+	// their place. Later copies are dropped.
+	done map[msgKey]bool
 }
 
 type waiter struct {
@@ -80,15 +95,23 @@ func (m *mailbox) getWaiter(seq uint64, k msgKey) *waiter {
 }
 
 func newMailbox(rank, size int, timeout time.Duration) *mailbox {
-	return &mailbox{
+	m := &mailbox{
 		rank:      rank,
 		size:      size,
 		timeout:   timeout,
+		lastData:  make([]atomic.Int64, size),
 		lastHeard: make([]atomic.Int64, size),
+		seqOf:     make([]atomic.Uint64, size),
+		race:      make([]raceCounters, size),
 		boxes:     map[uint64]*seqBox{},
 		dead:      make([]error, size),
 		posts:     map[msgKey]*post{},
 	}
+	now := time.Now().UnixNano()
+	for r := range m.lastHeard {
+		m.lastHeard[r].Store(now) // a peer's silence counts from the start
+	}
+	return m
 }
 
 // free recycles the payloads nobody will read.
@@ -104,7 +127,7 @@ func (b *seqBox) free() {
 func (m *mailbox) box(seq uint64) *seqBox {
 	b := m.boxes[seq]
 	if b == nil {
-		b = &seqBox{msgs: map[msgKey][]frame{}}
+		b = &seqBox{msgs: map[msgKey][]frame{}, done: map[msgKey]bool{}}
 		m.boxes[seq] = b
 	}
 	return b
@@ -175,7 +198,24 @@ func (m *mailbox) deliver(src int, seq uint64, layer, phase uint8, fp core.Finge
 		m.failLocked(seq, b, mismatchError(src, fp, m.fp, seq))
 		return
 	}
-	k := msgKey{layer, phase, src}
+	k := m.key(layer, phase, src)
+	if phase&raceBit != 0 {
+		if b.done[k] { // another copy won
+			putBuf(data)
+			m.raced(src, false, len(data))
+			return
+		}
+		b.done[k] = true
+		m.raced(src, true, len(data))
+		if p := m.posts[k]; p != nil && p.seq == seq && p.state == postFilling {
+			// Other copies are being offered into the post: complete it from this one.
+			copy(p.dst, data)
+			putBuf(data)
+			p.filled, p.state = len(p.dst), postLanded
+			m.wakeKey(seq, k)
+			return
+		}
+	}
 	if p := m.posts[k]; p != nil && p.seq == seq && p.state == postOpen {
 		// Posted after claim looked and before this frame was filed: hand it to the post.
 		p.state, p.data = postEarly, data
@@ -209,7 +249,7 @@ func (m *mailbox) abort(seq uint64, src int, code core.Code, msg string) {
 		}
 		b.stalled[src] = e
 		for _, w := range m.waiters {
-			if w.seq == seq && w.key.src == src {
+			if w.seq == seq { // a racing wait is keyed by node: let each look for itself
 				wake(w)
 			}
 		}
@@ -248,9 +288,7 @@ func (m *mailbox) markDead(r int, err error) {
 	}
 	m.dead[r] = err
 	for _, w := range m.waiters {
-		if w.key.src == r {
-			wake(w)
-		}
+		wake(w) // deaths are rare; each wait checks whether it waited for r (or r's node)
 	}
 }
 
@@ -291,9 +329,32 @@ func (m *mailbox) close(err error) {
 	}
 }
 
+// heard records data bytes from src (which also prove it alive).
 func (m *mailbox) heard(src int) {
 	if src >= 0 && src < len(m.lastHeard) {
+		now := time.Now().UnixNano()
+		m.lastData[src].Store(now)
+		m.lastHeard[src].Store(now)
+	}
+}
+
+// alive records a sign of life from src that carries no data (a heartbeat, an abort).
+func (m *mailbox) alive(src int) {
+	if src >= 0 && src < len(m.lastHeard) {
 		m.lastHeard[src].Store(time.Now().UnixNano())
+	}
+}
+
+// calling records that src has reached collective seq (a frame or heartbeat of it).
+func (m *mailbox) calling(src int, seq uint64) {
+	if src < 0 || src >= len(m.seqOf) {
+		return
+	}
+	for {
+		old := m.seqOf[src].Load()
+		if old >= seq+1 || m.seqOf[src].CompareAndSwap(old, seq+1) {
+			return
+		}
 	}
 }
 
@@ -335,15 +396,17 @@ const (
 	postWhole = -1
 )
 
-// wait blocks until the message is there (readyLocked). A failed collective, a dead peer, a
-// closed mailbox or timeout of silence from `from` end the wait with an error.
+// wait blocks until the message is there (readyLocked). A failed collective, a dead peer (for
+// a racing message: every replica of the source node dead), a closed mailbox or timeout without
+// data from `from` end the wait with an error. A wait that stalls logs a line every stallEvery.
 func (m *mailbox) wait(from int, tag core.Tag, prefix int) (ready, error) {
 	if from < 0 || from >= m.size {
 		return ready{}, core.Errorf(core.CodeArg, "recv: source rank %d is not in 0..%d", core.RankRef(from), m.size-1)
 	}
-	k := msgKey{tag.Layer, tag.Phase, from}
+	k := m.key(tag.Layer, wirePhase(tag), from)
 	var w *waiter
 	start := time.Now()
+	nextStall := m.stallEvery
 	m.mu.Lock()
 	defer func() {
 		if w != nil {
@@ -376,19 +439,19 @@ func (m *mailbox) wait(from int, tag core.Tag, prefix int) (ready, error) {
 		if r, ok := m.readyLocked(b, k, tag.Seq, prefix); ok {
 			return r, nil
 		}
-		if err := b.stalled[from]; err != nil {
+		if err := m.stalledLocked(b, k, from); err != nil {
 			// The rank we wait for gave up on this collective: it will not send.
 			m.failLocked(tag.Seq, b, err)
 			b.remote = true
 			return ready{}, err
 		}
-		if err := m.dead[from]; err != nil {
+		if err := m.goneLocked(k, from); err != nil {
 			return ready{}, err
 		}
 		if w == nil {
 			w = m.getWaiter(tag.Seq, k)
 			m.waiters = append(m.waiters, w)
-			w.timer.Reset(m.timeout)
+			w.timer.Reset(m.nextCheck(m.timeout, nextStall))
 		}
 		m.mu.Unlock()
 		select {
@@ -396,11 +459,16 @@ func (m *mailbox) wait(from int, tag core.Tag, prefix int) (ready, error) {
 			m.mu.Lock()
 		case <-w.timer.C:
 			m.mu.Lock()
-			// Silence is measured from the later of the start of this wait and the last bytes
-			// from the peer (a long message may still be arriving).
-			last := max(start.UnixNano(), m.lastHeard[from].Load())
+			waited := time.Since(start)
+			if nextStall > 0 && waited >= nextStall {
+				m.reportStall(tag, k, from, waited)
+				nextStall += m.stallEvery
+			}
+			// The timeout counts from the later of the start of this wait and the last data
+			// from the peer (a long message may still be arriving); heartbeats do not count.
+			last := max(start.UnixNano(), m.lastDataFrom(k, from))
 			if left := time.Until(time.Unix(0, last).Add(m.timeout)); left > 0 {
-				w.timer.Reset(left)
+				w.timer.Reset(m.nextCheck(left, nextStall-waited))
 				continue
 			}
 			// One last look: the message may have raced the timer.
@@ -411,13 +479,21 @@ func (m *mailbox) wait(from int, tag core.Tag, prefix int) (ready, error) {
 					return r, nil
 				}
 			}
-			if m.closed != nil || m.dead[from] != nil {
+			if m.closed != nil || m.goneLocked(k, from) != nil {
 				continue
 			}
 			return ready{}, core.Errorf(core.CodeTimeout, "rank %d sent nothing for %v: waited for its %s message of collective %d, layer %d",
 				core.RankRef(from), m.timeout, phaseName(tag.Phase), core.SeqRef(tag.Seq), core.LayerRef(tag.Layer))
 		}
 	}
+}
+
+// nextCheck is when a waiting wait looks again: at the timeout, or earlier for a stall report.
+func (m *mailbox) nextCheck(timeout, untilStall time.Duration) time.Duration {
+	if m.stallEvery > 0 && untilStall > 0 && untilStall < timeout {
+		return untilStall
+	}
+	return timeout
 }
 
 func (m *mailbox) removeWaiter(w *waiter) {

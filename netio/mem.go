@@ -137,6 +137,12 @@ func (m *Mem) leave(self, peers error) {
 // FailedRanks lists the ranks this rank has seen crash or finalize.
 func (m *Mem) FailedRanks() []int { return m.mb.failedRanks() }
 
+// SetReplicaGroups turns on packet racing (race.go): rank r is a replica of node groupOf[r].
+func (m *Mem) SetReplicaGroups(groupOf []int) error { return m.mb.setGroups(groupOf) }
+
+// RaceStats returns, per rank, the racing copies it won and lost and the bytes of the lost ones.
+func (m *Mem) RaceStats() []core.RacePeerStats { return m.mb.raceStats() }
+
 // Stats returns the data messages exchanged with each rank (index = rank).
 func (m *Mem) Stats() []PeerStats { return snapshot(m.stats) }
 

@@ -58,6 +58,7 @@ var phaseNames = map[uint8]string{
 }
 
 func phaseName(p uint8) string {
+	p &^= raceBit
 	if n, ok := phaseNames[p]; ok {
 		return n
 	}

@@ -51,6 +51,10 @@ func (m *Mem) Release(b []byte) { putBuf(b) }
 // put files a message that is already in memory (a send to oneself, the in-memory transport):
 // copied once, into its posted place when it has one, else into a pooled payload buffer.
 func (m *mailbox) put(src int, tag core.Tag, fp core.Fingerprint, bufs [][]byte, n int) {
+	if tag.Race {
+		m.putRacing(src, tag, fp, bufs, n)
+		return
+	}
 	if p := m.claim(src, tag.Seq, tag.Layer, tag.Phase, fp, n); p != nil {
 		off := 0
 		for _, b := range bufs {

@@ -24,7 +24,8 @@ type TCP struct {
 	stats      []counters
 	closing    atomic.Bool
 	closeOnce  sync.Once
-	wg         sync.WaitGroup // reader goroutines
+	wg         sync.WaitGroup // reader goroutines and keepAlive
+	done       chan struct{}  // closed by Close: keepAlive stops
 }
 
 type peer struct {
@@ -37,7 +38,12 @@ type peer struct {
 	hdr [HeaderSize]byte
 	iov net.Buffers
 
+	// scratch is where the reader puts racing payloads before offering them (race.go).
+	scratch []byte
+
 	downOnce sync.Once
+	beating  atomic.Bool           // a heartbeat goroutine is running for this peer (liveness.go)
+	werr     atomic.Pointer[error] // set once a write failed: later writes fail with it
 }
 
 // writeChunk is how much one writev may carry before the write deadline is pushed on: the
@@ -50,7 +56,8 @@ const readChunk = 1 << 20
 // newTCP wraps established, handshaken connections (conns[rank] is nil) and starts the readers.
 func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn) *TCP {
 	t := &TCP{rank: rank, size: size, job: job, timeout: timeout,
-		mb: newMailbox(rank, size, timeout), peers: make([]*peer, size), stats: make([]counters, size)}
+		mb: newMailbox(rank, size, timeout), peers: make([]*peer, size), stats: make([]counters, size),
+		done: make(chan struct{})}
 	for r, c := range conns {
 		if c == nil || r == rank {
 			continue
@@ -66,6 +73,27 @@ func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn)
 	}
 	return t
 }
+
+// configure applies the options that shape a running transport: heartbeats and the liveness
+// bound, and stall reports when the log level includes warnings.
+func (t *TCP) configure(o core.Options) *TCP {
+	level := core.ParseLogLevel(o.Log)
+	if level >= core.LogWarn {
+		t.mb.stallEvery = stallReportFromEnv()
+		t.mb.warnf = func(format string, args ...any) { core.Logf(core.LogWarn, level, t.rank, format, args...) }
+	}
+	if o.Liveness > 0 && t.size > 1 {
+		t.wg.Add(1)
+		go t.keepAlive(o.Liveness)
+	}
+	return t
+}
+
+// SetReplicaGroups turns on packet racing (race.go): rank r is a replica of node groupOf[r].
+func (t *TCP) SetReplicaGroups(groupOf []int) error { return t.mb.setGroups(groupOf) }
+
+// RaceStats returns, per rank, the racing copies it won and lost and the bytes of the lost ones.
+func (t *TCP) RaceStats() []core.RacePeerStats { return t.mb.raceStats() }
 
 func (t *TCP) Rank() int              { return t.rank }
 func (t *TCP) Size() int              { return t.size }
@@ -127,7 +155,7 @@ func (t *TCP) Send(to int, tag core.Tag, bufs ...[]byte) error {
 	if err := t.mb.deadErr(to); err != nil {
 		return err
 	}
-	h := Header{Type: FrameData, Layer: tag.Layer, Phase: tag.Phase, Job: t.job, Seq: tag.Seq,
+	h := Header{Type: FrameData, Layer: tag.Layer, Phase: wirePhase(tag), Job: t.job, Seq: tag.Seq,
 		FP: tag.FP, Src: t.rank, Len: uint64(n)}
 	if err := t.peers[to].write(&h, bufs, time.Time{}); err != nil {
 		return err
@@ -177,6 +205,7 @@ func (t *TCP) Abort(seq uint64, err error) {
 func (t *TCP) Close() error {
 	t.closeOnce.Do(func() {
 		t.closing.Store(true)
+		close(t.done)
 		deadline := time.Now().Add(min(t.timeout, time.Second))
 		var wg sync.WaitGroup
 		for _, p := range t.peers {
@@ -237,6 +266,9 @@ func (p *peer) write(h *Header, bufs [][]byte, hard time.Time) error {
 	if err := t.mb.deadErr(p.rank); err != nil {
 		return err
 	}
+	if e := p.werr.Load(); e != nil {
+		return *e
+	}
 	EncodeHeader(p.hdr[:], h)
 	i, off := 0, 0 // next byte to send: bufs[i][off:]
 	first := true
@@ -283,15 +315,25 @@ func (p *peer) writeFailed(h *Header, err error) error {
 	if t.closing.Load() {
 		return t.closedErr()
 	}
-	var out error
 	if isTimeout(err) {
-		out = core.Errorf(core.CodeTimeout, "rank %d took no data for %v (sending %s frame of collective %d)", core.RankRef(p.rank), t.timeout, h.Type, core.SeqRef(h.Seq))
 		p.down(lostError(p.rank, "connection dropped after a send timed out"))
-	} else {
-		p.down(lostError(p.rank, "send failed: "+err.Error()))
-		out = t.mb.deadErr(p.rank)
+		return core.Errorf(core.CodeTimeout, "rank %d took no data for %v (sending %s frame of collective %d)", core.RankRef(p.rank), t.timeout, h.Type, core.SeqRef(h.Seq))
 	}
-	return out
+	return p.writeBroken(err)
+}
+
+// writeBroken records that writing to p failed (the peer closed or reset the connection) and
+// returns the error every later write gets. The read side stays open: what the peer sent before
+// it went may still wait unread in the socket (a replica that finalized as soon as it had
+// one copy of everything, while its siblings' peers still send to it), and the reader tells
+// of its death once it has read up to the end.
+func (p *peer) writeBroken(err error) error {
+	e := lostError(p.rank, "send failed: "+err.Error())
+	p.werr.CompareAndSwap(nil, &e)
+	if tc, ok := p.conn.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+	return *p.werr.Load()
 }
 
 // down drops the connection and tells the mailbox why the peer is gone.
@@ -326,9 +368,21 @@ func (t *TCP) readLoop(p *peer) {
 			p.down(core.Errorf(core.CodeNet, "rank %d sent a frame claiming to come from rank %d", core.RankRef(p.rank), core.RankRef(h.Src)))
 			return
 		}
-		t.mb.heard(p.rank)
+		t.mb.alive(p.rank)
 		switch h.Type {
+		case FrameHeartbeat:
+			t.mb.calling(p.rank, h.Seq)
 		case FrameData:
+			t.mb.heard(p.rank)
+			t.mb.calling(p.rank, h.Seq)
+			if h.Phase&raceBit != 0 {
+				if err := t.readRacing(p, br, &h); err != nil {
+					t.readFailed(p, err)
+					return
+				}
+				t.count(p.rank, int(h.Len), false)
+				continue
+			}
 			// Straight into the place core posted for it when there is one (gloo's
 			// prepareRead), else into a pooled buffer that waits in the mailbox.
 			into := t.mb.claim(p.rank, h.Seq, h.Layer, h.Phase, h.FP, int(h.Len))
@@ -373,6 +427,73 @@ func (t *TCP) readLoop(p *peer) {
 			return
 		}
 	}
+}
+
+// readRacing reads a racing payload (race.go): offered chunk by chunk to its place, buffered
+// when it has none yet, or discarded once another copy has won.
+func (t *TCP) readRacing(p *peer, br *bufio.Reader, h *Header) error {
+	n := int(h.Len)
+	action, into := t.mb.claimRace(p.rank, h.Seq, h.Layer, h.Phase, h.FP, n)
+	var data []byte
+	switch action {
+	case raceDiscard:
+		t.mb.raced(p.rank, false, n)
+		return t.discard(p, br, n)
+	case raceBuffer:
+		data = getBuf(n)
+	case raceOffer:
+		if p.scratch == nil {
+			p.scratch = make([]byte, raceChunk)
+		}
+		if n == 0 {
+			_, won := t.mb.offer(p.rank, into, 0, nil)
+			t.mb.raced(p.rank, won, 0)
+			return nil
+		}
+	}
+	for off := 0; off < n; {
+		end := min(off+raceChunk, n)
+		chunk := p.scratch
+		if data != nil {
+			chunk = data[off:end]
+		}
+		chunk = chunk[:end-off]
+		if _, err := io.ReadFull(br, chunk); err != nil {
+			if data != nil {
+				putBuf(data)
+			}
+			return err
+		}
+		t.mb.heard(p.rank)
+		off = end
+		if data == nil { // offering
+			if stop, won := t.mb.offer(p.rank, into, off-len(chunk), chunk); stop {
+				t.mb.raced(p.rank, won, off)
+				return t.discard(p, br, n-off)
+			}
+		} else if off < n && t.mb.raceDone(p.rank, h.Seq, h.Layer, h.Phase) {
+			putBuf(data)
+			t.mb.raced(p.rank, false, off)
+			return t.discard(p, br, n-off)
+		}
+	}
+	if data != nil {
+		t.mb.deliver(p.rank, h.Seq, h.Layer, h.Phase, h.FP, data) // counts it won or lost
+	}
+	return nil
+}
+
+// discard reads and drops n payload bytes from p, marking them heard.
+func (t *TCP) discard(p *peer, br *bufio.Reader, n int) error {
+	for n > 0 {
+		k := min(n, readChunk)
+		if _, err := br.Discard(k); err != nil {
+			return err
+		}
+		t.mb.heard(p.rank)
+		n -= k
+	}
+	return nil
 }
 
 func (t *TCP) readFailed(p *peer, err error) {

@@ -162,6 +162,7 @@ type job struct {
 	Degrees   string  // "" leaves the default (auto)
 	TimeoutS  float64 // kylixrun --timeout (per-wait timeout of the ranks); 0: not given
 	KeepGoing bool
+	Replicas  int    // kylixrun --replication; 0: not given
 	Prog      string // name of a program in c/
 	Args      []string
 	Env       []string // extra KEY=value for kylixrun and the ranks (inherited)
@@ -172,6 +173,9 @@ func (j job) String() string {
 	s := fmt.Sprintf("%s -n %d", j.Prog, j.N)
 	if j.Degrees != "" {
 		s += " --degrees " + j.Degrees
+	}
+	if j.Replicas > 0 {
+		s += fmt.Sprintf(" --replication %d", j.Replicas)
 	}
 	s += " " + strings.Join(j.Args, " ")
 	if len(j.Env) > 0 {
@@ -214,6 +218,9 @@ func run(t *testing.T, j job) *result {
 	}
 	if j.KeepGoing {
 		args = append(args, "--keep-going")
+	}
+	if j.Replicas > 0 {
+		args = append(args, "--replication", strconv.Itoa(j.Replicas))
 	}
 	args = append(args, "--", prog)
 	args = append(args, j.Args...)

@@ -29,7 +29,9 @@ options:
   --hosts h1:s1,h2:s2    hosts and slots (":s" defaults to 1); ranks fill the slots in order
   --hostfile F           one host per line: "host slots=N", "host:N" or "host"; # comments
   --degrees SPEC         auto, direct, binary or a list like 8x4x2 (KYLIX_DEGREES)
-  --replication S        replicas per node; N must be a multiple of S (KYLIX_REPLICATION)
+  --replication S        replicas per node; N must be a multiple of S (KYLIX_REPLICATION).
+                         A rank that fails while its node has another live replica is
+                         reported and the job goes on; it fails when a node loses them all
   --timeout SEC          per-wait timeout the ranks use (KYLIX_TIMEOUT_MS); not a job limit
   --job-timeout SEC      kill the whole job after SEC seconds and exit 124 (0: no limit)
   --tag-output           prefix every line of every rank's stdout and stderr with "[rank] "

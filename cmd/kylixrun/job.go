@@ -203,6 +203,7 @@ func (j *job) supervise(sigs <-chan os.Signal, code int, stopping bool) int {
 	c := j.cfg
 	live := len(j.ranks)
 	exited := make([]bool, len(j.ranks))
+	nodes := replicaNodes(len(j.ranks), c.replicas())
 	var killTimer, jobTimer <-chan time.Time
 	if c.jobTimeout > 0 {
 		jobTimer = time.After(c.jobTimeout)
@@ -236,6 +237,11 @@ func (j *job) supervise(sigs <-chan os.Signal, code int, stopping bool) int {
 			live--
 			if e.st.ok() || stopping {
 				// While stopping, deaths are the launcher's doing, not news.
+				continue
+			}
+			if left, tolerated := nodes.lose(e.r.id); tolerated {
+				// Replication: the node's other replicas stand in (packet racing).
+				j.logf("%s %v; node %d has %d live replica(s) left: the job goes on", e.r.where(), e.st, nodes.of(e.r.id), left)
 				continue
 			}
 			if code == 0 {
@@ -330,4 +336,47 @@ func advertised(listen, rvHost, remoteHost string) (string, error) {
 		return "", fmt.Errorf("cannot tell remote ranks where the rendezvous is (give --rendezvous-host): %v", err)
 	}
 	return net.JoinHostPort(name, port), nil
+}
+
+// replicaSet tracks, with replication, how many replicas of each node have not failed: rank r
+// is a replica of node r % (n/s). A failed rank whose node still has a live replica is routed
+// around by the library, so the job goes on (include/kylix.h, replication).
+type replicaSet struct {
+	m    int   // nodes
+	live []int // per node: replicas that have not failed
+}
+
+func replicaNodes(n, s int) *replicaSet {
+	if s <= 1 || n%s != 0 {
+		return nil
+	}
+	rs := &replicaSet{m: n / s, live: make([]int, n/s)}
+	for i := range rs.live {
+		rs.live[i] = s
+	}
+	return rs
+}
+
+func (rs *replicaSet) of(rank int) int { return rank % rs.m }
+
+// lose records that rank failed and reports whether its node still has a live replica (and
+// how many).
+func (rs *replicaSet) lose(rank int) (left int, tolerated bool) {
+	if rs == nil {
+		return 0, false
+	}
+	g := rank % rs.m
+	rs.live[g]--
+	return rs.live[g], rs.live[g] > 0
+}
+
+// replicas is the job's replication: --replication, else KYLIX_REPLICATION, else 1.
+func (c *config) replicas() int {
+	if c.replication > 0 {
+		return c.replication
+	}
+	if s, err := strconv.Atoi(os.Getenv("KYLIX_REPLICATION")); err == nil && s > 0 {
+		return s
+	}
+	return 1
 }

@@ -43,7 +43,7 @@ public final class Kylix {
    * Joins a job ({@code kylix_init}). Collective over all ranks of the job.
    *
    * @param options {@code "key=value;key=value"}: rank, size, peers, rendezvous, degrees,
-   *     replication, timeout_ms, secret, compress, min_packet, threads, log. Every key is also
+   *     replication, timeout_ms, liveness_ms, secret, compress, min_packet, threads, log. Every key is also
    *     read from the environment as {@code KYLIX_<KEY>}; the string wins. "" or null takes
    *     everything from the environment (as kylixrun, Slurm or mpirun set it).
    * @return the comm; close it when done

@@ -1,0 +1,187 @@
+package core
+
+import (
+	"sync"
+	"time"
+)
+
+// Replication (the Kylix paper, "Sparse Allreduce: Efficient Scalable Communication for
+// Power-Law Data", §V): a job of size ranks with replication s runs the collectives of
+// m = size/s nodes. Rank r is replica r/m of node r%m; the s replicas of a node are given the
+// same data and make the same calls, so they send the same bytes.
+//
+// replicaTransport is the node-level transport the algorithms see (rank = node, size = m) over
+// the process-level one: a message for node j goes to every live replica of j, and a receive
+// from node j takes the first copy from any replica of j. The racing itself (first copy wins,
+// later ones dropped without being buffered whole) is the process transport's: the messages
+// carry Tag.Race, and the transport was told the grouping (replicaGrouper). A dead replica is
+// skipped by sends and ignored by waits; a wait fails with CodePeer only when every replica of
+// its node is dead.
+type replicaTransport struct {
+	raw      Transport
+	s, m     int
+	node     int
+	replicas [][]int // node -> its ranks of raw, in replica order
+}
+
+// replicaGrouper is implemented by transports that can race copies (netio's TCP and Mem).
+type replicaGrouper interface {
+	SetReplicaGroups(groupOf []int) error
+}
+
+// newReplicaTransport groups raw's ranks into m = size/s nodes and tells the transport.
+func newReplicaTransport(raw Transport, s int) (*replicaTransport, error) {
+	n := raw.Size()
+	if s < 1 || n%s != 0 {
+		return nil, Errorf(CodeArg, "replication: size=%d is not a multiple of replication=%d", n, s)
+	}
+	m := n / s
+	rt := &replicaTransport{raw: raw, s: s, m: m, node: raw.Rank() % m, replicas: make([][]int, m)}
+	for r := 0; r < n; r++ {
+		rt.replicas[r%m] = append(rt.replicas[r%m], r)
+	}
+	// The grouping is set once, on the transport that owns the connections, when the original
+	// comm is made. A comm shrunk from it keeps whole nodes only (Shrink), so the grouping of
+	// the original still holds for it.
+	if _, shrunk := raw.(*subTransport); shrunk {
+		return rt, nil
+	}
+	g, ok := unwrapLease(raw).(replicaGrouper)
+	if !ok {
+		return nil, Errorf(CodeArg, "replication: this transport cannot race copies of a message")
+	}
+	groupOf := make([]int, n)
+	for r := range groupOf {
+		groupOf[r] = r % m
+	}
+	if err := g.SetReplicaGroups(groupOf); err != nil {
+		return nil, err
+	}
+	return rt, nil
+}
+
+// unwrapLease looks through the lease an original comm holds once it has been shrunk.
+func unwrapLease(t Transport) Transport {
+	if l, ok := t.(*transportLease); ok {
+		return l.Transport
+	}
+	return t
+}
+
+func (rt *replicaTransport) Rank() int              { return rt.node }
+func (rt *replicaTransport) Size() int              { return rt.m }
+func (rt *replicaTransport) Timeout() time.Duration { return rt.raw.Timeout() }
+func (rt *replicaTransport) Close() error           { return rt.raw.Close() }
+func (rt *replicaTransport) Release(b []byte)       { rt.raw.Release(b) }
+func (rt *replicaTransport) FailedRanks() []int     { return rt.raw.FailedRanks() }
+func (rt *replicaTransport) Unwrap() Transport      { return rt.raw }
+
+func (rt *replicaTransport) Begin(seq uint64, fp Fingerprint) { rt.raw.Begin(seq, fp) }
+func (rt *replicaTransport) Abort(seq uint64, err error)      { rt.raw.Abort(seq, err) }
+
+// Send delivers the message to every replica of node `to` that is not known to be dead (to
+// this rank itself when `to` is its own node: its replicas compute the same message). Copies
+// to several replicas go out in parallel when the message is large, so a replica that reads
+// slowly holds up only its own copy's write.
+func (rt *replicaTransport) Send(to int, tag Tag, bufs ...[]byte) error {
+	if to < 0 || to >= rt.m {
+		return Errorf(CodeArg, "send: destination node %d is not in 0..%d", to, rt.m-1)
+	}
+	tag.Race = true
+	if to == rt.node {
+		return rt.raw.Send(rt.raw.Rank(), tag, bufs...)
+	}
+	dst := rt.replicas[to]
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	errs := make([]error, len(dst))
+	if n <= inlineSend {
+		for i, r := range dst {
+			errs[i] = rt.raw.Send(r, tag, bufs...)
+		}
+	} else {
+		var wg sync.WaitGroup
+		for i, r := range dst[1:] {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i+1] = rt.raw.Send(r, tag, bufs...)
+			}()
+		}
+		errs[0] = rt.raw.Send(dst[0], tag, bufs...)
+		wg.Wait()
+	}
+	// A replica that is gone (crashed or finalized) is skipped: its siblings have the message,
+	// and a node none of whose replicas is alive fails the waits for it, not the sends to it (a
+	// node may finalize as soon as one copy of everything reached it, while its siblings' peers
+	// still send).
+	for _, err := range errs {
+		if err != nil && CodeOf(err) != CodePeer {
+			return err
+		}
+	}
+	return nil
+}
+
+// RankListFormat is a format for n ranks: "%d", "%d and %d", "%d, %d and %d" (errors that
+// name every replica of a node).
+func RankListFormat(n int) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return "%d"
+	}
+	f := ""
+	for i := 0; i < n-2; i++ {
+		f += "%d, "
+	}
+	return f + "%d and %d"
+}
+
+// source is a rank of node `from` to wait on; the transport takes a copy from any of them.
+func (rt *replicaTransport) source(from int) (int, error) {
+	if from < 0 || from >= rt.m {
+		return 0, Errorf(CodeArg, "recv: source node %d is not in 0..%d", from, rt.m-1)
+	}
+	if from == rt.node {
+		return rt.raw.Rank(), nil
+	}
+	return rt.replicas[from][0], nil
+}
+
+func (rt *replicaTransport) Recv(from int, tag Tag) ([]byte, error) {
+	r, err := rt.source(from)
+	if err != nil {
+		return nil, err
+	}
+	tag.Race = true
+	return rt.raw.Recv(r, tag)
+}
+
+func (rt *replicaTransport) Expect(from int, tag Tag, dst []byte) {
+	if r, err := rt.source(from); err == nil {
+		tag.Race = true
+		rt.raw.Expect(r, tag, dst)
+	}
+}
+
+func (rt *replicaTransport) Await(from int, tag Tag) (int, error) {
+	r, err := rt.source(from)
+	if err != nil {
+		return 0, err
+	}
+	tag.Race = true
+	return rt.raw.Await(r, tag)
+}
+
+func (rt *replicaTransport) AwaitPrefix(from int, tag Tag, n int) error {
+	r, err := rt.source(from)
+	if err != nil {
+		return err
+	}
+	tag.Race = true
+	return rt.raw.AwaitPrefix(r, tag, n)
+}

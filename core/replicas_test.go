@@ -1,0 +1,176 @@
+package core_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"kylix/core"
+	"kylix/netio"
+)
+
+// runReplicated runs fn on every rank of an in-memory job of s replicas of m nodes at once and
+// returns the errors by rank. fn gets the rank's transport too, so it can kill it.
+func runReplicated(t *testing.T, s, m int, degrees string, fn func(c *core.Comm, mem *netio.Mem) error) []error {
+	t.Helper()
+	size := s * m
+	ts := netio.NewMemJob(size, jobTimeout)
+	errs := make([]error, size)
+	var wg sync.WaitGroup
+	for r := 0; r < size; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			opts := core.Options{Rank: r, Size: size, Degrees: degrees, Replication: s, MinPacket: 4096, Timeout: jobTimeout}
+			c, err := core.NewComm(ts[r], opts)
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer c.Close()
+			errs[r] = fn(c, ts[r])
+		}(r)
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(jobDeadline):
+		t.Fatalf("a replicated job of %d ranks was still running after %v: it hangs", size, jobDeadline)
+	}
+	return errs
+}
+
+func nodeData(m, width int, seed int64) []rankData {
+	all := make([]rankData, m)
+	for r := range all {
+		all[r] = genRank(seed, r, 3000, 200+40*r, 150+20*r, width)
+	}
+	return all
+}
+
+// Replicated jobs give every replica the unreplicated result over the node data (each node
+// counted once), for every dtype and op, with reduce and config_reduce.
+func TestReplicatedAgainstBruteForce(t *testing.T) {
+	for _, pl := range []struct {
+		s, m    int
+		degrees string
+	}{{2, 4, "direct"}, {2, 4, "binary"}, {2, 4, "auto"}, {3, 2, "direct"}, {2, 5, "direct"}, {2, 3, "auto"}, {2, 1, "auto"}} {
+		t.Run(fmt.Sprintf("s%d_m%d_%s", pl.s, pl.m, pl.degrees), func(t *testing.T) {
+			all := nodeData(pl.m, 2, int64(pl.s*100+pl.m))
+			errs := runReplicated(t, pl.s, pl.m, pl.degrees, func(c *core.Comm, _ *netio.Mem) error {
+				if c.Size() != pl.s*pl.m {
+					return fmt.Errorf("Size() = %d, want %d (processes, replicas included)", c.Size(), pl.s*pl.m)
+				}
+				if err := checkEveryDtypeOp(t, c, all, 2, true); err != nil {
+					return err
+				}
+				if err := c.Barrier(); err != nil {
+					return err
+				}
+				st := c.Stats().Replication
+				if st.Replicas != pl.s || st.Nodes != pl.m || st.Node != c.Rank()%pl.m {
+					return fmt.Errorf("stats: %+v", st)
+				}
+				if pl.m > 1 && (st.CopiesWon == 0 || st.CopiesLost == 0 || st.DupBytes == 0) {
+					return fmt.Errorf("stats count no racing copies: %+v", st)
+				}
+				return nil
+			})
+			for r, err := range errs {
+				if err != nil {
+					t.Errorf("rank %d: %v", r, err)
+				}
+			}
+		})
+	}
+}
+
+// A replica killed in the middle of the job is routed around: every survivor completes every
+// collective with the exact result, and the dead replica shows in FailedRanks.
+func TestReplicaKilledMidJob(t *testing.T) {
+	const s, m, width = 2, 4, 1
+	all := nodeData(m, width, 7)
+	victims := map[int]int{5: 1, 2: 3} // rank -> the iteration in which it dies
+	errs := runReplicated(t, s, m, "2x2", func(c *core.Comm, mem *netio.Mem) error {
+		r := c.Rank()
+		rd := all[r%m]
+		for it := 0; it < 5; it++ {
+			if v, ok := victims[r]; ok && v == it {
+				go func() { time.Sleep(time.Duration(r) * time.Millisecond); mem.Kill() }()
+			}
+			p, err := c.Config(rd.out, rd.in)
+			if err != nil {
+				if _, victim := victims[r]; victim {
+					return nil
+				}
+				return fmt.Errorf("iteration %d config: %w", it, err)
+			}
+			in := make([]byte, len(rd.in)*width*core.F64.Size())
+			err = p.Reduce(encode(core.F64, core.Sum, rd.vals), in, core.F64, core.Sum, width)
+			p.Free()
+			if _, victim := victims[r]; victim && err != nil {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("iteration %d reduce: %w", it, err)
+			}
+			checkResult(t, fmt.Sprintf("iteration %d", it), all, r%m, core.F64, core.Sum, width, in)
+			dense := make([]byte, 1000*8)
+			if err := c.Allreduce(encode(core.F64, core.Sum, make([]float64, 1000)), dense, core.F64, core.Sum); err != nil {
+				if _, victim := victims[r]; victim {
+					return nil
+				}
+				return fmt.Errorf("iteration %d allreduce: %w", it, err)
+			}
+		}
+		if _, victim := victims[r]; victim {
+			return nil
+		}
+		if err := c.Barrier(); err != nil {
+			return err
+		}
+		// Ranks that finished already may show as finalized too; the victims must.
+		failed := fmt.Sprint(c.Transport().FailedRanks())
+		if !strings.Contains(failed, "2") || !strings.Contains(failed, "5") {
+			return fmt.Errorf("FailedRanks = %v, want 2 and 5 among them", failed)
+		}
+		return nil
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Errorf("rank %d: %v", r, err)
+		}
+	}
+}
+
+// When every replica of a node is dead, every survivor's call fails with CodePeer naming them.
+func TestEveryReplicaOfANodeKilled(t *testing.T) {
+	const s, m = 2, 3
+	errs := runReplicated(t, s, m, "direct", func(c *core.Comm, mem *netio.Mem) error {
+		r := c.Rank()
+		if r%m == 1 {
+			mem.Kill()
+			return nil
+		}
+		start := time.Now()
+		err := c.Barrier()
+		for err == nil && time.Since(start) < 5*time.Second {
+			err = c.Barrier() // the kill may land after a first barrier completed
+		}
+		if core.CodeOf(err) != core.CodePeer {
+			return fmt.Errorf("got %v, want CodePeer", err)
+		}
+		if !strings.Contains(err.Error(), "1") || !strings.Contains(err.Error(), "4") {
+			return fmt.Errorf("error does not name ranks 1 and 4: %v", err)
+		}
+		return nil
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Errorf("rank %d: %v", r, err)
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package core
+
+// ReplicationStats (kylix_stats_json "replication"): the job's replication and, per peer, the
+// racing copies this rank received from it (replicas.go): copies won (used), copies lost
+// (dropped because another replica's copy was first) and the bytes of the lost copies that
+// were read, the price of replication in duplicate traffic. Peers are numbered as the
+// job's ranks; a comm made by kylix_shrink reports no per-peer figures.
+type ReplicationStats struct {
+	Replicas    int             `json:"replicas"` // s
+	Nodes       int             `json:"nodes"`    // size/s
+	Node        int             `json:"node"`     // this rank's node
+	FailedRanks []int           `json:"failed_ranks"`
+	CopiesWon   uint64          `json:"copies_won"`
+	CopiesLost  uint64          `json:"copies_lost"`
+	DupBytes    uint64          `json:"duplicate_bytes"`
+	Peers       []RacePeerStats `json:"peers"` // only peers with copies; null without replication
+}
+
+// RacePeerStats are the racing copies received from one peer.
+type RacePeerStats struct {
+	Rank       int    `json:"rank"`
+	CopiesWon  uint64 `json:"copies_won"`
+	CopiesLost uint64 `json:"copies_lost"`
+	DupBytes   uint64 `json:"duplicate_bytes"`
+}
+
+// raceReporter is implemented by transports that race copies (netio's TCP and Mem).
+type raceReporter interface {
+	RaceStats() []RacePeerStats
+}
+
+func (c *Comm) raceCounts() []RacePeerStats {
+	if r, ok := unwrapLease(c.Transport()).(raceReporter); ok && c.opts.Replication > 1 {
+		return r.RaceStats()
+	}
+	return nil
+}
+
+func (c *Comm) resetRaceBase() {
+	now := c.raceCounts()
+	c.mu.Lock()
+	c.raceBase = now
+	c.mu.Unlock()
+}
+
+func (c *Comm) replicationStats() ReplicationStats {
+	s := max(c.opts.Replication, 1)
+	st := ReplicationStats{Replicas: s, Nodes: c.nodes(), Node: c.node(), FailedRanks: c.Transport().FailedRanks()}
+	if st.FailedRanks == nil {
+		st.FailedRanks = []int{}
+	}
+	now := c.raceCounts()
+	c.mu.Lock()
+	base := c.raceBase
+	c.mu.Unlock()
+	for i, p := range now {
+		if i < len(base) {
+			p.CopiesWon -= base[i].CopiesWon
+			p.CopiesLost -= base[i].CopiesLost
+			p.DupBytes -= base[i].DupBytes
+		}
+		if p.CopiesWon+p.CopiesLost == 0 {
+			continue
+		}
+		st.CopiesWon += p.CopiesWon
+		st.CopiesLost += p.CopiesLost
+		st.DupBytes += p.DupBytes
+		st.Peers = append(st.Peers, p)
+	}
+	return st
+}

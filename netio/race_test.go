@@ -1,0 +1,116 @@
+package netio
+
+import (
+	"bytes"
+	"runtime"
+	"testing"
+	"time"
+
+	"kylix/core"
+)
+
+// Ranks 1 and 2 are the two replicas of node 1 (rank 0 is node 0, rank 3 node 0's other
+// replica, unused here): their copies of a message race to rank 0.
+var raceGroups = []int{0, 1, 1, 0}
+
+func raceJob(t *testing.T) []*TCP {
+	ts := mustJob(t, 4, 5*time.Second)
+	for _, tr := range ts {
+		if err := tr.SetReplicaGroups(raceGroups); err != nil {
+			t.Fatal(err)
+		}
+		tr.Begin(5, fpAll)
+	}
+	return ts
+}
+
+// writeHalf writes a racing frame header announcing n bytes from rank `from` to rank 0, then
+// half of payload, then drops the connection: a replica killed in the middle of its copy.
+func writeHalf(ts []*TCP, from int, tag core.Tag, payload []byte) {
+	p := ts[from].peers[0]
+	var hb [HeaderSize]byte
+	EncodeHeader(hb[:], &Header{Type: FrameData, Layer: tag.Layer, Phase: tag.Phase | raceBit, Job: ts[from].job,
+		Seq: tag.Seq, FP: fpAll, Src: from, Len: uint64(len(payload))})
+	p.conn.Write(hb[:])
+	p.conn.Write(payload[:len(payload)/2])
+	p.conn.Close()
+}
+
+// The first copy to complete wins, whichever replica it comes from; a copy cut off halfway by
+// its sender's death costs nothing; later copies are dropped and counted; only the posted
+// place is written.
+func TestRacingCopies(t *testing.T) {
+	base := runtime.NumGoroutine()
+	ts := raceJob(t)
+	defer closeAll(ts)
+	const n = 3<<20 + 17 // several racing chunks, not a multiple of one
+	payload := make([]byte, n)
+	for i := range payload {
+		payload[i] = byte(i*7 + i>>11)
+	}
+
+	// Both replicas send whole copies, posted before: one wins, the other is dropped.
+	whole, place := sentinelPlace(n)
+	tag := core.Tag{FP: fpAll, Seq: 5, Layer: 0, Phase: core.PhaseDown, Race: true}
+	ts[0].Expect(1, tag, place)
+	errs := make(chan error, 2)
+	for _, r := range []int{1, 2} {
+		go func() { errs <- ts[r].Send(0, tag, payload) }()
+	}
+	var got int
+	var err error
+	within(t, 5*time.Second, func() { got, err = ts[0].Await(2, tag) }) // either replica's rank names the node
+	if err != nil || got != n || !bytes.Equal(place, payload) {
+		t.Fatalf("two whole copies: %d bytes, %v, equal %v", got, err, bytes.Equal(place, payload))
+	}
+	sentinelsIntact(t, whole, n)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Recv (no post): one copy buffered, the other dropped.
+	tagR := core.Tag{FP: fpAll, Seq: 5, Layer: 1, Phase: core.PhaseConfig, Race: true}
+	for _, r := range []int{2, 1} {
+		if err := ts[r].Send(0, tagR, payload[:1000]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b []byte
+	within(t, 5*time.Second, func() { b, err = ts[0].Recv(1, tagR) })
+	if err != nil || !bytes.Equal(b, payload[:1000]) {
+		t.Fatalf("recv: %d bytes, %v", len(b), err)
+	}
+
+	// Replica 1 dies halfway through its copy, before replica 2's copy arrives: replica 2's
+	// copy completes the place, which replica 1's half had begun to fill.
+	whole, place = sentinelPlace(n)
+	tagH := core.Tag{FP: fpAll, Seq: 5, Layer: 2, Phase: core.PhaseUp, Race: true}
+	ts[0].Expect(1, tagH, place)
+	writeHalf(ts, 1, tagH, payload)
+	time.Sleep(50 * time.Millisecond)
+	if err := ts[2].Send(0, tagH, payload); err != nil {
+		t.Fatal(err)
+	}
+	within(t, 5*time.Second, func() { got, err = ts[0].Await(1, tagH) })
+	if err != nil || got != n || !bytes.Equal(place, payload) {
+		t.Fatalf("after a replica died mid-copy: %d bytes, %v, equal %v", got, err, bytes.Equal(place, payload))
+	}
+	sentinelsIntact(t, whole, n)
+
+	// With both replicas of node 1 gone, a wait for node 1 fails naming both.
+	tagD := core.Tag{FP: fpAll, Seq: 5, Layer: 3, Phase: core.PhaseUp, Race: true}
+	ts[2].Close()
+	within(t, 5*time.Second, func() { _, err = ts[0].Recv(1, tagD) })
+	wantErr(t, err, core.CodePeer, "ranks 1 and 2")
+
+	st := ts[0].RaceStats()
+	won := st[1].CopiesWon + st[2].CopiesWon
+	lost := st[1].CopiesLost + st[2].CopiesLost
+	if won != 3 || lost != 2 || st[1].DupBytes+st[2].DupBytes < 1000 {
+		t.Errorf("race stats %+v: want 3 won, 2 lost (one whole copy, one recv copy), duplicate bytes counted", st)
+	}
+	closeAll(ts)
+	noLeak(t, base)
+}

@@ -72,7 +72,8 @@ func TestFixedBufPolicy(t *testing.T) {
 	}
 }
 
-// Connect sets the options on every peer connection, from the liveness_ms option.
+// Connect sets the options on every peer connection, from the liveness_ms option; loopback
+// peers are on this host.
 func TestConnectTunesSockets(t *testing.T) {
 	ts := mustJob(t, 3, 10*time.Second) // liveness unset: the 5 s default
 	defer closeAll(ts)
@@ -92,6 +93,9 @@ func TestConnectTunesSockets(t *testing.T) {
 			})
 			if ut != int(core.DefaultLiveness.Milliseconds()) || ka != 1 {
 				t.Errorf("rank %d to %d: TCP_USER_TIMEOUT %d ms, SO_KEEPALIVE %d", r, q, ut, ka)
+			}
+			if !tr.SameHost(q) {
+				t.Errorf("rank %d: the loopback connection to %d is not taken for this host", r, q)
 			}
 		}
 	}

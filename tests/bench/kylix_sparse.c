@@ -15,28 +15,9 @@
 #include "powerlaw.h"
 #include "kylix.h"
 #include <string.h>
-#include <time.h>
 
 static kylix_comm *comm;
-
-static void must(int st, const char *what) {
-  if (st == KYLIX_OK) return;
-  fprintf(stderr, "kylix_sparse: %s: %s: %s\n", what, kylix_strerror(st), kylix_errmsg(comm));
-  exit(1);
-}
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double t_start(void) { must(kylix_barrier(comm), "barrier"); return now(); }
-static double t_stop(double t0) { /* max over ranks */
-  double dt = now() - t0;
-  must(kylix_allreduce(comm, &dt, &dt, 1, KYLIX_F64, KYLIX_MAX), "allreduce max");
-  return dt * 1e3;
-}
+#include "kylix_timing.h"
 
 int main(int argc, char **argv) {
   if (kylix_init("", &comm) != KYLIX_OK) {

@@ -28,12 +28,21 @@ static double json_num(const char *js, const char *within, const char *key) {
   return p ? atof(p + strlen(pat)) : -1;
 }
 
-static char *stats(void) {
+/* js: the stats after the timed configs; bytes: their index bytes per config, raw and wire,
+ * summed over ranks. */
+static char *js;
+static double bytes[2];
+
+static void reset_stats(void) { must(kylix_stats_reset(comm), "stats_reset"); }
+
+static void read_stats(void) {
   int64_t need = 0;
   kylix_stats_json(comm, NULL, 0, &need);
-  char *js = malloc((size_t)need + 1);
+  js = malloc((size_t)need + 1);
   must(js ? kylix_stats_json(comm, js, need + 1, &need) : KYLIX_ERR_NOMEM, "stats_json");
-  return js;
+  bytes[0] = json_num(js, "\"compression\"", "raw_sent") / PL_CONFIGS;
+  bytes[1] = json_num(js, "\"compression\"", "wire_sent") / PL_CONFIGS;
+  must(kylix_allreduce(comm, bytes, bytes, 2, KYLIX_F64, KYLIX_SUM), "allreduce bytes");
 }
 
 int main(int argc, char **argv) {
@@ -49,38 +58,9 @@ int main(int argc, char **argv) {
   if (!ov || !iv) { fprintf(stderr, "kylix_net: out of memory\n"); return 1; }
   for (int64_t j = 0; j < s.len; j++) ov[j] = pl_value(rank, s.ids[j]);
   float *expect = o.check ? pl_brute_force(&o, lambda, m) : NULL;
-  int64_t bad = 0;
   pl_times t = {0};
-  kylix_plan *p;
-
-  must(kylix_config(comm, s.ids, s.len, s.ids, s.len, &p), "config"); /* measures the links */
-  must(kylix_plan_free(p), "plan_free");
-  must(kylix_stats_reset(comm), "stats_reset");
-  for (int i = 0; i < PL_CONFIGS; i++) {
-    double t0 = t_start();
-    must(kylix_config(comm, s.ids, s.len, s.ids, s.len, &p), "config");
-    t.config[i] = t_stop(t0);
-    if (i < PL_CONFIGS - 1) must(kylix_plan_free(p), "plan_free");
-  }
-  char *js = stats();
-  double bytes[2] = {json_num(js, "\"compression\"", "raw_sent") / PL_CONFIGS,
-                     json_num(js, "\"compression\"", "wire_sent") / PL_CONFIGS};
-  must(kylix_allreduce(comm, bytes, bytes, 2, KYLIX_F64, KYLIX_SUM), "allreduce bytes");
-  must(kylix_reduce(p, ov, iv, KYLIX_F32, KYLIX_SUM, 1), "reduce"); /* warm-up, checked */
-  if (expect) bad += pl_mismatches(expect, s.ids, s.len, iv);
-  for (int i = 0; i < PL_REDUCES; i++) {
-    double t0 = t_start();
-    must(kylix_reduce(p, ov, iv, KYLIX_F32, KYLIX_SUM, 1), "reduce");
-    t.reduce[i] = t_stop(t0);
-  }
-  must(kylix_plan_free(p), "plan_free");
-  for (int i = 0; i < PL_ONESHOTS; i++) {
-    double t0 = t_start();
-    must(kylix_config_reduce(comm, s.ids, s.len, ov, s.ids, s.len, iv, KYLIX_F32, KYLIX_SUM, 1, NULL),
-         "config_reduce");
-    t.oneshot[i] = t_stop(t0);
-    if (expect && i == 0) bad += pl_mismatches(expect, s.ids, s.len, iv);
-  }
+  sparse_job job = {s.ids, s.ids, s.len, s.len, ov, iv, expect};
+  int64_t bad = time_sparse(job, &t, reset_stats, read_stats);
   must(kylix_allreduce(comm, &bad, &bad, 1, KYLIX_I64, KYLIX_SUM), "allreduce bad");
   int64_t keys = s.len;
   must(kylix_allreduce(comm, &keys, &keys, 1, KYLIX_I64, KYLIX_SUM), "allreduce keys");

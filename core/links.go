@@ -82,30 +82,28 @@ func (l *Links) PeerBytesPerSec(rank int) float64 {
 	return l.BytesPerSec
 }
 
-// fitLink fits t = L + s/B to the points by least squares on relative error (weights 1/t²: the
-// small sizes set L, the large ones B), with L at least lat (the tiny message's time). Points
-// that give no positive rate fall back to the best measured throughput.
+// fitLink fits t = L + s/B to the points by least squares, with L at least lat (the tiny
+// message's time; below it the fit goes through (0, lat)). Plain least squares lets the large
+// sizes, whose times are mostly bytes, set the rate: a small message's time says little about
+// it (on a shaped link it may pass in the shaper's burst at memory speed). Points that give no
+// positive rate fall back to the best measured throughput.
 func fitLink(lat float64, pts []LinkPoint) (overhead, bytesPerSec float64) {
-	var sw, ss, sss, st, sst, best float64
+	var n, ss, sss, st, sst, best float64
 	for _, p := range pts {
-		w := 1 / (p.Seconds * p.Seconds)
 		x := float64(p.Bytes)
-		sw, ss, sss, st, sst = sw+w, ss+w*x, sss+w*x*x, st+w*p.Seconds, sst+w*x*p.Seconds
+		n, ss, sss, st, sst = n+1, ss+x, sss+x*x, st+p.Seconds, sst+x*p.Seconds
 		best = max(best, p.BytesPerSec)
 	}
 	if len(pts) == 0 {
 		return lat, 0
 	}
-	det := sw*sss - ss*ss
+	det := n*sss - ss*ss
 	l, inv := 0.0, 0.0
 	if len(pts) >= 2 && det > 0 {
-		l, inv = (st*sss-ss*sst)/det, (sw*sst-ss*st)/det
+		l, inv = (st*sss-ss*sst)/det, (n*sst-ss*st)/det
 	}
-	if l < lat || inv <= 0 { // refit the rate with L = lat
-		l = lat
-		if sss > 0 {
-			inv = (sst - l*ss) / sss
-		}
+	if l < lat || inv <= 0 { // through (0, lat)
+		l, inv = lat, (sst-lat*ss)/sss
 	}
 	if inv <= 0 {
 		return l, best

@@ -30,11 +30,10 @@ func TestShapedLinkCompressAuto(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for network namespaces and tc")
 	}
-	if err := missingDeps("ssh"); err != nil { // iproute2 (ip, tc) comes with the ssh set
-		t.Skip(err)
-	}
-	if _, err := exec.LookPath("tc"); err != nil {
-		t.Skip("tc not found (iproute2)")
+	for _, tool := range []string{"ip", "tc"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not found (iproute2: make test installs it with tests/netns/deps.sh)", tool)
+		}
 	}
 	dir := setup(t)
 	root := repoRoot()

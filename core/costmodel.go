@@ -37,11 +37,14 @@ type Cluster struct {
 }
 
 // Workload is what moves: bytes per value in a reduce, whether in = out (config sends the keys
-// once), and the index compression ratio config messages travel with (1: none).
+// once), and the index compression ratio config messages travel with (1: none): on every
+// message when CompressLocal (compress=lz4), else only between hosts (compress=auto, which
+// leaves messages within a host alone).
 type Workload struct {
-	ValueBytes  int
-	InEqualsOut bool
-	IndexRatio  float64
+	ValueBytes    int
+	InEqualsOut   bool
+	IndexRatio    float64
+	CompressLocal bool
 }
 
 // LayerTime is the model's time for one layer, network and compute apart, in seconds.
@@ -132,24 +135,30 @@ func PredictTime(degrees []int, layers []LayerPrediction, bottomElems float64, l
 		}
 		remote, localMsgs := remoteMembers(d, stride, rph)
 		lt := LayerTime{Degree: d, MsgKeys: keys, RemoteMsgsPerRnk: remote}
-		net := func(msgBytes float64) float64 {
+		net := func(remoteBytes, localBytes float64) float64 {
 			// The host link carries every remote message of the host's ranks; overheads are
 			// paid per message by each rank, in parallel across ranks.
-			hostBytes := float64(remote*rph) * msgBytes
+			hostBytes := float64(remote*rph) * remoteBytes
 			t := float64(remote)*link.OverheadS + hostBytes/link.BytesPerSec
 			if localMsgs > 0 {
-				t += float64(localMsgs) * local.Time(msgBytes)
+				t += float64(localMsgs) * local.Time(localBytes)
 			}
 			return t
 		}
-		lt.ConfigNet = net(keys * keyBytes / ratio)
+		cfgLocal := keys * keyBytes
+		packed := remote
+		if w.CompressLocal {
+			cfgLocal /= ratio
+			packed += localMsgs
+		}
+		lt.ConfigNet = net(keys*keyBytes/ratio, cfgLocal)
 		lt.ConfigCPU = ns(lp.ElemsPerNode * math.Ceil(math.Log2(float64(d))) * r.MergeNs)
 		if ratio > 1 {
-			lt.ConfigCPU += ns(keys * float64(d-1) * (r.EncodeNs + r.DecodeNs) * keyBytes / 8)
+			lt.ConfigCPU += ns(keys * float64(packed) * (r.EncodeNs + r.DecodeNs) * keyBytes / 8)
 		}
-		lt.ReduceDownNet = net(keys * vb)
+		lt.ReduceDownNet = net(keys*vb, keys*vb)
 		lt.ReduceDownCPU = ns(lp.ElemsPerNode * r.CombineNs)
-		lt.ReduceUpNet = net(keys * vb)
+		lt.ReduceUpNet = net(keys*vb, keys*vb)
 		lt.ReduceUpCPU = ns((lp.ElemsPerNode + below) * r.GatherNs)
 		tp.Layers = append(tp.Layers, lt)
 		tp.ConfigS += lt.ConfigNet + lt.ConfigCPU

@@ -8,9 +8,11 @@ import (
 )
 
 // MeasureComputeRates times the data path's kernels on this machine, one thread, on
-// uniformly scattered data of a realistic size (2^18 elements, past the caches of small
-// inputs): the best of three runs each, about 30 ms in all. The first call measures; later
-// calls return the same figures.
+// uniformly scattered data of a realistic size (2^20 keys, 2^21 values: past the caches, as a
+// rank's share of a large job is): the best of three runs each, about 0.2 s in all. The
+// combine streams through increasing maps (the layers' merges); the gather follows a random
+// permutation (the top's, from the caller's order). The first call measures; later calls
+// return the same figures.
 func MeasureComputeRates() ComputeRates {
 	ratesOnce.Do(func() { rates = measureRates() })
 	return rates
@@ -22,7 +24,7 @@ var (
 )
 
 func measureRates() ComputeRates {
-	const n = 1 << 18
+	const n, nv = 1 << 20, 1 << 21
 	rng := rand.New(rand.NewPCG(1, 2))
 	idx := make([]int64, n)
 	for i := range idx {
@@ -35,29 +37,29 @@ func measureRates() ComputeRates {
 			f()
 			b = min(b, time.Since(t))
 		}
-		return float64(b.Nanoseconds()) / n
+		return float64(b.Nanoseconds())
 	}
 	var r ComputeRates
 	var keys []uint64
-	r.SortNs = best(func() { keys, _ = sortUnique(idx, 1) })
+	r.SortNs = best(func() { keys, _ = sortUnique(idx, 1) }) / n
 	a, b := everyOther(keys, 0), everyOther(keys, 1)
-	r.MergeNs = best(func() { merge2(a, b) }) * n / float64(len(keys))
-	src := make([]byte, 4*n)
-	dst := make([]byte, 4*n)
-	inc := make([]int32, n) // increasing, with gaps: the maps of a merge
+	r.MergeNs = best(func() { merge2(a, b) }) / float64(len(keys))
+	src := make([]byte, 4*nv)
+	dst := make([]byte, 4*nv)
+	inc := make([]int32, nv) // increasing: the maps of a merge
 	for i := range inc {
 		inc[i] = int32(i)
 	}
-	r.CombineNs = best(func() { ScatterCombine(F32, Sum, dst, src, inc, 1) })
+	r.CombineNs = best(func() { ScatterCombine(F32, Sum, dst, src, inc, 1) }) / nv
 	perm := slices.Clone(inc)
 	rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
-	r.GatherNs = best(func() { Gather(F32, Sum, dst, src, perm, 1) })
+	r.GatherNs = best(func() { Gather(F32, Sum, dst, src, perm, 1) }) / nv
 	var enc indexEncoder
 	var dec indexDecoder
-	list := keys[:n/4] // a destination's share: a quarter of a rank's keys
+	list := keys[:len(keys)/4] // a destination's share: a quarter of a rank's keys
 	var blob []byte
-	r.EncodeNs = best(func() { blob = enc.appendList(blob[:0], list) }) * 4
-	r.DecodeNs = best(func() { dec.decodeList(blob, len(list), 0) }) * 4
+	r.EncodeNs = best(func() { blob = enc.appendList(blob[:0], list) }) / float64(len(list))
+	r.DecodeNs = best(func() { dec.decodeList(blob, len(list), 0) }) / float64(len(list))
 	return r
 }
 

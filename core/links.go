@@ -17,7 +17,7 @@ import (
 // which crosses the middle of the rank order (another host, when ranks are placed in blocks).
 // Sizes double from probeMinBytes; after each size the ranks exchange their times, so every
 // rank sees the same figures and takes the same decision to go on: the sweep ends at
-// probeMaxBytes, at a size whose slowest round took longer than probeStepBudget, or when the
+// probeMaxBytes, at a size whose median round took longer than probeStepBudget, or when the
 // rounds so far have used probeBudget. The agreed curve takes, at each size, the median over
 // all measured links of their best of probeReps rounds (the best: a 2-core machine shared with
 // other work preempts ranks; the median: one slow link does not set the job's figures).
@@ -203,15 +203,16 @@ func (c *Comm) measureLinks(seq uint64) (*Links, error) {
 			return nil, err
 		}
 		sizes, agreed = append(sizes, s), append(agreed, all)
-		var slowest, elapsed uint64
+		var elapsed uint64
 		for r := 0; r < m; r++ {
-			row := all[r*len(words) : (r+1)*len(words)]
-			slowest = max(slowest, slices.Max(row[:len(shifts)]))
-			elapsed = max(elapsed, row[len(shifts)])
+			elapsed = max(elapsed, all[r*len(words)+len(shifts)])
 		}
-		// The next size costs about twice this one's slowest round, probeReps times per shift.
-		next := time.Duration(elapsed) + time.Duration(2*slowest*probeReps*uint64(len(shifts)))
-		if s >= probeMaxBytes || len(sizes) > 1 && (time.Duration(slowest) > probeStepBudget || next > probeBudget) {
+		// The typical (median) round decides, not the slowest: on shared cores one rank's
+		// round can take milliseconds of scheduling, which says nothing of the link. The next
+		// size costs about twice this one's round, probeReps times per shift.
+		typical := time.Duration(1e9 * medianRound(all, len(shifts), m))
+		next := time.Duration(elapsed) + 2*typical*time.Duration(probeReps*len(shifts))
+		if s >= probeMaxBytes || len(sizes) > 1 && (typical > probeStepBudget || next > probeBudget) {
 			break
 		}
 		if s == probeTinyBytes {
@@ -244,16 +245,22 @@ func (c *Comm) measureLinks(seq uint64) (*Links, error) {
 func linksFrom(sizes []int, agreed [][]uint64, nShifts, m int) *Links {
 	med := make([]float64, len(sizes))
 	for j, all := range agreed {
-		var v []float64
-		for r := 0; r < m; r++ {
-			for h := 0; h < nShifts; h++ {
-				v = append(v, float64(all[r*(nShifts+1)+h])/1e9)
-			}
-		}
-		slices.Sort(v)
-		med[j] = (v[(len(v)-1)/2] + v[len(v)/2]) / 2
+		med[j] = medianRound(all, nShifts, m)
 	}
 	return &Links{LatencyS: med[0] / 2, Points: curvePoints(sizes, med), Measured: m * nShifts}
+}
+
+// medianRound is the median, in seconds, of one size's round trips gathered from m ranks
+// (nShifts round trips and the elapsed time per rank).
+func medianRound(all []uint64, nShifts, m int) float64 {
+	var v []float64
+	for r := 0; r < m; r++ {
+		for h := 0; h < nShifts; h++ {
+			v = append(v, float64(all[r*(nShifts+1)+h])/1e9)
+		}
+	}
+	slices.Sort(v)
+	return (v[(len(v)-1)/2] + v[len(v)/2]) / 2
 }
 
 // curvePoints turns round trips (sizes[0] the tiny probe) into one-way points: the round trip

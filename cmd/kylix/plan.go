@@ -37,7 +37,8 @@ hosts' shape and this machine's measured compute rates.
   --cores-per-host C  compute slows by R/C when R > C (default R)
   --value-bytes B   bytes per reduced value (default 4: f32)
   --in-equals-out   config sends each key once (in = out, as PageRank's iterations)
-  --index-ratio X   config index lists travel compressed X-fold (compress=lz4; default 1)
+  --index-ratio X   config index lists travel compressed X-fold (default 1: not compressed)
+  --compress MODE   lz4 (the default): every message compressed; auto: only between hosts
 
 flags:
 `
@@ -67,6 +68,7 @@ func planMain(args []string, w io.Writer) error {
 	valueBytes := fs.Int("value-bytes", 4, "bytes per reduced value")
 	inEqOut := fs.Bool("in-equals-out", false, "config sends each key once (in = out)")
 	indexRatio := fs.Float64("index-ratio", 1, "compression ratio of config index lists")
+	compressMode := fs.String("compress", "lz4", "with --index-ratio: lz4 (every message) or auto (between hosts only)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -123,7 +125,12 @@ func planMain(args []string, w io.Writer) error {
 		fmtBytes(m*md.BottomElems*float64(*bpv)))
 
 	if *sim || *linkSpec != "" {
-		ts, err := timeSetupFrom(*linkSpec, *localSpec, *rph, *cph, *valueBytes, *inEqOut, *indexRatio)
+		if *compressMode != "lz4" && *compressMode != "auto" {
+			return fmt.Errorf("--compress: %q is not lz4 or auto", *compressMode)
+		}
+		work := core.Workload{ValueBytes: *valueBytes, InEqualsOut: *inEqOut, IndexRatio: *indexRatio,
+			CompressLocal: *compressMode == "lz4"}
+		ts, err := timeSetupFrom(*linkSpec, *localSpec, *rph, *cph, work)
 		if err != nil {
 			return err
 		}

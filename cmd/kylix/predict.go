@@ -87,13 +87,13 @@ type timeSetup struct {
 }
 
 // timeSetupFrom reads the time model's flags; the compute rates are measured here and now.
-func timeSetupFrom(linkSpec, localSpec string, rph, cph, valueBytes int, inEqOut bool, ratio float64) (timeSetup, error) {
+func timeSetupFrom(linkSpec, localSpec string, rph, cph int, work core.Workload) (timeSetup, error) {
 	if linkSpec == "" {
 		linkSpec = "ec2"
 	}
-	if rph < 1 || cph < 0 || valueBytes < 1 || !(ratio >= 1) {
+	if rph < 1 || cph < 0 || work.ValueBytes < 1 || !(work.IndexRatio >= 1) {
 		return timeSetup{}, fmt.Errorf("--ranks-per-host %d, --cores-per-host %d, --value-bytes %d, --index-ratio %g: want R >= 1, C >= 0, B >= 1, X >= 1",
-			rph, cph, valueBytes, ratio)
+			rph, cph, work.ValueBytes, work.IndexRatio)
 	}
 	link, err := parseLink(linkSpec)
 	if err != nil {
@@ -108,8 +108,7 @@ func timeSetupFrom(linkSpec, localSpec string, rph, cph, valueBytes int, inEqOut
 			return timeSetup{}, err
 		}
 	}
-	return timeSetup{link: link, cluster: cl, rates: core.MeasureComputeRates(),
-		work: core.Workload{ValueBytes: valueBytes, InEqualsOut: inEqOut, IndexRatio: ratio}}, nil
+	return timeSetup{link: link, cluster: cl, rates: core.MeasureComputeRates(), work: work}, nil
 }
 
 // predictPlans prints the config and reduce times of the planned, direct and binary degrees,
@@ -123,8 +122,12 @@ func predictPlans(w io.Writer, n int64, density, alpha float64, ranks int, plann
 	}
 	fmt.Fprintf(w, ", compute x%.2g\n", max(ts.cluster.Slowdown, 1))
 	r := ts.rates
-	fmt.Fprintf(w, "compute ns per element: sort %.1f, merge level %.2f, combine %.2f, gather %.2f, encode %.1f, decode %.1f; %d-byte values, in=out %v, index ratio %.2g\n",
-		r.SortNs, r.MergeNs, r.CombineNs, r.GatherNs, r.EncodeNs, r.DecodeNs, ts.work.ValueBytes, ts.work.InEqualsOut, max(ts.work.IndexRatio, 1))
+	where := "every message"
+	if !ts.work.CompressLocal {
+		where = "between hosts"
+	}
+	fmt.Fprintf(w, "compute ns per element: sort %.1f, merge level %.2f, combine %.2f, gather %.2f, encode %.1f, decode %.1f; %d-byte values, in=out %v, index ratio %.3g (%s)\n",
+		r.SortNs, r.MergeNs, r.CombineNs, r.GatherNs, r.EncodeNs, r.DecodeNs, ts.work.ValueBytes, ts.work.InEqualsOut, max(ts.work.IndexRatio, 1), where)
 	direct, _ := core.ParseDegreesSpec("direct", ranks)
 	binary, _ := core.ParseDegreesSpec("binary", ranks)
 	plans := []struct {

@@ -17,8 +17,9 @@ import (
 // which crosses the middle of the rank order (another host, when ranks are placed in blocks).
 // Sizes double from probeMinBytes; after each size the ranks exchange their times, so every
 // rank sees the same figures and takes the same decision to go on: the sweep ends at
-// probeMaxBytes, at a size whose median round took longer than probeStepBudget, or when the
-// rounds so far have used probeBudget. The agreed curve takes, at each size, the median over
+// probeMaxBytes, at a size whose median round took longer than probeStepBudget (a slow link:
+// the sizes so far are all bytes), or past probeSweep when the rounds so far have used
+// probeBudget (a machine so busy that the probe runs late still gets a curve to fit). The agreed curve takes, at each size, the median over
 // all measured links of their best of probeReps rounds (the best: a 2-core machine shared with
 // other work preempts ranks; the median: one slow link does not set the job's figures).
 //
@@ -30,6 +31,7 @@ const (
 	probeTinyBytes  = 64
 	probeMinBytes   = 16 << 10
 	probeMaxBytes   = 8 << 20
+	probeSweep      = 256 << 10 // sizes up to this are always measured (but on a slow link)
 	probeReps       = 3
 	probeBudget     = 60 * time.Millisecond
 	probeStepBudget = 8 * time.Millisecond
@@ -212,7 +214,7 @@ func (c *Comm) measureLinks(seq uint64) (*Links, error) {
 		// size costs about twice this one's round, probeReps times per shift.
 		typical := time.Duration(1e9 * medianRound(all, len(shifts), m))
 		next := time.Duration(elapsed) + 2*typical*time.Duration(probeReps*len(shifts))
-		if s >= probeMaxBytes || len(sizes) > 1 && (typical > probeStepBudget || next > probeBudget) {
+		if s >= probeMaxBytes || len(sizes) > 1 && typical > probeStepBudget || s >= probeSweep && next > probeBudget {
 			break
 		}
 		if s == probeTinyBytes {
@@ -279,11 +281,15 @@ func curvePoints(sizes []int, rtt []float64) []LinkPoint {
 // receiving and acknowledging the probe of rank `from`. Probes use layer, acks layer+1: with
 // two ranks to and from are the same peer.
 func (c *Comm) probeRound(seq uint64, layer uint8, to, from int, b []byte) (time.Duration, error) {
-	probe := Tag{Seq: seq, Layer: layer, Phase: PhaseLinks}
+	probe := Tag{Seq: seq, Layer: layer, Phase: PhaseLinks, FP: c.fp}
 	ack := Tag{Seq: seq, Layer: layer + 1, Phase: PhaseLinks}
 	start := time.Now()
-	sg := c.sends()
-	sg.send(to, probe, b)
+	// The probe goes out on a goroutine of its own whatever its size (sendGroup writes small
+	// messages inline): on a slow link the write blocks until the socket buffer drains, and
+	// this rank must meanwhile receive and acknowledge its own incoming probe, or the peer
+	// that sent it would time the wait for this rank's link as its own.
+	sent := make(chan error, 1)
+	go func() { sent <- c.t.Send(to, probe, b) }()
 	p, err := c.t.Recv(from, probe)
 	if err == nil {
 		c.release(p)
@@ -298,7 +304,7 @@ func (c *Comm) probeRound(seq uint64, layer uint8, to, from int, b []byte) (time
 			c.release(a)
 		}
 	}
-	if werr := sg.wait(); err == nil {
+	if werr := <-sent; err == nil {
 		err = werr
 	}
 	return d, err

@@ -2,12 +2,15 @@ package tests
 
 // Network-aware behaviour on a real shaped link: four ranks in two network namespaces (two
 // "hosts" of two ranks) joined by a veth pair whose both ends a token bucket filter holds to
-// 200 Mbit/s (tests/netns/shape.sh; this kernel has no netem). The job is tests/bench/kylix_net.c.
+// 100 Mbit/s (tests/netns/shape.sh; this kernel has no netem). The job is tests/bench/kylix_net.c.
+// The link is slow enough that the network, not the shared cores, sets config's time even
+// while other tests load the machine (at 200 Mbit/s and a load average of 18 the ratio below
+// rose from 0.4 to 0.74).
 //
 //   - The link measurement sees the shaped link, not the veth's memory speed.
 //   - compress=auto compresses the index lists that cross the link and config is faster than
 //     with compress=off: the median of three configs, three runs each way, alternated, must
-//     be at most 0.75 of off's (the benchmark measures about 0.4: see the README's table).
+//     be at most 0.75 of off's (run_net.sh measures about 0.4 at 200 Mbit/s: the README's table).
 //   - Results are right either way (check=1: brute force).
 //
 // Needs root, ip and tc (iproute2, which make test installs with tests/netns/deps.sh) and
@@ -58,7 +61,7 @@ func TestShapedLinkCompressAuto(t *testing.T) {
 		t.Fatalf("up.sh: %v\n%s", err, out)
 	}
 	for _, end := range [][2]string{{nsA, veth + "-a"}, {nsB, veth + "-b"}} {
-		if out, err := runTool(".", 20*time.Second, "sh", netnsScript("shape.sh"), end[0], end[1], "200mbit"); err != nil {
+		if out, err := runTool(".", 20*time.Second, "sh", netnsScript("shape.sh"), end[0], end[1], "100mbit"); err != nil {
 			t.Skipf("cannot shape the veth with tbf (%v): %s", err, out)
 		}
 	}
@@ -101,8 +104,8 @@ func TestShapedLinkCompressAuto(t *testing.T) {
 		if i > 0 {
 			continue
 		}
-		if mbps := num(a, "link_mbps"); mbps > 100 {
-			t.Errorf("the link measurement saw %.0f MB/s on a 200 Mbit/s (25 MB/s) link", mbps)
+		if mbps := num(a, "link_mbps"); mbps > 50 {
+			t.Errorf("the link measurement saw %.0f MB/s on a 100 Mbit/s (12.5 MB/s) link", mbps)
 		}
 		if raw, wire := num(o, "index_raw"), num(o, "index_wire"); raw != wire {
 			t.Errorf("compress=off: index bytes %g raw, %g on the wire", raw, wire)
@@ -113,7 +116,7 @@ func TestShapedLinkCompressAuto(t *testing.T) {
 		}
 	}
 	mo, ma := median(off), median(auto)
-	t.Logf("config on 200 Mbit/s, 4 ranks, n=1e6 density 0.2, direct: off %v ms, auto %v ms (medians %.1f, %.1f: ratio %.2f)",
+	t.Logf("config on 100 Mbit/s, 4 ranks, n=1e6 density 0.2, direct: off %v ms, auto %v ms (medians %.1f, %.1f: ratio %.2f)",
 		off, auto, mo, ma, ma/mo)
 	if ma > 0.75*mo {
 		t.Errorf("compress=auto config %.1f ms is not faster than compress=off's %.1f ms by the margin (ratio %.2f > 0.75)", ma, mo, ma/mo)

@@ -87,7 +87,7 @@ type timeSetup struct {
 }
 
 // timeSetupFrom reads the time model's flags; the compute rates are measured here and now.
-func timeSetupFrom(linkSpec, localSpec string, rph, cph int, work core.Workload) (timeSetup, error) {
+func timeSetupFrom(linkSpec, localSpec string, rph, cph int, work core.Workload, ratesFile string) (timeSetup, error) {
 	if linkSpec == "" {
 		linkSpec = "ec2"
 	}
@@ -108,7 +108,34 @@ func timeSetupFrom(linkSpec, localSpec string, rph, cph int, work core.Workload)
 			return timeSetup{}, err
 		}
 	}
-	return timeSetup{link: link, cluster: cl, rates: core.MeasureComputeRates(), work: work}, nil
+	rates, err := loadRates(ratesFile)
+	if err != nil {
+		return timeSetup{}, err
+	}
+	return timeSetup{link: link, cluster: cl, rates: rates, work: work}, nil
+}
+
+// loadRates reads the compute rates from file, or measures them (and writes them to file when
+// one is named): a series of predictions then uses one measurement, taken while the machine was
+// quiet, instead of whatever load each call meets.
+func loadRates(file string) (core.ComputeRates, error) {
+	var r core.ComputeRates
+	if file != "" {
+		if b, err := os.ReadFile(file); err == nil {
+			if err := json.Unmarshal(b, &r); err != nil || !(r.SortNs > 0) {
+				return r, fmt.Errorf("--rates-json %s: not compute rates written by kylix plan (%v)", file, err)
+			}
+			return r, nil
+		}
+	}
+	r = core.MeasureComputeRates()
+	if file != "" {
+		b, _ := json.MarshalIndent(r, "", "  ")
+		if err := os.WriteFile(file, append(b, '\n'), 0o644); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
 }
 
 // predictPlans prints the config and reduce times of the planned, direct and binary degrees,

@@ -20,7 +20,8 @@
 # with one rank per namespace (loopback: the 4-rank loopback measurement), the link between
 # ranks of one host measured on loopback with 4 ranks, this machine's compute rates (kylix
 # plan measures them) slowed by 4 ranks / 2 cores, the index ratio each run measured, and the
-# degrees each run used. Not a test: `make test` does not run it.
+# degrees each run used. The machine is shared: the header gives the load average before and
+# after. Not a test: `make test` does not run it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 n=${BENCH_N:-1e7}
@@ -59,7 +60,9 @@ log=$tmp/log
 start=$(date +%s)
 load0=$(cut -d' ' -f1 /proc/loadavg)
 
-# The link between ranks of one host, as 4 loopback ranks see it (also the loopback "host link").
+# This machine's compute rates, once, before the runs load it; then the link between ranks of
+# one host, as 4 loopback ranks see it (also the loopback "host link").
+"$kylix" plan --features 1e6 --density 0.1 --ranks 4 --link ec2 --rates-json "$tmp/rates.json" >/dev/null
 "$build/kylixrun" -n 4 "$kylix" bench --links --links-json "$tmp/loop.json" >"$tmp/loop.txt"
 
 for link in $links; do
@@ -128,7 +131,7 @@ predict() { # link density degrees ratio compress -> "config_ms reduce_ms"
   [ "$link" = loopback ] && rph=4
   "$kylix" plan --features "$n" --density "$dens" --ranks 4 --degrees "$deg" --link "$tmp/$link.json" "${local[@]}" \
     --ranks-per-host "$rph" --cores-per-host "$((rph / 2))" --value-bytes 4 --in-equals-out --index-ratio "$ratio" \
-    --compress "$mode" |
+    --compress "$mode" --rates-json "$tmp/rates.json" |
     awk '$1 == "given" || $1 == "planned" { printf "%.1f %.1f\n", 1e3 * $3, 1e3 * $4; exit }'
 }
 
@@ -139,6 +142,7 @@ predict() { # link density degrees ratio compress -> "config_ms reduce_ms"
   echo
   for l in $links; do if [ "$l" != loopback ] && [ -e "$tmp/$l.txt" ]; then echo "link $l (one rank per side): $(sed -n 2p "$tmp/$l.txt")"; fi; done
   echo "link between ranks of one host (4 loopback ranks): $(sed -n 2p "$tmp/loop.txt")"
+  echo "compute rates (ns per element, one core): $(tr -d '\n ' <"$tmp/rates.json")"
   echo
   echo "Times in ms, median of $reps runs (each a median of its own iterations); index MB: config's index lists per config, all ranks, raw -> wire; model: kylix plan's prediction for the same degrees, link and index ratio."
   echo

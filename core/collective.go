@@ -1,6 +1,9 @@
 package core
 
-import "sync"
+import (
+	"errors"
+	"sync"
+)
 
 // usable reports why the comm cannot run a collective, or nil.
 func (c *Comm) usable() error {
@@ -27,6 +30,7 @@ func (c *Comm) usable() error {
 // queued.
 func (c *Comm) issue(fp Fingerprint, body func(seq uint64) error, async bool) (*Request, error) {
 	if err := c.usable(); err != nil {
+		c.revoke()
 		return nil, err
 	}
 	seq := c.seq
@@ -74,6 +78,26 @@ func (c *Comm) run(seq uint64, fp Fingerprint, body func(seq uint64) error) erro
 		}
 	}
 	return err
+}
+
+// revoke tells the peers, when this comm is broken, that this rank will not take part in the
+// collective it is being asked for: peers that got through the failed collective (they did not
+// need what failed) and wait for this rank in the next one fail at once, naming the cause,
+// instead of waiting out timeout_ms. The collective's sequence number is used up, as every
+// rank's call takes one.
+func (c *Comm) revoke() {
+	c.mu.Lock()
+	cause := c.broken
+	var shrunk *shrunkError
+	if c.closed || cause == nil || errors.As(cause, &shrunk) {
+		c.mu.Unlock()
+		return
+	}
+	seq := c.seq
+	c.seq++
+	c.mu.Unlock()
+	code := CodeOf(cause)
+	c.t.Abort(seq, &Error{Code: code, Msg: "a peer's comm is broken by an earlier failure: " + cause.Error()})
 }
 
 // Reject is for a call whose arguments failed validation: it still takes this collective's

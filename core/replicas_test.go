@@ -174,3 +174,56 @@ func TestEveryReplicaOfANodeKilled(t *testing.T) {
 		}
 	}
 }
+
+// Shrink on a replicated comm keeps whole nodes: with one replica of node 1 dead the new comm
+// has every node (the dead replica stays a member, routed around); with both replicas of
+// node 2 dead too, node 2 is gone and the new comm is 2 replicas of 3 nodes. Results on each
+// are the brute force over the surviving nodes' data.
+func TestShrinkReplicated(t *testing.T) {
+	const s, m, width = 2, 4, 1
+	all := nodeData(m, width, 11)
+	dead := map[int]bool{5: true, 2: true, 6: true} // replica 1 of node 1; both of node 2
+	errs := runReplicated(t, s, m, "direct", func(c *core.Comm, mem *netio.Mem) error {
+		r := c.Rank()
+		if dead[r] {
+			mem.Kill()
+			return nil
+		}
+		if err := c.Barrier(); err == nil {
+			// the kills may land after a first barrier completed; a second must fail
+			if err = c.Barrier(); err == nil {
+				return fmt.Errorf("barriers succeeded without node 2")
+			}
+		}
+		nc, err := c.Shrink()
+		if err != nil {
+			return fmt.Errorf("shrink: %w", err)
+		}
+		defer nc.Close()
+		if nc.Size() != 6 {
+			return fmt.Errorf("shrunk comm has %d ranks, want 6 (2 replicas of nodes 0, 1, 3)", nc.Size())
+		}
+		node := []int{0, 1, 3}[nc.Rank()%3] // the old node of this rank
+		if node != r%m {
+			return fmt.Errorf("old rank %d (node %d) became rank %d of node index %d", r, r%m, nc.Rank(), nc.Rank()%3)
+		}
+		left := []rankData{all[0], all[1], all[3]}
+		rd := left[nc.Rank()%3]
+		p, err := nc.Config(rd.out, rd.in)
+		if err != nil {
+			return fmt.Errorf("config on the shrunk comm: %w", err)
+		}
+		defer p.Free()
+		in := make([]byte, len(rd.in)*width*8)
+		if err := p.Reduce(encode(core.F64, core.Sum, rd.vals), in, core.F64, core.Sum, width); err != nil {
+			return fmt.Errorf("reduce on the shrunk comm: %w", err)
+		}
+		checkResult(t, "shrunk", left, nc.Rank()%3, core.F64, core.Sum, width, in)
+		return nc.Barrier()
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Errorf("rank %d: %v", r, err)
+		}
+	}
+}

@@ -12,35 +12,22 @@ import (
 )
 
 // runReplicated runs fn on every rank of an in-memory job of s replicas of m nodes at once and
-// returns the errors by rank. fn gets the rank's transport too, so it can kill it.
+// returns the errors by rank.
 func runReplicated(t *testing.T, s, m int, degrees string, fn func(c *core.Comm, mem *netio.Mem) error) []error {
 	t.Helper()
-	size := s * m
-	ts := netio.NewMemJob(size, jobTimeout)
-	errs := make([]error, size)
-	var wg sync.WaitGroup
-	for r := 0; r < size; r++ {
-		wg.Add(1)
-		go func(r int) {
-			defer wg.Done()
-			opts := core.Options{Rank: r, Size: size, Degrees: degrees, Replication: s, MinPacket: 4096, Timeout: jobTimeout}
-			c, err := core.NewComm(ts[r], opts)
-			if err != nil {
-				errs[r] = err
-				return
-			}
-			defer c.Close()
-			errs[r] = fn(c, ts[r])
-		}(r)
+	return runMem(t, s*m, func(r int) core.Options {
+		return core.Options{Rank: r, Size: s * m, Degrees: degrees, Replication: s, MinPacket: 4096, Timeout: jobTimeout}
+	}, fn)
+}
+
+// expectNoErrors reports every rank's error.
+func expectNoErrors(t *testing.T, errs []error) {
+	t.Helper()
+	for r, err := range errs {
+		if err != nil {
+			t.Errorf("rank %d: %v", r, err)
+		}
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(jobDeadline):
-		t.Fatalf("a replicated job of %d ranks was still running after %v: it hangs", size, jobDeadline)
-	}
-	return errs
 }
 
 func nodeData(m, width int, seed int64) []rankData {
@@ -79,11 +66,7 @@ func TestReplicatedAgainstBruteForce(t *testing.T) {
 				}
 				return nil
 			})
-			for r, err := range errs {
-				if err != nil {
-					t.Errorf("rank %d: %v", r, err)
-				}
-			}
+			expectNoErrors(t, errs)
 		})
 	}
 }
@@ -94,12 +77,18 @@ func TestReplicaKilledMidJob(t *testing.T) {
 	const s, m, width = 2, 4, 1
 	all := nodeData(m, width, 7)
 	victims := map[int]int{5: 1, 2: 3} // rank -> the iteration in which it dies
+	var kills sync.WaitGroup
+	kills.Add(len(victims))
 	errs := runReplicated(t, s, m, "2x2", func(c *core.Comm, mem *netio.Mem) error {
 		r := c.Rank()
 		rd := all[r%m]
 		for it := 0; it < 5; it++ {
 			if v, ok := victims[r]; ok && v == it {
-				go func() { time.Sleep(time.Duration(r) * time.Millisecond); mem.Kill() }()
+				go func() {
+					time.Sleep(time.Duration(r) * time.Millisecond)
+					mem.Kill()
+					kills.Done()
+				}()
 			}
 			p, err := c.Config(rd.out, rd.in)
 			if err != nil {
@@ -127,11 +116,13 @@ func TestReplicaKilledMidJob(t *testing.T) {
 			}
 		}
 		if _, victim := victims[r]; victim {
+			kills.Wait() // a victim that got through every call goes only when killed
 			return nil
 		}
 		if err := c.Barrier(); err != nil {
 			return err
 		}
+		kills.Wait() // the kills may come after the last call a survivor needed a victim for
 		// Ranks that finished already may show as finalized too; the victims must.
 		failed := fmt.Sprint(c.Transport().FailedRanks())
 		if !strings.Contains(failed, "2") || !strings.Contains(failed, "5") {
@@ -139,11 +130,7 @@ func TestReplicaKilledMidJob(t *testing.T) {
 		}
 		return nil
 	})
-	for r, err := range errs {
-		if err != nil {
-			t.Errorf("rank %d: %v", r, err)
-		}
-	}
+	expectNoErrors(t, errs)
 }
 
 // When every replica of a node is dead, every survivor's call fails with CodePeer naming them.
@@ -168,11 +155,7 @@ func TestEveryReplicaOfANodeKilled(t *testing.T) {
 		}
 		return nil
 	})
-	for r, err := range errs {
-		if err != nil {
-			t.Errorf("rank %d: %v", r, err)
-		}
-	}
+	expectNoErrors(t, errs)
 }
 
 // Shrink on a replicated comm keeps whole nodes: with one replica of node 1 dead the new comm
@@ -221,9 +204,5 @@ func TestShrinkReplicated(t *testing.T) {
 		checkResult(t, "shrunk", left, nc.Rank()%3, core.F64, core.Sum, width, in)
 		return nc.Barrier()
 	})
-	for r, err := range errs {
-		if err != nil {
-			t.Errorf("rank %d: %v", r, err)
-		}
-	}
+	expectNoErrors(t, errs)
 }

@@ -70,6 +70,7 @@ func (c *Comm) run(seq uint64, fp Fingerprint, body func(seq uint64) error) erro
 	c.statsEnd(seq, err) // stats.go: time and outcome of the collective
 	if err != nil {
 		c.t.Abort(seq, err)
+		quiesce(c.t, seq) // no byte may land in a posted place once this call returns
 		switch CodeOf(err) {
 		case CodeTimeout, CodePeer, CodeNet:
 			c.mu.Lock()
@@ -78,6 +79,35 @@ func (c *Comm) run(seq uint64, fp Fingerprint, body func(seq uint64) error) erro
 		}
 	}
 	return err
+}
+
+// quiescer is implemented by the transports that own landing places (netio's TCP and Mem).
+type quiescer interface {
+	Quiesce(seq uint64)
+}
+
+// quiesce ends the landing places collective seq posted (Expect), which failed: places nobody
+// writes yet are withdrawn, a place a reader is filling is waited for, so that neither the
+// caller's memory nor a plan's (which the next call reuses) is written after the call returns.
+func quiesce(t Transport, seq uint64) {
+	for t != nil {
+		if q, ok := t.(quiescer); ok {
+			q.Quiesce(seq)
+			return
+		}
+		switch w := t.(type) {
+		case *statsTransport:
+			t = w.inner
+		case *replicaTransport:
+			t = w.raw
+		case *subTransport:
+			t = w.raw
+		case *transportLease:
+			t = w.Transport
+		default:
+			return
+		}
+	}
 }
 
 // revoke tells the peers, when this comm is broken, that this rank will not take part in the

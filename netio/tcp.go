@@ -90,6 +90,10 @@ func (t *TCP) configure(o core.Options) *TCP {
 	return t
 }
 
+// Quiesce ends the landing places of collective seq, which failed: no byte lands in one after
+// Quiesce returns (mailbox.quiesce).
+func (t *TCP) Quiesce(seq uint64) { t.mb.quiesce(seq) }
+
 // SetReplicaGroups turns on packet racing (race.go): rank r is a replica of node groupOf[r].
 func (t *TCP) SetReplicaGroups(groupOf []int) error { return t.mb.setGroups(groupOf) }
 
@@ -436,6 +440,9 @@ func (t *TCP) readLoop(p *peer) {
 			for off := 0; off < len(data); {
 				end := min(off+readChunk, len(data))
 				if _, err := io.ReadFull(br, data[off:end]); err != nil {
+					if into != nil {
+						t.mb.unfill(p.rank, into)
+					}
 					t.readFailed(p, err)
 					return
 				}

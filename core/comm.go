@@ -32,6 +32,8 @@ type Comm struct {
 	mu       sync.Mutex // guards broken/closed/raceBase against other goroutines
 	// ex queues collectives issued while others are in flight (request.go).
 	ex executor
+
+	net netState // link model and index-codec estimates (links.go, links_compress.go)
 }
 
 // NewComm wraps a connected transport. opts.Degrees and opts.MinPacket steer planning.

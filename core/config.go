@@ -108,6 +108,9 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 		p.outRestPos[i] = outPos[q]
 	}
 
+	if err := c.linksForConfig(seq); err != nil { // the comm's first config, when needed
+		return nil, err
+	}
 	degrees := c.degrees
 	if degrees == nil && vs != nil && c.streamDegrees != nil {
 		// config_reduce serves mini-batch streams: plan once, then keep the degrees rather than
@@ -170,26 +173,24 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 
 	same := len(in) == len(out) && (len(in) == 0 || &in[0] == &out[0]) // in = out, shared
 	sg := c.sends()
-	hdrs := make([]byte, 16*d)
 	for g := 0; g < d; g++ {
 		if g == me {
 			continue
 		}
 		oa, ob := lm.outSplit[g], lm.outSplit[g+1]
 		ia, ib := lm.inSplit[g], lm.inSplit[g+1]
-		h := hdrs[16*g : 16*g+16]
-		putU64(h, uint64(ob-oa))
-		bufs := [][]byte{h, keyBytes(out[oa:ob]), nil}
-		if same {
-			putU64(h[8:], sameAsOut)
-		} else {
-			putU64(h[8:], uint64(ib-ia))
-			bufs[2] = keyBytes(in[ia:ib])
-		}
+		var vals []byte
 		if vs != nil {
-			bufs = append(bufs, v[oa*es:ob*es])
+			vals = v[oa*es : ob*es]
 		}
-		sg.send(t.Member(node, i, g), tag, bufs...)
+		to := t.Member(node, i, g)
+		keys := ob - oa
+		if !same {
+			keys += ib - ia
+		}
+		msg := buildConfigMsg(out[oa:ob], in[ia:ib], same, vals, c.compressTo(to, keys))
+		c.noteConfigMsg(tag, msg.msgFigures, true)
+		sg.send(to, tag, msg.bufs...)
 	}
 
 	outLists := make([][]uint64, d)
@@ -219,7 +220,9 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 			break
 		}
 		payloads = append(payloads, b)
-		outLists[g], inLists[g], valLists[g], rerr = parseConfigMsg(b, es, from)
+		var fig msgFigures
+		outLists[g], inLists[g], valLists[g], fig, rerr = parseConfigMsg(b, es, from)
+		c.noteConfigMsg(tag, fig, false)
 	}
 	if err := sg.wait(); rerr == nil {
 		rerr = err
@@ -258,33 +261,6 @@ func checkConfigRoom(nOut, nIn, es int) error {
 	return checkRoom(need, arg, "config's scratch")
 }
 
-// parseConfigMsg splits a config message: counts, out keys, in keys, then values (es bytes per
-// out key, none when es == 0).
-func parseConfigMsg(b []byte, es, from int) (out, in []uint64, vals []byte, err error) {
-	if len(b) < 16 {
-		return nil, nil, nil, Errorf(CodeInternal, "rank %d sent a config message of %d bytes", from, len(b))
-	}
-	no, ni := getU64(b), getU64(b[8:])
-	same := ni == sameAsOut
-	if same {
-		ni = 0
-	}
-	if no > uint64(len(b)) || ni > uint64(len(b)) || uint64(len(b)) != 16+8*no+8*ni+no*uint64(es) {
-		return nil, nil, nil, Errorf(CodeInternal, "rank %d sent a malformed config message (%d out, %d in keys in %d bytes)", from, no, ni, len(b))
-	}
-	ko := 16 + 8*no
-	ki := ko + 8*ni
-	out = bytesKeys(b[16:ko])
-	in = out
-	if !same {
-		in = bytesKeys(b[ko:ki])
-	}
-	return out, in, b[ki:], nil
-}
-
-// sameAsOut in a config message's in-key count says the in keys are the out keys (sent once).
-const sameAsOut = ^uint64(0)
-
 // sameIndices reports whether two index lists are the same list: the same memory, or equal
 // content (checked only when the lengths agree, and stopping at the first difference).
 func sameIndices(a, b []int64) bool {
@@ -305,8 +281,9 @@ func sameLists(in, out [][]uint64) bool {
 }
 
 // autoDegrees agrees with every rank on the feature count and the mean out density, then asks
-// the planner (Prop. 4.1) for degrees that keep messages above min_packet. Every rank computes
-// the same answer from the same agreed numbers.
+// the planner (Prop. 4.1) for degrees that keep messages above min_packet (the option, or the
+// measured links' agreed figure). Every rank computes the same answer from the same agreed
+// numbers.
 func (c *Comm) autoDegrees(seq uint64, outIdx []int64, nUnique int) ([]int, error) {
 	m := c.nodes()
 	if m == 1 {
@@ -335,7 +312,7 @@ func (c *Comm) autoDegrees(seq uint64, outIdx []int64, nUnique int) ([]int, erro
 	if ds, ok := c.planCache[key]; ok {
 		return ds, nil
 	}
-	ds, _, err := PlanDegrees(int64(n), density, m, DefaultAlpha, c.opts.MinPacket, 8)
+	ds, _, err := PlanDegrees(int64(n), density, m, DefaultAlpha, c.minPacket(), 8)
 	if err != nil {
 		ds = []int{m} // the planner refuses only degenerate inputs; direct always works
 	}

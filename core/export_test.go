@@ -7,3 +7,24 @@ func SetMinPerWorker(n int) (restore func()) {
 	minPerWorker = n
 	return func() { minPerWorker = old }
 }
+
+// LinkModelFor is the model measured on a link of the given latency and throughput (bytes/s)
+// where a message of s bytes takes latency + s/throughput one way.
+func LinkModelFor(latency, bytesPerSec float64) *Links {
+	sizes := []int{probeTinyBytes}
+	rtt := []float64{2 * latency}
+	for b := probeMinBytes; b <= probeMaxBytes; b *= 2 {
+		sizes = append(sizes, b)
+		rtt = append(rtt, 2*latency+float64(b)/bytesPerSec)
+	}
+	l := &Links{LatencyS: latency, Points: curvePoints(sizes, rtt), Source: "test"}
+	l.finish()
+	return l
+}
+
+// SetTestLinks gives c the link model of LinkModelFor instead of measuring one: compress=auto
+// then decides as it would on such a network.
+func SetTestLinks(c *Comm, latency, bytesPerSec float64) {
+	c.net.tried = true
+	c.setLinks(LinkModelFor(latency, bytesPerSec))
+}

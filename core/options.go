@@ -19,7 +19,7 @@ type Options struct {
 	Liveness    time.Duration // a peer silent (no frame, no heartbeat) this long is dead
 	Secret      string
 	Compress    string // off, lz4, auto
-	MinPacket   int64  // bytes
+	MinPacket   int64  // bytes; 0: measured on the job's links (degrees=auto), else DefaultMinPacket
 	Threads     int
 	Log         string // off, error, warn, info, debug
 }
@@ -32,7 +32,8 @@ const DefaultTimeout = 10 * time.Minute
 // declared dead: its process stopped, its host gone or its link cut.
 const DefaultLiveness = 5 * time.Second
 
-// DefaultMinPacket is used for degrees=auto when min_packet is not given.
+// DefaultMinPacket is used for degrees=auto when min_packet is not given and the links could
+// not be measured.
 const DefaultMinPacket = 1 << 20
 
 var optionKeys = []string{"rank", "size", "peers", "rendezvous", "degrees", "replication",
@@ -75,7 +76,7 @@ func ParseOptions(s string, getenv func(string) string) (Options, error) {
 	}
 
 	o := Options{Rank: -1, Size: -1, Degrees: "auto", Replication: 1, Timeout: DefaultTimeout,
-		Liveness: DefaultLiveness, Compress: "auto", MinPacket: DefaultMinPacket,
+		Liveness: DefaultLiveness, Compress: "auto",
 		Threads: runtime.NumCPU(), Log: "warn"}
 	var err error
 	intOpt := func(key string, dst *int, min int) {

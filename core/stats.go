@@ -119,6 +119,35 @@ func layerTraffic(s *[numSlots]Traffic) LayerTraffic {
 	return LayerTraffic{s[slotConfig], s[slotReduceDown], s[slotReduceUp], s[slotCRDown], s[slotCRUp]}
 }
 
+// IndexBytes are the index-list bytes of a layer's config messages (config and config_reduce)
+// before compression (raw: 8 per key) and as they travelled (wire), each way. Ratio is raw/wire
+// of what this rank sent (1 when it sent nothing or compressed nothing).
+type IndexBytes struct {
+	RawSent  uint64  `json:"raw_sent"`
+	WireSent uint64  `json:"wire_sent"`
+	RawRecv  uint64  `json:"raw_recv"`
+	WireRecv uint64  `json:"wire_recv"`
+	Ratio    float64 `json:"ratio"`
+}
+
+func (x *IndexBytes) add(raw, wire int, sent bool) {
+	if sent {
+		x.RawSent += uint64(raw)
+		x.WireSent += uint64(wire)
+	} else {
+		x.RawRecv += uint64(raw)
+		x.WireRecv += uint64(wire)
+	}
+}
+
+func (x IndexBytes) withRatio() IndexBytes {
+	x.Ratio = 1
+	if x.WireSent > 0 {
+		x.Ratio = float64(x.RawSent) / float64(x.WireSent)
+	}
+	return x
+}
+
 // LayerStats describes layer Layer of a plan on this rank: the keys (unique indices) this rank
 // held above the layer, sent to the other members of its group (the rest it keeps), received
 // from them, and held below the layer after merging, and the traffic of the layer.
@@ -134,6 +163,7 @@ type LayerStats struct {
 	OutKeysBelow int `json:"out_keys_below"`
 	InKeysBelow  int `json:"in_keys_below"`
 	LayerTraffic
+	Index IndexBytes `json:"index_bytes"`
 }
 
 // PlanStats is one plan's record.
@@ -152,6 +182,7 @@ type PlanStats struct {
 	Calls      PlanCalls    `json:"calls"`
 	Seconds    PlanSeconds  `json:"seconds"`
 	Agree      Traffic      `json:"agree"` // degrees=auto agreement exchange
+	Links      Traffic      `json:"links"` // link measurement run by this plan's config
 	Layers     []LayerStats `json:"layers"`
 }
 
@@ -172,13 +203,13 @@ type KindStats struct {
 	Traffic Traffic `json:"traffic"`
 }
 
-// CompressionStats: message compression is not implemented yet, so the ratio of raw to wire
-// bytes is 1.
+// CompressionStats sum the index bytes of every config message (IndexBytes) since the last
+// reset. Active: some message travelled compressed. Ratio is raw/wire of what this rank sent.
 type CompressionStats struct {
-	Option string  `json:"option"`
-	Active bool    `json:"active"`
-	Ratio  float64 `json:"ratio"`
-	Note   string  `json:"note"`
+	Option string `json:"option"`
+	Active bool   `json:"active"`
+	IndexBytes
+	Note string `json:"note"`
 }
 
 // Stats is a snapshot of a comm's statistics; StatsJSON is its JSON form.
@@ -193,6 +224,7 @@ type Stats struct {
 	Options       StatsOptions         `json:"options"` // the options in effect
 	SinceUnix     float64              `json:"since_unix_s"`
 	Compression   CompressionStats     `json:"compression"`
+	Links         *Links               `json:"links"` // measured link model; null before
 	Totals        Traffic              `json:"totals"`
 	PhaseSeconds  PhaseSeconds         `json:"phase_seconds"`
 	Collectives   map[string]KindStats `json:"collectives"`
@@ -225,7 +257,9 @@ type planRec struct {
 	calls      PlanCalls
 	secs       [numSlots]time.Duration
 	agree      Traffic
+	links      Traffic
 	layers     [][numSlots]Traffic
+	index      []IndexBytes // per layer
 }
 
 // retirable: nobody can use the plan any more (it was freed or collected, or its
@@ -260,6 +294,8 @@ type statsTransport struct {
 	retired planRec    // aggregate of dropped records (calls, secs, agree, layers)
 	nRetir  int
 	active  map[uint64]*activeColl
+	index   IndexBytes // every config message's, for CompressionStats
+	packed  bool       // some message travelled compressed
 }
 
 func newStatsTransport(t Transport) *statsTransport {
@@ -342,8 +378,12 @@ func (s *statsTransport) count(tag Tag, n int, sent bool) {
 	if a.plan == nil {
 		return
 	}
-	if tag.Phase == PhaseSmall {
+	switch tag.Phase {
+	case PhaseSmall:
 		a.plan.agree.Add(u)
+		return
+	case PhaseLinks:
+		a.plan.links.Add(u)
 		return
 	}
 	if sl := slotOf(a.kind, tag.Phase); sl >= 0 {
@@ -494,6 +534,22 @@ func (s *statsTransport) fold(r *planRec) {
 	}
 }
 
+// noteIndex adds a config message's index bytes to its plan's layer and to the totals.
+func (s *statsTransport) noteIndex(tag Tag, raw, wire int, sent bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.index.add(raw, wire, sent)
+	s.packed = s.packed || wire != raw
+	a := s.active[tag.Seq]
+	if a == nil || a.plan == nil {
+		return
+	}
+	for int(tag.Layer) >= len(a.plan.index) {
+		a.plan.index = append(a.plan.index, IndexBytes{})
+	}
+	a.plan.index[tag.Layer].add(raw, wire, sent)
+}
+
 // notePlan records the degrees and per-layer key counts of a freshly configured plan.
 func (s *statsTransport) notePlan(p *Plan, rank int) {
 	st := PlanStats{Degrees: p.Degrees(), NOut: p.nOut, NIn: p.nIn, OutKeys: p.out0, InKeys: p.in0,
@@ -541,8 +597,10 @@ func (s *statsTransport) reset() {
 	s.kinds = [len(kindNames)]kindRec{}
 	s.orphan = Traffic{}
 	s.retired, s.nRetir = planRec{}, 0
+	s.index, s.packed = IndexBytes{}, false
 	for _, r := range s.order {
 		r.calls, r.secs, r.agree, r.layers = PlanCalls{}, [numSlots]time.Duration{}, Traffic{}, nil
+		r.links, r.index = Traffic{}, nil
 	}
 	for _, a := range s.active {
 		a.start, a.slotStart = now, now
@@ -564,13 +622,19 @@ func (s *statsTransport) snapshot() Stats {
 	for _, r := range s.order {
 		ps := r.static
 		ps.ID, ps.CreatedBy, ps.Configured, ps.Freed = r.id, r.createdBy.String(), r.configured, r.freed
-		ps.Calls, ps.Seconds, ps.Agree = r.calls, planSeconds(&r.secs), r.agree
+		ps.Calls, ps.Seconds, ps.Agree, ps.Links = r.calls, planSeconds(&r.secs), r.agree, r.links
 		ps.Layers = append([]LayerStats(nil), ps.Layers...)
 		for i := range r.layers {
 			if i >= len(ps.Layers) {
 				ps.Layers = append(ps.Layers, LayerStats{Layer: i})
 			}
 			ps.Layers[i].LayerTraffic = layerTraffic(&r.layers[i])
+		}
+		for i := range ps.Layers {
+			if i < len(r.index) {
+				ps.Layers[i].Index = r.index[i]
+			}
+			ps.Layers[i].Index = ps.Layers[i].Index.withRatio()
 		}
 		if ps.Degrees == nil {
 			ps.Degrees = []int{}
@@ -590,6 +654,7 @@ func (s *statsTransport) snapshot() Stats {
 		secs[i] += g.secs[i]
 	}
 	st.PhaseSeconds = PhaseSeconds{PlanSeconds: planSeconds(&secs), Dense: s.kinds[KindAllreduce].secs.Seconds()}
+	st.Compression = CompressionStats{Active: s.packed, IndexBytes: s.index.withRatio()}
 	return st
 }
 
@@ -642,8 +707,10 @@ func (c *Comm) Stats() Stats {
 	st.Options = StatsOptions{TimeoutMS: c.opts.Timeout.Milliseconds(), LivenessMS: c.opts.Liveness.Milliseconds(), Threads: c.threads(),
 		Log: c.opts.Log, MinPacket: c.opts.MinPacket, Replication: c.opts.Replication,
 		Compress: c.opts.Compress, Degrees: st.DegreesOption}
-	st.Compression = CompressionStats{Option: c.opts.Compress, Active: false, Ratio: 1,
-		Note: "message compression is not implemented yet: wire bytes equal raw bytes"}
+	st.Compression.Option = c.opts.Compress
+	st.Compression.Note = compressNote(c.opts.Compress)
+	st.Options.MinPacket = c.minPacket()
+	st.Links = c.Links()
 	return st
 }
 

@@ -74,6 +74,7 @@ const (
 	PhaseSmall                       // tiny dense exchanges (agreement on sizes, barrier)
 	PhaseBcast
 	PhaseDense
+	PhaseLinks // link probes and their acknowledgements (links.go)
 )
 
 // Kind of collective, carried in every frame's fingerprint.
@@ -89,10 +90,11 @@ const (
 	KindBarrier
 	KindMix
 	KindAgree // internal agreement exchange (degrees=auto)
+	KindLinks // link measurement (MeasureLinks)
 )
 
 var kindNames = [...]string{"invalid-arguments", "config", "reduce", "config_reduce", "allreduce",
-	"bcast", "barrier", "mix", "agree"}
+	"bcast", "barrier", "mix", "agree", "links"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {

@@ -158,8 +158,12 @@ const char *kylix_errmsg(const kylix_comm *c);
  *                    replicas, the first copy to arrive is used ("packet
  *                    racing"); results count each node once and are the
  *                    same bits with or without failures
- *     compress       off | lz4 | auto (default auto); accepted, no
- *                    compression is implemented yet
+ *     compress       off | lz4 | auto (default auto): the index lists of
+ *                    config messages, delta-coded, byte-shuffled and lz4-
+ *                    compressed (lz4: every message; auto: a message where the
+ *                    measured link's time for the bytes saved exceeds the
+ *                    coding cost, so not on loopback); values never are;
+ *                    results are bitwise the same either way
  *     timeout_ms     bound on waiting for a live peer that has not made its
  *                    call (a long computation)            (default 600000)
  *     liveness_ms    a peer whose process, host or link stops answering
@@ -167,6 +171,9 @@ const char *kylix_errmsg(const kylix_comm *c);
  *     secret         shared job secret; peers that do not prove it are refused
  *                    (empty: unauthenticated)
  *     min_packet     smallest efficient message in bytes, for degrees=auto
+ *                    (default: measured on the job's links by the first
+ *                    config that needs it, the size reaching 80% of the
+ *                    link's throughput; 1 MiB when it cannot be measured)
  *     threads        workers for sorting, merging, combining   (default cores;
  *                    and gathering; same bits for any count   kylixrun: cores
  *                                                             per local rank)
@@ -635,9 +642,18 @@ int kylix_shrink(kylix_comm *c, kylix_comm **survivors);     /* survivors renumb
  *                   "threads","log","min_packet","replication","compress",
  *                   "degrees"}
  *   since_unix_s    start of the counting: init or last reset (Unix seconds)
- *   compression     {"option","active","ratio","note"}: compression is not
- *                   implemented yet, so active is false and ratio (raw bytes
- *                   over wire bytes) is 1.0
+ *   compression     {"option","active","raw_sent","wire_sent","raw_recv",
+ *                   "wire_recv","ratio","note"}: index-list bytes of every
+ *                   config message before (raw, 8 per index) and after
+ *                   (wire) compression; active: some message travelled
+ *                   compressed; ratio: raw_sent / wire_sent (1.0 for none)
+ *   links           the link model measured on the job's links (null until
+ *                   measured): {"latency_s","overhead_s","bytes_per_s",
+ *                   "min_packet","points":[{"bytes","seconds",
+ *                   "bytes_per_s"}],"links_measured","probe_s","peers",
+ *                   "source"}: a message of s bytes takes overhead_s +
+ *                   s/bytes_per_s one way; the same on every rank but for
+ *                   probe_s and peers (this rank's own links)
  *   totals          traffic of every collective of c
  *   phase_seconds   {"config","reduce_down","reduce_up","config_reduce_down",
  *                   "config_reduce_up","dense"}: time in each phase, summed
@@ -670,6 +686,7 @@ int kylix_shrink(kylix_comm *c, kylix_comm **survivors);     /* survivors renumb
  *   calls {"config","reduce","config_reduce","errors"},
  *   seconds {"config","reduce_down","reduce_up","config_reduce_down",
  *   "config_reduce_up"}, agree (traffic of the degrees=auto agreement),
+ *   links (traffic of the link measurement this plan's config ran),
  *   layers [layer], outermost first.
  * layer (the "Kylix shape" of the paper's Fig. 5, as seen by this rank):
  *   layer, degree; out_keys_above, in_keys_above (distinct indices held
@@ -678,7 +695,8 @@ int kylix_shrink(kylix_comm *c, kylix_comm **survivors);     /* survivors renumb
  *   out_keys_below, in_keys_below (held after merging); and the traffic of
  *   the layer by collective: config (16-byte header + 8 bytes per index),
  *   reduce_down, reduce_up (width * dtype size per index),
- *   config_reduce_down (indices and values), config_reduce_up.
+ *   config_reduce_down (indices and values), config_reduce_up; index_bytes
+ *   (as in compression, for this layer's config messages).
  *
  * Returns KYLIX_OK, KYLIX_ERR_ARG (NULL c, cap < 0, NULL buf with cap > 0,
  * cap too small) or KYLIX_ERR_STATE (finalized c).

@@ -112,6 +112,9 @@ func connect(o core.Options, listenHost string) (*TCP, error) {
 		return nil, core.Errorf(core.CodeArg, "connect: size=%d needs peers= or rendezvous=", o.Size)
 	}
 	conns, err := mesh(ln, o.Rank, o.Size, peers, job, o.Secret, timeout)
+	if err == nil {
+		err = tuneSockets(conns, o.Rank, o.Liveness) // sockopt.go; closes them on failure
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,8 @@ func benchCmd(args []string) error {
 	sizes := fs.String("sizes", "1,256,1024,4096,16384,65536,262144,1048576", "f32 counts for --dense")
 	same := fs.Bool("in-equals-out", false, "ask for the indices contributed (in = out, as PageRank does)")
 	cpuprofile := fs.String("cpuprofile", "", "write this rank's CPU profile of the reduces to FILE.<rank>")
+	links := fs.Bool("links", false, "measure the job's links (latency, throughput against message size) instead")
+	linksJSON := fs.String("links-json", "", "with --links: rank 0 writes the model to this JSON file (for kylix plan --simulate --links)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,6 +46,9 @@ func benchCmd(args []string) error {
 	defer c.Close()
 	if *dense {
 		return benchDense(c, *sizes, *iters)
+	}
+	if *links {
+		return benchLinks(c, *linksJSON)
 	}
 
 	out, err := powerLawSet(int64(*n), *density, *alpha, int64(c.Rank())*2+1)

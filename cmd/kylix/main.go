@@ -15,6 +15,7 @@ const usage = `usage:
               [--degrees SPEC] [--svg FILE] [--simulate [--seed S] [--max-keys K]]   (kylix plan -h)
   kylix bench --features N --density D [--width W] [--iters K] [--alpha A]   (under kylixrun)
   kylix bench --dense [--sizes 1,1024,...] [--iters K]                         (under kylixrun)
+  kylix bench --links [--links-json FILE]                                      (under kylixrun)
 `
 
 func main() {

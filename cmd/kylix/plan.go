@@ -27,6 +27,21 @@ the layer's total volume (all nodes, own share included: the paper's Fig. 5 "Kyl
   --seed S          data seed for --simulate (default 1)
   --max-keys K      refuse simulations of more than K out keys over all ranks (default 1e7)
 
+Time (core's cost model; printed with --simulate or --link): config and reduce for the planned
+degrees, direct and binary side by side, and the planned ones by layer, from the link, the
+hosts' shape and this machine's measured compute rates.
+  --link SPEC       ec2 (the paper's 10 Gb/s curve, the default), a file written by
+                    kylix bench --links --links-json FILE, or OVERHEAD,RATE like 100us,200mbit
+  --local-link SPEC the link between ranks of one host (default: as --link)
+  --ranks-per-host R  ranks placed in blocks of R per host (default 1)
+  --cores-per-host C  compute slows by R/C when R > C (default R)
+  --value-bytes B   bytes per reduced value (default 4: f32)
+  --in-equals-out   config sends each key once (in = out, as PageRank's iterations)
+  --index-ratio X   config index lists travel compressed X-fold (default 1: not compressed)
+  --compress MODE   lz4 (the default): every message compressed; auto: only between hosts
+  --rates-json FILE this machine's compute rates: read from FILE when it exists, else measured
+                    (0.2 s) and written to it (without the flag: measured every time)
+
 flags:
 `
 
@@ -48,6 +63,15 @@ func planMain(args []string, w io.Writer) error {
 	sim := fs.Bool("simulate", false, "run the real core on virtual ranks and print measured figures")
 	seed := fs.Uint64("seed", 1, "data seed for --simulate")
 	maxKeys := fs.Float64("max-keys", 1e7, "largest ranks*density*features --simulate accepts")
+	linkSpec := fs.String("link", "", "link model for the time prediction: ec2, a --links-json file, or OVERHEAD,RATE")
+	localSpec := fs.String("local-link", "", "link between ranks of one host (default: as --link)")
+	rph := fs.Int("ranks-per-host", 1, "ranks per host, placed in blocks")
+	cph := fs.Int("cores-per-host", 0, "cores per host (default: ranks per host)")
+	valueBytes := fs.Int("value-bytes", 4, "bytes per reduced value")
+	inEqOut := fs.Bool("in-equals-out", false, "config sends each key once (in = out)")
+	indexRatio := fs.Float64("index-ratio", 1, "compression ratio of config index lists")
+	compressMode := fs.String("compress", "lz4", "with --index-ratio: lz4 (every message) or auto (between hosts only)")
+	ratesFile := fs.String("rates-json", "", "compute rates: read from this file, or measured and written to it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -103,6 +127,20 @@ func planMain(args []string, w io.Writer) error {
 	fmt.Fprintf(w, "%-7s %-7s %-10.4g %-14.6g %-16s %s\n", "bottom", "-", md.BottomDens, md.BottomElems, "-",
 		fmtBytes(m*md.BottomElems*float64(*bpv)))
 
+	if *sim || *linkSpec != "" {
+		if *compressMode != "lz4" && *compressMode != "auto" {
+			return fmt.Errorf("--compress: %q is not lz4 or auto", *compressMode)
+		}
+		work := core.Workload{ValueBytes: *valueBytes, InEqualsOut: *inEqOut, IndexRatio: *indexRatio,
+			CompressLocal: *compressMode == "lz4"}
+		ts, err := timeSetupFrom(*linkSpec, *localSpec, *rph, *cph, work, *ratesFile)
+		if err != nil {
+			return err
+		}
+		if err := predictPlans(w, nf, *density, *alpha, *ranks, shown, how, ts); err != nil {
+			return err
+		}
+	}
 	var res *simResult
 	if *sim {
 		r, err := simulate(simConfig{N: nf, Density: *density, Alpha: *alpha, Ranks: *ranks, Degrees: ds,

@@ -28,31 +28,15 @@ type layerModel struct {
 	BytesPerElem int
 }
 
-// predictLayers evaluates Proposition 4.1 for the given degrees, as core.PlanDegrees does for
-// the degrees it picks (layer 1 uses the density itself, deeper layers f(K_i·λ0)).
+// predictLayers evaluates Proposition 4.1 for the given degrees (core.PredictLayers), as
+// core.PlanDegrees does for the degrees it picks (layer 1 uses the density itself, deeper
+// layers f(K_i·λ0)).
 func predictLayers(n int64, density, alpha float64, degrees []int, bpv int) (layerModel, error) {
-	lambda0, err := core.SolveLambda(n, density, alpha)
+	layers, dens, elems, err := core.PredictLayers(n, density, alpha, degrees, bpv)
 	if err != nil {
 		return layerModel{}, err
 	}
-	fn := float64(n)
-	md := layerModel{BytesPerElem: bpv}
-	k := 1.0
-	dens := density
-	for i, d := range degrees {
-		if i > 0 {
-			dens = core.Density(n, k*lambda0, alpha)
-		}
-		e := dens * fn / k
-		md.Layers = append(md.Layers, core.LayerPrediction{Degree: d, Density: dens, ElemsPerNode: e,
-			MessageBytes: e * float64(bpv) / float64(d)})
-		k *= float64(d)
-	}
-	if len(degrees) > 0 {
-		dens = core.Density(n, k*lambda0, alpha)
-	}
-	md.BottomDens, md.BottomElems = dens, dens*fn/k
-	return md, nil
+	return layerModel{Layers: layers, BottomDens: dens, BottomElems: elems, BytesPerElem: bpv}, nil
 }
 
 // simConfig describes one simulation.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // sysProcAttr puts each rank in its own process group, so that the launcher can signal a rank
@@ -46,8 +48,8 @@ func startCmd(cmd *exec.Cmd) error {
 	return <-done
 }
 
+// si_code values of a SIGCHLD siginfo (x/sys names the call and its flags, not these).
 const (
-	pPID      = 1
 	cldExited = 1
 	cldKilled = 2
 	cldDumped = 3
@@ -57,32 +59,28 @@ const (
 // zombie. As long as it is not reaped its PID, and so its process group ID, cannot be reused:
 // the launcher can still signal leftovers of the group without hitting a stranger.
 func waitNoReap(pid int) (exitStatus, bool) {
-	var info [16]uint64 // siginfo_t: 128 bytes, 8-aligned
+	var info unix.Siginfo
 	for {
-		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid),
-			uintptr(unsafe.Pointer(&info[0])), syscall.WEXITED|0x01000000 /* WNOWAIT */, 0, 0)
-		if e == syscall.EINTR {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err == unix.EINTR {
 			continue
 		}
-		if e != 0 {
+		if err != nil {
 			return exitStatus{}, false
 		}
 		break
 	}
-	field := func(off int) int32 {
-		return *(*int32)(unsafe.Add(unsafe.Pointer(&info[0]), off))
-	}
-	// siginfo_t: si_signo, si_errno, si_code (MIPS swaps the last two), then the union, which
-	// is pointer-aligned; for SIGCHLD it starts with si_pid, si_uid, si_status.
-	codeOff := 8
-	if runtime.GOARCH == "mips" || runtime.GOARCH == "mipsle" || runtime.GOARCH == "mips64" || runtime.GOARCH == "mips64le" {
-		codeOff = 4
-	}
+	// x/sys leaves siginfo's union opaque. For SIGCHLD it starts with si_pid, si_uid, si_status
+	// and is pointer-aligned, after si_signo, si_errno and si_code (MIPS swaps the last two,
+	// which x/sys's Code field already accounts for).
 	union := 12
 	if unsafe.Sizeof(uintptr(0)) == 8 {
 		union = 16
 	}
-	code, status := field(codeOff), field(union+8)
+	field := func(off int) int32 {
+		return *(*int32)(unsafe.Add(unsafe.Pointer(&info), off))
+	}
+	code, status := info.Code, field(union+8)
 	if int(field(union)) != pid {
 		return exitStatus{}, false
 	}
@@ -93,6 +91,12 @@ func waitNoReap(pid int) (exitStatus, bool) {
 		return exitStatus{sig: syscall.Signal(status)}, true
 	}
 	return exitStatus{}, false
+}
+
+// tcgetpgrp is the foreground process group of terminal fd (TIOCGPGRP fills a 4-byte pid_t).
+func tcgetpgrp(fd int) (int, error) {
+	pgrp, err := unix.IoctlGetUint32(fd, unix.TIOCGPGRP)
+	return int(int32(pgrp)), err
 }
 
 // groupAlive tells whether process group pgid has a member that is not a zombie.

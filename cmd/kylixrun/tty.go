@@ -2,16 +2,16 @@ package main
 
 import (
 	"syscall"
-	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // terminalForeground tells whether fd is a terminal and, if so, whether the launcher's process
 // group is the terminal's foreground group (so reading it does not stop the launcher).
 func terminalForeground(fd int) (isTerminal, foreground bool) {
-	var pgrp int32
-	_, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), uintptr(syscall.TIOCGPGRP), uintptr(unsafe.Pointer(&pgrp)))
-	if e != 0 {
-		return e != syscall.ENOTTY && e != syscall.EINVAL && e != syscall.EBADF, false
+	pgrp, err := tcgetpgrp(fd) // proc_linux.go, proc_other.go
+	if err != nil {
+		return err != unix.ENOTTY && err != unix.EINVAL && err != unix.EBADF, false
 	}
-	return true, int(pgrp) == syscall.Getpgrp()
+	return true, pgrp == syscall.Getpgrp()
 }

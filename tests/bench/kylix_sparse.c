@@ -15,27 +15,22 @@
 #include "powerlaw.h"
 #include "kylix.h"
 #include <string.h>
-#include <time.h>
 
 static kylix_comm *comm;
+#include "kylix_timing.h"
 
-static void must(int st, const char *what) {
-  if (st == KYLIX_OK) return;
-  fprintf(stderr, "kylix_sparse: %s: %s: %s\n", what, kylix_strerror(st), kylix_errmsg(comm));
-  exit(1);
-}
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double t_start(void) { must(kylix_barrier(comm), "barrier"); return now(); }
-static double t_stop(double t0) { /* max over ranks */
-  double dt = now() - t0;
-  must(kylix_allreduce(comm, &dt, &dt, 1, KYLIX_F64, KYLIX_MAX), "allreduce max");
-  return dt * 1e3;
+/* print_degrees says (rank 0) which degrees auto chose, from the stats: the plans'
+ * "degrees":[...] */
+static void print_degrees(void) {
+  if (kylix_rank(comm) != 0) return;
+  static char js[1 << 16];
+  int64_t need = 0;
+  if (kylix_stats_json(comm, js, sizeof js, &need) == KYLIX_OK) {
+    const char *d = strstr(js, "\"plans\"");
+    d = d ? strstr(d, "\"degrees\":") : NULL;
+    const char *e = d ? strchr(d, ']') : NULL;
+    if (d && e) fprintf(stderr, "kylix_sparse: ranks=%d degrees %.*s\n", kylix_size(comm), (int)(e - d + 1 - 10), d + 10);
+  }
 }
 
 int main(int argc, char **argv) {
@@ -52,45 +47,9 @@ int main(int argc, char **argv) {
   float *iv = malloc((size_t)in.len * sizeof(float) + 4);
   for (int64_t j = 0; j < out.len; j++) ov[j] = pl_value(rank, out.ids[j]);
   float *expect = o.check ? pl_brute_force(&o, lambda, m) : NULL;
-  int64_t bad = 0;
   pl_times t;
-  kylix_plan *p;
-
-  must(kylix_config(comm, out.ids, out.len, in.ids, in.len, &p), "config"); /* warm-up */
-  must(kylix_plan_free(p), "plan_free");
-  for (int i = 0; i < PL_CONFIGS; i++) {
-    double t0 = t_start();
-    must(kylix_config(comm, out.ids, out.len, in.ids, in.len, &p), "config");
-    t.config[i] = t_stop(t0);
-    if (i < PL_CONFIGS - 1) must(kylix_plan_free(p), "plan_free");
-  }
-  if (rank == 0) { /* which degrees auto chose, from the stats: the plans' "degrees":[...] */
-    static char js[1 << 16];
-    int64_t need = 0;
-    if (kylix_stats_json(comm, js, sizeof js, &need) == KYLIX_OK) {
-      const char *d = strstr(js, "\"plans\"");
-      d = d ? strstr(d, "\"degrees\":") : NULL;
-      const char *e = d ? strchr(d, ']') : NULL;
-      if (d && e) fprintf(stderr, "kylix_sparse: ranks=%d density=%g degrees %.*s\n", m, o.density, (int)(e - d + 1 - 10), d + 10);
-    }
-  }
-  must(kylix_reduce(p, ov, iv, KYLIX_F32, KYLIX_SUM, 1), "reduce"); /* warm-up, checked */
-  if (expect) bad += pl_mismatches(expect, in.ids, in.len, iv);
-  for (int i = 0; i < PL_REDUCES; i++) {
-    double t0 = t_start();
-    must(kylix_reduce(p, ov, iv, KYLIX_F32, KYLIX_SUM, 1), "reduce");
-    t.reduce[i] = t_stop(t0);
-  }
-  must(kylix_plan_free(p), "plan_free");
-  for (int i = 0; i < PL_ONESHOTS; i++) {
-    memset(iv, 0, (size_t)in.len * sizeof(float));
-    double t0 = t_start();
-    must(kylix_config_reduce(comm, out.ids, out.len, ov, in.ids, in.len, iv, KYLIX_F32,
-                             KYLIX_SUM, 1, NULL),
-         "config_reduce");
-    t.oneshot[i] = t_stop(t0);
-    if (expect && i == 0) bad += pl_mismatches(expect, in.ids, in.len, iv);
-  }
+  sparse_job job = {out.ids, in.ids, out.len, in.len, ov, iv, expect};
+  int64_t bad = time_sparse(job, &t, NULL, print_degrees);
   float *dense = calloc((size_t)o.n, sizeof(float)), *dsum = malloc((size_t)o.n * sizeof(float));
   if (!ov || !iv || !dense || !dsum) { fprintf(stderr, "kylix_sparse: out of memory\n"); return 1; }
   for (int64_t j = 0; j < out.len; j++) dense[out.ids[j]] = ov[j];

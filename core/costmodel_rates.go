@@ -1,0 +1,72 @@
+package core
+
+import (
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+)
+
+// MeasureComputeRates times the data path's kernels on this machine, one thread, on
+// uniformly scattered data of a realistic size (2^20 keys, 2^21 values: past the caches, as a
+// rank's share of a large job is): the best of three runs each, about 0.2 s in all. The
+// combine streams through increasing maps (the layers' merges); the gather follows a random
+// permutation (the top's, from the caller's order). The first call measures; later calls
+// return the same figures.
+func MeasureComputeRates() ComputeRates {
+	ratesOnce.Do(func() { rates = measureRates() })
+	return rates
+}
+
+var (
+	ratesOnce sync.Once
+	rates     ComputeRates
+)
+
+func measureRates() ComputeRates {
+	const n, nv = 1 << 20, 1 << 21
+	rng := rand.New(rand.NewPCG(1, 2))
+	idx := make([]int64, n)
+	for i := range idx {
+		idx[i] = int64(rng.Uint64N(1 << 24))
+	}
+	best := func(f func()) float64 {
+		b := time.Duration(1 << 62)
+		for range 3 {
+			t := time.Now()
+			f()
+			b = min(b, time.Since(t))
+		}
+		return float64(b.Nanoseconds())
+	}
+	var r ComputeRates
+	var keys []uint64
+	r.SortNs = best(func() { keys, _ = sortUnique(idx, 1) }) / n
+	a, b := everyOther(keys, 0), everyOther(keys, 1)
+	r.MergeNs = best(func() { merge2(a, b) }) / float64(len(keys))
+	src := make([]byte, 4*nv)
+	dst := make([]byte, 4*nv)
+	inc := make([]int32, nv) // increasing: the maps of a merge
+	for i := range inc {
+		inc[i] = int32(i)
+	}
+	r.CombineNs = best(func() { ScatterCombine(F32, Sum, dst, src, inc, 1) }) / nv
+	perm := slices.Clone(inc)
+	rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+	r.GatherNs = best(func() { Gather(F32, Sum, dst, src, perm, 1) }) / nv
+	var enc indexEncoder
+	var dec indexDecoder
+	list := keys[:len(keys)/4] // a destination's share: a quarter of a rank's keys
+	var blob []byte
+	r.EncodeNs = best(func() { blob = enc.appendList(blob[:0], list) }) / float64(len(list))
+	r.DecodeNs = best(func() { dec.decodeList(blob, len(list), 0) }) / float64(len(list))
+	return r
+}
+
+func everyOther(k []uint64, from int) []uint64 {
+	var out []uint64
+	for i := from; i < len(k); i += 2 {
+		out = append(out, k[i])
+	}
+	return out
+}

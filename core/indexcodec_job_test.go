@@ -1,0 +1,165 @@
+package core_test
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"kylix/core"
+	"kylix/netio"
+)
+
+// Compression changes how index lists travel, never what arrives: every result is bitwise the
+// same with compress off, lz4 and auto (auto on a slow link, where it compresses, and on the
+// in-memory transport's measured "link"), on random floats whose sums change bits with any
+// change in order.
+func TestCompressBitwise(t *testing.T) {
+	plans := []struct {
+		m       int
+		degrees string
+		k       int
+	}{{2, "direct", 3000}, {3, "direct", 2000}, {4, "2x2", 20000}, {5, "direct", 1500}, {6, "3x2", 2000}, {8, "auto", 3000}}
+	modes := []string{"off", "lz4", "auto-slow", "auto"}
+	for _, pl := range plans {
+		t.Run(fmt.Sprintf("m%d_%s", pl.m, pl.degrees), func(t *testing.T) {
+			var want [][]byte
+			for _, mode := range modes {
+				compress := strings.TrimSuffix(mode, "-slow")
+				j := newLiveJob(t, pl.m, core.Options{Degrees: pl.degrees, Compress: compress, Threads: 2})
+				if mode == "auto-slow" {
+					for _, c := range j.comms {
+						core.SetTestLinks(c, 100e-6, 25e6) // 200 Mbit/s
+					}
+				}
+				got := make([][][]byte, pl.m)
+				j.each(t, func(r int, c *core.Comm) error {
+					for _, width := range []int{1, 3} {
+						rd := randomData(int64(pl.m*10+width), r, 10*pl.k, pl.k, width)
+						p, err := c.Config(rd.out, rd.in)
+						if err != nil {
+							return err
+						}
+						for _, d := range []core.Dtype{core.F32, core.F64} {
+							in := make([]byte, len(rd.in)*width*d.Size())
+							if err := p.Reduce(encodeRaw(d, rd.vals), in, d, core.Sum, width); err != nil {
+								return err
+							}
+							in2 := make([]byte, len(in))
+							if _, err := c.ConfigReduce(rd.out, encodeRaw(d, rd.vals), rd.in, in2, d, core.Sum, width, false); err != nil {
+								return err
+							}
+							got[r] = append(got[r], in, in2)
+						}
+						p.Free()
+					}
+					return nil
+				})
+				for r, c := range j.comms {
+					st := c.Stats()
+					packed := st.Compression.Active
+					// Plain auto decides on the in-memory transport's measured rate, which on
+					// shared cores can be low: either way is right there.
+					if want := mode == "lz4" || mode == "auto-slow"; packed != want && mode != "auto" || mode == "off" && packed {
+						t.Errorf("%s rank %d: compression active %v, want %v", mode, r, packed, want)
+					}
+					// auto weighs the codec's measured speed: slowed down (the race detector),
+					// it rightly compresses fewer messages.
+					if mode == "lz4" && st.Compression.Ratio < 1.5 {
+						t.Errorf("%s rank %d: index ratio %.2f", mode, r, st.Compression.Ratio)
+					}
+					if len(st.Plans) == 0 || len(st.Plans[0].Layers) == 0 {
+						t.Fatalf("%s rank %d: no layer statistics", mode, r)
+					}
+					ix := st.Plans[0].Layers[0].Index
+					if ix.RawSent == 0 || mode == "lz4" && ix.WireSent >= ix.RawSent || mode == "off" && ix.WireSent != ix.RawSent {
+						t.Errorf("%s rank %d: layer 0 index bytes %+v", mode, r, ix)
+					}
+					var flat [][]byte
+					for _, b := range got[r] {
+						flat = append(flat, b)
+					}
+					if mode == "off" {
+						want = append(want, flat...)
+						continue
+					}
+					for i, b := range flat {
+						if !bytes.Equal(b, want[r*len(flat)+i]) {
+							t.Fatalf("%s rank %d result %d differs from compress=off", mode, r, i)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// With compress=lz4 every dtype and op still matches the brute force, config_reduce included.
+func TestCompressAgainstBruteForce(t *testing.T) {
+	for _, pl := range []struct {
+		m       int
+		degrees string
+	}{{4, "2x2"}, {6, "2x3"}, {7, "direct"}} {
+		const n = 5000
+		all := make([]rankData, pl.m)
+		for r := range all {
+			all[r] = genRank(int64(pl.m), r, n, 400+50*r, 300+30*r, 2)
+		}
+		j := newLiveJob(t, pl.m, core.Options{Degrees: pl.degrees, Compress: "lz4"})
+		j.each(t, func(_ int, c *core.Comm) error { return checkEveryDtypeOp(t, c, all, 2, true) })
+	}
+}
+
+// corruptingTransport flips a byte in the compressed index list of every config message rank
+// `bad` sends.
+type corruptingTransport struct {
+	core.Transport
+	bad int
+}
+
+func (ct corruptingTransport) Send(to int, tag core.Tag, bufs ...[]byte) error {
+	if ct.Rank() == ct.bad && tag.Phase == core.PhaseConfig && len(bufs) > 0 && len(bufs[0]) > 40 {
+		b := bytes.Clone(bufs[0])
+		b[36] ^= 0xff // inside the out list's first chunk
+		bufs = append([][]byte{b}, bufs[1:]...)
+	}
+	return ct.Transport.Send(to, tag, bufs...)
+}
+
+// A corrupt compressed payload fails the config with CodeInternal naming the sender on the
+// ranks that received it: no crash, no hang.
+func TestCompressCorruptPayload(t *testing.T) {
+	const m, bad = 4, 2
+	ts := netio.NewMemJob(m, jobTimeout)
+	errs := make([]error, m)
+	var wg sync.WaitGroup
+	for r := 0; r < m; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			opts := core.Options{Rank: r, Size: m, Degrees: "direct", Replication: 1, Timeout: jobTimeout, Compress: "lz4"}
+			c, err := core.NewComm(corruptingTransport{ts[r], bad}, opts)
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer c.Close()
+			rd := randomData(5, r, 100000, 5000, 1)
+			_, errs[r] = c.Config(rd.out, rd.in)
+		}()
+	}
+	wg.Wait()
+	named := 0
+	for r, err := range errs {
+		if err == nil && r != bad { // the sender may finish before the receivers' abort reaches it
+			t.Fatalf("rank %d: config succeeded on a corrupt message", r)
+		}
+		if core.CodeOf(err) == core.CodeInternal && strings.Contains(err.Error(), fmt.Sprintf("rank %d sent a corrupt", bad)) {
+			named++
+		}
+	}
+	if named == 0 {
+		t.Fatalf("no rank reported rank %d's corrupt list: %v", bad, errs)
+	}
+}

@@ -1,0 +1,107 @@
+package core
+
+import "sync"
+
+// netState is what a comm knows of its network: the link model and the rates of its own index
+// codec, which compress=auto weighs against each other message by message.
+type netState struct {
+	mu    sync.Mutex // Stats reads these while a collective may be setting them
+	links *Links
+	tried bool // the first config's measurement ran (or was not needed)
+	// Running estimates (exponential means over this comm's messages) of the codec's cost per
+	// key, each way, and of the compression ratio of index bytes.
+	encNs, decNs, ratio float64
+}
+
+// Priors of the estimates, before this comm has compressed anything: measured on the
+// development machine (BenchmarkIndexEncodeD03/D20, BenchmarkIndexDecode*: 10-20 ns a key each
+// way, ratios 5-8 at densities 0.03 and 0.2), rounded towards not compressing.
+const (
+	priorEncNs = 20
+	priorDecNs = 20
+	priorRatio = 4
+	emaWeight  = 0.25 // of each new observation
+)
+
+// compressTo decides whether the index lists of a config message to rank `to`, keys keys in
+// all, travel compressed: always with compress=lz4, never with off, and with auto when `to`
+// is on another host and the link time of the bytes saved exceeds what encoding and decoding
+// cost. Without a link model auto does not compress.
+func (c *Comm) compressTo(to, keys int) bool {
+	if keys == 0 {
+		return false
+	}
+	switch c.opts.Compress {
+	case "lz4":
+		return true
+	case "auto":
+	default:
+		return false
+	}
+	if h, ok := c.Transport().(sameHoster); ok && c.opts.Replication <= 1 && h.SameHost(to) {
+		return false
+	}
+	n := &c.net
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.links == nil {
+		return false
+	}
+	encNs, decNs, ratio := orPrior(n.encNs, priorEncNs), orPrior(n.decNs, priorDecNs), orPrior(n.ratio, priorRatio)
+	// Each byte not sent saves its time at the link's rate; the message's overhead is paid
+	// either way.
+	saved := 8 * float64(keys) * (1 - 1/ratio) / n.links.PeerBytesPerSec(to)
+	return saved > float64(keys)*(encNs+decNs)*1e-9
+}
+
+// sameHoster is a transport that knows which peers run on this host (netio's TCP). There a
+// message is a copy through the kernel: a key's coding (tens of ns) costs more than copying the
+// bytes it saves (a few ns), so compress=auto leaves such messages alone whatever the probe
+// measured (on shared cores it measures the scheduler as much as the copy).
+type sameHoster interface{ SameHost(rank int) bool }
+
+func orPrior(v, prior float64) float64 {
+	if v == 0 {
+		return prior
+	}
+	return v
+}
+
+// noteConfigMsg counts a config message sent or received in the statistics and, when it was
+// compressed, folds its figures into the codec's estimates.
+func (c *Comm) noteConfigMsg(tag Tag, f msgFigures, sent bool) {
+	if s := c.statsT(); s != nil {
+		s.noteIndex(tag, f.raw, f.wire, sent)
+	}
+	if !f.packed || f.keys == 0 || f.wire == 0 {
+		return
+	}
+	n := &c.net
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ns := float64(f.took.Nanoseconds()) / float64(f.keys)
+	if sent {
+		n.encNs = ema(n.encNs, ns)
+	} else {
+		n.decNs = ema(n.decNs, ns)
+	}
+	n.ratio = ema(n.ratio, float64(f.raw)/float64(f.wire))
+}
+
+func ema(old, x float64) float64 {
+	if old == 0 {
+		return x
+	}
+	return old + emaWeight*(x-old)
+}
+
+// compressNote explains the compress option in the statistics.
+func compressNote(opt string) string {
+	switch opt {
+	case "lz4":
+		return "index lists of every config message are compressed (delta, byte shuffle, lz4); values are not"
+	case "auto":
+		return "index lists are compressed message by message where the measured link makes it pay; values are not"
+	}
+	return "off: index lists travel as they are"
+}

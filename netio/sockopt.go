@@ -1,0 +1,44 @@
+package netio
+
+import (
+	"net"
+	"time"
+
+	"kylix/core"
+)
+
+// tuneSockets sets keepalive, TCP_USER_TIMEOUT and buffer sizes on every peer connection
+// (sockopt_linux.go). A refusal is a network error naming the peer, and every connection is
+// closed: a connection that cannot be made to notice a dead peer would break the liveness_ms
+// promise.
+func tuneSockets(conns []net.Conn, rank int, liveness time.Duration) error {
+	lim := readBufLimits()
+	for r, c := range conns {
+		if c == nil {
+			continue
+		}
+		if _, err := tuneConn(c, liveness, lim); err != nil {
+			for _, c := range conns {
+				if c != nil {
+					c.Close()
+				}
+			}
+			return core.Errorf(core.CodeNet, "rank %d cannot set the socket options of its connection to rank %d: %v",
+				core.RankRef(rank), core.RankRef(r), err)
+		}
+	}
+	return nil
+}
+
+// SameHost tells whether the connection to rank joins this host to itself: both ends on one
+// address, or a loopback one. There the "link" is a copy through the kernel, and compress=auto
+// never compresses: coding a key costs more than copying the bytes it saves.
+func (t *TCP) SameHost(rank int) bool {
+	if rank < 0 || rank >= len(t.peers) || t.peers[rank] == nil {
+		return rank == t.rank
+	}
+	c := t.peers[rank].conn
+	la, lok := c.LocalAddr().(*net.TCPAddr)
+	ra, rok := c.RemoteAddr().(*net.TCPAddr)
+	return lok && rok && (ra.IP.IsLoopback() || la.IP.Equal(ra.IP))
+}

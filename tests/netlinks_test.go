@@ -1,0 +1,131 @@
+package tests
+
+// Network-aware behaviour on a real shaped link: four ranks in two network namespaces (two
+// "hosts" of two ranks) joined by a veth pair whose both ends a token bucket filter holds to
+// 100 Mbit/s (tests/netns/shape.sh; this kernel has no netem). The job is tests/bench/kylix_net.c.
+// The link is slow enough that the network, not the shared cores, sets config's time even
+// while other tests load the machine (at 200 Mbit/s and a load average of 18 the ratio below
+// rose from 0.4 to 0.74).
+//
+//   - The link measurement sees the shaped link, not the veth's memory speed.
+//   - compress=auto compresses the index lists that cross the link and config is faster than
+//     with compress=off: the median of three configs, three runs each way, alternated, must
+//     be at most 0.75 of off's (run_net.sh measures about 0.4 at 200 Mbit/s: the README's table).
+//   - Results are right either way (check=1: brute force).
+//
+// Needs root, ip and tc (iproute2, which make test installs with tests/netns/deps.sh) and
+// network namespaces: skipped, saying which, without them. The namespaces are removed on every
+// path; every job is bounded by job.sh's limit and by runBounded's.
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestShapedLinkCompressAuto(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for network namespaces and tc")
+	}
+	for _, tool := range []string{"ip", "tc"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not found (iproute2: make test installs it with tests/netns/deps.sh)", tool)
+		}
+	}
+	dir := setup(t)
+	root := repoRoot()
+	prog := filepath.Join(dir, "bench-kylix_net")
+	if out, err := runTool(root, 2*time.Minute, "gcc", "-O2", "-std=c11", "-Wall", "-Wno-unused-function",
+		"-I"+filepath.Join(root, "include"), "-o", prog, filepath.Join(root, "tests", "bench", "kylix_net.c"),
+		"-L"+dir, "-lkylix", "-Wl,-rpath,"+dir, "-lm"); err != nil {
+		t.Fatalf("compiling kylix_net.c: %v\n%s", err, out)
+	}
+	id := strconv.Itoa(os.Getpid())
+	nsA, nsB, veth := "kx-la-"+id, "kx-lb-"+id, "kxl"+id
+	if out, err := runTool(".", 20*time.Second, "ip", "netns", "add", nsA); err != nil {
+		t.Skipf("cannot create a network namespace (ip netns add: %v): %s", err, out)
+	}
+	runTool(".", 20*time.Second, "ip", "netns", "del", nsA)
+	t.Cleanup(func() {
+		if out, err := runTool(".", 30*time.Second, "sh", netnsScript("down.sh"), nsA, nsB); err != nil {
+			t.Errorf("down.sh: %v\n%s", err, out)
+		}
+	})
+	if out, err := runTool(".", 30*time.Second, "sh", netnsScript("up.sh"), nsA, nsB, veth); err != nil {
+		t.Fatalf("up.sh: %v\n%s", err, out)
+	}
+	for _, end := range [][2]string{{nsA, veth + "-a"}, {nsB, veth + "-b"}} {
+		if out, err := runTool(".", 20*time.Second, "sh", netnsScript("shape.sh"), end[0], end[1], "100mbit"); err != nil {
+			t.Skipf("cannot shape the veth with tbf (%v): %s", err, out)
+		}
+	}
+
+	run := func(compress string, check bool) map[string]string {
+		t.Helper()
+		args := []string{netnsScript("job.sh"), nsA, nsB, "4", "60", prog, "n=1e6", "density=0.2", "check=0"}
+		if check {
+			args[len(args)-1] = "check=1"
+		}
+		cmd := exec.Command("sh", args...)
+		cmd.Env = append(os.Environ(), "KYLIX_COMPRESS="+compress, "KYLIX_DEGREES=direct")
+		r := runBounded(t, cmd, 90*time.Second)
+		m := resultRE.FindStringSubmatch(r.Output)
+		if r.Code != 0 || m == nil {
+			t.Fatalf("compress=%s: exit %d, no RESULT line:\n%s", compress, r.Code, r.Output)
+		}
+		kv := map[string]string{}
+		for _, f := range strings.Fields(m[1]) {
+			k, v, _ := strings.Cut(f, "=")
+			kv[k] = v
+		}
+		if check && kv["check"] != "OK" {
+			t.Errorf("compress=%s: results wrong: %s", compress, m[0])
+		}
+		return kv
+	}
+	num := func(kv map[string]string, k string) float64 {
+		v, err := strconv.ParseFloat(kv[k], 64)
+		if err != nil {
+			t.Fatalf("RESULT field %s=%q", k, kv[k])
+		}
+		return v
+	}
+	var off, auto []float64
+	for i := 0; i < 3; i++ {
+		o := run("off", i == 0)
+		a := run("auto", i == 0)
+		off, auto = append(off, num(o, "config_ms")), append(auto, num(a, "config_ms"))
+		if i > 0 {
+			continue
+		}
+		if mbps := num(a, "link_mbps"); mbps > 50 {
+			t.Errorf("the link measurement saw %.0f MB/s on a 100 Mbit/s (12.5 MB/s) link", mbps)
+		}
+		if raw, wire := num(o, "index_raw"), num(o, "index_wire"); raw != wire {
+			t.Errorf("compress=off: index bytes %g raw, %g on the wire", raw, wire)
+		}
+		// The peer on the same "host" stays uncompressed; the two across the link shrink.
+		if raw, wire := num(a, "index_raw"), num(a, "index_wire"); !(wire < 0.6*raw) {
+			t.Errorf("compress=auto: index bytes %g raw, %g on the wire", raw, wire)
+		}
+	}
+	mo, ma := median(off), median(auto)
+	t.Logf("config on 100 Mbit/s, 4 ranks, n=1e6 density 0.2, direct: off %v ms, auto %v ms (medians %.1f, %.1f: ratio %.2f)",
+		off, auto, mo, ma, ma/mo)
+	if ma > 0.75*mo {
+		t.Errorf("compress=auto config %.1f ms is not faster than compress=off's %.1f ms by the margin (ratio %.2f > 0.75)", ma, mo, ma/mo)
+	}
+}
+
+var resultRE = regexp.MustCompile(`(?m)^RESULT (.*)$`)
+
+func median(v []float64) float64 {
+	s := slices.Sorted(slices.Values(v))
+	return s[len(s)/2]
+}

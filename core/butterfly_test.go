@@ -283,21 +283,29 @@ const (
 
 func runJob(t testing.TB, m int, degrees string, fn func(c *core.Comm) error) []error {
 	t.Helper()
-	ts := netio.NewMemJob(m, jobTimeout)
-	errs := make([]error, m)
+	return runMem(t, m, func(r int) core.Options {
+		return core.Options{Rank: r, Size: m, Degrees: degrees, Replication: 1, MinPacket: 4096, Timeout: jobTimeout}
+	}, func(c *core.Comm, _ *netio.Mem) error { return fn(c) })
+}
+
+// runMem runs fn on every rank of an in-memory job of size ranks at once, rank r's comm made
+// with opts(r), and returns the errors by rank. fn gets the rank's transport too (to kill it).
+func runMem(t testing.TB, size int, opts func(r int) core.Options, fn func(c *core.Comm, mem *netio.Mem) error) []error {
+	t.Helper()
+	ts := netio.NewMemJob(size, jobTimeout)
+	errs := make([]error, size)
 	var wg sync.WaitGroup
-	for r := 0; r < m; r++ {
+	for r := 0; r < size; r++ {
 		wg.Add(1)
 		go func(r int) {
 			defer wg.Done()
-			opts := core.Options{Rank: r, Size: m, Degrees: degrees, Replication: 1, MinPacket: 4096, Timeout: jobTimeout}
-			c, err := core.NewComm(ts[r], opts)
+			c, err := core.NewComm(ts[r], opts(r))
 			if err != nil {
 				errs[r] = err
 				return
 			}
 			defer c.Close()
-			errs[r] = fn(c)
+			errs[r] = fn(c, ts[r])
 		}(r)
 	}
 	done := make(chan struct{})
@@ -305,7 +313,7 @@ func runJob(t testing.TB, m int, degrees string, fn func(c *core.Comm) error) []
 	select {
 	case <-done:
 	case <-time.After(jobDeadline):
-		t.Fatalf("a job of %d ranks was still running after %v: it hangs", m, jobDeadline)
+		t.Fatalf("a job of %d ranks was still running after %v: it hangs", size, jobDeadline)
 	}
 	return errs
 }

@@ -1,6 +1,9 @@
 package core
 
-import "sync"
+import (
+	"errors"
+	"sync"
+)
 
 // usable reports why the comm cannot run a collective, or nil.
 func (c *Comm) usable() error {
@@ -27,6 +30,7 @@ func (c *Comm) usable() error {
 // queued.
 func (c *Comm) issue(fp Fingerprint, body func(seq uint64) error, async bool) (*Request, error) {
 	if err := c.usable(); err != nil {
+		c.revoke()
 		return nil, err
 	}
 	seq := c.seq
@@ -66,6 +70,7 @@ func (c *Comm) run(seq uint64, fp Fingerprint, body func(seq uint64) error) erro
 	c.statsEnd(seq, err) // stats.go: time and outcome of the collective
 	if err != nil {
 		c.t.Abort(seq, err)
+		quiesce(c.t, seq) // no byte may land in a posted place once this call returns
 		switch CodeOf(err) {
 		case CodeTimeout, CodePeer, CodeNet:
 			c.mu.Lock()
@@ -74,6 +79,55 @@ func (c *Comm) run(seq uint64, fp Fingerprint, body func(seq uint64) error) erro
 		}
 	}
 	return err
+}
+
+// quiescer is implemented by the transports that own landing places (netio's TCP and Mem).
+type quiescer interface {
+	Quiesce(seq uint64)
+}
+
+// quiesce ends the landing places collective seq posted (Expect), which failed: places nobody
+// writes yet are withdrawn, a place a reader is filling is waited for, so that neither the
+// caller's memory nor a plan's (which the next call reuses) is written after the call returns.
+func quiesce(t Transport, seq uint64) {
+	for t != nil {
+		if q, ok := t.(quiescer); ok {
+			q.Quiesce(seq)
+			return
+		}
+		switch w := t.(type) {
+		case *statsTransport:
+			t = w.inner
+		case *replicaTransport:
+			t = w.raw
+		case *subTransport:
+			t = w.raw
+		case *transportLease:
+			t = w.Transport
+		default:
+			return
+		}
+	}
+}
+
+// revoke tells the peers, when this comm is broken, that this rank will not take part in the
+// collective it is being asked for: peers that got through the failed collective (they did not
+// need what failed) and wait for this rank in the next one fail at once, naming the cause,
+// instead of waiting out timeout_ms. The collective's sequence number is used up, as every
+// rank's call takes one.
+func (c *Comm) revoke() {
+	c.mu.Lock()
+	cause := c.broken
+	var shrunk *shrunkError
+	if c.closed || cause == nil || errors.As(cause, &shrunk) {
+		c.mu.Unlock()
+		return
+	}
+	seq := c.seq
+	c.seq++
+	c.mu.Unlock()
+	code := CodeOf(cause)
+	c.t.Abort(seq, &Error{Code: code, Msg: "a peer's comm is broken by an earlier failure: " + cause.Error()})
 }
 
 // Reject is for a call whose arguments failed validation: it still takes this collective's

@@ -181,11 +181,19 @@ func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi in
 	return a, b, rerr
 }
 
-// denseUp sends this node's reduced chunk of [lo,hi) to every member and receives theirs.
+// denseUp sends this node's reduced chunk of [lo,hi) to every member and receives theirs,
+// straight into their place in buf (the caller's recv: the down phase's sends from there are
+// done, and a failed call quiesces its places before it returns, see Comm.run).
 func (c *Comm) denseUp(seq uint64, topo Topology, i int, buf []byte, lo, hi, es int) error {
 	node, deg := c.node(), topo.Degrees[i]
 	me := topo.Digit(node, i)
 	tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseUp}
+	for g := 0; g < deg; g++ {
+		if g != me {
+			ga, gb := chunk(lo, hi, g, deg)
+			c.t.Expect(topo.Member(node, i, g), tag, buf[ga*es:gb*es])
+		}
+	}
 	a, b := chunk(lo, hi, me, deg)
 	sg := c.sends()
 	for g := 0; g < deg; g++ {
@@ -195,20 +203,8 @@ func (c *Comm) denseUp(seq uint64, topo Topology, i int, buf []byte, lo, hi, es 
 	}
 	var rerr error
 	for g := 0; g < deg && rerr == nil; g++ {
-		if g == me {
-			continue
-		}
-		from := topo.Member(node, i, g)
-		ga, gb := chunk(lo, hi, g, deg)
-		got, err := c.t.Recv(from, tag)
-		switch {
-		case err != nil:
-			rerr = err
-		case len(got) != (gb-ga)*es:
-			rerr = Errorf(CodeInternal, "rank %d sent %d bytes for chunk [%d,%d)", from, len(got), ga, gb)
-		default:
-			copy(buf[ga*es:gb*es], got)
-			c.release(got)
+		if g != me {
+			_, rerr = c.t.Await(topo.Member(node, i, g), tag)
 		}
 	}
 	if err := sg.wait(); rerr == nil {

@@ -24,6 +24,12 @@ type replicaTransport struct {
 	replicas [][]int // node -> its ranks of raw, in replica order
 }
 
+// leavingSender is implemented by transports that can finish a write in the background once
+// the caller no longer waits for it (netio's TCP, latesend.go).
+type leavingSender interface {
+	SendOrLeave(to int, tag Tag, leave <-chan struct{}, bufs ...[]byte) error
+}
+
 // replicaGrouper is implemented by transports that can race copies (netio's TCP and Mem).
 type replicaGrouper interface {
 	SetReplicaGroups(groupOf []int) error
@@ -96,21 +102,39 @@ func (rt *replicaTransport) Send(to int, tag Tag, bufs ...[]byte) error {
 	for _, b := range bufs {
 		n += len(b)
 	}
+	// A copy for a replica slow to take it must not hold the sender up (packet racing): a
+	// transport that can leave the rest of a write to the background is told when another
+	// replica's copy is out (large messages, sent in parallel) or leaves it after a short lag
+	// (small ones, sent in turn).
+	ls, _ := unwrapLease(rt.raw).(leavingSender)
+	send := func(r int, leave <-chan struct{}) error {
+		if ls != nil {
+			return ls.SendOrLeave(r, tag, leave, bufs...)
+		}
+		return rt.raw.Send(r, tag, bufs...)
+	}
 	errs := make([]error, len(dst))
 	if n <= inlineSend {
 		for i, r := range dst {
-			errs[i] = rt.raw.Send(r, tag, bufs...)
+			errs[i] = send(r, nil)
 		}
 	} else {
+		leave := make(chan struct{})
+		var once sync.Once
+		sendOne := func(i, r int) {
+			if errs[i] = send(r, leave); errs[i] == nil {
+				once.Do(func() { close(leave) })
+			}
+		}
 		var wg sync.WaitGroup
 		for i, r := range dst[1:] {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i+1] = rt.raw.Send(r, tag, bufs...)
+				sendOne(i+1, r)
 			}()
 		}
-		errs[0] = rt.raw.Send(dst[0], tag, bufs...)
+		sendOne(0, dst[0])
 		wg.Wait()
 	}
 	// A replica that is gone (crashed or finalized) is skipped: its siblings have the message,

@@ -12,35 +12,22 @@ import (
 )
 
 // runReplicated runs fn on every rank of an in-memory job of s replicas of m nodes at once and
-// returns the errors by rank. fn gets the rank's transport too, so it can kill it.
+// returns the errors by rank.
 func runReplicated(t *testing.T, s, m int, degrees string, fn func(c *core.Comm, mem *netio.Mem) error) []error {
 	t.Helper()
-	size := s * m
-	ts := netio.NewMemJob(size, jobTimeout)
-	errs := make([]error, size)
-	var wg sync.WaitGroup
-	for r := 0; r < size; r++ {
-		wg.Add(1)
-		go func(r int) {
-			defer wg.Done()
-			opts := core.Options{Rank: r, Size: size, Degrees: degrees, Replication: s, MinPacket: 4096, Timeout: jobTimeout}
-			c, err := core.NewComm(ts[r], opts)
-			if err != nil {
-				errs[r] = err
-				return
-			}
-			defer c.Close()
-			errs[r] = fn(c, ts[r])
-		}(r)
+	return runMem(t, s*m, func(r int) core.Options {
+		return core.Options{Rank: r, Size: s * m, Degrees: degrees, Replication: s, MinPacket: 4096, Timeout: jobTimeout}
+	}, fn)
+}
+
+// expectNoErrors reports every rank's error.
+func expectNoErrors(t *testing.T, errs []error) {
+	t.Helper()
+	for r, err := range errs {
+		if err != nil {
+			t.Errorf("rank %d: %v", r, err)
+		}
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(jobDeadline):
-		t.Fatalf("a replicated job of %d ranks was still running after %v: it hangs", size, jobDeadline)
-	}
-	return errs
 }
 
 func nodeData(m, width int, seed int64) []rankData {
@@ -79,11 +66,7 @@ func TestReplicatedAgainstBruteForce(t *testing.T) {
 				}
 				return nil
 			})
-			for r, err := range errs {
-				if err != nil {
-					t.Errorf("rank %d: %v", r, err)
-				}
-			}
+			expectNoErrors(t, errs)
 		})
 	}
 }
@@ -94,12 +77,18 @@ func TestReplicaKilledMidJob(t *testing.T) {
 	const s, m, width = 2, 4, 1
 	all := nodeData(m, width, 7)
 	victims := map[int]int{5: 1, 2: 3} // rank -> the iteration in which it dies
+	var kills sync.WaitGroup
+	kills.Add(len(victims))
 	errs := runReplicated(t, s, m, "2x2", func(c *core.Comm, mem *netio.Mem) error {
 		r := c.Rank()
 		rd := all[r%m]
 		for it := 0; it < 5; it++ {
 			if v, ok := victims[r]; ok && v == it {
-				go func() { time.Sleep(time.Duration(r) * time.Millisecond); mem.Kill() }()
+				go func() {
+					time.Sleep(time.Duration(r) * time.Millisecond)
+					mem.Kill()
+					kills.Done()
+				}()
 			}
 			p, err := c.Config(rd.out, rd.in)
 			if err != nil {
@@ -127,11 +116,13 @@ func TestReplicaKilledMidJob(t *testing.T) {
 			}
 		}
 		if _, victim := victims[r]; victim {
+			kills.Wait() // a victim that got through every call goes only when killed
 			return nil
 		}
 		if err := c.Barrier(); err != nil {
 			return err
 		}
+		kills.Wait() // the kills may come after the last call a survivor needed a victim for
 		// Ranks that finished already may show as finalized too; the victims must.
 		failed := fmt.Sprint(c.Transport().FailedRanks())
 		if !strings.Contains(failed, "2") || !strings.Contains(failed, "5") {
@@ -139,11 +130,7 @@ func TestReplicaKilledMidJob(t *testing.T) {
 		}
 		return nil
 	})
-	for r, err := range errs {
-		if err != nil {
-			t.Errorf("rank %d: %v", r, err)
-		}
-	}
+	expectNoErrors(t, errs)
 }
 
 // When every replica of a node is dead, every survivor's call fails with CodePeer naming them.
@@ -168,9 +155,54 @@ func TestEveryReplicaOfANodeKilled(t *testing.T) {
 		}
 		return nil
 	})
-	for r, err := range errs {
-		if err != nil {
-			t.Errorf("rank %d: %v", r, err)
+	expectNoErrors(t, errs)
+}
+
+// Shrink on a replicated comm keeps whole nodes: with one replica of node 1 dead the new comm
+// has every node (the dead replica stays a member, routed around); with both replicas of
+// node 2 dead too, node 2 is gone and the new comm is 2 replicas of 3 nodes. Results on each
+// are the brute force over the surviving nodes' data.
+func TestShrinkReplicated(t *testing.T) {
+	const s, m, width = 2, 4, 1
+	all := nodeData(m, width, 11)
+	dead := map[int]bool{5: true, 2: true, 6: true} // replica 1 of node 1; both of node 2
+	errs := runReplicated(t, s, m, "direct", func(c *core.Comm, mem *netio.Mem) error {
+		r := c.Rank()
+		if dead[r] {
+			mem.Kill()
+			return nil
 		}
-	}
+		if err := c.Barrier(); err == nil {
+			// the kills may land after a first barrier completed; a second must fail
+			if err = c.Barrier(); err == nil {
+				return fmt.Errorf("barriers succeeded without node 2")
+			}
+		}
+		nc, err := c.Shrink()
+		if err != nil {
+			return fmt.Errorf("shrink: %w", err)
+		}
+		defer nc.Close()
+		if nc.Size() != 6 {
+			return fmt.Errorf("shrunk comm has %d ranks, want 6 (2 replicas of nodes 0, 1, 3)", nc.Size())
+		}
+		node := []int{0, 1, 3}[nc.Rank()%3] // the old node of this rank
+		if node != r%m {
+			return fmt.Errorf("old rank %d (node %d) became rank %d of node index %d", r, r%m, nc.Rank(), nc.Rank()%3)
+		}
+		left := []rankData{all[0], all[1], all[3]}
+		rd := left[nc.Rank()%3]
+		p, err := nc.Config(rd.out, rd.in)
+		if err != nil {
+			return fmt.Errorf("config on the shrunk comm: %w", err)
+		}
+		defer p.Free()
+		in := make([]byte, len(rd.in)*width*8)
+		if err := p.Reduce(encode(core.F64, core.Sum, rd.vals), in, core.F64, core.Sum, width); err != nil {
+			return fmt.Errorf("reduce on the shrunk comm: %w", err)
+		}
+		checkResult(t, "shrunk", left, nc.Rank()%3, core.F64, core.Sum, width, in)
+		return nc.Barrier()
+	})
+	expectNoErrors(t, errs)
 }

@@ -360,3 +360,7 @@ func TestMiniBatch4Ranks(t *testing.T) {
 			before, after, heldBefore, heldAfter)
 	}
 }
+
+// Replication: 4 nodes x 2 replicas give the same scores as 4 ranks; the live replica of node 0
+// with the lowest rank reports.
+func TestPageRankReplicated(t *testing.T) { runPageRank(t, 8, "--replication", "2") }

@@ -100,6 +100,53 @@ func (m *mailbox) landed(src int, p *post, layer, phase uint8) {
 		p.state = postLanded
 	}
 	m.wakeKey(p.seq, m.key(layer, phase, src))
+	m.quiet.Broadcast()
+}
+
+// unfill is told by a reader whose connection failed in the middle of a payload it was reading
+// into post p: the post ends with the peer's error, and nobody writes into it any more.
+func (m *mailbox) unfill(src int, p *post) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p.state == postFilling {
+		p.state = postLanded
+		p.err = lostError(src, "its connection broke in the middle of a message")
+		m.wakeKey(p.seq, m.key(p.layer, p.phase, src))
+	}
+	m.quiet.Broadcast()
+}
+
+// quiesce ends the posts of collective seq when it failed, so that no byte lands in a posted
+// place once the collective has returned (a place may be the caller's memory, or a plan's that
+// the next call reuses). Places not yet claimed are withdrawn: a frame for one is then buffered
+// and dropped with the collective. Racing copies write only under the lock, so withdrawing
+// their places stops them. A place a reader is filling straight from the socket is waited for:
+// its peer is sending it now, or dies (at once, or after liveness_ms), and either ends it.
+func (m *mailbox) quiesce(seq uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for {
+		busy := false
+		for k, p := range m.posts {
+			if p.seq != seq {
+				continue
+			}
+			switch {
+			case p.state == postFilling && p.phase&raceBit == 0:
+				busy = true
+			case p.state == postEarly:
+				putBuf(p.data)
+				p.data = nil
+				delete(m.posts, k)
+			default:
+				delete(m.posts, k)
+			}
+		}
+		if !busy || m.closed != nil {
+			return
+		}
+		m.quiet.Wait()
+	}
 }
 
 func (m *mailbox) wakeKey(seq uint64, k msgKey) {

@@ -126,3 +126,57 @@ func TestExpectPeerDiesMidMessage(t *testing.T) {
 	closeAll(ts)
 	noLeak(t, base)
 }
+
+// After a failed collective, Quiesce makes sure nothing lands in its places any more: a place a
+// reader is filling is waited for (the peer is still sending it), places not yet claimed are
+// withdrawn and a frame for one does not touch it.
+func TestQuiesceEndsPlaces(t *testing.T) {
+	ts := mustJob(t, 2, 5*time.Second)
+	defer closeAll(ts)
+	for _, tr := range ts {
+		tr.Begin(9, fpAll)
+	}
+	const n = 4 << 20
+	_, filling := sentinelPlace(n)
+	whole2, open := sentinelPlace(1000)
+	tagA := core.Tag{FP: fpAll, Seq: 9, Layer: 0, Phase: core.PhaseUp}
+	tagB := core.Tag{FP: fpAll, Seq: 9, Layer: 1, Phase: core.PhaseUp}
+	ts[0].Expect(1, tagA, filling)
+	ts[0].Expect(1, tagB, open)
+
+	// Rank 1 writes the header of A and half of its payload, by hand: rank 0's reader is now
+	// filling the place straight from the socket.
+	p := ts[1].peers[0]
+	var hb [HeaderSize]byte
+	EncodeHeader(hb[:], &Header{Type: FrameData, Layer: 0, Phase: tagA.Phase, Job: ts[1].job, Seq: 9, FP: fpAll, Src: 1, Len: n})
+	payload := bytes.Repeat([]byte{0x11}, n)
+	p.conn.Write(hb[:])
+	p.conn.Write(payload[:n/2])
+	time.Sleep(50 * time.Millisecond)
+
+	done := make(chan struct{})
+	go func() { ts[0].Quiesce(9); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("Quiesce returned while a reader was still filling a place")
+	case <-time.After(150 * time.Millisecond):
+	}
+	p.conn.Write(payload[n/2:])
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		t.Fatal("Quiesce did not return once the place was filled")
+	}
+	if !bytes.Equal(filling, payload) {
+		t.Fatal("the place being filled did not get its payload")
+	}
+	// B comes after the collective's places were ended: its place stays as it was.
+	if err := ts[1].Send(0, tagB, bytes.Repeat([]byte{0x22}, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	sentinelsIntact(t, whole2, 0)
+	if !bytes.Equal(open, bytes.Repeat([]byte{0xA5}, 1000)) {
+		t.Fatal("a frame landed in a place withdrawn by Quiesce")
+	}
+}

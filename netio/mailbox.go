@@ -46,6 +46,8 @@ type mailbox struct {
 	// posts are the landing places core named with Expect for the current collective (cur):
 	// a data frame for one of them is read straight into it (see claim).
 	posts map[msgKey]*post
+	// quiet is signalled when a post being filled lands or its reader fails (quiesce).
+	quiet sync.Cond
 }
 
 type msgKey struct {
@@ -107,6 +109,7 @@ func newMailbox(rank, size int, timeout time.Duration) *mailbox {
 		dead:      make([]error, size),
 		posts:     map[msgKey]*post{},
 	}
+	m.quiet.L = &m.mu
 	now := time.Now().UnixNano()
 	for r := range m.lastHeard {
 		m.lastHeard[r].Store(now) // a peer's silence counts from the start

@@ -137,6 +137,9 @@ func (m *Mem) leave(self, peers error) {
 // FailedRanks lists the ranks this rank has seen crash or finalize.
 func (m *Mem) FailedRanks() []int { return m.mb.failedRanks() }
 
+// Quiesce ends the landing places of collective seq, which failed (mailbox.quiesce).
+func (m *Mem) Quiesce(seq uint64) { m.mb.quiesce(seq) }
+
 // SetReplicaGroups turns on packet racing (race.go): rank r is a replica of node groupOf[r].
 func (m *Mem) SetReplicaGroups(groupOf []int) error { return m.mb.setGroups(groupOf) }
 

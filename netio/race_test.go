@@ -114,3 +114,55 @@ func TestRacingCopies(t *testing.T) {
 	closeAll(ts)
 	noLeak(t, base)
 }
+
+// A replica that does not read (here: its reader is held up) costs the sender only the wait
+// for another replica's copy: SendOrLeave returns when told to leave, the rest of the frame
+// is copied and written in the background, later frames queue behind it in order, and the
+// slow replica gets every byte once it reads again.
+func TestSendOrLeaveSlowReplica(t *testing.T) {
+	base := runtime.NumGoroutine()
+	ts := raceJob(t)
+	defer closeAll(ts)
+	const n = 48 << 20 // far more than the socket buffers hold
+	big := make([]byte, n)
+	for i := range big {
+		big[i] = byte(i*13 + i>>9)
+	}
+	small := bytes.Repeat([]byte{9, 8, 7}, 1000)
+	tagBig := core.Tag{FP: fpAll, Seq: 5, Layer: 0, Phase: core.PhaseDown, Race: true}
+	tagSmall := core.Tag{FP: fpAll, Seq: 5, Layer: 1, Phase: core.PhaseDown, Race: true}
+
+	ts[1].mb.mu.Lock() // rank 1's reader stops at the next frame: the socket fills up
+	leave := make(chan struct{})
+	go func() { time.Sleep(30 * time.Millisecond); close(leave) }()
+	took := within(t, 5*time.Second, func() {
+		if err := ts[0].SendOrLeave(1, tagBig, leave, big[:n/2], big[n/2:]); err != nil {
+			t.Error(err)
+		}
+		if err := ts[0].SendOrLeave(1, tagSmall, nil, small); err != nil {
+			t.Error(err)
+		}
+	})
+	if took > time.Second {
+		t.Errorf("the sender was held %v by a replica that does not read", took)
+	}
+	if !ts[0].peers[1].lateBusy() {
+		t.Errorf("nothing was left to the background, though rank 1 read nothing")
+	}
+	want := bytes.Clone(big)
+	clear(big) // the caller may reuse its buffers at once: the queue has its own copy
+	ts[1].mb.mu.Unlock()
+
+	var got []byte
+	var err error
+	within(t, 10*time.Second, func() { got, err = ts[1].Recv(0, tagBig) })
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("big message: %d bytes, %v, equal %v", len(got), err, bytes.Equal(got, want))
+	}
+	within(t, 5*time.Second, func() { got, err = ts[1].Recv(0, tagSmall) })
+	if err != nil || !bytes.Equal(got, small) {
+		t.Fatalf("small message: %d bytes, %v", len(got), err)
+	}
+	closeAll(ts)
+	noLeak(t, base)
+}

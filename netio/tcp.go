@@ -44,6 +44,7 @@ type peer struct {
 	downOnce sync.Once
 	beating  atomic.Bool           // a heartbeat goroutine is running for this peer (liveness.go)
 	werr     atomic.Pointer[error] // set once a write failed: later writes fail with it
+	late     lateQueue             // frames a slow replica has yet to take (latesend.go)
 }
 
 // writeChunk is how much one writev may carry before the write deadline is pushed on: the
@@ -89,6 +90,10 @@ func (t *TCP) configure(o core.Options) *TCP {
 	return t
 }
 
+// Quiesce ends the landing places of collective seq, which failed: no byte lands in one after
+// Quiesce returns (mailbox.quiesce).
+func (t *TCP) Quiesce(seq uint64) { t.mb.quiesce(seq) }
+
 // SetReplicaGroups turns on packet racing (race.go): rank r is a replica of node groupOf[r].
 func (t *TCP) SetReplicaGroups(groupOf []int) error { return t.mb.setGroups(groupOf) }
 
@@ -133,35 +138,44 @@ func (t *TCP) closedErr() error {
 // Send writes one data frame to rank to: the header and bufs go out in one writev, straight from
 // the caller's memory. Sending to oneself copies into the own mailbox.
 func (t *TCP) Send(to int, tag core.Tag, bufs ...[]byte) error {
-	if t.closing.Load() {
-		return t.closedErr()
-	}
-	if to < 0 || to >= t.size {
-		return core.Errorf(core.CodeArg, "send: destination rank %d is not in 0..%d", core.RankRef(to), t.size-1)
-	}
-	n := 0
-	for _, b := range bufs {
-		n += len(b)
-	}
-	if uint64(n) > MaxPayload {
-		return core.Errorf(core.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, core.RankRef(to), uint64(MaxPayload))
-	}
-	if to == t.rank {
-		t.mb.put(t.rank, tag, tag.FP, bufs, n)
-		t.count(to, n, true)
-		t.count(to, n, false)
-		return nil
-	}
-	if err := t.mb.deadErr(to); err != nil {
+	h, n, done, err := t.prepareSend(to, tag, bufs)
+	if done || err != nil {
 		return err
 	}
-	h := Header{Type: FrameData, Layer: tag.Layer, Phase: wirePhase(tag), Job: t.job, Seq: tag.Seq,
-		FP: tag.FP, Src: t.rank, Len: uint64(n)}
 	if err := t.peers[to].write(&h, bufs, time.Time{}); err != nil {
 		return err
 	}
 	t.count(to, n, true)
 	return nil
+}
+
+// prepareSend checks a send and builds its frame header; a send to this rank itself is done
+// at once (done).
+func (t *TCP) prepareSend(to int, tag core.Tag, bufs [][]byte) (h Header, n int, done bool, err error) {
+	if t.closing.Load() {
+		return h, 0, false, t.closedErr()
+	}
+	if to < 0 || to >= t.size {
+		return h, 0, false, core.Errorf(core.CodeArg, "send: destination rank %d is not in 0..%d", core.RankRef(to), t.size-1)
+	}
+	for _, b := range bufs {
+		n += len(b)
+	}
+	if uint64(n) > MaxPayload {
+		return h, 0, false, core.Errorf(core.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, core.RankRef(to), uint64(MaxPayload))
+	}
+	if to == t.rank {
+		t.mb.put(t.rank, tag, tag.FP, bufs, n)
+		t.count(to, n, true)
+		t.count(to, n, false)
+		return h, n, true, nil
+	}
+	if err := t.mb.deadErr(to); err != nil {
+		return h, 0, false, err
+	}
+	h = Header{Type: FrameData, Layer: tag.Layer, Phase: wirePhase(tag), Job: t.job, Seq: tag.Seq,
+		FP: tag.FP, Src: t.rank, Len: uint64(n)}
+	return h, n, false, nil
 }
 
 func (t *TCP) count(r, n int, sent bool) {
@@ -204,9 +218,14 @@ func (t *TCP) Abort(seq uint64, err error) {
 // Close says bye to every live peer, closes the connections and waits for the readers.
 func (t *TCP) Close() error {
 	t.closeOnce.Do(func() {
+		deadline := time.Now().Add(min(t.timeout, time.Second))
+		for _, p := range t.peers {
+			if p != nil {
+				p.waitLate(deadline) // frames this rank still owes a slow replica
+			}
+		}
 		t.closing.Store(true)
 		close(t.done)
-		deadline := time.Now().Add(min(t.timeout, time.Second))
 		var wg sync.WaitGroup
 		for _, p := range t.peers {
 			if p == nil {
@@ -263,12 +282,29 @@ func (p *peer) write(h *Header, bufs [][]byte, hard time.Time) error {
 		return core.Errorf(core.CodeTimeout, "send to rank %d: its connection stayed busy for %v", core.RankRef(p.rank), t.timeout)
 	}
 	defer p.unlock()
-	if err := t.mb.deadErr(p.rank); err != nil {
+	if err := p.writable(); err != nil {
+		return err
+	}
+	_, err := p.writeFrame(h, bufs, hard, nil)
+	return err
+}
+
+// writable is nil when frames may be written to p (the caller holds the write lock).
+func (p *peer) writable() error {
+	if err := p.t.mb.deadErr(p.rank); err != nil {
 		return err
 	}
 	if e := p.werr.Load(); e != nil {
 		return *e
 	}
+	return nil
+}
+
+// writeFrame writes the header and bufs; the caller holds the write lock. With detach set, a
+// write that times out because detach was asked for (racing.go) is not a failure: what is left
+// of the frame is returned, copied, for the caller to finish in the background.
+func (p *peer) writeFrame(h *Header, bufs [][]byte, hard time.Time, detach *detacher) (rest []byte, err error) {
+	t := p.t
 	EncodeHeader(p.hdr[:], h)
 	i, off := 0, 0 // next byte to send: bufs[i][off:]
 	first := true
@@ -295,19 +331,28 @@ func (p *peer) write(h *Header, bufs [][]byte, hard time.Time) error {
 			i, off = i+1, 0
 		}
 		backing := iov
-		if hard.IsZero() {
+		switch {
+		case detach != nil:
+			detach.arm(p.conn, time.Now().Add(t.timeout))
+		case hard.IsZero():
 			p.conn.SetWriteDeadline(time.Now().Add(t.timeout))
-		} else {
+		default:
 			p.conn.SetWriteDeadline(hard)
 		}
 		_, err := iov.WriteTo(p.conn)
+		if err != nil && detach != nil && isTimeout(err) && detach.asked() {
+			rest = remainder(iov, bufs, i, off)
+		}
 		clear(backing) // drop references to the caller's memory
 		p.iov = backing[:0]
+		if rest != nil {
+			return rest, nil
+		}
 		if err != nil {
-			return p.writeFailed(h, err)
+			return nil, p.writeFailed(h, err)
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 func (p *peer) writeFailed(h *Header, err error) error {
@@ -395,6 +440,9 @@ func (t *TCP) readLoop(p *peer) {
 			for off := 0; off < len(data); {
 				end := min(off+readChunk, len(data))
 				if _, err := io.ReadFull(br, data[off:end]); err != nil {
+					if into != nil {
+						t.mb.unfill(p.rank, into)
+					}
 					t.readFailed(p, err)
 					return
 				}

@@ -178,9 +178,9 @@ func parseArgs(args []string) (*config, error) {
 	}
 	if set["degrees"] {
 		c.degrees = strings.TrimSpace(c.degrees)
-		s := c.replication
-		if s < 1 {
-			s = 1
+		s := c.replicas() // --replication, else KYLIX_REPLICATION
+		if c.n%s != 0 {
+			return nil, usagef("-n %d is not a multiple of the replication %d", c.n, s)
 		}
 		if _, err := core.ParseDegreesSpec(c.degrees, c.n/s); err != nil {
 			return nil, usagef("--degrees %q: %v", c.degrees, err)

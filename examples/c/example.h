@@ -113,15 +113,40 @@ static inline double parse_double(const char *name, const char *s, double lo, do
   return v;
 }
 
-/* kylix_init from the launcher's environment; sets g_rank for die(). */
-static inline kylix_comm *example_init(int *rank, int *size) {
+/* Replication (kylixrun --replication S sets KYLIX_REPLICATION): the job runs size/S nodes,
+   each as S replicas given the same data; rank r is replica r / (size/S) of node r % (size/S).
+   A program shards its data by node, and a replica that dies costs nothing (kylix.h). */
+static int g_replicas = 1, g_nodes = 1;
+
+/* kylix_init from the launcher's environment; sets g_rank for die(). *shard and *nshards are
+   this rank's node and the number of nodes: the rank and the size without replication. */
+static inline kylix_comm *example_init(int *shard, int *nshards) {
   kylix_comm *comm = NULL;
   CHECK(NULL, kylix_init("", &comm));
-  *rank = kylix_rank(comm);
-  *size = kylix_size(comm);
-  if (*rank < 0 || *size < 1) die("kylix_rank/kylix_size returned %d/%d", *rank, *size);
-  g_rank = *rank;
+  int rank = kylix_rank(comm), size = kylix_size(comm);
+  if (rank < 0 || size < 1) die("kylix_rank/kylix_size returned %d/%d", rank, size);
+  g_rank = rank;
+  const char *s = getenv("KYLIX_REPLICATION");
+  g_replicas = s && atoi(s) > 0 ? atoi(s) : 1;
+  if (size % g_replicas) die("size %d is not a multiple of KYLIX_REPLICATION=%d", size, g_replicas);
+  g_nodes = size / g_replicas;
+  *shard = rank % g_nodes;
+  *nshards = g_nodes;
   return comm;
+}
+
+/* example_reporter: 1 on the one rank that prints the job's output: the live replica of
+   node 0 with the lowest rank (rank 0 unless it died; kylix_failed_ranks is local). */
+static inline int example_reporter(kylix_comm *comm) {
+  if (g_rank % g_nodes != 0) return 0;
+  int32_t failed[256], n = 0;
+  if (kylix_failed_ranks(comm, failed, 256, &n) != KYLIX_OK) n = 0;
+  for (int k = 0; k < g_rank / g_nodes; k++) { /* a lower replica of node 0 that lives prints */
+    int dead = 0;
+    for (int i = 0; i < n && i < 256; i++) dead |= failed[i] == k * g_nodes;
+    if (!dead) return 0;
+  }
+  return 1;
 }
 
 #endif /* KYLIX_EXAMPLE_H */

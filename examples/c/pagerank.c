@@ -2,6 +2,8 @@
  * pagerank.c — PageRank with Kylix sparse allreduce (paper §I-A).
  *
  *   kylixrun -n 4 ./pagerank GRAPH [iters=20] [--out FILE]
+ *   kylixrun -n 8 --replication 2 ./pagerank GRAPH ...   (4 nodes x 2 replicas: kill any
+ *     rank by hand, one per node, and the job runs on to the same scores)
  *
  * GRAPH is a text edge list, one "src dst" per line, vertex ids 0..n-1, lines
  * starting with '#' are comments (n=NUM in a comment declares n; otherwise
@@ -275,10 +277,13 @@ int main(int argc, char **argv) {
   CHECK(comm, kylix_allreduce(comm, loc, sum, 3, KYLIX_I64, KYLIX_SUM));
   if (sum[0] != g.m) die("edge shares add up to %" PRId64 ", file has %" PRId64, sum[0], g.m);
 
-  if (rank == 0) {
+  if (rank == 0 && example_reporter(comm)) {
     printf("pagerank: %s n=%" PRId64 " edges=%" PRId64 " dangling=%" PRId64
            " ranks=%d iters=%d damping=%.2f (read %.0f ms)\n",
-           graph_path, n, g.m, ndangling, size, iters, DAMPING, t_read);
+           graph_path, n, g.m, ndangling, size * g_replicas, iters, DAMPING, t_read);
+    if (g_replicas > 1)
+      printf("replication %d: %d nodes, each on %d ranks (node of rank r: r %% %d)\n", g_replicas, size,
+             g_replicas, size);
     printf("per rank: edges max %" PRId64 " avg %.0f; in (columns) max %" PRId64
            " avg %.0f; out (rows) max %" PRId64 " avg %.0f\n",
            mx[0], (double)sum[0] / size, mx[1], (double)sum[1] / size, mx[2],
@@ -298,7 +303,7 @@ int main(int argc, char **argv) {
   tc = now_ms();
   CHECK(comm, kylix_config(comm, out_idx, n_out, all_idx, n_all, &gather));
   double t_config2 = now_ms() - tc;
-  if (rank == 0)
+  if (rank == 0 && example_reporter(comm))
     printf("config: iteration plan %.3f ms, final gather plan %.3f ms\n", t_config, t_config2);
 
   double *v = xmalloc(n_in * sizeof(double));  /* v_t over in_idx[0..nsrc) */
@@ -332,18 +337,18 @@ int main(int argc, char **argv) {
       for (int64_t j = 0; j < nsrc; j++) v[j] = base + DAMPING * y[j];
       const double S = y[nsrc];
       D = kd * (1 - DAMPING) * inv_n + DAMPING * S + DAMPING * kd * D * inv_n;
-    } else if (rank == 0) {
+    } else if (rank == 0) { /* every replica of node 0: whichever reports needs them */
       for (int64_t j = 0; j < n; j++) y[j] = base + DAMPING * y[j]; /* final scores */
     }
-    if (rank == 0)
+    if (rank == 0 && example_reporter(comm))
       printf("iter %2d: spmv %.3f ms, reduce %.3f ms%s\n", it, tr - ts, te - tr,
              last ? " (final gather plan)" : "");
   }
-  if (rank == 0 && iters > 1)
+  if (rank == 0 && iters > 1 && example_reporter(comm))
     printf("reduce (iteration plan, rank 0): mean %.3f ms, max %.3f ms over %d iterations\n",
            reduce_total / (iters - 1), reduce_max, iters - 1);
 
-  if (rank == 0) {
+  if (rank == 0 && example_reporter(comm)) {
     /* top 10: highest score first, ties to the smaller id */
     int64_t top[10];
     int ntop = 0;

@@ -1,0 +1,312 @@
+package netio
+
+import (
+	"net"
+	"sync"
+	"time"
+
+	"kylix/core"
+)
+
+// Sending to a slow replica (replication; the Kylix paper, §V "packet racing"). A node's
+// message goes to every replica of the destination node, and the receiver uses whichever copy
+// comes first. A replica that is slow to read (its process stopped for a moment, its link
+// slower) must then cost the sender nothing either: SendOrLeave returns once the copy is
+// written, or once the caller says the copy is no longer urgent (leave: another replica's
+// copy is written) or, for a message with no leave, once it has waited smallLag. What is
+// left of the frame is copied and written in the background (the peer's late queue), in
+// order, while the caller goes on. The copy costs a memcpy of the rest, paid only when a
+// replica lags.
+
+// smallLag is how long a racing send with no leave signal may wait for a slow replica before
+// the rest is left to the background: far more than a write into a socket with room takes.
+const smallLag = 2 * time.Millisecond
+
+// lateCap bounds the bytes queued for one slow peer; beyond it senders wait (the peer is
+// declared dead after liveness_ms if it stopped reading altogether).
+const lateCap = 256 << 20
+
+// lateQueue holds encoded frame bytes a slow peer has yet to take, in order.
+type lateQueue struct {
+	mu       sync.Mutex
+	room     sync.Cond // signalled as bytes leave the queue
+	items    [][]byte  // pooled buffers: whole frames, or the rest of one
+	bytes    int
+	draining bool // a drain goroutine owns the peer's write lock
+}
+
+// SendOrLeave is Send for a racing copy (core/replicas.go): see above. leave may be nil.
+func (t *TCP) SendOrLeave(to int, tag core.Tag, leave <-chan struct{}, bufs ...[]byte) error {
+	h, n, done, err := t.prepareSend(to, tag, bufs)
+	if done || err != nil {
+		return err
+	}
+	p := t.peers[to]
+	if p.lateBusy() { // keep the frames in order behind those already queued
+		return p.enqueue(frameBytes(&h, bufs, n), false, n)
+	}
+	d := &detacher{}
+	if leave == nil {
+		d.lagBy = time.Now().Add(smallLag)
+	} else {
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case <-leave:
+				d.ask()
+			case <-stop:
+			}
+		}()
+	}
+	if !p.lockOrLeave(d, leave) {
+		return p.enqueue(frameBytes(&h, bufs, n), false, n)
+	}
+	if err := p.writable(); err != nil {
+		p.unlock()
+		return err
+	}
+	rest, err := p.writeFrame(&h, bufs, time.Time{}, d)
+	d.finish()
+	if rest != nil {
+		return p.enqueue(rest, true, n) // the drain goroutine takes over the write lock
+	}
+	p.unlock()
+	if err == nil {
+		t.count(to, n, true)
+	}
+	return err
+}
+
+// lockOrLeave takes the write lock unless the detacher's lag passes or leave closes first.
+func (p *peer) lockOrLeave(d *detacher, leave <-chan struct{}) bool {
+	select {
+	case p.wsem <- struct{}{}:
+		return true
+	default:
+	}
+	var lag <-chan time.Time
+	if !d.lagBy.IsZero() {
+		tm := time.NewTimer(time.Until(d.lagBy))
+		defer tm.Stop()
+		lag = tm.C
+	}
+	select {
+	case p.wsem <- struct{}{}:
+		return true
+	case <-lag:
+	case <-leave:
+	}
+	return false
+}
+
+// frameBytes encodes a whole frame into one pooled buffer.
+func frameBytes(h *Header, bufs [][]byte, n int) []byte {
+	b := getBuf(HeaderSize + n)
+	EncodeHeader(b, h)
+	off := HeaderSize
+	for _, x := range bufs {
+		off += copy(b[off:], x)
+	}
+	return b
+}
+
+// remainder copies what a cut-short writev left unwritten (iov, consumed by WriteTo as it
+// went) and the buffers after it (bufs from i, off) into one pooled buffer.
+func remainder(iov net.Buffers, bufs [][]byte, i, off int) []byte {
+	n := 0
+	for _, b := range iov {
+		n += len(b)
+	}
+	for k := i; k < len(bufs); k++ {
+		if k == i {
+			n += len(bufs[k]) - off
+		} else {
+			n += len(bufs[k])
+		}
+	}
+	out := getBuf(n)
+	w := 0
+	for _, b := range iov {
+		w += copy(out[w:], b)
+	}
+	for k := i; k < len(bufs); k++ {
+		if k == i {
+			w += copy(out[w:], bufs[k][off:])
+		} else {
+			w += copy(out[w:], bufs[k])
+		}
+	}
+	return out
+}
+
+func (p *peer) lateBusy() bool {
+	q := &p.late
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.draining || len(q.items) > 0
+}
+
+// enqueue queues b (counted as a sent message of n payload bytes) and makes sure a drain
+// goroutine writes it; haveLock hands it the write lock the caller holds.
+func (p *peer) enqueue(b []byte, haveLock bool, n int) error {
+	q := &p.late
+	q.mu.Lock()
+	if q.room.L == nil {
+		q.room.L = &q.mu
+	}
+	for q.bytes > 0 && q.bytes+len(b) > lateCap && !haveLock && p.writable() == nil {
+		q.room.Wait()
+	}
+	if err := p.writable(); err != nil {
+		q.mu.Unlock()
+		putBuf(b)
+		if haveLock {
+			p.unlock()
+		}
+		return err
+	}
+	q.items = append(q.items, b)
+	q.bytes += len(b)
+	start := !q.draining
+	q.draining = true
+	q.mu.Unlock()
+	switch {
+	case haveLock && start:
+		go p.drain(true)
+	case haveLock: // cannot happen: a queue being drained holds the lock
+		p.unlock()
+	case start:
+		go p.drain(false)
+	}
+	p.t.count(p.rank, n, true)
+	return nil
+}
+
+// drain writes the late queue until it is empty, holding the write lock throughout. A failed
+// write drops the rest: the peer is gone (or declared so).
+func (p *peer) drain(haveLock bool) {
+	t := p.t
+	q := &p.late
+	if !haveLock {
+		for !p.lock(time.Now().Add(t.timeout)) {
+			if p.writable() != nil || t.closing.Load() {
+				p.dropLate()
+				return
+			}
+		}
+	}
+	for {
+		q.mu.Lock()
+		if len(q.items) == 0 {
+			q.draining = false
+			q.room.Broadcast()
+			q.mu.Unlock()
+			p.unlock()
+			return
+		}
+		b := q.items[0]
+		q.items[0] = nil
+		q.items = q.items[1:]
+		q.mu.Unlock()
+		err := p.writable()
+		for off := 0; err == nil && off < len(b); {
+			end := min(off+writeChunk, len(b))
+			p.conn.SetWriteDeadline(time.Now().Add(t.timeout))
+			var k int
+			k, err = p.conn.Write(b[off:end])
+			off += k
+			if err != nil {
+				if isTimeout(err) {
+					p.down(lostError(p.rank, "connection dropped after a send timed out"))
+				} else {
+					p.writeBroken(err)
+				}
+			}
+		}
+		q.mu.Lock()
+		q.bytes -= len(b)
+		q.room.Broadcast()
+		q.mu.Unlock()
+		putBuf(b)
+		if err != nil {
+			p.unlock()
+			p.dropLate()
+			return
+		}
+	}
+}
+
+// dropLate empties the late queue of a peer that is gone.
+func (p *peer) dropLate() {
+	q := &p.late
+	q.mu.Lock()
+	for _, b := range q.items {
+		putBuf(b)
+	}
+	q.items, q.bytes, q.draining = nil, 0, false
+	if q.room.L != nil {
+		q.room.Broadcast()
+	}
+	q.mu.Unlock()
+}
+
+// waitLate waits, until deadline, for the late queue to be written (Close: a finalizing rank
+// still owes its slow peers these frames).
+func (p *peer) waitLate(deadline time.Time) {
+	for p.lateBusy() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// detacher lets a write be cut short so its rest can go to the background (writeFrame).
+type detacher struct {
+	mu       sync.Mutex
+	conn     net.Conn  // the connection being written, once armed
+	askedFor bool      // leave closed
+	lagBy    time.Time // without leave: detach at this time
+	done     bool      // the write is over: asking no longer touches the connection
+}
+
+var longAgo = time.Unix(1, 0)
+
+// arm sets the write deadline of the next chunk: normal, or at once when asked already, or at
+// the lag.
+func (d *detacher) arm(conn net.Conn, normal time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.conn = conn
+	switch {
+	case d.askedFor:
+		conn.SetWriteDeadline(longAgo)
+	case !d.lagBy.IsZero() && d.lagBy.Before(normal):
+		conn.SetWriteDeadline(d.lagBy)
+	default:
+		conn.SetWriteDeadline(normal)
+	}
+}
+
+// ask cuts the write short (its deadline passes at once), unless it is over.
+func (d *detacher) ask() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.askedFor = true
+	if d.conn != nil && !d.done {
+		d.conn.SetWriteDeadline(longAgo)
+	}
+}
+
+// asked reports whether a timed-out write was cut short on purpose.
+func (d *detacher) asked() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.askedFor || !d.lagBy.IsZero() && !time.Now().Before(d.lagBy)
+}
+
+// finish marks the write over (before the write lock is released, so a late ask cannot touch
+// the next writer's deadline).
+func (d *detacher) finish() {
+	d.mu.Lock()
+	d.done = true
+	d.mu.Unlock()
+}

@@ -10,9 +10,10 @@ import (
 // weigh what a layer costs by itself (its messages' overheads, one more merge, one more pass of
 // combining). When the links were measured, degrees=auto asks the cost model instead: every
 // ordered factorisation of the node count (up to maxPlanCandidates of them, direct and binary
-// always among them) is priced for one config and one reduce, and the cheapest wins. On
-// loopback, where a layer's merge and combine cost more than any message's overhead, that is
-// direct; on a link whose overhead·rate is large (the paper's EC2 figures) it is a butterfly.
+// always among them) is priced for one config and one reduce, and the plan of fewest layers
+// within planSlack of the cheapest wins. On loopback, where a layer's merge and combine cost
+// more than any message's overhead, that is direct; on a link whose overhead·rate is large
+// (the paper's EC2 figures) it is a butterfly.
 
 // maxPlanCandidates bounds the degree lists priced (64 nodes have 32 ordered factorisations,
 // 1024 have 512; highly composite counts have many more).
@@ -54,21 +55,34 @@ func PlanDegreesByCost(nFeatures int64, density float64, nodes int, alpha float6
 		}
 		return ls, at(k) * fn / k
 	}
-	var best []int
-	var bestT TimePrediction
-	cost := math.Inf(1)
-	for _, ds := range planCandidates(nodes) {
+	cands := planCandidates(nodes)
+	preds := make([]TimePrediction, len(cands))
+	cheapest := math.Inf(1)
+	for i, ds := range cands {
 		ls, bottom := layersOf(ds)
-		tp := PredictTime(ds, ls, bottom, link, cl, r, w)
-		// Cheaper wins; a tie (within a part in 10^9) goes to fewer layers, then to the list
-		// first in order, so every rank picks the same.
+		preds[i] = PredictTime(ds, ls, bottom, link, cl, r, w)
+		cheapest = min(cheapest, preds[i].ConfigS+preds[i].ReduceS)
+	}
+	// Among the plans within planSlack of the cheapest, the fewest layers win, then the cheaper,
+	// then the first listed: every rank picks the same. Each layer also costs a round of
+	// waiting for the slowest member, which the model does not price (on loopback a second layer
+	// measured 5-20% slower where the model put two plans within 5%).
+	best := -1
+	for i, tp := range preds {
 		c := tp.ConfigS + tp.ReduceS
-		if c < cost*(1-1e-9) || c <= cost*(1+1e-9) && len(ds) < len(best) {
-			best, bestT, cost = ds, tp, c
+		if c > cheapest*(1+planSlack) {
+			continue
+		}
+		if best < 0 || len(cands[i]) < len(cands[best]) ||
+			len(cands[i]) == len(cands[best]) && c < preds[best].ConfigS+preds[best].ReduceS {
+			best = i
 		}
 	}
-	return best, bestT, nil
+	return cands[best], preds[best], nil
 }
+
+// planSlack is how much dearer (predicted) a plan of fewer layers may be and still be chosen.
+const planSlack = 0.05
 
 // planCandidates lists ordered factorisations of m into factors >= 2, larger first factors
 // first, at most maxPlanCandidates, always with direct ([m]) and binary.

@@ -8,7 +8,7 @@ import (
 	"kylix/core"
 )
 
-// Sending to a slow replica (replication; the Kylix paper, §V "packet racing"). A node's
+// Sending to a slow replica (replication; "Kylix: A Sparse Allreduce for Commodity Clusters", §V, "packet racing"). A node's
 // message goes to every replica of the destination node, and the receiver uses whichever copy
 // comes first. A replica that is slow to read (its process stopped for a moment, its link
 // slower) must then cost the sender nothing either: SendOrLeave returns once the copy is

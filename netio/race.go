@@ -7,10 +7,9 @@ import (
 	"kylix/core"
 )
 
-// Packet racing (the Kylix paper, "Sparse Allreduce: Efficient Scalable Communication for
-// Power-Law Data", §V). With replication every message for a node goes to all of its live
-// replicas, so a receiver gets up to s copies of each message, one from each replica of the
-// source node. Those copies are byte for byte the same (replicas hold the same data), so the
+// Packet racing ("Kylix: A Sparse Allreduce for Commodity Clusters", §V). With replication
+// every message for a node goes to all of its live replicas, so a receiver gets up to s copies
+// of each message, one from each replica of the source node. Those copies are byte for byte the same (replicas hold the same data), so the
 // receiver keys them by the source's node, lets the first copy win and drops the rest.
 //
 // Copies race on a TCP stream each, so a second copy often arrives while the first is still

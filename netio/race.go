@@ -9,8 +9,9 @@ import (
 
 // Packet racing ("Kylix: A Sparse Allreduce for Commodity Clusters", §V). With replication
 // every message for a node goes to all of its live replicas, so a receiver gets up to s copies
-// of each message, one from each replica of the source node. Those copies are byte for byte the same (replicas hold the same data), so the
-// receiver keys them by the source's node, lets the first copy win and drops the rest.
+// of each message, one from each replica of the source node. Those copies are byte for byte
+// the same (replicas hold the same data), so the receiver keys them by the source's node, lets
+// the first copy win and drops the rest.
 //
 // Copies race on a TCP stream each, so a second copy often arrives while the first is still
 // being read, and the first may never finish (its sender was killed in the middle of it). So a

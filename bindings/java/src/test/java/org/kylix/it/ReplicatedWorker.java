@@ -23,10 +23,10 @@ import org.kylix.Plan;
  *
  * <p>{@code ReplicatedWorker ENDDIR ITERS [RANK:CALL:ITER ...]}: rank r is replica r/(size/S) of
  * node r%(size/S) and its data depend on the node only (include/kylix.h, replication). Each
- * iteration: config + reduce (f64 SUM, width 8), allreduce (f64 SUM), configReduce (i64 MAX). CALL is
- * config, reduce, dense or cfgred: rank RANK sends itself SIGKILL from a thread 300 us after that
- * call of iteration ITER starts. ENDDIR is an empty directory where the survivors meet before
- * they close (see the end of main).
+ * iteration: config + reduce (f64 SUM, width 8), allreduce (f64 SUM), configReduce (i64 MAX).
+ * CALL is config, reduce, dense or cfgred: rank RANK sends itself SIGKILL from a thread 300 us
+ * after that call of iteration ITER starts. ENDDIR is an empty directory where the survivors meet
+ * before they close (see the end of main).
  */
 public final class ReplicatedWorker {
   static final int NFEAT = 1 << 21;

@@ -9,11 +9,12 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
- * Replication through the JNA binding (include/kylix.h, replication; the Kylix paper §V,
- * "Sparse Allreduce: Efficient Scalable Communication for Power-Law Data"): 4 ranks as 2 nodes x
- * 2 replicas under {@code kylixrun --replication 2} lose one replica of each node to SIGKILL in
- * the middle of a call (rank 3 in a reduce, rank 0 in a configReduce) and go on; the survivors
- * check every result against a brute force over the node data (ReplicatedWorker).
+ * Replication through the JNA binding (include/kylix.h, replication; "Kylix: A Sparse Allreduce
+ * for Commodity Clusters", §V): 4 ranks as 2 nodes x 2 replicas under {@code kylixrun
+ * --replication 2} lose one replica of each node to SIGKILL in the middle of a call (rank 3 in a
+ * reduce, rank 0 in a configReduce) and go on; the survivors check every result against a brute
+ * force over the node data (ReplicatedWorker). kylixrun exits 0 even when a replica exits
+ * non-zero, so every survivor's DONE line is what proves success.
  */
 class ReplicationTest {
   static final int ITERS = 4;

@@ -145,8 +145,14 @@ func (c *Comm) MeasureLinks() (*Links, error) {
 
 // needLinks reports whether this comm's options make its first config measure the links. The
 // options (degrees, min_packet, compress) must be the same on every rank, as degrees must be.
+//
+// Not with replication: the replicas of a node would time different rounds, send different
+// figures and so plan differently, while packet racing needs every replica of a node to send
+// the same bytes. A replicated comm plans with min_packet's default and compress=auto stays off
+// (compress=lz4 still compresses); measuring once at the process level is left for later.
 func (c *Comm) needLinks() bool {
-	return c.nodes() > 1 && (c.opts.Compress == "auto" || c.degrees == nil && c.opts.MinPacket <= 0)
+	return c.nodes() > 1 && c.opts.Replication <= 1 &&
+		(c.opts.Compress == "auto" || c.degrees == nil && c.opts.MinPacket <= 0)
 }
 
 // linksForConfig measures the links in config seq when this is the comm's first config and the
@@ -162,7 +168,10 @@ func (c *Comm) linksForConfig(seq uint64) error {
 
 // measureLinks runs the probe rounds inside collective seq and keeps the agreed model.
 func (c *Comm) measureLinks(seq uint64) (*Links, error) {
-	m, me := c.nodes(), c.node() // nodes: with replication a probe races to every replica
+	if c.opts.Replication > 1 {
+		return nil, Errorf(CodeArg, "links: not measured on a replicated comm (its replicas would time different rounds and plan differently)")
+	}
+	m, me := c.nodes(), c.node()
 	if m == 1 {
 		return nil, nil
 	}

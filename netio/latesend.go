@@ -251,11 +251,13 @@ func (p *peer) dropLate() {
 	q.mu.Unlock()
 }
 
-// waitLate waits, until deadline, for the late queue to be written (Close: a finalizing rank
-// still owes its slow peers these frames).
+// waitLate waits until the late queue is written or the peer is gone (Close: a finalizing rank
+// still owes a lagging replica these frames, and it may need them to finish). A peer that
+// stopped reading is declared dead after liveness_ms, which ends the wait; deadline bounds it
+// in any case.
 func (p *peer) waitLate(deadline time.Time) {
-	for p.lateBusy() && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	for p.lateBusy() && p.writable() == nil && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 

@@ -119,7 +119,11 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 	}
 	if degrees == nil {
 		var err error
-		if degrees, err = c.autoDegrees(seq, outIdx, len(outKeys)); err != nil {
+		es := 4 // bytes per value of the reduces to come: an f32 guess for a plain config
+		if vs != nil {
+			es = vs.es
+		}
+		if degrees, err = c.autoDegrees(seq, outIdx, len(outKeys), sameIndices(inIdx, outIdx), es); err != nil {
 			return nil, err
 		}
 		if vs != nil {
@@ -280,11 +284,11 @@ func sameLists(in, out [][]uint64) bool {
 	return true
 }
 
-// autoDegrees agrees with every rank on the feature count and the mean out density, then asks
-// the planner (Prop. 4.1) for degrees that keep messages above min_packet (the option, or the
-// measured links' agreed figure). Every rank computes the same answer from the same agreed
+// autoDegrees agrees with every rank on the feature count, the mean out density and whether
+// in = out everywhere, then asks the planner (planFor): the cost model on the measured links,
+// or Prop. 4.1's rule with min_packet. Every rank computes the same answer from the same agreed
 // numbers.
-func (c *Comm) autoDegrees(seq uint64, outIdx []int64, nUnique int) ([]int, error) {
+func (c *Comm) autoDegrees(seq uint64, outIdx []int64, nUnique int, same bool, es int) ([]int, error) {
 	m := c.nodes()
 	if m == 1 {
 		return nil, nil
@@ -293,14 +297,15 @@ func (c *Comm) autoDegrees(seq uint64, outIdx []int64, nUnique int) ([]int, erro
 	for _, x := range outIdx {
 		maxIdx = max(maxIdx, x)
 	}
-	all, err := c.allgatherSmall(seq, []uint64{uint64(nUnique), uint64(maxIdx + 1)})
+	all, err := c.allgatherSmall(seq, []uint64{uint64(nUnique), uint64(maxIdx + 1), uint64(b2i(same))})
 	if err != nil {
 		return nil, err
 	}
 	var total, n uint64
 	for r := 0; r < m; r++ {
-		total += all[2*r]
-		n = max(n, all[2*r+1])
+		total += all[3*r]
+		n = max(n, all[3*r+1])
+		same = same && all[3*r+2] == 1
 	}
 	if n == 0 || total == 0 {
 		return []int{m}, nil
@@ -308,11 +313,11 @@ func (c *Comm) autoDegrees(seq uint64, outIdx []int64, nUnique int) ([]int, erro
 	density := min(float64(total)/float64(m)/float64(n), 1)
 	// Plans are memoised by feature count and density to two significant digits: the planner
 	// costs milliseconds, and repeated configs of similar data must not pay it every time.
-	key := planKey{n: n, density: math.Float64bits(roundSig(density, 2))}
+	key := planKey{n: n, density: math.Float64bits(roundSig(density, 2)), same: same, es: es}
 	if ds, ok := c.planCache[key]; ok {
 		return ds, nil
 	}
-	ds, _, err := PlanDegrees(int64(n), density, m, DefaultAlpha, c.minPacket(), 8)
+	ds, err := c.planFor(int64(n), density, m, same, es) // costmodel_plan.go
 	if err != nil {
 		ds = []int{m} // the planner refuses only degenerate inputs; direct always works
 	}
@@ -326,6 +331,8 @@ func (c *Comm) autoDegrees(seq uint64, outIdx []int64, nUnique int) ([]int, erro
 type planKey struct {
 	n       uint64
 	density uint64
+	same    bool
+	es      int
 }
 
 // roundSig rounds x > 0 to d significant digits.

@@ -14,17 +14,25 @@ import (
 // permutation (the top's, from the caller's order). The first call measures; later calls
 // return the same figures.
 func MeasureComputeRates() ComputeRates {
-	ratesOnce.Do(func() { rates = measureRates() })
+	ratesOnce.Do(func() { rates = measureRates(1<<20, 1<<21, 3) })
 	return rates
 }
 
+// quickComputeRates is MeasureComputeRates on 2^15 keys and 2^16 values, best of two: about
+// 5 ms, for the link measurement to hand the planner (cache-resident sizes flatter the
+// kernels a little; the planner compares plans, which share that bias).
+func quickComputeRates() ComputeRates {
+	quickOnce.Do(func() { quick = measureRates(1<<15, 1<<16, 2) })
+	return quick
+}
+
 var (
-	ratesOnce sync.Once
-	rates     ComputeRates
+	ratesOnce, quickOnce sync.Once
+	rates, quick         ComputeRates
 )
 
-func measureRates() ComputeRates {
-	const n, nv = 1 << 20, 1 << 21
+// measureRates times the kernels on n keys and nv values, best of reps runs.
+func measureRates(n, nv, reps int) ComputeRates {
 	rng := rand.New(rand.NewPCG(1, 2))
 	idx := make([]int64, n)
 	for i := range idx {
@@ -32,7 +40,7 @@ func measureRates() ComputeRates {
 	}
 	best := func(f func()) float64 {
 		b := time.Duration(1 << 62)
-		for range 3 {
+		for range reps {
 			t := time.Now()
 			f()
 			b = min(b, time.Since(t))
@@ -41,7 +49,7 @@ func measureRates() ComputeRates {
 	}
 	var r ComputeRates
 	var keys []uint64
-	r.SortNs = best(func() { keys, _ = sortUnique(idx, 1) }) / n
+	r.SortNs = best(func() { keys, _ = sortUnique(idx, 1) }) / float64(n)
 	a, b := everyOther(keys, 0), everyOther(keys, 1)
 	r.MergeNs = best(func() { merge2(a, b) }) / float64(len(keys))
 	src := make([]byte, 4*nv)
@@ -50,10 +58,10 @@ func measureRates() ComputeRates {
 	for i := range inc {
 		inc[i] = int32(i)
 	}
-	r.CombineNs = best(func() { ScatterCombine(F32, Sum, dst, src, inc, 1) }) / nv
+	r.CombineNs = best(func() { ScatterCombine(F32, Sum, dst, src, inc, 1) }) / float64(nv)
 	perm := slices.Clone(inc)
 	rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
-	r.GatherNs = best(func() { Gather(F32, Sum, dst, src, perm, 1) }) / nv
+	r.GatherNs = best(func() { Gather(F32, Sum, dst, src, perm, 1) }) / float64(nv)
 	var enc indexEncoder
 	var dec indexDecoder
 	list := keys[:len(keys)/4] // a destination's share: a quarter of a rank's keys

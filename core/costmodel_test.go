@@ -2,6 +2,7 @@ package core
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -73,5 +74,49 @@ func TestMeasureComputeRates(t *testing.T) {
 		if !(v > 0 && v < 1e5) {
 			t.Errorf("%s: %g ns per element", what, v)
 		}
+	}
+}
+
+func TestPlanCandidates(t *testing.T) {
+	if got := planCandidates(12); len(got) != 8 || !slices.Equal(got[0], []int{12}) {
+		t.Errorf("12: %v", got)
+	}
+	c64 := planCandidates(64)
+	if len(c64) != 32 || !slices.ContainsFunc(c64, func(ds []int) bool { return slices.Equal(ds, []int{2, 2, 2, 2, 2, 2}) }) {
+		t.Errorf("64: %d candidates", len(c64))
+	}
+	if got := planCandidates(1 << 20); len(got) != maxPlanCandidates+1 { // capped, binary added
+		t.Errorf("2^20: %d candidates", len(got))
+	}
+}
+
+// The cost model's choice: on loopback-like links, where a layer's own merge and combine cost
+// more than any message's overhead, direct; when the per-message overhead dwarfs the data
+// (tiny sets on a slow-to-start link), more layers of smaller degree; among plans within 5%
+// of the cheapest, the one of fewest layers.
+func TestPlanDegreesByCost(t *testing.T) {
+	rates := ComputeRates{SortNs: 30, MergeNs: 4, CombineNs: 0.6, GatherNs: 1.3, EncodeNs: 12, DecodeNs: 22}
+	loop := &Links{OverheadS: 50e-6, BytesPerSec: 2e9}
+	w := Workload{ValueBytes: 4, InEqualsOut: true, IndexRatio: 1}
+	for _, d := range []float64{0.03, 0.2} {
+		ds, _, err := PlanDegreesByCost(1e7, d, 4, 1, loop, Cluster{}, rates, w)
+		if err != nil || !slices.Equal(ds, []int{4}) {
+			t.Errorf("loopback, 4 nodes, density %g: %v %v, want direct", d, ds, err)
+		}
+	}
+	slow := &Links{OverheadS: 20e-3, BytesPerSec: 1e9}
+	ds, _, err := PlanDegreesByCost(1e5, 0.01, 64, 1, slow, Cluster{}, rates, w)
+	if err != nil || len(ds) < 3 {
+		t.Errorf("20 ms per message, 1000 keys a node: %v %v, want three layers or more", ds, err)
+	}
+	// Twitter on the paper's EC2 figures: 8x4x2 and 16x4 are within 1% of each other; the
+	// two-layer plan is taken.
+	ec2 := &Links{OverheadS: 0.4e6 * 0.7 / 0.3 / 1.25e9, BytesPerSec: 1.25e9}
+	ds, tp, err := PlanDegreesByCost(6e7, 0.21, 64, 1, ec2, Cluster{}, rates, Workload{ValueBytes: 4})
+	if err != nil || len(ds) != 2 {
+		t.Errorf("Twitter on EC2: %v (%+v) %v, want two layers", ds, tp, err)
+	}
+	if _, _, err := PlanDegreesByCost(1e5, 0.01, 4, 1, nil, Cluster{}, rates, w); err == nil {
+		t.Error("no link accepted")
 	}
 }

@@ -60,7 +60,10 @@ type Links struct {
 	ProbeS      float64     `json:"probe_s"`         // how long the measurement took (this rank)
 	Peers       []LinkPeer  `json:"peers,omitempty"` // this rank's own measured links
 	Source      string      `json:"source,omitempty"`
-	peerIdx     map[int]int // rank -> index in Peers
+	// Rates are the compute rates every rank plans with (degrees=auto): each rank's quick
+	// measurement, the median over ranks.
+	Rates   ComputeRates `json:"compute_rates"`
+	peerIdx map[int]int  // rank -> index in Peers
 }
 
 // LinkPeer is one link this rank measured itself, fitted as Links is: for decisions about
@@ -244,11 +247,40 @@ func (c *Comm) measureLinks(seq uint64) (*Links, error) {
 		}
 		l.Peers = append(l.Peers, LinkPeer{Rank: peer, Points: curvePoints(sizes, rtt)})
 	}
+	rates, err := c.agreeRates(seq, quickComputeRates())
+	if err != nil {
+		return nil, err
+	}
+	l.Rates = rates
 	l.ProbeS = time.Since(start).Seconds()
 	l.Source = "measured"
 	l.finish()
 	c.setLinks(l)
 	return l, nil
+}
+
+// agreeRates gives every rank the median over ranks of each compute rate, so that all plan
+// alike.
+func (c *Comm) agreeRates(seq uint64, mine ComputeRates) (ComputeRates, error) {
+	f := []*float64{&mine.SortNs, &mine.MergeNs, &mine.CombineNs, &mine.GatherNs, &mine.EncodeNs, &mine.DecodeNs}
+	words := make([]uint64, len(f))
+	for i, p := range f {
+		words[i] = math.Float64bits(*p)
+	}
+	all, err := c.allgatherSmall(seq, words)
+	if err != nil {
+		return ComputeRates{}, err
+	}
+	m := len(all) / len(f)
+	for i, p := range f {
+		v := make([]float64, m)
+		for r := range v {
+			v[r] = math.Float64frombits(all[r*len(f)+i])
+		}
+		slices.Sort(v)
+		*p = (v[(m-1)/2] + v[m/2]) / 2
+	}
+	return mine, nil
 }
 
 // linksFrom turns the gathered round trips into the agreed model: per size the median over all

@@ -170,10 +170,12 @@ const char *kylix_errmsg(const kylix_comm *c);
  *                    (no frame, no heartbeat) this long is dead (default 5000)
  *     secret         shared job secret; peers that do not prove it are refused
  *                    (empty: unauthenticated)
- *     min_packet     smallest efficient message in bytes, for degrees=auto
- *                    (default: measured on the job's links by the first
- *                    config that needs it, the size reaching 80% of the
- *                    link's throughput; 1 MiB when it cannot be measured)
+ *     min_packet     smallest efficient message in bytes.  Given: degrees=auto
+ *                    keeps messages above it (Prop. 4.1's rule).  Not given:
+ *                    the first config that needs it measures the job's
+ *                    links and reports the size reaching 80% of their rate,
+ *                    and degrees=auto plans by predicted time on them
+ *                    (1 MiB and the rule when nothing is measured)
  *     threads        workers for sorting, merging, combining   (default cores;
  *                    and gathering; same bits for any count   kylixrun: cores
  *                                                             per local rank)

@@ -42,6 +42,9 @@ func printLinks(w io.Writer, l *core.Links, ranks int) {
 		fmt.Fprintf(w, "%-12d %-14.1f %-12.1f %-10s %.1f\n", p.Bytes, 1e6*p.Seconds, p.BytesPerSec/1e6,
 			fmt.Sprintf("%.0f%%", 100*p.BytesPerSec/l.BytesPerSec), 1e6*l.Time(float64(p.Bytes)))
 	}
+	r := l.Rates
+	fmt.Fprintf(w, "compute rates agreed for planning (ns per element): sort %.1f, merge level %.2f, combine %.2f, gather %.2f, encode %.1f, decode %.1f\n",
+		r.SortNs, r.MergeNs, r.CombineNs, r.GatherNs, r.EncodeNs, r.DecodeNs)
 	for _, p := range l.Peers {
 		fmt.Fprintf(w, "rank 0 to rank %d: %.1f us + bytes / %.1f MB/s\n", p.Rank, 1e6*p.OverheadS, p.BytesPerSec/1e6)
 	}

@@ -171,6 +171,10 @@ func predictPlans(w io.Writer, n int64, density, alpha float64, ranks int, plann
 		preds = append(preds, tp)
 		fmt.Fprintf(w, "%-10s %-12s %-12.4g %-12.4g %.4g\n", p.name, core.FormatDegrees(p.ds), tp.ConfigS, tp.ReduceS, tp.ConfigS+tp.ReduceS)
 	}
+	if best, bt, err := core.PlanDegreesByCost(n, density, ranks, alpha, ts.link, ts.cluster, ts.rates, ts.work); err == nil {
+		fmt.Fprintf(w, "%-10s %-12s %-12.4g %-12.4g %.4g   (degrees=auto on measured links: fewest layers within 5%% of the cheapest)\n",
+			"by cost", core.FormatDegrees(best), bt.ConfigS, bt.ReduceS, bt.ConfigS+bt.ReduceS)
+	}
 	tp := preds[0]
 	fmt.Fprintf(w, "%s %s by layer (ms): config top sort %.3g, reduce top+bottom gathers %.3g\n", how, core.FormatDegrees(planned), 1e3*tp.SortS, 1e3*tp.TopS)
 	fmt.Fprintf(w, "%-7s %-7s %-12s %-11s %-11s %-11s %-11s %-11s %s\n", "layer", "degree", "keys/msg", "config net", "config cpu", "down net", "down cpu", "up net", "up cpu")

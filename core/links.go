@@ -129,10 +129,14 @@ func (l *Links) finish() {
 }
 
 // MeasureLinks measures the links now (a collective: every rank calls it) and keeps the result
-// for planning (degrees=auto without min_packet) and compress=auto.
+// for planning (degrees=auto without min_packet) and compress=auto. A replicated comm cannot
+// agree on measured figures (needLinks) and gets CodeArg.
 func (c *Comm) MeasureLinks() (*Links, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
+	}
+	if c.opts.Replication > 1 {
+		return nil, c.Reject(Errorf(CodeArg, "replication: links are not measured with replication %d > 1 (replicas' timings race)", c.opts.Replication))
 	}
 	var l *Links
 	err := c.collective(Fingerprint{Kind: KindLinks}, func(seq uint64) error {
@@ -149,10 +153,10 @@ func (c *Comm) MeasureLinks() (*Links, error) {
 // needLinks reports whether this comm's options make its first config measure the links. The
 // options (degrees, min_packet, compress) must be the same on every rank, as degrees must be.
 //
-// Not with replication: the replicas of a node would time different rounds, send different
-// figures and so plan differently, while packet racing needs every replica of a node to send
-// the same bytes. A replicated comm plans with min_packet's default and compress=auto stays off
-// (compress=lz4 still compresses); measuring once at the process level is left for later.
+// A replicated comm does not measure: its messages race, a rank takes whichever replica's copy
+// arrives first, and replicas' timings differ, so ranks could see different figures, stop the
+// sweep at different sizes and plan different degrees. Such a comm plans with min_packet (1 MiB
+// unless given) and compress=auto leaves index lists alone.
 func (c *Comm) needLinks() bool {
 	return c.nodes() > 1 && c.opts.Replication <= 1 &&
 		(c.opts.Compress == "auto" || c.degrees == nil && c.opts.MinPacket <= 0)

@@ -8,8 +8,10 @@ type netState struct {
 	mu    sync.Mutex // Stats reads these while a collective may be setting them
 	links *Links
 	tried bool // the first config's measurement ran (or was not needed)
-	// Running estimates (exponential means over this comm's messages) of the codec's cost per
-	// key, each way, and of the compression ratio of index bytes.
+	// The codec's cost per key each way, the least seen over this comm's messages (its own
+	// speed: time lost to preemption on shared cores would inflate a mean, and one stalled
+	// message must not stop compression for the rest of the comm), and the compression ratio
+	// of index bytes, a running mean.
 	encNs, decNs, ratio float64
 }
 
@@ -81,11 +83,18 @@ func (c *Comm) noteConfigMsg(tag Tag, f msgFigures, sent bool) {
 	defer n.mu.Unlock()
 	ns := float64(f.took.Nanoseconds()) / float64(f.keys)
 	if sent {
-		n.encNs = ema(n.encNs, ns)
+		n.encNs = least(n.encNs, ns)
 	} else {
-		n.decNs = ema(n.decNs, ns)
+		n.decNs = least(n.decNs, ns)
 	}
 	n.ratio = ema(n.ratio, float64(f.raw)/float64(f.wire))
+}
+
+func least(old, x float64) float64 {
+	if old == 0 {
+		return x
+	}
+	return min(old, x)
 }
 
 func ema(old, x float64) float64 {

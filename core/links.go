@@ -175,9 +175,6 @@ func (c *Comm) linksForConfig(seq uint64) error {
 
 // measureLinks runs the probe rounds inside collective seq and keeps the agreed model.
 func (c *Comm) measureLinks(seq uint64) (*Links, error) {
-	if c.opts.Replication > 1 {
-		return nil, Errorf(CodeArg, "links: not measured on a replicated comm (its replicas would time different rounds and plan differently)")
-	}
 	m, me := c.nodes(), c.node()
 	if m == 1 {
 		return nil, nil

@@ -175,7 +175,7 @@ func (c *Comm) linksForConfig(seq uint64) error {
 
 // measureLinks runs the probe rounds inside collective seq and keeps the agreed model.
 func (c *Comm) measureLinks(seq uint64) (*Links, error) {
-	m, me := c.nodes(), c.node() // nodes: with replication a probe races to every replica
+	m, me := c.nodes(), c.node()
 	if m == 1 {
 		return nil, nil
 	}

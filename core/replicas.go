@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// Replication (the Kylix paper, "Sparse Allreduce: Efficient Scalable Communication for
-// Power-Law Data", §V): a job of size ranks with replication s runs the collectives of
-// m = size/s nodes. Rank r is replica r/m of node r%m; the s replicas of a node are given the
-// same data and make the same calls, so they send the same bytes.
+// Replication ("Kylix: A Sparse Allreduce for Commodity Clusters", §V): a job of size ranks
+// with replication s runs the collectives of m = size/s nodes. Rank r is replica r/m of node
+// r%m; the s replicas of a node are given the same data and make the same calls, so they send
+// the same bytes.
 //
 // replicaTransport is the node-level transport the algorithms see (rank = node, size = m) over
 // the process-level one: a message for node j goes to every live replica of j, and a receive

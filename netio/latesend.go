@@ -8,7 +8,7 @@ import (
 	"kylix/core"
 )
 
-// Sending to a slow replica (replication; the Kylix paper, §V "packet racing"). A node's
+// Sending to a slow replica (replication; "Kylix: A Sparse Allreduce for Commodity Clusters", §V, "packet racing"). A node's
 // message goes to every replica of the destination node, and the receiver uses whichever copy
 // comes first. A replica that is slow to read (its process stopped for a moment, its link
 // slower) must then cost the sender nothing either: SendOrLeave returns once the copy is
@@ -251,11 +251,13 @@ func (p *peer) dropLate() {
 	q.mu.Unlock()
 }
 
-// waitLate waits, until deadline, for the late queue to be written (Close: a finalizing rank
-// still owes its slow peers these frames).
+// waitLate waits until the late queue is written or the peer is gone (Close: a finalizing rank
+// still owes a lagging replica these frames, and it may need them to finish). A peer that
+// stopped reading is declared dead after liveness_ms, which ends the wait; deadline bounds it
+// in any case.
 func (p *peer) waitLate(deadline time.Time) {
-	for p.lateBusy() && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	for p.lateBusy() && p.writable() == nil && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 

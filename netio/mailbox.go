@@ -70,9 +70,12 @@ type seqBox struct {
 	// only waits on r at once; other waits run out their own timer (still within timeout_ms)
 	// and name whom they waited for.
 	stalled map[int]error
-	// done holds the racing messages (race.go) a copy has already won: filed, or landed in
-	// their place. Later copies are dropped.
-	done map[msgKey]bool
+	// Racing messages (race.go): accepted[k] counts the messages of key k a copy has won
+	// (filed, or landed in their place), seen[{k, r}] the frames of key k rank r has sent.
+	// The i-th frame of a key from any replica carries the same message, so a frame whose
+	// index is below accepted is a copy that lost, and is dropped.
+	accepted map[msgKey]int
+	seen     map[copyKey]int
 }
 
 type waiter struct {
@@ -130,7 +133,7 @@ func (b *seqBox) free() {
 func (m *mailbox) box(seq uint64) *seqBox {
 	b := m.boxes[seq]
 	if b == nil {
-		b = &seqBox{msgs: map[msgKey][]frame{}, done: map[msgKey]bool{}}
+		b = &seqBox{msgs: map[msgKey][]frame{}, accepted: map[msgKey]int{}, seen: map[copyKey]int{}}
 		m.boxes[seq] = b
 	}
 	return b
@@ -184,6 +187,12 @@ func (m *mailbox) currentFP() core.Fingerprint {
 
 // deliver files a data frame from src. data is owned by the mailbox from now on.
 func (m *mailbox) deliver(src int, seq uint64, layer, phase uint8, fp core.Fingerprint, data []byte) {
+	m.deliverCopy(src, seq, layer, phase, fp, data, 0)
+}
+
+// deliverCopy is deliver; for a racing frame, idx is its place among src's frames of its key in
+// seq (claimRace), and a copy of a message another replica's copy already delivered is dropped.
+func (m *mailbox) deliverCopy(src int, seq uint64, layer, phase uint8, fp core.Fingerprint, data []byte, idx int) {
 	m.heard(src)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -203,12 +212,12 @@ func (m *mailbox) deliver(src int, seq uint64, layer, phase uint8, fp core.Finge
 	}
 	k := m.key(layer, phase, src)
 	if phase&raceBit != 0 {
-		if b.done[k] { // another copy won
+		if idx < b.accepted[k] { // another copy won
 			putBuf(data)
 			m.raced(src, false, len(data))
 			return
 		}
-		b.done[k] = true
+		b.accepted[k] = idx + 1
 		m.raced(src, true, len(data))
 		if p := m.posts[k]; p != nil && p.seq == seq && p.state == postFilling {
 			// Other copies are being offered into the post: complete it from this one.

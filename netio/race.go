@@ -7,11 +7,11 @@ import (
 	"kylix/core"
 )
 
-// Packet racing (the Kylix paper, "Sparse Allreduce: Efficient Scalable Communication for
-// Power-Law Data", §V). With replication every message for a node goes to all of its live
-// replicas, so a receiver gets up to s copies of each message, one from each replica of the
-// source node. Those copies are byte for byte the same (replicas hold the same data), so the
-// receiver keys them by the source's node, lets the first copy win and drops the rest.
+// Packet racing ("Kylix: A Sparse Allreduce for Commodity Clusters", §V). With replication
+// every message for a node goes to all of its live replicas, so a receiver gets up to s copies
+// of each message, one from each replica of the source node. Those copies are byte for byte
+// the same (replicas hold the same data), so the receiver keys them by the source's node, lets
+// the first copy win and drops the rest.
 //
 // Copies race on a TCP stream each, so a second copy often arrives while the first is still
 // being read, and the first may never finish (its sender was killed in the middle of it). So a
@@ -144,39 +144,51 @@ const (
 	raceDiscard                   // another copy already won: read and drop it
 )
 
-// claimRace is asked by a reader before it reads a racing payload of n bytes from src.
-func (m *mailbox) claimRace(src int, seq uint64, layer, phase uint8, fp core.Fingerprint, n int) (raceAction, *post) {
+// copyKey names the frames of one key from one rank (seqBox.seen).
+type copyKey struct {
+	k   msgKey
+	src int
+}
+
+// claimRace is asked by a reader before it reads a racing payload of n bytes from src. It also
+// numbers the frame among src's frames of its key (idx): a key may carry several messages in
+// one collective, and the i-th frame from every replica is the same message.
+func (m *mailbox) claimRace(src int, seq uint64, layer, phase uint8, fp core.Fingerprint, n int) (action raceAction, into *post, idx int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed != nil || m.stale(seq) {
-		return raceDiscard, nil
+		return raceDiscard, nil, 0
 	}
 	k := m.key(layer, phase, src)
-	if b := m.boxes[seq]; b != nil && (b.fail != nil || b.done[k]) {
-		return raceDiscard, nil
+	b := m.box(seq)
+	ck := copyKey{k, src}
+	idx = b.seen[ck]
+	b.seen[ck] = idx + 1
+	if b.fail != nil || idx < b.accepted[k] {
+		return raceDiscard, nil, idx
 	}
 	if !m.started || seq != m.cur || fp != m.fp {
-		return raceBuffer, nil // deliver checks the fingerprint and files or drops it
+		return raceBuffer, nil, idx // deliver checks the fingerprint and files or drops it
 	}
 	p := m.posts[k]
-	if p == nil || p.seq != seq {
-		return raceBuffer, nil
+	if p == nil || p.seq != seq || idx != b.accepted[k] {
+		return raceBuffer, nil, idx
 	}
 	switch p.state {
 	case postLanded, postEarly:
-		return raceDiscard, nil
+		return raceBuffer, nil, idx // the next message of the key: it waits for its own post
 	}
 	if len(p.dst) != n {
 		if p.state == postOpen {
 			p.state = postLanded
 			p.err = lengthError(src, seq, layer, phase, n, len(p.dst))
-			m.box(seq).done[k] = true
+			b.accepted[k] = idx + 1
 			m.wakeKey(seq, k)
 		}
-		return raceDiscard, nil
+		return raceDiscard, nil, idx
 	}
 	p.state = postFilling
-	return raceOffer, p
+	return raceOffer, p, idx
 }
 
 // offer copies what chunk (bytes off.. of a racing copy from src) adds to the filled prefix of
@@ -195,7 +207,7 @@ func (m *mailbox) offer(src int, p *post, off int, chunk []byte) (stop, won bool
 	}
 	if p.filled == len(p.dst) {
 		p.state = postLanded
-		m.box(p.seq).done[k] = true
+		m.box(p.seq).accepted[k]++
 		m.wakeKey(p.seq, k)
 		return true, true
 	}
@@ -203,16 +215,16 @@ func (m *mailbox) offer(src int, p *post, off int, chunk []byte) (stop, won bool
 	return false, false
 }
 
-// raceDone reports whether a copy of the racing message has already won, so a copy being
-// buffered can stop.
-func (m *mailbox) raceDone(src int, seq uint64, layer, phase uint8) bool {
+// raceDone reports whether another copy of the racing message (src's frame idx of its key) has
+// already won, so a copy being buffered can stop.
+func (m *mailbox) raceDone(src int, seq uint64, layer, phase uint8, idx int) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed != nil || m.stale(seq) {
 		return true
 	}
 	b := m.boxes[seq]
-	return b != nil && (b.fail != nil || b.done[m.key(layer, phase, src)])
+	return b != nil && (b.fail != nil || idx < b.accepted[m.key(layer, phase, src)])
 }
 
 // raced counts a copy from src: won, or lost after reading n bytes of it.
@@ -244,12 +256,12 @@ func (m *mailbox) putRacing(src int, tag core.Tag, fp core.Fingerprint, bufs [][
 	phase := wirePhase(tag)
 	m.heard(src)
 	m.calling(src, tag.Seq)
-	action, into := m.claimRace(src, tag.Seq, tag.Layer, phase, fp, n)
+	action, into, idx := m.claimRace(src, tag.Seq, tag.Layer, phase, fp, n)
 	switch action {
 	case raceDiscard:
 		m.raced(src, false, n)
 	case raceBuffer:
-		m.deliver(src, tag.Seq, tag.Layer, phase, fp, gather(bufs, n))
+		m.deliverCopy(src, tag.Seq, tag.Layer, phase, fp, gather(bufs, n), idx)
 	case raceOffer:
 		off := 0
 		for _, b := range bufs {

@@ -83,6 +83,23 @@ func TestRacingCopies(t *testing.T) {
 		t.Fatalf("recv: %d bytes, %v", len(b), err)
 	}
 
+	// A key that carries several messages in one collective (the link probes' agreement):
+	// the i-th copy from either replica is message i, in order.
+	tagK := core.Tag{FP: fpAll, Seq: 5, Layer: 9, Phase: core.PhaseSmall, Race: true}
+	for _, r := range []int{1, 2} {
+		for i := range 3 {
+			if err := ts[r].Send(0, tagK, []byte{byte(i), byte(r)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range 3 {
+		within(t, 5*time.Second, func() { b, err = ts[0].Recv(1, tagK) })
+		if err != nil || len(b) != 2 || b[0] != byte(i) {
+			t.Fatalf("message %d of a repeated key: %v, %v", i, b, err)
+		}
+	}
+
 	// Replica 1 dies halfway through its copy, before replica 2's copy arrives: replica 2's
 	// copy completes the place, which replica 1's half had begun to fill.
 	whole, place = sentinelPlace(n)
@@ -108,8 +125,8 @@ func TestRacingCopies(t *testing.T) {
 	st := ts[0].RaceStats()
 	won := st[1].CopiesWon + st[2].CopiesWon
 	lost := st[1].CopiesLost + st[2].CopiesLost
-	if won != 3 || lost != 2 || st[1].DupBytes+st[2].DupBytes < 1000 {
-		t.Errorf("race stats %+v: want 3 won, 2 lost (one whole copy, one recv copy), duplicate bytes counted", st)
+	if won != 6 || lost != 5 || st[1].DupBytes+st[2].DupBytes < 1000 {
+		t.Errorf("race stats %+v: want 6 won, 5 lost (a whole copy, a recv copy, 3 small ones), duplicate bytes counted", st)
 	}
 	closeAll(ts)
 	noLeak(t, base)

@@ -218,12 +218,13 @@ func (t *TCP) Abort(seq uint64, err error) {
 // Close says bye to every live peer, closes the connections and waits for the readers.
 func (t *TCP) Close() error {
 	t.closeOnce.Do(func() {
-		deadline := time.Now().Add(min(t.timeout, time.Second))
+		owed := time.Now().Add(t.timeout)
 		for _, p := range t.peers {
 			if p != nil {
-				p.waitLate(deadline) // frames this rank still owes a slow replica
+				p.waitLate(owed) // frames this rank still owes a slow replica
 			}
 		}
+		deadline := time.Now().Add(min(t.timeout, time.Second))
 		t.closing.Store(true)
 		close(t.done)
 		var wg sync.WaitGroup
@@ -481,7 +482,7 @@ func (t *TCP) readLoop(p *peer) {
 // when it has none yet, or discarded once another copy has won.
 func (t *TCP) readRacing(p *peer, br *bufio.Reader, h *Header) error {
 	n := int(h.Len)
-	action, into := t.mb.claimRace(p.rank, h.Seq, h.Layer, h.Phase, h.FP, n)
+	action, into, idx := t.mb.claimRace(p.rank, h.Seq, h.Layer, h.Phase, h.FP, n)
 	var data []byte
 	switch action {
 	case raceDiscard:
@@ -519,14 +520,14 @@ func (t *TCP) readRacing(p *peer, br *bufio.Reader, h *Header) error {
 				t.mb.raced(p.rank, won, off)
 				return t.discard(p, br, n-off)
 			}
-		} else if off < n && t.mb.raceDone(p.rank, h.Seq, h.Layer, h.Phase) {
+		} else if off < n && t.mb.raceDone(p.rank, h.Seq, h.Layer, h.Phase, idx) {
 			putBuf(data)
 			t.mb.raced(p.rank, false, off)
 			return t.discard(p, br, n-off)
 		}
 	}
 	if data != nil {
-		t.mb.deliver(p.rank, h.Seq, h.Layer, h.Phase, h.FP, data) // counts it won or lost
+		t.mb.deliverCopy(p.rank, h.Seq, h.Layer, h.Phase, h.FP, data, idx) // counts it won or lost
 	}
 	return nil
 }

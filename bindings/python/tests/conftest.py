@@ -142,14 +142,16 @@ def kylixrun() -> Path:
 
 @pytest.fixture
 def job(kylixrun, tmp_path):
-    """job(n, script, *args, degrees=None, keep_going=False, env=None) -> Result."""
+    """job(n, script, *args, degrees=None, replication=None, keep_going=False, env=None)."""
 
     def run(n: int, script: str, *args: str, degrees: Optional[str] = None,
-            keep_going: bool = False, env: Optional[Dict[str, str]] = None,
-            python_args: Sequence[str] = ()) -> Result:
+            replication: Optional[int] = None, keep_going: bool = False,
+            env: Optional[Dict[str, str]] = None, python_args: Sequence[str] = ()) -> Result:
         argv = [str(kylixrun), "-n", str(n), "--tag-output", "--job-timeout", str(JOB_TIMEOUT_S)]
         if degrees:
             argv += ["--degrees", degrees]
+        if replication:
+            argv += ["--replication", str(replication)]
         if keep_going:
             argv.append("--keep-going")
         target = script if os.path.isabs(script) else str(TESTS / script)

@@ -18,8 +18,9 @@ import (
 // Sizes double from probeMinBytes; after each size the ranks exchange their times, so every
 // rank sees the same figures and takes the same decision to go on: the sweep ends at
 // probeMaxBytes, at a size whose median round took longer than probeStepBudget (a slow link:
-// the sizes so far are all bytes), or past probeSweep when the rounds so far have used
-// probeBudget (a machine so busy that the probe runs late still gets a curve to fit). The agreed curve takes, at each size, the median over
+// the sizes so far are all bytes), or when the rounds so far have used probeBudget and two
+// sizes took probeByteBound times the tiny probe's round trip, so that the rate can be fitted
+// (on loopback that means sizes of half a megabyte, even when a busy machine runs late). The agreed curve takes, at each size, the median over
 // all measured links of their best of probeReps rounds (the best: a 2-core machine shared with
 // other work preempts ranks; the median: one slow link does not set the job's figures).
 //
@@ -31,9 +32,9 @@ const (
 	probeTinyBytes  = 64
 	probeMinBytes   = 16 << 10
 	probeMaxBytes   = 8 << 20
-	probeSweep      = 256 << 10 // sizes up to this are always measured (but on a slow link)
+	probeByteBound  = 4 // a round trip this many times the tiny one's is mostly bytes
 	probeReps       = 3
-	probeBudget     = 60 * time.Millisecond
+	probeBudget     = 40 * time.Millisecond
 	probeStepBudget = 8 * time.Millisecond
 	peakFraction    = 0.8
 )
@@ -202,6 +203,8 @@ func (c *Comm) measureLinks(seq uint64) (*Links, error) {
 	var sizes []int
 	var agreed [][]uint64 // per size: every rank's best round trip per shift (ns), in rank order
 	own := make([][]time.Duration, len(shifts))
+	var tiny time.Duration // the tiny probe's typical round trip
+	byteBound := 0         // sizes whose round trip is mostly bytes (probeByteBound x tiny's)
 	for s := probeTinyBytes; ; {
 		words := make([]uint64, len(shifts)+1)
 		for h, k := range shifts {
@@ -226,8 +229,13 @@ func (c *Comm) measureLinks(seq uint64) (*Links, error) {
 		// round can take milliseconds of scheduling, which says nothing of the link. The next
 		// size costs about twice this one's round, probeReps times per shift.
 		typical := time.Duration(1e9 * medianRound(all, len(shifts), m))
+		if len(sizes) == 1 {
+			tiny = typical
+		} else if typical >= probeByteBound*tiny {
+			byteBound++
+		}
 		next := time.Duration(elapsed) + 2*typical*time.Duration(probeReps*len(shifts))
-		if s >= probeMaxBytes || len(sizes) > 1 && typical > probeStepBudget || s >= probeSweep && next > probeBudget {
+		if s >= probeMaxBytes || len(sizes) > 1 && typical > probeStepBudget || byteBound >= 2 && next > probeBudget {
 			break
 		}
 		if s == probeTinyBytes {

@@ -3,7 +3,6 @@ package netio
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -73,10 +72,6 @@ func (t *TCP) keepAlive(liveness time.Duration) {
 				if unread(p.conn) > 0 {
 					t.mb.alive(p.rank)
 				} else {
-					if os.Getenv("KYLIX_DEBUG_LIVENESS") != "" {
-						buf := make([]byte, 1<<20)
-						os.Stderr.Write(buf[:runtime.Stack(buf, true)])
-					}
 					p.down(core.Errorf(core.CodePeer, "rank %d is lost: nothing heard from it for %v (liveness_ms %d: its process stopped, its host is down or the link is cut)",
 						core.RankRef(p.rank), silent.Round(time.Millisecond), liveness.Milliseconds()))
 					continue
@@ -143,7 +138,7 @@ func (m *mailbox) reportStall(tag core.Tag, k msgKey, from int, waited time.Dura
 		kind = m.fp.Kind.String()
 	}
 	who := fmt.Sprintf("rank %d", from)
-	if srcs := m.sources(k, from); len(srcs) > 1 {
+	if srcs, _ := m.sources(k, from); srcs != nil {
 		who = fmt.Sprintf("node %d (ranks %s)", k.src, joinInts(srcs))
 	}
 	notCalled := "every rank has called it"

@@ -79,20 +79,22 @@ func (m *mailbox) key(layer, phase uint8, src int) msgKey {
 	return msgKey{layer, phase, src}
 }
 
-// sources are the ranks a message with key k may come from.
-func (m *mailbox) sources(k msgKey, from int) []int {
+// sources are the ranks a message with key k may come from: the members of the source's node
+// for a racing message, else from alone (returned in one, with nil: waits call this on every
+// wake-up, and the common case must not allocate).
+func (m *mailbox) sources(k msgKey, from int) (group []int, one int) {
 	if k.phase&raceBit != 0 && m.groupOf != nil {
-		return m.members[k.src]
+		return m.members[k.src], -1
 	}
-	return []int{from}
+	return nil, from
 }
 
 // goneLocked is why no copy of a message from `from` can come any more: every rank it may come
 // from is dead. One dead rank keeps its own error; several are named together.
 func (m *mailbox) goneLocked(k msgKey, from int) error {
-	srcs := m.sources(k, from)
-	if len(srcs) == 1 {
-		return m.dead[srcs[0]]
+	srcs, one := m.sources(k, from)
+	if srcs == nil {
+		return m.dead[one]
 	}
 	var why []string
 	var refs []any
@@ -109,8 +111,12 @@ func (m *mailbox) goneLocked(k msgKey, from int) error {
 
 // lastDataFrom is the latest data from any rank the message may come from (unix ns).
 func (m *mailbox) lastDataFrom(k msgKey, from int) int64 {
+	srcs, one := m.sources(k, from)
+	if srcs == nil {
+		return m.lastData[one].Load()
+	}
 	var last int64
-	for _, r := range m.sources(k, from) {
+	for _, r := range srcs {
 		last = max(last, m.lastData[r].Load())
 	}
 	return last
@@ -119,8 +125,12 @@ func (m *mailbox) lastDataFrom(k msgKey, from int) int64 {
 // stalledLocked is the timeout report that ends a wait for k: the source's, or for a racing
 // message the report of every live replica of the source node.
 func (m *mailbox) stalledLocked(b *seqBox, k msgKey, from int) error {
+	srcs, one := m.sources(k, from)
+	if srcs == nil {
+		return b.stalled[one]
+	}
 	var first error
-	for _, r := range m.sources(k, from) {
+	for _, r := range srcs {
 		if m.dead[r] != nil {
 			continue
 		}

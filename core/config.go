@@ -33,7 +33,7 @@ func (c *Comm) Config(outIdx, inIdx []int64) (*Plan, error) {
 	}
 	p := &Plan{c: c, id: uint32(c.seq), nOut: len(outIdx), nIn: len(inIdx)}
 	err := c.collective(Fingerprint{Kind: KindConfig, Plan: p.id}, func(seq uint64) error {
-		_, err := p.configure(seq, outIdx, inIdx, nil, nil)
+		_, err := p.configure(seq, outIdx, inIdx, nil, nil, true)
 		return err
 	})
 	if err != nil {
@@ -72,7 +72,7 @@ func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVal
 	vs := &valueSpec{d: d, o: o, width: width, es: width * d.Size()}
 	fp := Fingerprint{Kind: KindConfigReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
 	err = c.collective(fp, func(seq uint64) error {
-		v, err := p.configure(seq, outIdx, inIdx, outVals, vs)
+		v, err := p.configure(seq, outIdx, inIdx, outVals, vs, keep)
 		if err != nil {
 			return err
 		}
@@ -90,15 +90,19 @@ func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVal
 }
 
 // configure runs the configuration pass for p. With vs it also carries and reduces the values
-// and returns the fully reduced values of the bottom out keys.
-func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *valueSpec) ([]byte, error) {
+// and returns the fully reduced values of the bottom out keys. pack puts the top in bucket
+// order (packtop.go): it costs config a pass and 4 bytes a key on the wire at layer 0 and
+// pays back on every reduce, so a one-shot config_reduce whose plan is not kept skips it.
+func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *valueSpec, pack bool) ([]byte, error) {
 	c := p.c
 	threads := c.threads()
 	so := sortUniqueInto(outIdx, threads, &c.sortBuf)
 	outKeys, outPos := so.keys, so.pos
 	inKeys, inPos := outKeys, outPos
-	if !sameIndices(inIdx, outIdx) { // in = out is common (PageRank, model sync): sort once
-		si := sortUniqueInto(inIdx, threads, &c.sortBuf)
+	same := sameIndices(inIdx, outIdx)
+	si := so
+	if !same { // in = out is common (PageRank, model sync): sort once
+		si = sortUniqueInto(inIdx, threads, &c.sortBuf)
 		inKeys, inPos = si.keys, si.pos
 	}
 	p.outPos, p.inPos, p.out0, p.in0 = outPos, inPos, len(outKeys), len(inKeys)
@@ -123,7 +127,7 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 		if vs != nil {
 			es = vs.es
 		}
-		if degrees, err = c.autoDegrees(seq, outIdx, len(outKeys), sameIndices(inIdx, outIdx), es); err != nil {
+		if degrees, err = c.autoDegrees(seq, outIdx, len(outKeys), same, es); err != nil {
 			return nil, err
 		}
 		if vs != nil {
@@ -142,12 +146,17 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 		cb := newCombiner(vs.d, vs.o, vs.width, v)
 		cb.scatter(outVals, outPos)
 	}
+	var outRowKey, inRowKey []int32
+	if pack && topo.Layers() > 0 {
+		outRowKey, inRowKey = p.packTop(outIdx, inIdx, so, si, same)
+	}
 	p.layers = make([]layerMap, topo.Layers())
 	for i := range p.layers {
-		outKeys, inKeys, v, err = p.configLayer(seq, i, outKeys, inKeys, v, vs)
+		outKeys, inKeys, v, err = p.configLayer(seq, i, outKeys, inKeys, v, vs, outRowKey, inRowKey)
 		if err != nil {
 			return nil, err
 		}
+		outRowKey, inRowKey = nil, nil
 	}
 	p.bottomIdentity = len(inKeys) == len(outKeys) &&
 		(len(inKeys) == 0 || &inKeys[0] == &outKeys[0] || slices.Equal(inKeys, outKeys))
@@ -158,10 +167,37 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 	return v, nil
 }
 
+// packTop puts the plan's layer-0 vectors in top-bucket order (packtop.go) and keeps the rows
+// reduce streams the caller's values into and the answers out of. It returns the sorted key
+// of every row (out, in), whose slices the layer-0 config messages carry as perms. The sorted-order
+// maps are dropped: a packed plan's reduce does not use them.
+func (p *Plan) packTop(outIdx, inIdx []int64, so, si sorted, same bool) (outRowKey, inRowKey []int32) {
+	d0, threads := p.topo.Degrees[0], p.c.threads()
+	outRowKey, p.outDst = packTop(outIdx, so.keys, so.pos, so.repeat, d0, threads)
+	p.outAll = answerRows(p.outDst, so.pos, so.first, so.repeat)
+	p.outRestRow = make([]int32, len(so.rest))
+	for i, q := range so.rest {
+		p.outRestRow[i] = p.outAll[q]
+	}
+	inRowKey, p.inRow = outRowKey, p.outAll
+	if !same {
+		var inDst []int32
+		inRowKey, inDst = packTop(inIdx, si.keys, si.pos, si.repeat, d0, threads)
+		p.inRow = answerRows(inDst, si.pos, si.first, si.repeat)
+	}
+	p.packed = true
+	p.outPos, p.inPos, p.outFirst, p.outRest, p.outRestPos = nil, nil, nil, nil, nil
+	return outRowKey, inRowKey
+}
+
 // configLayer splits this node's sorted keys among its layer-i group, sends each member its
 // slice (with values when vs != nil), and merges what the members sent into the keys (and
 // values) this node holds below the layer.
-func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *valueSpec) ([]uint64, []uint64, []byte, error) {
+//
+// At layer 0 of a packed plan outRowKey and inRowKey are this node's rows of its sorted keys in
+// top-bucket order: each message carries its slices' rows (perms), and the maps kept are of
+// the senders' bucket-ordered rows, with the sub-range bounds that down combines by.
+func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *valueSpec, outRowKey, inRowKey []int32) ([]uint64, []uint64, []byte, error) {
 	c, t := p.c, p.topo
 	node, d := c.node(), t.Degrees[i]
 	me := t.Digit(node, i)
@@ -192,7 +228,11 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 		if !same {
 			keys += ib - ia
 		}
-		msg := buildConfigMsg(out[oa:ob], in[ia:ib], same, vals, c.compressTo(to, keys))
+		var outPerm, inPerm []int32
+		if outRowKey != nil {
+			outPerm, inPerm = outRowKey[oa:ob], inRowKey[ia:ib]
+		}
+		msg := buildConfigMsg(out[oa:ob], in[ia:ib], same, outPerm, inPerm, vals, c.compressTo(to, keys))
 		c.noteConfigMsg(tag, msg.msgFigures, true)
 		sg.send(to, tag, msg.bufs...)
 	}
@@ -200,6 +240,8 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 	outLists := make([][]uint64, d)
 	inLists := make([][]uint64, d)
 	valLists := make([][]byte, d)
+	outPerms := make([][]int32, d)
+	inPerms := make([][]int32, d)
 	payloads := make([][]byte, 0, d) // released once merged
 	defer func() {
 		for _, b := range payloads {
@@ -215,6 +257,13 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 			if vs != nil {
 				valLists[g] = v[oa*es : ob*es]
 			}
+			if outRowKey != nil {
+				outPerms[g] = outRowKey[oa:ob]
+				inPerms[g] = outPerms[g]
+				if !same {
+					inPerms[g] = inRowKey[lm.inSplit[g]:lm.inSplit[g+1]]
+				}
+			}
 			continue
 		}
 		from := t.Member(node, i, g)
@@ -224,8 +273,12 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 			break
 		}
 		payloads = append(payloads, b)
-		var fig msgFigures
-		outLists[g], inLists[g], valLists[g], fig, rerr = parseConfigMsg(b, es, from)
+		m, fig, err := parseConfigMsg(b, es, from, outRowKey != nil)
+		if err != nil {
+			rerr = err
+			break
+		}
+		outLists[g], inLists[g], valLists[g], outPerms[g], inPerms[g] = m.out, m.in, m.vals, m.outPerm, m.inPerm
 		c.noteConfigMsg(tag, fig, false)
 	}
 	if err := sg.wait(); rerr == nil {
@@ -237,18 +290,35 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 
 	newOut, outMaps := treeMerge(outLists)
 	newIn, inMaps := newOut, outMaps
-	if !sameLists(inLists, outLists) {
+	sameIn := sameLists(inLists, outLists)
+	if !sameIn {
 		newIn, inMaps = treeMerge(inLists)
 	}
-	lm.outMaps, lm.inMaps, lm.outLen, lm.inLen = outMaps, inMaps, len(newOut), len(newIn)
 	var nv []byte
-	if vs != nil {
+	if vs != nil { // the values travel in sorted order at config: combine with the sorted maps
 		nv = make([]byte, len(newOut)*es)
 		cb := newCombiner(vs.d, vs.o, vs.width, nv)
 		for g := 0; g < d; g++ { // source order, never arrival order: bitwise reproducible
 			cb.scatter(valLists[g], outMaps[g])
 		}
 	}
+	if outRowKey != nil {
+		b := subBits(d)
+		lm.outBounds = make([][]int, d)
+		for g := 0; g < d; g++ {
+			from := t.Member(node, i, g)
+			lm.outBounds[g] = bucketBounds(outLists[g], d, b, me<<b, 1<<b)
+			var err error
+			if outMaps[g], err = packedMap(outMaps[g], outPerms[g], from); err == nil && !sameIn {
+				inMaps[g], err = packedMap(inMaps[g], inPerms[g], from)
+			}
+			if err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		lm.mergedBounds = bucketBounds(newOut, d, b, me<<b, 1<<b)
+	}
+	lm.outMaps, lm.inMaps, lm.outLen, lm.inLen = outMaps, inMaps, len(newOut), len(newIn)
 	return newOut, newIn, nv, nil
 }
 

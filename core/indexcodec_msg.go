@@ -8,9 +8,13 @@ import (
 // Config messages: the index lists a node sends a member of its group at one layer, plain or
 // compressed (indexcodec.go), with the values of config_reduce behind them.
 //
-// Plain:       [out count][in count, or sameAsOut][out keys][in keys][values]
+// Plain:       [out count][in count, or sameAsOut][out keys][in keys][perms][values]
 // Compressed:  [out count | msgCompressed][in count, or sameAsOut][out bytes][in bytes]
-//              [out list][in list][zeros to a multiple of 8][values]
+//              [out list][in list][zeros to a multiple of 8][perms][values]
+//
+// perms, only at layer 0 of a plan with layers (msgPerm set in the out count): the out keys'
+// rows in the sender's top-bucket order (packtop.go), 4 bytes each, then the in keys' (unless
+// sameAsOut), then zeros to a multiple of 8.
 //
 // Every word is 8 bytes, little-endian. The flag travels in each message, so every message
 // is decided on its own (compress=auto) and the receiver needs no agreement to read it. Values
@@ -21,6 +25,7 @@ const (
 	// sameAsOut in a config message's in-key count says the in keys are the out keys (sent once).
 	sameAsOut     = ^uint64(0)
 	msgCompressed = uint64(1) << 62
+	msgPerm       = uint64(1) << 61
 	plainHdr      = 16
 	packedHdr     = 32
 	// maxListKeys bounds a list's key count before any arithmetic on it (plans index keys with
@@ -49,22 +54,40 @@ type msgFigures struct {
 }
 
 // buildConfigMsg makes the message carrying out, in (ignored when same: the in keys are the out
-// keys) and vals, compressed when pack is set. The buffers it returns are its own (or the
-// caller's keys and values), so several messages may be in flight at once.
-func buildConfigMsg(out, in []uint64, same bool, vals []byte, pack bool) configMsg {
+// keys), their perms (when outPerm != nil) and vals, compressed when pack is set. The buffers
+// it returns are its own (or the caller's keys and values), so several messages may be in
+// flight at once.
+func buildConfigMsg(out, in []uint64, same bool, outPerm, inPerm []int32, vals []byte, pack bool) configMsg {
 	ni := uint64(len(in))
 	keys := len(out) + len(in)
 	if same {
 		ni, keys = sameAsOut, len(out)
 	}
+	flags := uint64(0)
+	var perms []byte
+	if outPerm != nil {
+		flags = msgPerm
+		np := len(outPerm)
+		if !same {
+			np += len(inPerm)
+		}
+		perms = make([]byte, (4*np+7)&^7)
+		copy(perms, permBytes(outPerm))
+		if !same {
+			copy(perms[4*len(outPerm):], permBytes(inPerm))
+		}
+	}
 	raw := 8 * keys
 	if !pack {
 		h := make([]byte, plainHdr)
-		putU64(h, uint64(len(out)))
+		putU64(h, uint64(len(out))|flags)
 		putU64(h[8:], ni)
 		bufs := [][]byte{h, keyBytes(out)}
 		if !same {
 			bufs = append(bufs, keyBytes(in))
+		}
+		if perms != nil {
+			bufs = append(bufs, perms)
 		}
 		if vals != nil {
 			bufs = append(bufs, vals)
@@ -84,54 +107,93 @@ func buildConfigMsg(out, in []uint64, same bool, vals []byte, pack bool) configM
 	for len(b)%8 != 0 {
 		b = append(b, 0)
 	}
-	putU64(b, uint64(len(out))|msgCompressed)
+	putU64(b, uint64(len(out))|msgCompressed|flags)
 	putU64(b[8:], ni)
 	putU64(b[16:], uint64(ol))
 	putU64(b[24:], uint64(il))
 	bufs := [][]byte{b}
+	if perms != nil {
+		bufs = append(bufs, perms)
+	}
 	if vals != nil {
 		bufs = append(bufs, vals)
 	}
 	return configMsg{bufs, msgFigures{keys: keys, raw: raw, wire: ol + il, packed: true, took: time.Since(start)}}
 }
 
-// parseConfigMsg splits a config message from rank `from`: out keys, in keys, then values (es
-// bytes per out key, none when es == 0). Plain keys are views of b; decoded ones are new slices.
-func parseConfigMsg(b []byte, es, from int) (out, in []uint64, vals []byte, fig msgFigures, err error) {
+// configLists is what a config message carries: the key lists, their perms (nil unless the
+// sender set them: layer 0 of a plan with layers) and the values (es bytes per out key).
+type configLists struct {
+	out, in         []uint64
+	outPerm, inPerm []int32
+	vals            []byte
+}
+
+// parseConfigMsg splits a config message from rank `from`: out keys, in keys, perms, then
+// values (es bytes per out key, none when es == 0). wantPerm says whether perms must be there.
+// Plain keys are views of b; decoded ones and perms are new slices.
+func parseConfigMsg(b []byte, es, from int, wantPerm bool) (m configLists, fig msgFigures, err error) {
 	if len(b) >= 8 && getU64(b)&msgCompressed != 0 {
-		return parsePackedMsg(b, es, from)
+		return parsePackedMsg(b, es, from, wantPerm)
 	}
 	if len(b) < plainHdr {
-		return nil, nil, nil, fig, Errorf(CodeInternal, "rank %d sent a config message of %d bytes", RankRef(from), len(b))
+		return m, fig, Errorf(CodeInternal, "rank %d sent a config message of %d bytes", RankRef(from), len(b))
 	}
 	no, ni := getU64(b), getU64(b[8:])
+	hasPerm := no&msgPerm != 0
+	no &^= msgPerm
 	same := ni == sameAsOut
 	if same {
 		ni = 0
 	}
-	if no > uint64(len(b)) || ni > uint64(len(b)) || uint64(len(b)) != plainHdr+8*no+8*ni+no*uint64(es) {
-		return nil, nil, nil, fig, Errorf(CodeInternal, "rank %d sent a malformed config message (%d out, %d in keys in %d bytes)", RankRef(from), no, ni, len(b))
+	var pl uint64
+	if hasPerm && no <= maxListKeys && ni <= maxListKeys {
+		pl = permLen(no, ni)
+	}
+	if hasPerm != wantPerm || no > uint64(len(b)) || ni > uint64(len(b)) || uint64(len(b)) != plainHdr+8*no+8*ni+pl+no*uint64(es) {
+		return m, fig, Errorf(CodeInternal, "rank %d sent a malformed config message (%d out, %d in keys in %d bytes)", RankRef(from), no, ni, len(b))
 	}
 	ko := plainHdr + 8*no
 	ki := ko + 8*ni
-	out = bytesKeys(b[plainHdr:ko])
-	in = out
+	m.out = bytesKeys(b[plainHdr:ko])
+	m.in = m.out
 	if !same {
-		in = bytesKeys(b[ko:ki])
+		m.in = bytesKeys(b[ko:ki])
 	}
+	if err = m.readPerms(b[ki:ki+pl], hasPerm, same, from); err != nil {
+		return m, fig, err
+	}
+	m.vals = b[ki+pl:]
 	k := int(no + ni)
-	return out, in, b[ki:], msgFigures{keys: k, raw: 8 * k, wire: 8 * k}, nil
+	return m, msgFigures{keys: k, raw: 8 * k, wire: 8 * k}, nil
+}
+
+// permLen is the bytes of the perms of no out and ni in keys, padded to 8.
+func permLen(no, ni uint64) uint64 { return (4*(no+ni) + 7) &^ 7 }
+
+// readPerms takes the perms out of their region p (when the message has them).
+func (m *configLists) readPerms(p []byte, has, same bool, from int) error {
+	if !has {
+		return nil
+	}
+	m.outPerm = bytesPerm(p[:4*len(m.out)])
+	m.inPerm = m.outPerm
+	if !same {
+		m.inPerm = bytesPerm(p[4*len(m.out) : 4*(len(m.out)+len(m.in))])
+	}
+	return nil // packedMap checks them as it uses them
 }
 
 // parsePackedMsg is parseConfigMsg for a compressed message.
-func parsePackedMsg(b []byte, es, from int) (out, in []uint64, vals []byte, fig msgFigures, err error) {
+func parsePackedMsg(b []byte, es, from int, wantPerm bool) (m configLists, fig msgFigures, err error) {
 	malformed := func(what string) error {
 		return Errorf(CodeInternal, "rank %d sent a malformed compressed config message of %d bytes: %s", RankRef(from), len(b), what)
 	}
 	if len(b) < packedHdr {
-		return nil, nil, nil, fig, malformed("no header")
+		return m, fig, malformed("no header")
 	}
-	no, ni := getU64(b)&^msgCompressed, getU64(b[8:])
+	no, ni := getU64(b)&^(msgCompressed|msgPerm), getU64(b[8:])
+	hasPerm := getU64(b)&msgPerm != 0
 	ol, il := getU64(b[16:]), getU64(b[24:])
 	same := ni == sameAsOut
 	if same {
@@ -140,26 +202,37 @@ func parsePackedMsg(b []byte, es, from int) (out, in []uint64, vals []byte, fig 
 	rest := uint64(len(b) - packedHdr)
 	switch {
 	case no > maxListKeys || ni > maxListKeys:
-		return nil, nil, nil, fig, malformed("key counts out of range")
+		return m, fig, malformed("key counts out of range")
 	case ol > rest || il > rest-ol || same && il != 0:
-		return nil, nil, nil, fig, malformed("list lengths do not fit")
+		return m, fig, malformed("list lengths do not fit")
+	case hasPerm != wantPerm:
+		return m, fig, malformed("perms missing or unexpected")
 	}
-	vs := (packedHdr + ol + il + 7) &^ 7
+	ps := (packedHdr + ol + il + 7) &^ 7
+	var pl uint64
+	if hasPerm {
+		pl = permLen(no, ni)
+	}
+	vs := ps + pl
 	if vs > uint64(len(b)) || es > 0 && no > (uint64(len(b))-vs)/uint64(es) || uint64(len(b))-vs != no*uint64(es) {
-		return nil, nil, nil, fig, malformed("the values do not match the out keys")
+		return m, fig, malformed("the values do not match the out keys")
 	}
 	start := time.Now()
 	dec := decoders.Get().(*indexDecoder)
 	defer decoders.Put(dec)
-	if out, err = dec.decodeList(b[packedHdr:packedHdr+ol], int(no), from); err != nil {
-		return nil, nil, nil, fig, err
+	if m.out, err = dec.decodeList(b[packedHdr:packedHdr+ol], int(no), from); err != nil {
+		return m, fig, err
 	}
-	in = out
+	m.in = m.out
 	if !same {
-		if in, err = dec.decodeList(b[packedHdr+ol:packedHdr+ol+il], int(ni), from); err != nil {
-			return nil, nil, nil, fig, err
+		if m.in, err = dec.decodeList(b[packedHdr+ol:packedHdr+ol+il], int(ni), from); err != nil {
+			return m, fig, err
 		}
 	}
+	if err = m.readPerms(b[ps:vs], hasPerm, same, from); err != nil {
+		return m, fig, err
+	}
+	m.vals = b[vs:]
 	k := int(no + ni)
-	return out, in, b[vs:], msgFigures{keys: k, raw: 8 * k, wire: int(ol + il), packed: true, took: time.Since(start)}, nil
+	return m, msgFigures{keys: k, raw: 8 * k, wire: int(ol + il), packed: true, took: time.Since(start)}, nil
 }

@@ -573,3 +573,45 @@ func gatherBytes[T kernNum](dst, src []byte, idx []int32, w int, id T) {
 		copy(dst, kernBytes(x))
 	}
 }
+
+// ---- Scatter ----
+
+// Scatter copies row p of src to row idx[p] of dst (rows of es bytes): the move of a stable
+// partition (packtop.go), the inverse of Gather's. Rows go as 8- or 4-byte words where es
+// allows, else by copy; an index outside dst's rows panics. With repeated indices the last row
+// wins (reduce's maps never repeat one).
+func Scatter(dst, src []byte, idx []int32, es int) {
+	if es < 1 || len(src) != len(idx)*es || len(dst)%es != 0 {
+		kernPanic("Scatter: dst %d bytes, src %d bytes, %d indices of %d bytes", len(dst), len(src), len(idx), es)
+	}
+	switch {
+	case es%8 == 0:
+		scatterWords[int64](dst, src, idx, es/8)
+	case es%4 == 0:
+		scatterWords[int32](dst, src, idx, es/4)
+	default:
+		for p, j := range idx {
+			copy(dst[int(j)*es:int(j)*es+es], src[p*es:p*es+es])
+		}
+	}
+}
+
+func scatterWords[T kernNum](dst, src []byte, idx []int32, w int) {
+	x, aligned := kernView[T](dst)
+	y, _ := kernView[T](src)
+	y = y[:len(idx)*w]
+	if w == 1 {
+		y = y[:len(idx)]
+		for p, j := range idx {
+			x[j] = y[p]
+		}
+	} else {
+		for p, j := range idx {
+			r := int(j) * w
+			copy(x[r:r+w], y[p*w:p*w+w])
+		}
+	}
+	if !aligned {
+		copy(dst, kernBytes(x))
+	}
+}

@@ -22,7 +22,15 @@ type Plan struct {
 	// bottomIdentity: the bottom in keys are the bottom out keys (in = out), so the bottom
 	// map is skipped and the reduced out values are the in values.
 	bottomIdentity bool
-	vals           *planBufs // value buffers, sized by the first reduce (planbufs.go)
+	// packed: the plan has layers and keeps its layer-0 vector in top-bucket order (packtop.go).
+	// outDst[j] is the row caller out position j fills (a repeat: a row after the keys),
+	// outRestRow the key row each repeat folds into, outAll every out position's key row (for
+	// a user op's fold; outDst when nothing repeats), inRow[j] the row caller in position j
+	// reads its answer from.
+	packed                     bool
+	outDst, outRestRow, outAll []int32
+	inRow                      []int32
+	vals                       *planBufs // value buffers, sized by the first reduce (planbufs.go)
 	freed          bool
 }
 
@@ -34,6 +42,12 @@ type layerMap struct {
 	inMaps   [][]int32 // member g's in keys -> positions in the merged in keys below
 	outLen   int       // merged out keys below this layer
 	inLen    int
+	// Layer 0 of a packed plan: the senders' rows come in top-bucket order and the maps are of
+	// those rows, random inside each sub-range. outBounds[g] are sender g's rows per sub-range
+	// and mergedBounds the merged out keys' (down combines sub-range by sub-range); nil on
+	// the other layers, whose maps are increasing.
+	outBounds    [][]int
+	mergedBounds []int
 }
 
 // Degrees returns the plan's layer degrees (empty for one node).
@@ -49,6 +63,7 @@ func (p *Plan) Free() error {
 		return nil
 	}
 	p.layers, p.outPos, p.inPos, p.bottom, p.vals, p.outFirst, p.outRest, p.outRestPos = nil, nil, nil, nil, nil, nil, nil, nil
+	p.outDst, p.outRestRow, p.outAll, p.inRow = nil, nil, nil, nil
 	return nil
 }
 

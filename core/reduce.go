@@ -82,6 +82,29 @@ func (p *Plan) down(seq uint64, i int, b *planBufs, vs *valueSpec) error {
 		}
 	}
 	dst := b.vec[i+1]
+	var rerr error
+	if lm.mergedBounds != nil {
+		rerr = p.combineBuckets(i, b, vs, tag, dst)
+	} else {
+		rerr = p.combineMonotone(i, b, vs, tag, dst)
+	}
+	for g := 0; g < d && rerr == nil; g++ {
+		if g != me { // landed whole by now (an empty tail included): counts the message
+			_, rerr = c.t.Await(t.Member(node, i, g), tag)
+		}
+	}
+	if err := sg.wait(); rerr == nil {
+		rerr = err
+	}
+	return rerr
+}
+
+// combineMonotone combines the members' slices of a layer whose maps are increasing into dst.
+func (p *Plan) combineMonotone(i int, b *planBufs, vs *valueSpec, tag Tag, dst []byte) error {
+	c, t, lm := p.c, p.topo, &p.layers[i]
+	node, d, es := c.node(), t.Degrees[i], vs.es
+	me := t.Digit(node, i)
+	v := b.vec[i]
 	var cb combiner
 	if vs.o.Builtin() {
 		p.identity(dst, vs)
@@ -117,15 +140,73 @@ func (p *Plan) down(seq uint64, i int, b *planBufs, vs *valueSpec) error {
 			cur[g] = hi
 		}
 	}
-	for g := 0; g < d && rerr == nil; g++ {
-		if g != me { // landed whole by now (an empty tail included): counts the message
-			_, rerr = c.t.Await(t.Member(node, i, g), tag)
+	return rerr
+}
+
+// combineBuckets combines the members' slices of layer 0 of a packed plan into dst, sub-range
+// by sub-range of the merged keys (packtop.go): each member's rows of a sub-range are a
+// contiguous run of its message, mapped at random only inside the sub-range's part of dst, so
+// the writes stay in cache. A sub-range is combined in source order once every source's rows
+// of it have landed, while the rest streams in; with threads, consecutive sub-ranges go to
+// different workers (each is combined whole by one, so the bits do not depend on threads).
+func (p *Plan) combineBuckets(i int, b *planBufs, vs *valueSpec, tag Tag, dst []byte) error {
+	c, t, lm := p.c, p.topo, &p.layers[i]
+	node, d, es := c.node(), t.Degrees[i], vs.es
+	me := t.Digit(node, i)
+	v := b.vec[i]
+	own := v[lm.outSplit[me]*es : lm.outSplit[me+1]*es]
+	builtin := vs.o.Builtin()
+	var cb combiner
+	if !builtin {
+		cb = newCombiner(vs.d, vs.o, vs.width, dst)
+	}
+	nsub := len(lm.mergedBounds) - 1
+	w := 1
+	if builtin {
+		w = min(workersFor(lm.outLen, c.threads()), nsub)
+	}
+	for s0 := 0; s0 < nsub; s0 += w {
+		s1 := min(nsub, s0+w)
+		for g := 0; g < d; g++ {
+			if g != me {
+				if err := c.t.AwaitPrefix(t.Member(node, i, g), tag, lm.outBounds[g][s1]*es); err != nil {
+					return err
+				}
+			}
+		}
+		if w == 1 {
+			for s := s0; s < s1; s++ {
+				p.combineSub(i, s, b, own, dst, vs, &cb)
+			}
+			continue
+		}
+		parallel(s1-s0, func(k int) { p.combineSub(i, s0+k, b, own, dst, vs, nil) })
+	}
+	return nil
+}
+
+// combineSub combines every source's rows of sub-range s into dst, in source order; a
+// built-in op starts the sub-range from its identity, a user op folds through cb.
+func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec, cb *combiner) {
+	lm := &p.layers[i]
+	me := p.topo.Digit(p.c.node(), i)
+	es := vs.es
+	if cb == nil || cb.u == nil {
+		lo, hi := lm.mergedBounds[s], lm.mergedBounds[s+1]
+		Identity(vs.d, vs.o, dst[lo*es:hi*es])
+	}
+	for g := range lm.outMaps {
+		src := own
+		if g != me {
+			src = b.slot[i][g]
+		}
+		a, e := lm.outBounds[g][s], lm.outBounds[g][s+1]
+		if cb == nil || cb.u == nil {
+			ScatterCombine(vs.d, vs.o, dst, src[a*es:e*es], lm.outMaps[g][a:e], vs.width)
+		} else {
+			cb.scatter(src[a*es:e*es], lm.outMaps[g][a:e])
 		}
 	}
-	if err := sg.wait(); rerr == nil {
-		rerr = err
-	}
-	return rerr
 }
 
 // downSegment is how many bytes of the merged vector a down layer combines at a time.
@@ -179,7 +260,11 @@ func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec) erro
 		}
 		vin = above
 	}
-	p.gather(inVals, vin, p.inPos, vs)
+	if p.packed { // the answers stream out of the top buckets
+		p.gather(inVals, vin, p.inRow, vs)
+	} else {
+		p.gather(inVals, vin, p.inPos, vs)
+	}
 	return nil
 }
 
@@ -192,6 +277,10 @@ func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec) erro
 // an index folded in in caller order. A user op goes through its combiner.
 func (p *Plan) top(b *planBufs, outVals []byte, vs *valueSpec) {
 	v := b.vec[0]
+	if p.packed {
+		p.topPacked(v, outVals, vs)
+		return
+	}
 	if !vs.o.Builtin() || p.outFirst == nil {
 		cb := newCombiner(vs.d, vs.o, vs.width, v)
 		cb.scatter(outVals, p.outPos)
@@ -202,6 +291,30 @@ func (p *Plan) top(b *planBufs, outVals []byte, vs *valueSpec) {
 		rest := b.rest // b, not p.vals: a request issued later may have carved p.vals anew
 		Gather(vs.d, vs.o, rest, outVals, p.outRest, vs.width)
 		ScatterCombine(vs.d, vs.o, v, rest, p.outRestPos, vs.width)
+	}
+}
+
+// topPacked fills the top-bucket ordered layer-0 vector v of a packed plan: a stable
+// partition of the caller's values (streaming: a few dozen write heads), the repeats landing
+// in the rows after the keys and then folded into their keys' rows in caller order. A user op
+// with repeats folds every value through its combiner instead.
+func (p *Plan) topPacked(v, outVals []byte, vs *valueSpec) {
+	es := vs.es
+	keys := v[:p.out0*es]
+	if len(p.outRestRow) > 0 && !vs.o.Builtin() {
+		cb := newCombiner(vs.d, vs.o, vs.width, keys)
+		cb.scatter(outVals, p.outAll)
+		return
+	}
+	if workersFor(len(p.outDst), p.c.threads()) == 1 { // no closure to allocate
+		Scatter(v, outVals, p.outDst, es)
+	} else {
+		parallelRanges(len(p.outDst), p.c.threads(), func(lo, hi int) {
+			Scatter(v, outVals[lo*es:hi*es], p.outDst[lo:hi], es)
+		})
+	}
+	if len(p.outRestRow) > 0 {
+		ScatterCombine(vs.d, vs.o, keys, v[p.out0*es:], p.outRestRow, vs.width)
 	}
 }
 

@@ -29,6 +29,7 @@ type sorted struct {
 	keys        []uint64
 	pos         []int32
 	first, rest []int32
+	repeat      []bool // repeat[j]: input position j repeats an earlier one (nil: none does)
 }
 
 // sortUniqueInto is sortUnique with the inverse map, and with the big scratch array taken from
@@ -138,7 +139,7 @@ func sortUniqueInto(idx []int64, threads int, buf *[]keyPos) sorted {
 			rest = append(rest, int32(q))
 		}
 	}
-	return sorted{keys: keys, pos: pos, first: first, rest: rest}
+	return sorted{keys: keys, pos: pos, first: first, rest: rest, repeat: repeat}
 }
 
 type keyPos struct {

@@ -87,7 +87,13 @@ func (m *mailbox) progress(src int, p *post, n int, layer, phase uint8) {
 	defer m.mu.Unlock()
 	if p.state == postFilling {
 		p.filled = n
-		m.wakeKey(p.seq, m.key(layer, phase, src))
+		k := m.key(layer, phase, src)
+		for _, w := range m.waiters { // only prefix waits that now have their bytes: a wait
+			// for the whole message, woken every chunk, would only go back to sleep
+			if w.seq == p.seq && w.key == k && w.need >= 0 && w.need <= n {
+				wake(w)
+			}
+		}
 	}
 }
 

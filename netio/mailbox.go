@@ -81,6 +81,7 @@ type seqBox struct {
 type waiter struct {
 	seq   uint64
 	key   msgKey
+	need  int           // a prefix wait's bytes (progress below it does not wake), else < 0
 	ch    chan struct{} // buffered(1): a wake-up is never lost and never blocks the sender
 	timer *time.Timer   // stopped while the waiter is free
 }
@@ -462,6 +463,7 @@ func (m *mailbox) wait(from int, tag core.Tag, prefix int) (ready, error) {
 		}
 		if w == nil {
 			w = m.getWaiter(tag.Seq, k)
+			w.need = prefix
 			m.waiters = append(m.waiters, w)
 			w.timer.Reset(m.nextCheck(m.timeout, nextStall))
 		}

@@ -31,7 +31,7 @@ type Plan struct {
 	outDst, outRestRow, outAll []int32
 	inRow                      []int32
 	vals                       *planBufs // value buffers, sized by the first reduce (planbufs.go)
-	freed          bool
+	freed                      bool
 }
 
 // layerMap is what config learned about one communication layer.

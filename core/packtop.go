@@ -79,12 +79,12 @@ func packTop(idx []int64, keys []uint64, pos []int32, repeat []bool, d0, threads
 	dst = make([]int32, n)
 	w := workersFor(n, threads)
 	parts := split(n, w)
-	counts := make([][]int32, w) // per worker: first occurrences per bucket, then repeats
-	if w == 1 {
-		counts[0] = make([]int32, nb+1) // the bucket bounds say it all: no counting pass
-	}
+	// Per worker: first occurrences per bucket, then repeats. A worker's rows start after the
+	// earlier workers' in every bucket, so the last part needs no count (nor does a lone one).
+	counts := make([][]int32, w)
+	counts[w-1] = make([]int32, nb+1)
 	parallel(w, func(t int) {
-		if w == 1 {
+		if t == w-1 {
 			return
 		}
 		c := make([]int32, nb+1)

@@ -151,7 +151,11 @@ func PredictTime(degrees []int, layers []LayerPrediction, bottomElems float64, l
 			cfgLocal /= ratio
 			packed += localMsgs
 		}
-		lt.ConfigNet = net(keys*keyBytes/ratio, cfgLocal)
+		var perms float64 // layer 0: each key's row in the sender's top-bucket order, never compressed
+		if i == 0 {
+			perms = keys * keyBytes / 2
+		}
+		lt.ConfigNet = net(keys*keyBytes/ratio+perms, cfgLocal+perms)
 		lt.ConfigCPU = ns(lp.ElemsPerNode * math.Ceil(math.Log2(float64(d))) * r.MergeNs)
 		if ratio > 1 {
 			lt.ConfigCPU += ns(keys * float64(packed) * (r.EncodeNs + r.DecodeNs) * keyBytes / 8)

@@ -13,7 +13,7 @@ import (
 // Wire constants (docs/ARCHITECTURE.md, "Wire format").
 const (
 	HeaderSize      = 56 // bytes of a frame header
-	ProtocolVersion = 1  // bumped on any incompatible change of frames or handshake
+	ProtocolVersion = 2  // bumped on any incompatible change of frames, handshake or config messages (2: perms)
 )
 
 // Magic opens every frame.

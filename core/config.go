@@ -173,7 +173,7 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 // maps are dropped: a packed plan's reduce does not use them.
 func (p *Plan) packTop(outIdx, inIdx []int64, so, si sorted, same bool) (outRowKey, inRowKey []int32) {
 	d0, threads := p.topo.Degrees[0], p.c.threads()
-	outRowKey, p.outDst = packTop(outIdx, so.keys, so.pos, so.repeat, d0, threads)
+	outRowKey, p.outDst = packTop(outIdx, so.keys, so.pos, so.repeat, d0, threads, &p.c.rowKeyBuf[0])
 	p.outAll = answerRows(p.outDst, so.pos, so.first, so.repeat)
 	p.outRestRow = make([]int32, len(so.rest))
 	for i, q := range so.rest {
@@ -182,7 +182,7 @@ func (p *Plan) packTop(outIdx, inIdx []int64, so, si sorted, same bool) (outRowK
 	inRowKey, p.inRow = outRowKey, p.outAll
 	if !same {
 		var inDst []int32
-		inRowKey, inDst = packTop(inIdx, si.keys, si.pos, si.repeat, d0, threads)
+		inRowKey, inDst = packTop(inIdx, si.keys, si.pos, si.repeat, d0, threads, &p.c.rowKeyBuf[1])
 		p.inRow = answerRows(inDst, si.pos, si.first, si.repeat)
 	}
 	p.packed = true
@@ -202,6 +202,7 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 	node, d := c.node(), t.Degrees[i]
 	me := t.Digit(node, i)
 	lm := &p.layers[i]
+	withPerm := p.packed && i == 0 // layer 0 of a packed plan: messages carry perms
 	lm.outSplit = SplitPoints(out, t.Degrees, i)
 	lm.inSplit = SplitPoints(in, t.Degrees, i)
 	phase := PhaseConfig
@@ -229,10 +230,10 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 			keys += ib - ia
 		}
 		var outPerm, inPerm []int32
-		if outRowKey != nil {
+		if withPerm {
 			outPerm, inPerm = outRowKey[oa:ob], inRowKey[ia:ib]
 		}
-		msg := buildConfigMsg(out[oa:ob], in[ia:ib], same, outPerm, inPerm, vals, c.compressTo(to, keys))
+		msg := buildConfigMsg(out[oa:ob], in[ia:ib], same, withPerm, outPerm, inPerm, vals, c.compressTo(to, keys))
 		c.noteConfigMsg(tag, msg.msgFigures, true)
 		sg.send(to, tag, msg.bufs...)
 	}
@@ -257,7 +258,7 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 			if vs != nil {
 				valLists[g] = v[oa*es : ob*es]
 			}
-			if outRowKey != nil {
+			if withPerm {
 				outPerms[g] = outRowKey[oa:ob]
 				inPerms[g] = outPerms[g]
 				if !same {
@@ -273,7 +274,7 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 			break
 		}
 		payloads = append(payloads, b)
-		m, fig, err := parseConfigMsg(b, es, from, outRowKey != nil)
+		m, fig, err := parseConfigMsg(b, es, from, withPerm)
 		if err != nil {
 			rerr = err
 			break
@@ -302,7 +303,7 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 			cb.scatter(valLists[g], outMaps[g])
 		}
 	}
-	if outRowKey != nil {
+	if withPerm {
 		b := subBits(d)
 		lm.outBounds = make([][]int, d)
 		for g := 0; g < d; g++ {

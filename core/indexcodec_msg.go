@@ -54,27 +54,27 @@ type msgFigures struct {
 }
 
 // buildConfigMsg makes the message carrying out, in (ignored when same: the in keys are the out
-// keys), their perms (when outPerm != nil) and vals, compressed when pack is set. The buffers
+// keys), their perms (withPerm) and vals, compressed when pack is set. The buffers
 // it returns are its own (or the caller's keys and values), so several messages may be in
 // flight at once.
-func buildConfigMsg(out, in []uint64, same bool, outPerm, inPerm []int32, vals []byte, pack bool) configMsg {
+func buildConfigMsg(out, in []uint64, same bool, withPerm bool, outPerm, inPerm []int32, vals []byte, pack bool) configMsg {
 	ni := uint64(len(in))
 	keys := len(out) + len(in)
 	if same {
 		ni, keys = sameAsOut, len(out)
 	}
 	flags := uint64(0)
-	var perms []byte
-	if outPerm != nil {
+	var perms [][]byte // sent as they are, then zeros to a multiple of 8
+	if withPerm {
 		flags = msgPerm
 		np := len(outPerm)
+		perms = append(perms, permBytes(outPerm))
 		if !same {
 			np += len(inPerm)
+			perms = append(perms, permBytes(inPerm))
 		}
-		perms = make([]byte, (4*np+7)&^7)
-		copy(perms, permBytes(outPerm))
-		if !same {
-			copy(perms[4*len(outPerm):], permBytes(inPerm))
+		if np%2 != 0 {
+			perms = append(perms, make([]byte, 4))
 		}
 	}
 	raw := 8 * keys
@@ -86,9 +86,7 @@ func buildConfigMsg(out, in []uint64, same bool, outPerm, inPerm []int32, vals [
 		if !same {
 			bufs = append(bufs, keyBytes(in))
 		}
-		if perms != nil {
-			bufs = append(bufs, perms)
-		}
+		bufs = append(bufs, perms...)
 		if vals != nil {
 			bufs = append(bufs, vals)
 		}
@@ -111,10 +109,7 @@ func buildConfigMsg(out, in []uint64, same bool, outPerm, inPerm []int32, vals [
 	putU64(b[8:], ni)
 	putU64(b[16:], uint64(ol))
 	putU64(b[24:], uint64(il))
-	bufs := [][]byte{b}
-	if perms != nil {
-		bufs = append(bufs, perms)
-	}
+	bufs := append([][]byte{b}, perms...)
 	if vals != nil {
 		bufs = append(bufs, vals)
 	}

@@ -70,12 +70,20 @@ func bucketBounds(keys []uint64, d0, b, first, n int) []int {
 // that would be a random write per key). Workers take contiguous parts of the caller's
 // positions and every row is fixed by counts, so the result does not depend on the number of
 // workers.
-func packTop(idx []int64, keys []uint64, pos []int32, repeat []bool, d0, threads int) (key, dst []int32) {
+//
+// key is taken from *buf when it is large enough (and becomes it otherwise), so that repeated
+// configs do not page-fault in a fresh array each time.
+func packTop(idx []int64, keys []uint64, pos []int32, repeat []bool, d0, threads int, buf *[]int32) (key, dst []int32) {
 	n := len(idx)
 	b := subBits(d0)
 	nb := d0 << b
 	bounds := bucketBounds(keys, d0, b, 0, nb)
-	key = make([]int32, len(keys))
+	if cap(*buf) >= len(keys) {
+		key = (*buf)[:len(keys)]
+	} else {
+		key = make([]int32, len(keys))
+		*buf = key
+	}
 	dst = make([]int32, n)
 	w := workersFor(n, threads)
 	parts := split(n, w)

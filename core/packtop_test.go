@@ -64,7 +64,7 @@ func TestPackTop(t *testing.T) {
 			var key1, dst1 []int32
 			for _, threads := range []int{1, 2, 4} {
 				s := sortUniqueInto(idx, threads, nil)
-				key, dst := packTop(idx, s.keys, s.pos, s.repeat, d0, threads)
+				key, dst := packTop(idx, s.keys, s.pos, s.repeat, d0, threads, new([]int32))
 				what := fmt.Sprintf("n=%d d0=%d threads=%d", n, d0, threads)
 				if threads == 1 {
 					key1, dst1 = key, dst
@@ -141,36 +141,38 @@ func TestConfigMsgPerms(t *testing.T) {
 		}
 		return p
 	}
-	for _, pack := range []bool{false, true} {
-		for _, same := range []bool{false, true} {
-			out, in := keys(300), keys(200)
-			if same {
-				in = out
-			}
-			op, ip := perm(len(out)), perm(len(in))
-			if same {
-				ip = op
-			}
-			vals := make([]byte, 8*len(out))
-			for i := range vals {
-				vals[i] = byte(i)
-			}
-			msg := buildConfigMsg(out, in, same, op, ip, vals, pack)
-			b := bytes.Join(msg.bufs, nil)
-			what := fmt.Sprintf("pack=%v same=%v", pack, same)
-			m, _, err := parseConfigMsg(b, 8, 3, true)
-			if err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-			if !slices.Equal(m.out, out) || !slices.Equal(m.in, in) || !slices.Equal(m.outPerm, op) || !slices.Equal(m.inPerm, ip) || !bytes.Equal(m.vals, vals) {
-				t.Fatalf("%s: round trip differs", what)
-			}
-			if _, _, err := parseConfigMsg(b, 8, 3, false); err == nil || !strings.Contains(err.Error(), "rank 3") {
-				t.Fatalf("%s: unexpected perms accepted (%v)", what, err)
-			}
-			plain := bytes.Join(buildConfigMsg(out, in, same, nil, nil, vals, pack).bufs, nil)
-			if _, _, err := parseConfigMsg(plain, 8, 3, true); err == nil || !strings.Contains(err.Error(), "rank 3") {
-				t.Fatalf("%s: missing perms accepted (%v)", what, err)
+	for _, sizes := range [][2]int{{300, 200}, {0, 67}, {5, 0}} {
+		for _, pack := range []bool{false, true} {
+			for _, same := range []bool{false, true} {
+				out, in := keys(sizes[0]), keys(sizes[1])
+				if same {
+					in = out
+				}
+				op, ip := perm(len(out)), perm(len(in))
+				if same {
+					ip = op
+				}
+				vals := make([]byte, 8*len(out))
+				for i := range vals {
+					vals[i] = byte(i)
+				}
+				msg := buildConfigMsg(out, in, same, true, op, ip, vals, pack)
+				b := bytes.Join(msg.bufs, nil)
+				what := fmt.Sprintf("%d/%d keys pack=%v same=%v", len(out), len(in), pack, same)
+				m, _, err := parseConfigMsg(b, 8, 3, true)
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				if !slices.Equal(m.out, out) || !slices.Equal(m.in, in) || !slices.Equal(m.outPerm, op) || !slices.Equal(m.inPerm, ip) || !bytes.Equal(m.vals, vals) || m.outPerm == nil || m.inPerm == nil {
+					t.Fatalf("%s: round trip differs", what)
+				}
+				if _, _, err := parseConfigMsg(b, 8, 3, false); err == nil || !strings.Contains(err.Error(), "rank 3") {
+					t.Fatalf("%s: unexpected perms accepted (%v)", what, err)
+				}
+				plain := bytes.Join(buildConfigMsg(out, in, same, false, nil, nil, vals, pack).bufs, nil)
+				if _, _, err := parseConfigMsg(plain, 8, 3, true); err == nil || !strings.Contains(err.Error(), "rank 3") {
+					t.Fatalf("%s: missing perms accepted (%v)", what, err)
+				}
 			}
 		}
 	}

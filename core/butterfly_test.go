@@ -351,26 +351,34 @@ func TestButterflyAgainstBruteForce(t *testing.T) {
 	}
 	for _, pl := range plans {
 		for _, width := range []int{1, 3} {
-			name := fmt.Sprintf("m%d_%s_w%d", pl.m, pl.degrees, width)
-			t.Run(name, func(t *testing.T) {
-				const n = 5000
-				all := make([]rankData, pl.m)
-				for r := range all {
-					all[r] = genRank(int64(pl.m*10+width), r, n, 300+50*r, 200+30*r, width)
+			for _, same := range []bool{false, true} {
+				name := fmt.Sprintf("m%d_%s_w%d", pl.m, pl.degrees, width)
+				if same { // in = out, the same slice (one layer then gathers answers as it combines)
+					name += "_same"
 				}
-				if pl.m > 2 {
-					all[1] = rankData{in: all[1].in} // a rank that contributes nothing
-					all[2].in = nil                  // and one that asks for nothing
-				}
-				errs := runJob(t, pl.m, pl.degrees, func(c *core.Comm) error {
-					return checkEveryDtypeOp(t, c, all, width, true)
-				})
-				for r, err := range errs {
-					if err != nil {
-						t.Errorf("rank %d: %v", r, err)
+				t.Run(name, func(t *testing.T) {
+					const n = 5000
+					all := make([]rankData, pl.m)
+					for r := range all {
+						all[r] = genRank(int64(pl.m*10+width), r, n, 300+50*r, 200+30*r, width)
+						if same {
+							all[r].in = all[r].out
+						}
 					}
-				}
-			})
+					if pl.m > 2 && !same {
+						all[1] = rankData{in: all[1].in} // a rank that contributes nothing
+						all[2].in = nil                  // and one that asks for nothing
+					}
+					errs := runJob(t, pl.m, pl.degrees, func(c *core.Comm) error {
+						return checkEveryDtypeOp(t, c, all, width, true)
+					})
+					for r, err := range errs {
+						if err != nil {
+							t.Errorf("rank %d: %v", r, err)
+						}
+					}
+				})
+			}
 		}
 	}
 }

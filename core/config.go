@@ -81,7 +81,7 @@ func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVal
 			return err
 		}
 		p.expectAll(seq, b, vs.es, false)
-		return p.up(seq, b, v, inVals, vs)
+		return p.up(seq, b, v, inVals, vs, false)
 	})
 	if err != nil || !keep {
 		return nil, err
@@ -163,6 +163,7 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 	if !p.bottomIdentity { // in = out needs no bottom map
 		p.bottom = lookup(inKeys, outKeys)
 	}
+	p.fusedUp = p.canFuseUp()
 	c.statsPlan(p) // stats.go: degrees and per-layer key counts
 	return v, nil
 }

@@ -28,6 +28,7 @@ type Plan struct {
 	// a user op's fold; outDst when nothing repeats), inRow[j] the row caller in position j
 	// reads its answer from.
 	packed                     bool
+	fusedUp                    bool // reduce gathers layer 0's up messages as it combines (canFuseUp)
 	outDst, outRestRow, outAll []int32
 	inRow                      []int32
 	vals                       *planBufs // value buffers, sized by the first reduce (planbufs.go)

@@ -38,7 +38,7 @@ func (p *Plan) reduce(outVals, inVals []byte, d Dtype, o Op, width int, async bo
 				return err
 			}
 		}
-		return p.up(seq, b, b.vec[len(p.layers)], inVals, vs)
+		return p.up(seq, b, b.vec[len(p.layers)], inVals, vs, p.fusedUp && vs.o.Builtin()) // combineSub
 	}, async)
 }
 
@@ -207,6 +207,39 @@ func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec,
 			cb.scatter(src[a*es:e*es], lm.outMaps[g][a:e])
 		}
 	}
+	if !p.fusedUp || !vs.o.Builtin() { // a user op's rows are final only at the end
+		return
+	}
+	// The sub-range is final: gather every member's answers from it while it is in cache, into
+	// the rows of the member's slot just combined (its up message) and, for this rank, into its
+	// own rows of the layer above.
+	for g := range lm.outMaps {
+		a, e := lm.outBounds[g][s], lm.outBounds[g][s+1]
+		out := b.slot[i][g]
+		if g == me {
+			out = b.above[i][lm.inSplit[me]*es:]
+		}
+		Gather(vs.d, vs.o, out[a*es:e*es], dst, lm.outMaps[g][a:e], vs.width)
+	}
+}
+
+// canFuseUp says whether reduce may gather layer 0's up messages as it combines layer 0: the
+// plan has that one layer, in = out on every member (the in maps are the out maps, so a
+// member's answers go to the rows it sent) and the bottom is the layer's merged vector.
+func (p *Plan) canFuseUp() bool {
+	if !p.packed || len(p.layers) != 1 || !p.bottomIdentity {
+		return false
+	}
+	lm := &p.layers[0]
+	if !slices.Equal(lm.inSplit, lm.outSplit) || lm.inLen != lm.outLen {
+		return false
+	}
+	for g := range lm.outMaps {
+		if len(lm.inMaps[g]) != len(lm.outMaps[g]) || len(lm.inMaps[g]) > 0 && &lm.inMaps[g][0] != &lm.outMaps[g][0] {
+			return false
+		}
+	}
+	return true
 }
 
 // downSegment is how many bytes of the merged vector a down layer combines at a time.
@@ -222,7 +255,10 @@ func segmentEnd(m []int32, end int) int {
 // gathers for every member the values of the keys that member asked for and sends them, while
 // the members' answers land in place in the in-vector of the layer above. The last step
 // gathers into inVals in the caller's order. The up messages' places must have been posted.
-func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec) error {
+//
+// gathered says that layer 0's up messages and own answers were gathered already, by the down
+// phase as it combined (combineSub, canFuseUp).
+func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec, gathered bool) error {
 	c, t, es := p.c, p.topo, vs.es
 	node := c.node()
 	vin := v
@@ -241,11 +277,15 @@ func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec) erro
 				continue
 			}
 			stage := b.slot[i][g][:len(lm.inMaps[g])*es]
-			p.gather(stage, vin, lm.inMaps[g], vs)
+			if !gathered || i != 0 {
+				p.gather(stage, vin, lm.inMaps[g], vs)
+			}
 			sg.send(t.Member(node, i, g), tag, stage)
 		}
 		above := b.above[i]
-		p.gather(above[lm.inSplit[me]*es:lm.inSplit[me+1]*es], vin, lm.inMaps[me], vs)
+		if !gathered || i != 0 {
+			p.gather(above[lm.inSplit[me]*es:lm.inSplit[me+1]*es], vin, lm.inMaps[me], vs)
+		}
 		var rerr error
 		for g := 0; g < d && rerr == nil; g++ {
 			if g != me {

@@ -92,10 +92,12 @@ func TestUserOpButterfly(t *testing.T) {
 	plans := []struct {
 		m       int
 		degrees string
-	}{{1, "auto"}, {3, "direct"}, {4, "direct"}, {4, "2x2"}, {6, "3x2"}, {6, "2x3"}, {8, "auto"}}
+		same    bool // in = out (the same slice): one layer then gathers answers as it combines
+	}{{1, "auto", false}, {3, "direct", false}, {4, "direct", false}, {4, "2x2", false}, {6, "3x2", false},
+		{6, "2x3", false}, {8, "auto", false}, {3, "direct", true}, {4, "direct", true}, {4, "2x2", true}}
 	for _, pl := range plans {
 		for _, width := range []int{1, 3} {
-			t.Run(fmt.Sprintf("m%d_%s_w%d", pl.m, pl.degrees, width), func(t *testing.T) {
+			t.Run(fmt.Sprintf("m%d_%s_same%v_w%d", pl.m, pl.degrees, pl.same, width), func(t *testing.T) {
 				const n = 3000
 				seed := int64(pl.m*100 + width)
 				all := make([]rankData, pl.m)
@@ -104,6 +106,11 @@ func TestUserOpButterfly(t *testing.T) {
 				}
 				if pl.m > 2 {
 					all[1] = rankData{in: all[1].in} // contributes nothing
+				}
+				if pl.same {
+					for r := range all {
+						all[r].in = all[r].out
+					}
 				}
 				errs := runJob(t, pl.m, pl.degrees, func(c *core.Comm) error {
 					rd := all[c.Rank()]

@@ -2,6 +2,7 @@ package netio
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -18,7 +19,7 @@ func TestHeaderLayout(t *testing.T) {
 	h := sampleHeader()
 	var b [HeaderSize]byte
 	EncodeHeader(b[:], &h)
-	want := map[int]byte{0: 'K', 1: 'Y', 2: 'L', 3: 'X', 4: 1, 5: 1, 6: 3, 7: core.PhaseUp,
+	want := map[int]byte{0: 'K', 1: 'Y', 2: 'L', 3: 'X', 4: ProtocolVersion, 5: 1, 6: 3, 7: core.PhaseUp,
 		8: 0xef, 15: 0x01, 16: 7, 21: 1, 24: byte(core.KindReduce), 25: byte(core.F64), 26: byte(core.Max),
 		32: 0xef, 35: 0xde, 44: 4242 & 0xff, 45: 4242 >> 8, 48: 0, 50: 0x10}
 	for off, v := range want {
@@ -45,7 +46,7 @@ func TestDecodeHeaderRejects(t *testing.T) {
 		msg   string
 	}{
 		{"magic", func(b []byte) { b[0] = 'X' }, MaxPayload, core.CodeNet, "magic"},
-		{"version", func(b []byte) { b[4] = 2 }, MaxPayload, core.CodeAuth, "version 2"},
+		{"version", func(b []byte) { b[4] = ProtocolVersion + 1 }, MaxPayload, core.CodeAuth, fmt.Sprintf("version %d", ProtocolVersion+1)},
 		{"type0", func(b []byte) { b[5] = 0 }, MaxPayload, core.CodeNet, "frame type 0"},
 		{"type5", func(b []byte) { b[5] = 5 }, MaxPayload, core.CodeNet, "frame type 5"},
 		{"bound", func(b []byte) {}, 1<<20 - 1, core.CodeNet, "exceeds"},

@@ -2,6 +2,7 @@ package netio
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -202,7 +203,7 @@ func TestHandshakeVersionMismatch(t *testing.T) {
 		b.Write(h.encode())
 	}()
 	_, err := handshake(a, false, 0, 2, -1, 1, "s", time.Second)
-	wantErr(t, err, core.CodeAuth, "rank 1 failed the handshake", "protocol version 2", "speaks 1")
+	wantErr(t, err, core.CodeAuth, "rank 1 failed the handshake", fmt.Sprintf("protocol version %d", ProtocolVersion+1), fmt.Sprintf("speaks %d", ProtocolVersion))
 }
 
 func TestTCPPeerGone(t *testing.T) {

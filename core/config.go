@@ -148,7 +148,7 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 	}
 	var outRowKey, inRowKey []int32
 	if pack && topo.Layers() > 0 {
-		outRowKey, inRowKey = p.packTop(outIdx, inIdx, so, si, same)
+		outRowKey, inRowKey = p.packRows(outIdx, inIdx, so, si, same)
 	}
 	p.layers = make([]layerMap, topo.Layers())
 	for i := range p.layers {
@@ -168,11 +168,11 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 	return v, nil
 }
 
-// packTop puts the plan's layer-0 vectors in top-bucket order (packtop.go) and keeps the rows
+// packRows puts the plan's layer-0 vectors in top-bucket order (packTop, packtop.go) and keeps the rows
 // reduce streams the caller's values into and the answers out of. It returns the sorted key
 // of every row (out, in), whose slices the layer-0 config messages carry as perms. The sorted-order
 // maps are dropped: a packed plan's reduce does not use them.
-func (p *Plan) packTop(outIdx, inIdx []int64, so, si sorted, same bool) (outRowKey, inRowKey []int32) {
+func (p *Plan) packRows(outIdx, inIdx []int64, so, si sorted, same bool) (outRowKey, inRowKey []int32) {
 	d0, threads := p.topo.Degrees[0], p.c.threads()
 	outRowKey, p.outDst = packTop(outIdx, so.keys, so.pos, so.repeat, d0, threads, &p.c.rowKeyBuf[0])
 	p.outAll = answerRows(p.outDst, so.pos, so.first, so.repeat)

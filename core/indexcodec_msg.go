@@ -155,9 +155,7 @@ func parseConfigMsg(b []byte, es, from int, wantPerm bool) (m configLists, fig m
 	if !same {
 		m.in = bytesKeys(b[ko:ki])
 	}
-	if err = m.readPerms(b[ki:ki+pl], hasPerm, same, from); err != nil {
-		return m, fig, err
-	}
+	m.readPerms(b[ki:ki+pl], hasPerm, same)
 	m.vals = b[ki+pl:]
 	k := int(no + ni)
 	return m, msgFigures{keys: k, raw: 8 * k, wire: 8 * k}, nil
@@ -166,17 +164,17 @@ func parseConfigMsg(b []byte, es, from int, wantPerm bool) (m configLists, fig m
 // permLen is the bytes of the perms of no out and ni in keys, padded to 8.
 func permLen(no, ni uint64) uint64 { return (4*(no+ni) + 7) &^ 7 }
 
-// readPerms takes the perms out of their region p (when the message has them).
-func (m *configLists) readPerms(p []byte, has, same bool, from int) error {
+// readPerms takes the perms out of their region p (when the message has them); packedMap
+// checks them as it uses them.
+func (m *configLists) readPerms(p []byte, has, same bool) {
 	if !has {
-		return nil
+		return
 	}
 	m.outPerm = bytesPerm(p[:4*len(m.out)])
 	m.inPerm = m.outPerm
 	if !same {
 		m.inPerm = bytesPerm(p[4*len(m.out) : 4*(len(m.out)+len(m.in))])
 	}
-	return nil // packedMap checks them as it uses them
 }
 
 // parsePackedMsg is parseConfigMsg for a compressed message.
@@ -224,9 +222,7 @@ func parsePackedMsg(b []byte, es, from int, wantPerm bool) (m configLists, fig m
 			return m, fig, err
 		}
 	}
-	if err = m.readPerms(b[ps:vs], hasPerm, same, from); err != nil {
-		return m, fig, err
-	}
+	m.readPerms(b[ps:vs], hasPerm, same)
 	m.vals = b[vs:]
 	k := int(no + ni)
 	return m, msgFigures{keys: k, raw: 8 * k, wire: int(ol + il), packed: true, took: time.Since(start)}, nil

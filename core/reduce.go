@@ -191,7 +191,8 @@ func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec,
 	lm := &p.layers[i]
 	me := p.topo.Digit(p.c.node(), i)
 	es := vs.es
-	if cb == nil || cb.u == nil {
+	user := cb != nil && cb.u != nil
+	if !user {
 		lo, hi := lm.mergedBounds[s], lm.mergedBounds[s+1]
 		Identity(vs.d, vs.o, dst[lo*es:hi*es])
 	}
@@ -201,10 +202,10 @@ func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec,
 			src = b.slot[i][g]
 		}
 		a, e := lm.outBounds[g][s], lm.outBounds[g][s+1]
-		if cb == nil || cb.u == nil {
-			ScatterCombine(vs.d, vs.o, dst, src[a*es:e*es], lm.outMaps[g][a:e], vs.width)
-		} else {
+		if user {
 			cb.scatter(src[a*es:e*es], lm.outMaps[g][a:e])
+		} else {
+			ScatterCombine(vs.d, vs.o, dst, src[a*es:e*es], lm.outMaps[g][a:e], vs.width)
 		}
 	}
 	if !p.fusedUp || !vs.o.Builtin() { // a user op's rows are final only at the end

@@ -87,17 +87,17 @@ type waiter struct {
 }
 
 // getWaiter takes a waiter from the free list (waits are frequent; their channel and timer
-// are reused) or makes one.
-func (m *mailbox) getWaiter(seq uint64, k msgKey) *waiter {
+// are reused) or makes one. need is a prefix wait's byte count (else negative).
+func (m *mailbox) getWaiter(seq uint64, k msgKey, need int) *waiter {
 	if n := len(m.freeWaiters); n > 0 {
 		w := m.freeWaiters[n-1]
 		m.freeWaiters = m.freeWaiters[:n-1]
-		w.seq, w.key = seq, k
+		w.seq, w.key, w.need = seq, k, need
 		return w
 	}
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &waiter{seq: seq, key: k, ch: make(chan struct{}, 1), timer: t}
+	return &waiter{seq: seq, key: k, need: need, ch: make(chan struct{}, 1), timer: t}
 }
 
 func newMailbox(rank, size int, timeout time.Duration) *mailbox {
@@ -462,8 +462,7 @@ func (m *mailbox) wait(from int, tag core.Tag, prefix int) (ready, error) {
 			return ready{}, err
 		}
 		if w == nil {
-			w = m.getWaiter(tag.Seq, k)
-			w.need = prefix
+			w = m.getWaiter(tag.Seq, k, prefix)
 			m.waiters = append(m.waiters, w)
 			w.timer.Reset(m.nextCheck(m.timeout, nextStall))
 		}

@@ -27,7 +27,7 @@ type Comm struct {
 	sortBuf []keyPos
 	// rowKeyBuf is packTop's row → key scratch (out, in), likewise kept: config's layer-0
 	// messages carry slices of it, and it is free again once config has returned.
-	rowKeyBuf [2][]int32
+	rowKeyBuf [2][]uint64
 	// denseBuf is where the members' copies of this rank's chunks land in dense allreduce.
 	denseBuf []byte
 	// raceBase: the transport's racing counts at the last ResetStats (stats_replicas.go).

@@ -33,7 +33,7 @@ func (c *Comm) Config(outIdx, inIdx []int64) (*Plan, error) {
 	}
 	p := &Plan{c: c, id: uint32(c.seq), nOut: len(outIdx), nIn: len(inIdx)}
 	err := c.collective(Fingerprint{Kind: KindConfig, Plan: p.id}, func(seq uint64) error {
-		_, err := p.configure(seq, outIdx, inIdx, nil, nil, true)
+		_, err := p.configure(seq, outIdx, inIdx, nil, nil)
 		return err
 	})
 	if err != nil {
@@ -72,7 +72,7 @@ func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVal
 	vs := &valueSpec{d: d, o: o, width: width, es: width * d.Size()}
 	fp := Fingerprint{Kind: KindConfigReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
 	err = c.collective(fp, func(seq uint64) error {
-		v, err := p.configure(seq, outIdx, inIdx, outVals, vs, keep)
+		v, err := p.configure(seq, outIdx, inIdx, outVals, vs)
 		if err != nil {
 			return err
 		}
@@ -90,19 +90,20 @@ func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVal
 }
 
 // configure runs the configuration pass for p. With vs it also carries and reduces the values
-// and returns the fully reduced values of the bottom out keys. pack puts the top in bucket
-// order (packtop.go): it costs config a pass and 4 bytes a key on the wire at layer 0 and
-// pays back on every reduce, so a one-shot config_reduce whose plan is not kept skips it.
-func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *valueSpec, pack bool) ([]byte, error) {
+// and returns the fully reduced values of the bottom out keys. A plan with layers has its top
+// in bucket order (configurePacked); one node sorts its keys.
+func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *valueSpec) ([]byte, error) {
 	c := p.c
+	same := sameIndices(inIdx, outIdx)
+	if c.nodes() > 1 {
+		return p.configurePacked(seq, outIdx, inIdx, outVals, vs, same)
+	}
 	threads := c.threads()
 	so := sortUniqueInto(outIdx, threads, &c.sortBuf)
 	outKeys, outPos := so.keys, so.pos
 	inKeys, inPos := outKeys, outPos
-	same := sameIndices(inIdx, outIdx)
-	si := so
 	if !same { // in = out is common (PageRank, model sync): sort once
-		si = sortUniqueInto(inIdx, threads, &c.sortBuf)
+		si := sortUniqueInto(inIdx, threads, &c.sortBuf)
 		inKeys, inPos = si.keys, si.pos
 	}
 	p.outPos, p.inPos, p.out0, p.in0 = outPos, inPos, len(outKeys), len(inKeys)
@@ -111,9 +112,67 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 	for i, q := range so.rest {
 		p.outRestPos[i] = outPos[q]
 	}
-
-	if err := c.linksForConfig(seq); err != nil { // the comm's first config, when needed
+	if err := p.chooseTopology(seq, outIdx, func() int { return len(outKeys) }, same, vs); err != nil {
 		return nil, err
+	}
+	var v []byte
+	if vs != nil {
+		v = make([]byte, len(outKeys)*vs.es)
+		cb := newCombiner(vs.d, vs.o, vs.width, v)
+		cb.scatter(outVals, outPos)
+	}
+	p.layers = make([]layerMap, p.topo.Layers())
+	var err error
+	for i := range p.layers {
+		if outKeys, inKeys, v, err = p.configLayer(seq, i, outKeys, inKeys, v, vs); err != nil {
+			return nil, err
+		}
+	}
+	p.finish(outKeys, inKeys)
+	return v, nil
+}
+
+// configurePacked is configure for a plan with layers and its top in bucket order: the rank
+// partitions its indices by top bucket without sorting them (packTop), and the layer-0 members
+// sort what they receive (configTop); the layers below are configured as usual.
+func (p *Plan) configurePacked(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *valueSpec, same bool) ([]byte, error) {
+	c := p.c
+	threads := c.threads()
+	if err := p.chooseTopology(seq, outIdx, func() int { return estimateUnique(outIdx, threads) }, same, vs); err != nil {
+		return nil, err
+	}
+	d0 := p.topo.Degrees[0]
+	out := packTop(outIdx, d0, threads, &c.rowKeyBuf[0])
+	in := out
+	if !same {
+		in = packTop(inIdx, d0, threads, &c.rowKeyBuf[1])
+	}
+	p.packed = true
+	p.outDst, p.inRow, p.out0, p.in0 = out.dst, in.dst, len(outIdx), len(inIdx)
+	var v []byte
+	if vs != nil { // every caller position is a row: its value moves, whatever the op
+		v = make([]byte, len(outIdx)*vs.es)
+		Scatter(v, outVals, out.dst, vs.es)
+	}
+	p.layers = make([]layerMap, p.topo.Layers())
+	outKeys, inKeys, v, err := p.configTop(seq, out, in, same, v, vs)
+	for i := 1; i < len(p.layers) && err == nil; i++ {
+		outKeys, inKeys, v, err = p.configLayer(seq, i, outKeys, inKeys, v, vs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.finish(outKeys, inKeys)
+	return v, nil
+}
+
+// chooseTopology settles the plan's degrees: the comm's, a config_reduce stream's, or
+// degrees=auto's from the agreed density (nUnique: this rank's distinct out indices, asked
+// only then).
+func (p *Plan) chooseTopology(seq uint64, outIdx []int64, nUnique func() int, same bool, vs *valueSpec) error {
+	c := p.c
+	if err := c.linksForConfig(seq); err != nil { // the comm's first config, when needed
+		return err
 	}
 	degrees := c.degrees
 	if degrees == nil && vs != nil && c.streamDegrees != nil {
@@ -127,8 +186,8 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 		if vs != nil {
 			es = vs.es
 		}
-		if degrees, err = c.autoDegrees(seq, outIdx, len(outKeys), same, es); err != nil {
-			return nil, err
+		if degrees, err = c.autoDegrees(seq, outIdx, nUnique(), same, es); err != nil {
+			return err
 		}
 		if vs != nil {
 			c.streamDegrees = degrees
@@ -136,136 +195,156 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 	}
 	topo, err := NewTopology(degrees, c.nodes())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	p.topo = topo
+	return nil
+}
 
-	var v []byte
-	if vs != nil {
-		v = make([]byte, len(outKeys)*vs.es)
-		cb := newCombiner(vs.d, vs.o, vs.width, v)
-		cb.scatter(outVals, outPos)
-	}
-	var outRowKey, inRowKey []int32
-	if pack && topo.Layers() > 0 {
-		outRowKey, inRowKey = p.packRows(outIdx, inIdx, so, si, same)
-	}
-	p.layers = make([]layerMap, topo.Layers())
-	for i := range p.layers {
-		outKeys, inKeys, v, err = p.configLayer(seq, i, outKeys, inKeys, v, vs, outRowKey, inRowKey)
-		if err != nil {
-			return nil, err
-		}
-		outRowKey, inRowKey = nil, nil
-	}
+// finish completes a configured plan from its bottom keys: the bottom map (none when in = out),
+// whether reduce may fuse the up gather, and the plan's statistics.
+func (p *Plan) finish(outKeys, inKeys []uint64) {
 	p.bottomIdentity = len(inKeys) == len(outKeys) &&
 		(len(inKeys) == 0 || &inKeys[0] == &outKeys[0] || slices.Equal(inKeys, outKeys))
 	if !p.bottomIdentity { // in = out needs no bottom map
 		p.bottom = lookup(inKeys, outKeys)
 	}
 	p.fusedUp = p.canFuseUp()
-	c.statsPlan(p) // stats.go: degrees and per-layer key counts
-	return v, nil
+	p.c.statsPlan(p) // stats.go: degrees and per-layer key counts
 }
 
-// packRows puts the plan's layer-0 vectors in top-bucket order (packTop, packtop.go) and keeps the rows
-// reduce streams the caller's values into and the answers out of. It returns the sorted key
-// of every row (out, in), whose slices the layer-0 config messages carry as perms. The sorted-order
-// maps are dropped: a packed plan's reduce does not use them.
-func (p *Plan) packRows(outIdx, inIdx []int64, so, si sorted, same bool) (outRowKey, inRowKey []int32) {
-	d0, threads := p.topo.Degrees[0], p.c.threads()
-	outRowKey, p.outDst = packTop(outIdx, so.keys, so.pos, so.repeat, d0, threads, &p.c.rowKeyBuf[0])
-	p.outAll = answerRows(p.outDst, so.pos, so.first, so.repeat)
-	p.outRestRow = make([]int32, len(so.rest))
-	for i, q := range so.rest {
-		p.outRestRow[i] = p.outAll[q]
+// configTop is layer 0 of a packed plan: this rank sends each member its rows (keys as they
+// are, and with vs the rows' values), and sorts the rows its senders sent into the merged keys
+// it holds below the layer, with the map of every sender's rows (sortTop, topsort.go) and the
+// sub-range bounds down combines by.
+func (p *Plan) configTop(seq uint64, out, in topRows, same bool, v []byte, vs *valueSpec) ([]uint64, []uint64, []byte, error) {
+	c, t := p.c, p.topo
+	d, threads := t.Degrees[0], c.threads()
+	node := c.node()
+	me := t.Digit(node, 0)
+	lm := &p.layers[0]
+	lm.outSplit, lm.inSplit = out.split(d), in.split(d)
+	lists, done, err := p.exchangeConfig(seq, 0, out.keys, in.keys, same, v, vs)
+	defer done()
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	inRowKey, p.inRow = outRowKey, p.outAll
-	if !same {
-		var inDst []int32
-		inRowKey, inDst = packTop(inIdx, si.keys, si.pos, si.repeat, d0, threads, &p.c.rowKeyBuf[1])
-		p.inRow = answerRows(inDst, si.pos, si.first, si.repeat)
+	outLists := make([][]uint64, d)
+	inLists := make([][]uint64, d)
+	lm.outBounds = make([][]int, d)
+	inBounds := lm.outBounds
+	for g, m := range lists {
+		outLists[g], inLists[g] = m.out, m.in
 	}
-	p.packed = true
-	p.outPos, p.inPos, p.outFirst, p.outRest, p.outRestPos = nil, nil, nil, nil, nil
-	return outRowKey, inRowKey
+	sameIn := sameLists(inLists, outLists)
+	if !sameIn {
+		inBounds = make([][]int, d)
+	}
+	for g := 0; g < d && err == nil; g++ {
+		from := t.Member(node, 0, g)
+		if lm.outBounds[g], err = rowBounds(outLists[g], d, me, from); err == nil && !sameIn {
+			inBounds[g], err = rowBounds(inLists[g], d, me, from)
+		}
+	}
+	var newOut, newIn []uint64
+	var outMaps, inMaps [][]int32
+	if err == nil {
+		newOut, outMaps, lm.mergedBounds, err = sortTop(outLists, lm.outBounds, d, me, threads, &c.sortBuf)
+	}
+	newIn, inMaps = newOut, outMaps
+	if err == nil && !sameIn {
+		newIn, inMaps, _, err = sortTop(inLists, inBounds, d, me, threads, &c.sortBuf)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	nv := combineConfigValues(lists, outMaps, len(newOut), vs)
+	lm.outMaps, lm.inMaps, lm.outLen, lm.inLen = outMaps, inMaps, len(newOut), len(newIn)
+	return newOut, newIn, nv, nil
 }
 
-// configLayer splits this node's sorted keys among its layer-i group, sends each member its
-// slice (with values when vs != nil), and merges what the members sent into the keys (and
-// values) this node holds below the layer.
-//
-// At layer 0 of a packed plan outRowKey and inRowKey are this node's rows of its sorted keys in
-// top-bucket order: each message carries its slices' rows (perms), and the maps kept are of
-// the senders' bucket-ordered rows, with the sub-range bounds that down combines by.
-func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *valueSpec, outRowKey, inRowKey []int32) ([]uint64, []uint64, []byte, error) {
+// combineConfigValues combines config_reduce's values as they came (lists[g].vals, mapped by
+// maps[g]) into a new vector of n merged keys, in source order, never arrival order: bitwise
+// reproducible. nil for a plain config.
+func combineConfigValues(lists []configLists, maps [][]int32, n int, vs *valueSpec) []byte {
+	if vs == nil {
+		return nil
+	}
+	nv := make([]byte, n*vs.es)
+	cb := newCombiner(vs.d, vs.o, vs.width, nv)
+	for g, m := range lists {
+		cb.scatter(m.vals, maps[g])
+	}
+	return nv
+}
+
+// exchangeConfig is one layer's exchange of config messages: member g gets out[outSplit[g]:...]
+// and in[inSplit[g]:...] of the layer's splits (in ignored when same: the in keys are the out
+// keys), with their values when vs != nil. It returns what every member sent, this node's own
+// share as views; done releases the received payloads once the caller is through with them.
+// Layer 0 of a packed plan sends rows (msgRows): a compressed message carries their sets and
+// each row's position in its set (setPerm).
+func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v []byte, vs *valueSpec) ([]configLists, func(), error) {
 	c, t := p.c, p.topo
 	node, d := c.node(), t.Degrees[i]
 	me := t.Digit(node, i)
 	lm := &p.layers[i]
-	withPerm := p.packed && i == 0 // layer 0 of a packed plan: messages carry perms
-	lm.outSplit = SplitPoints(out, t.Degrees, i)
-	lm.inSplit = SplitPoints(in, t.Degrees, i)
+	rows := p.packed && i == 0
 	phase := PhaseConfig
 	es := 0
 	if vs != nil {
 		phase, es = PhaseConfigDown, vs.es
 	}
 	tag := Tag{Seq: seq, Layer: uint8(i), Phase: phase}
-
-	same := len(in) == len(out) && (len(in) == 0 || &in[0] == &out[0]) // in = out, shared
+	lists := make([]configLists, d)
+	slice := func(g int) configLists {
+		oa, ob := lm.outSplit[g], lm.outSplit[g+1]
+		m := configLists{out: out[oa:ob], in: in[lm.inSplit[g]:lm.inSplit[g+1]]}
+		if same {
+			m.in = m.out
+		}
+		if vs != nil {
+			m.vals = v[oa*es : ob*es]
+		}
+		return m
+	}
 	sg := c.sends()
-	for g := 0; g < d; g++ {
+	var serr error
+	for g := 0; g < d && serr == nil; g++ {
 		if g == me {
 			continue
 		}
-		oa, ob := lm.outSplit[g], lm.outSplit[g+1]
-		ia, ib := lm.inSplit[g], lm.inSplit[g+1]
-		var vals []byte
-		if vs != nil {
-			vals = v[oa*es : ob*es]
-		}
+		m := slice(g)
 		to := t.Member(node, i, g)
-		keys := ob - oa
+		keys := len(m.out)
 		if !same {
-			keys += ib - ia
+			keys += len(m.in)
 		}
+		pack := c.compressTo(to, keys)
 		var outPerm, inPerm []int32
-		if withPerm {
-			outPerm, inPerm = outRowKey[oa:ob], inRowKey[ia:ib]
+		if rows && pack {
+			rowsIn := m.in
+			if m.out, outPerm, serr = setPerm(m.out, d, g, c.threads(), &c.sortBuf); serr == nil {
+				m.in, inPerm = m.out, outPerm
+				if !same {
+					m.in, inPerm, serr = setPerm(rowsIn, d, g, c.threads(), &c.sortBuf)
+				}
+			}
 		}
-		msg := buildConfigMsg(out[oa:ob], in[ia:ib], same, withPerm, outPerm, inPerm, vals, c.compressTo(to, keys))
+		msg := buildConfigMsg(m.out, m.in, same, rows, outPerm, inPerm, m.vals, pack)
 		c.noteConfigMsg(tag, msg.msgFigures, true)
 		sg.send(to, tag, msg.bufs...)
 	}
-
-	outLists := make([][]uint64, d)
-	inLists := make([][]uint64, d)
-	valLists := make([][]byte, d)
-	outPerms := make([][]int32, d)
-	inPerms := make([][]int32, d)
 	payloads := make([][]byte, 0, d) // released once merged
-	defer func() {
+	done := func() {
 		for _, b := range payloads {
 			c.release(b)
 		}
-	}()
-	var rerr error
+	}
+	rerr := serr
 	for g := 0; g < d && rerr == nil; g++ {
 		if g == me {
-			oa, ob := lm.outSplit[g], lm.outSplit[g+1]
-			outLists[g] = out[oa:ob]
-			inLists[g] = in[lm.inSplit[g]:lm.inSplit[g+1]]
-			if vs != nil {
-				valLists[g] = v[oa*es : ob*es]
-			}
-			if withPerm {
-				outPerms[g] = outRowKey[oa:ob]
-				inPerms[g] = outPerms[g]
-				if !same {
-					inPerms[g] = inRowKey[lm.inSplit[g]:lm.inSplit[g+1]]
-				}
-			}
+			lists[g] = slice(g)
 			continue
 		}
 		from := t.Member(node, i, g)
@@ -275,51 +354,45 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 			break
 		}
 		payloads = append(payloads, b)
-		m, fig, err := parseConfigMsg(b, es, from, withPerm)
+		m, fig, err := parseConfigMsg(b, es, from, rows)
 		if err != nil {
 			rerr = err
 			break
 		}
-		outLists[g], inLists[g], valLists[g], outPerms[g], inPerms[g] = m.out, m.in, m.vals, m.outPerm, m.inPerm
+		lists[g] = m
 		c.noteConfigMsg(tag, fig, false)
 	}
 	if err := sg.wait(); rerr == nil {
 		rerr = err
 	}
-	if rerr != nil {
-		return nil, nil, nil, rerr
-	}
+	return lists, done, rerr
+}
 
+// configLayer splits this node's sorted keys among its layer-i group, sends each member its
+// slice (with values when vs != nil), and merges what the members sent into the keys (and
+// values) this node holds below the layer.
+func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *valueSpec) ([]uint64, []uint64, []byte, error) {
+	t := p.topo
+	lm := &p.layers[i]
+	lm.outSplit = SplitPoints(out, t.Degrees, i)
+	lm.inSplit = SplitPoints(in, t.Degrees, i)
+	same := len(in) == len(out) && (len(in) == 0 || &in[0] == &out[0]) // in = out, shared
+	lists, done, err := p.exchangeConfig(seq, i, out, in, same, v, vs)
+	defer done()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	outLists := make([][]uint64, len(lists))
+	inLists := make([][]uint64, len(lists))
+	for g, m := range lists {
+		outLists[g], inLists[g] = m.out, m.in
+	}
 	newOut, outMaps := treeMerge(outLists)
 	newIn, inMaps := newOut, outMaps
-	sameIn := sameLists(inLists, outLists)
-	if !sameIn {
+	if !sameLists(inLists, outLists) {
 		newIn, inMaps = treeMerge(inLists)
 	}
-	var nv []byte
-	if vs != nil { // the values travel in sorted order at config: combine with the sorted maps
-		nv = make([]byte, len(newOut)*es)
-		cb := newCombiner(vs.d, vs.o, vs.width, nv)
-		for g := 0; g < d; g++ { // source order, never arrival order: bitwise reproducible
-			cb.scatter(valLists[g], outMaps[g])
-		}
-	}
-	if withPerm {
-		b := subBits(d)
-		lm.outBounds = make([][]int, d)
-		for g := 0; g < d; g++ {
-			from := t.Member(node, i, g)
-			lm.outBounds[g] = bucketBounds(outLists[g], d, b, me<<b, 1<<b)
-			var err error
-			if outMaps[g], err = packedMap(outMaps[g], outPerms[g], from); err == nil && !sameIn {
-				inMaps[g], err = packedMap(inMaps[g], inPerms[g], from)
-			}
-			if err != nil {
-				return nil, nil, nil, err
-			}
-		}
-		lm.mergedBounds = bucketBounds(newOut, d, b, me<<b, 1<<b)
-	}
+	nv := combineConfigValues(lists, outMaps, len(newOut), vs) // the values travel in sorted order
 	lm.outMaps, lm.inMaps, lm.outLen, lm.inLen = outMaps, inMaps, len(newOut), len(newIn)
 	return newOut, newIn, nv, nil
 }

@@ -151,11 +151,16 @@ func PredictTime(degrees []int, layers []LayerPrediction, bottomElems float64, l
 			cfgLocal /= ratio
 			packed += localMsgs
 		}
-		var perms float64 // layer 0: each key's row in the sender's top-bucket order, never compressed
-		if i == 0 {
+		// Layer 0's messages carry rows; compressed, also each row's place in the set sent (4
+		// bytes, not compressed).
+		var perms, localPerms float64
+		if i == 0 && ratio > 1 {
 			perms = keys * keyBytes / 2
+			if w.CompressLocal {
+				localPerms = perms
+			}
 		}
-		lt.ConfigNet = net(keys*keyBytes/ratio+perms, cfgLocal+perms)
+		lt.ConfigNet = net(keys*keyBytes/ratio+perms, cfgLocal+localPerms)
 		lt.ConfigCPU = ns(lp.ElemsPerNode * math.Ceil(math.Log2(float64(d))) * r.MergeNs)
 		if ratio > 1 {
 			lt.ConfigCPU += ns(keys * float64(packed) * (r.EncodeNs + r.DecodeNs) * keyBytes / 8)

@@ -27,8 +27,8 @@ func TestPredictLayersMatchesPlanner(t *testing.T) {
 }
 
 // On one host per rank and one layer, the model is the textbook one: d-1 messages, each the
-// overhead plus its bytes over the rate (config: 8 bytes a key and 4 of perm at layer 0), and
-// the kernels' per-element costs.
+// overhead plus its bytes over the rate (config: 8 bytes a key, uncompressed), and the kernels'
+// per-element costs.
 func TestPredictTimeOneLayer(t *testing.T) {
 	const e, d = 1e6, 4
 	link := &Links{OverheadS: 1e-3, BytesPerSec: 1e8}
@@ -41,7 +41,7 @@ func TestPredictTimeOneLayer(t *testing.T) {
 			t.Errorf("%s = %g, want %g", what, got, want)
 		}
 	}
-	near("config net", lt.ConfigNet, 3*(1e-3+e/d*(8+4)/1e8)) // keys, and layer 0's perms
+	near("config net", lt.ConfigNet, 3*(1e-3+e/d*8/1e8))
 	near("config cpu", lt.ConfigCPU, e*2*2e-9)
 	near("down net", lt.ReduceDownNet, 3*(1e-3+e/d*4/1e8))
 	near("up cpu", lt.ReduceUpCPU, 1.9*e*1e-9)

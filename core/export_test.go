@@ -28,3 +28,12 @@ func SetTestLinks(c *Comm, latency, bytesPerSec float64) {
 	c.net.tried = true
 	c.setLinks(LinkModelFor(latency, bytesPerSec))
 }
+
+// ConfigListStart is where the first index list starts in a compressed config message b: after
+// the longer header of a layer-0 rows message (msgRows), or the plain compressed one.
+func ConfigListStart(b []byte) int {
+	if getU64(b)&msgRows != 0 {
+		return rowsHdr
+	}
+	return packedHdr
+}

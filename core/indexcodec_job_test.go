@@ -119,9 +119,9 @@ type corruptingTransport struct {
 }
 
 func (ct corruptingTransport) Send(to int, tag core.Tag, bufs ...[]byte) error {
-	if ct.Rank() == ct.bad && tag.Phase == core.PhaseConfig && len(bufs) > 0 && len(bufs[0]) > 40 {
+	if ct.Rank() == ct.bad && tag.Phase == core.PhaseConfig && len(bufs) > 0 && len(bufs[0]) > core.ConfigListStart(bufs[0])+8 {
 		b := bytes.Clone(bufs[0])
-		b[36] ^= 0xff // inside the out list's first chunk
+		b[core.ConfigListStart(b)+4] ^= 0xff // inside the out list's first chunk header
 		bufs = append([][]byte{b}, bufs[1:]...)
 	}
 	return ct.Transport.Send(to, tag, bufs...)

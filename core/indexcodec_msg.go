@@ -3,20 +3,27 @@ package core
 import (
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // Config messages: the index lists a node sends a member of its group at one layer, plain or
 // compressed (indexcodec.go), with the values of config_reduce behind them.
 //
-// Plain:       [out count][in count, or sameAsOut][out keys][in keys][perms][values]
+// Plain:       [out count][in count, or sameAsOut][out keys][in keys][values]
 // Compressed:  [out count | msgCompressed][in count, or sameAsOut][out bytes][in bytes]
-//              [out list][in list][zeros to a multiple of 8][perms][values]
+//              [out list][in list][zeros to a multiple of 8][values]
 //
-// perms, only at layer 0 of a plan with layers (msgPerm set in the out count): the out keys'
-// rows in the sender's top-bucket order (packtop.go), 4 bytes each, then the in keys' (unless
-// sameAsOut), then zeros to a multiple of 8.
+// At layer 0 of a plan with layers (msgRows set in the out count) the keys are the sender's
+// rows in its top-bucket order (packtop.go): unsorted, repeats included, one value per row. A
+// compressed list is a set, so a compressed rows message carries the sets of the rows' keys
+// (counts in the first two words), the row counts in two more header words, and after the
+// lists each row's position in its set (perms, 4 bytes each, out then in, zeros to a multiple
+// of 8) before the values:
 //
-// Every word is 8 bytes, little-endian. The flag travels in each message, so every message
+// Compressed rows: [set out | msgCompressed | msgRows][set in, or sameAsOut][out bytes][in bytes]
+//                  [out rows][in rows][out list][in list][zeros][perms][values]
+//
+// Every word is 8 bytes, little-endian. The flags travel in each message, so every message
 // is decided on its own (compress=auto) and the receiver needs no agreement to read it. Values
 // start on an 8-byte boundary of the payload, as in plain messages, so the combiner reads them
 // in place.
@@ -25,9 +32,10 @@ const (
 	// sameAsOut in a config message's in-key count says the in keys are the out keys (sent once).
 	sameAsOut     = ^uint64(0)
 	msgCompressed = uint64(1) << 62
-	msgPerm       = uint64(1) << 61
+	msgRows       = uint64(1) << 61
 	plainHdr      = 16
 	packedHdr     = 32
+	rowsHdr       = 48 // a compressed rows message's header
 	// maxListKeys bounds a list's key count before any arithmetic on it (plans index keys with
 	// int32; a larger count is corrupt).
 	maxListKeys = 1 << 40
@@ -54,28 +62,19 @@ type msgFigures struct {
 }
 
 // buildConfigMsg makes the message carrying out, in (ignored when same: the in keys are the out
-// keys), their perms (withPerm) and vals, compressed when pack is set. The buffers
-// it returns are its own (or the caller's keys and values), so several messages may be in
-// flight at once.
-func buildConfigMsg(out, in []uint64, same bool, withPerm bool, outPerm, inPerm []int32, vals []byte, pack bool) configMsg {
+// keys) and vals, compressed when pack is set. rows marks the keys as layer-0 rows (msgRows);
+// compressed, out and in are then the sets of the rows' keys and outPerm, inPerm each row's
+// position in its set (setPerm). The buffers it returns are its own (or the caller's keys and
+// values), so several messages may be in flight at once.
+func buildConfigMsg(out, in []uint64, same bool, rows bool, outPerm, inPerm []int32, vals []byte, pack bool) configMsg {
 	ni := uint64(len(in))
 	keys := len(out) + len(in)
 	if same {
 		ni, keys = sameAsOut, len(out)
 	}
 	flags := uint64(0)
-	var perms [][]byte // sent as they are, then zeros to a multiple of 8
-	if withPerm {
-		flags = msgPerm
-		np := len(outPerm)
-		perms = append(perms, permBytes(outPerm))
-		if !same {
-			np += len(inPerm)
-			perms = append(perms, permBytes(inPerm))
-		}
-		if np%2 != 0 {
-			perms = append(perms, make([]byte, 4))
-		}
+	if rows {
+		flags = msgRows
 	}
 	raw := 8 * keys
 	if !pack {
@@ -86,7 +85,6 @@ func buildConfigMsg(out, in []uint64, same bool, withPerm bool, outPerm, inPerm 
 		if !same {
 			bufs = append(bufs, keyBytes(in))
 		}
-		bufs = append(bufs, perms...)
 		if vals != nil {
 			bufs = append(bufs, vals)
 		}
@@ -95,13 +93,17 @@ func buildConfigMsg(out, in []uint64, same bool, withPerm bool, outPerm, inPerm 
 	start := time.Now()
 	enc := encoders.Get().(*indexEncoder)
 	defer encoders.Put(enc)
-	b := make([]byte, packedHdr, packedHdr+raw/4+64)
+	hdr := packedHdr
+	if rows {
+		hdr = rowsHdr
+	}
+	b := make([]byte, hdr, hdr+raw/4+64)
 	b = enc.appendList(b, out)
-	ol := len(b) - packedHdr
+	ol := len(b) - hdr
 	if !same {
 		b = enc.appendList(b, in)
 	}
-	il := len(b) - packedHdr - ol
+	il := len(b) - hdr - ol
 	for len(b)%8 != 0 {
 		b = append(b, 0)
 	}
@@ -109,44 +111,52 @@ func buildConfigMsg(out, in []uint64, same bool, withPerm bool, outPerm, inPerm 
 	putU64(b[8:], ni)
 	putU64(b[16:], uint64(ol))
 	putU64(b[24:], uint64(il))
-	bufs := append([][]byte{b}, perms...)
+	bufs := [][]byte{b}
+	if rows { // the rows: how many, then each one's position in its set
+		np := len(outPerm)
+		putU64(b[32:], uint64(len(outPerm)))
+		putU64(b[40:], uint64(len(inPerm)))
+		bufs = append(bufs, permBytes(outPerm))
+		if !same {
+			np += len(inPerm)
+			bufs = append(bufs, permBytes(inPerm))
+		}
+		if np%2 != 0 {
+			bufs = append(bufs, make([]byte, 4))
+		}
+	}
 	if vals != nil {
 		bufs = append(bufs, vals)
 	}
 	return configMsg{bufs, msgFigures{keys: keys, raw: raw, wire: ol + il, packed: true, took: time.Since(start)}}
 }
 
-// configLists is what a config message carries: the key lists, their perms (nil unless the
-// sender set them: layer 0 of a plan with layers) and the values (es bytes per out key).
+// configLists is what a config message carries: the key lists (a rows message's rows, in the
+// sender's order) and the values (es bytes per out key or row).
 type configLists struct {
-	out, in         []uint64
-	outPerm, inPerm []int32
-	vals            []byte
+	out, in []uint64
+	vals    []byte
 }
 
-// parseConfigMsg splits a config message from rank `from`: out keys, in keys, perms, then
-// values (es bytes per out key, none when es == 0). wantPerm says whether perms must be there.
-// Plain keys are views of b; decoded ones and perms are new slices.
-func parseConfigMsg(b []byte, es, from int, wantPerm bool) (m configLists, fig msgFigures, err error) {
+// parseConfigMsg splits a config message from rank `from`: out keys, in keys, then values (es
+// bytes per out key, none when es == 0). wantRows says whether the keys must be layer-0 rows
+// (msgRows). Plain keys are views of b; decoded ones are new slices.
+func parseConfigMsg(b []byte, es, from int, wantRows bool) (m configLists, fig msgFigures, err error) {
 	if len(b) >= 8 && getU64(b)&msgCompressed != 0 {
-		return parsePackedMsg(b, es, from, wantPerm)
+		return parsePackedMsg(b, es, from, wantRows)
 	}
 	if len(b) < plainHdr {
 		return m, fig, Errorf(CodeInternal, "rank %d sent a config message of %d bytes", RankRef(from), len(b))
 	}
 	no, ni := getU64(b), getU64(b[8:])
-	hasPerm := no&msgPerm != 0
-	no &^= msgPerm
+	rows := no&msgRows != 0
+	no &^= msgRows
 	same := ni == sameAsOut
 	if same {
 		ni = 0
 	}
-	var pl uint64
-	if hasPerm && no <= maxListKeys && ni <= maxListKeys {
-		pl = permLen(no, ni)
-	}
-	if hasPerm != wantPerm || no > uint64(len(b)) || ni > uint64(len(b)) || uint64(len(b)) != plainHdr+8*no+8*ni+pl+no*uint64(es) {
-		return m, fig, Errorf(CodeInternal, "rank %d sent a malformed config message (%d out, %d in keys in %d bytes)", RankRef(from), no, ni, len(b))
+	if rows != wantRows || no > uint64(len(b)) || ni > uint64(len(b)) || uint64(len(b)) != plainHdr+8*no+8*ni+no*uint64(es) {
+		return m, fig, Errorf(CodeInternal, "rank %d sent a malformed config message (%d out, %d in keys in %d bytes%s)", RankRef(from), no, ni, len(b), rowsWord(rows, wantRows))
 	}
 	ko := plainHdr + 8*no
 	ki := ko + 8*ni
@@ -155,75 +165,116 @@ func parseConfigMsg(b []byte, es, from int, wantPerm bool) (m configLists, fig m
 	if !same {
 		m.in = bytesKeys(b[ko:ki])
 	}
-	m.readPerms(b[ki:ki+pl], hasPerm, same)
-	m.vals = b[ki+pl:]
+	m.vals = b[ki:]
 	k := int(no + ni)
 	return m, msgFigures{keys: k, raw: 8 * k, wire: 8 * k}, nil
 }
 
-// permLen is the bytes of the perms of no out and ni in keys, padded to 8.
-func permLen(no, ni uint64) uint64 { return (4*(no+ni) + 7) &^ 7 }
-
-// readPerms takes the perms out of their region p (when the message has them); packedMap
-// checks them as it uses them.
-func (m *configLists) readPerms(p []byte, has, same bool) {
-	if !has {
-		return
+// rowsWord says what is wrong with a message's rows flag, if anything.
+func rowsWord(rows, want bool) string {
+	switch {
+	case rows && !want:
+		return ", layer-0 rows where sorted keys belong"
+	case !rows && want:
+		return ", sorted keys where layer-0 rows belong"
 	}
-	m.outPerm = bytesPerm(p[:4*len(m.out)])
-	m.inPerm = m.outPerm
-	if !same {
-		m.inPerm = bytesPerm(p[4*len(m.out) : 4*(len(m.out)+len(m.in))])
-	}
+	return ""
 }
 
 // parsePackedMsg is parseConfigMsg for a compressed message.
-func parsePackedMsg(b []byte, es, from int, wantPerm bool) (m configLists, fig msgFigures, err error) {
+func parsePackedMsg(b []byte, es, from int, wantRows bool) (m configLists, fig msgFigures, err error) {
 	malformed := func(what string) error {
 		return Errorf(CodeInternal, "rank %d sent a malformed compressed config message of %d bytes: %s", RankRef(from), len(b), what)
 	}
 	if len(b) < packedHdr {
 		return m, fig, malformed("no header")
 	}
-	no, ni := getU64(b)&^(msgCompressed|msgPerm), getU64(b[8:])
-	hasPerm := getU64(b)&msgPerm != 0
+	no, ni := getU64(b)&^(msgCompressed|msgRows), getU64(b[8:])
+	rows := getU64(b)&msgRows != 0
 	ol, il := getU64(b[16:]), getU64(b[24:])
 	same := ni == sameAsOut
 	if same {
 		ni = 0
 	}
-	rest := uint64(len(b) - packedHdr)
+	hdr := uint64(packedHdr)
+	ro, ri := no, ni // values follow the out keys, or the rows
+	if rows {
+		hdr = rowsHdr
+		if len(b) < rowsHdr {
+			return m, fig, malformed("no header")
+		}
+		ro, ri = getU64(b[32:]), getU64(b[40:])
+		if same {
+			ri = 0
+		}
+	}
+	rest := uint64(len(b)) - hdr
 	switch {
-	case no > maxListKeys || ni > maxListKeys:
+	case rows != wantRows:
+		return m, fig, malformed(rowsWord(rows, wantRows)[2:])
+	case no > maxListKeys || ni > maxListKeys || ro > maxListKeys || ri > maxListKeys:
 		return m, fig, malformed("key counts out of range")
 	case ol > rest || il > rest-ol || same && il != 0:
 		return m, fig, malformed("list lengths do not fit")
-	case hasPerm != wantPerm:
-		return m, fig, malformed("perms missing or unexpected")
 	}
-	ps := (packedHdr + ol + il + 7) &^ 7
+	ps := (hdr + ol + il + 7) &^ 7
 	var pl uint64
-	if hasPerm {
-		pl = permLen(no, ni)
+	if rows {
+		pl = (4*(ro+ri) + 7) &^ 7
 	}
 	vs := ps + pl
-	if vs > uint64(len(b)) || es > 0 && no > (uint64(len(b))-vs)/uint64(es) || uint64(len(b))-vs != no*uint64(es) {
+	if vs > uint64(len(b)) || es > 0 && ro > (uint64(len(b))-vs)/uint64(es) || uint64(len(b))-vs != ro*uint64(es) {
 		return m, fig, malformed("the values do not match the out keys")
 	}
 	start := time.Now()
 	dec := decoders.Get().(*indexDecoder)
 	defer decoders.Put(dec)
-	if m.out, err = dec.decodeList(b[packedHdr:packedHdr+ol], int(no), from); err != nil {
+	if m.out, err = dec.decodeList(b[hdr:hdr+ol], int(no), from); err != nil {
 		return m, fig, err
 	}
 	m.in = m.out
 	if !same {
-		if m.in, err = dec.decodeList(b[packedHdr+ol:packedHdr+ol+il], int(ni), from); err != nil {
+		if m.in, err = dec.decodeList(b[hdr+ol:hdr+ol+il], int(ni), from); err != nil {
 			return m, fig, err
 		}
 	}
-	m.readPerms(b[ps:vs], hasPerm, same)
+	if rows { // each row's key from its set
+		setOut, setIn := m.out, m.in
+		if m.out, err = setRows(setOut, b[ps:ps+4*ro], from); err == nil {
+			m.in = m.out
+			if !same {
+				m.in, err = setRows(setIn, b[ps+4*ro:ps+4*(ro+ri)], from)
+			}
+		}
+		if err != nil {
+			return m, fig, err
+		}
+	}
 	m.vals = b[vs:]
 	k := int(no + ni)
 	return m, msgFigures{keys: k, raw: 8 * k, wire: int(ol + il), packed: true, took: time.Since(start)}, nil
+}
+
+// setRows is the rows a compressed rows message describes: row r holds set[perm[r]], perm
+// read from p (4 bytes a row, any alignment). A position outside the set is corrupt input,
+// refused naming the sender.
+func setRows(set []uint64, p []byte, from int) ([]uint64, error) {
+	rows := make([]uint64, len(p)/4)
+	for r := range rows {
+		k := uint64(p[4*r]) | uint64(p[4*r+1])<<8 | uint64(p[4*r+2])<<16 | uint64(p[4*r+3])<<24
+		if k >= uint64(len(set)) {
+			return nil, Errorf(CodeInternal, "rank %d sent a malformed compressed config message: row %d is key %d of a set of %d",
+				RankRef(from), r, k, len(set))
+		}
+		rows[r] = set[k]
+	}
+	return rows, nil
+}
+
+// permBytes views a perm as its in-memory bytes (little-endian hosts, as keyBytes).
+func permBytes(p []int32) []byte {
+	if len(p) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&p[0])), len(p)*4)
 }

@@ -1,27 +1,32 @@
 package core
 
 import (
-	"sort"
-	"unsafe"
+	"math"
+	"math/bits"
+	"slices"
 )
 
-// The top of the butterfly in destination order.
+// The top of the butterfly in destination order, as the paper's direct all-to-all does it.
 //
 // A rank's values come in the caller's order, and the answers go back in it. Keeping the
 // rank's layer-0 vector in sorted key order would cost a random permutation of the whole vector
 // at both ends of every reduce: a cache miss per value, the largest cost of a reduce on 2 cores
-// (perf: 52% of its CPU in those two gathers, 4 ranks, 2M keys each). The paper's direct
-// all-to-all instead partitions the values by destination, stably, which streams.
+// (perf: 52% of its CPU in those two gathers, 4 ranks, 2M keys each). Sorting the keys at config
+// costs the sender, besides, the largest part of config (a radix sort of every key, out of
+// cache). The direct all-to-all does neither: the sender partitions its indices by destination,
+// stably, which streams, and only the home sorts what it received.
 //
-// So, in a plan with layers, the rank's layer-0 vector holds its unique keys grouped by "top
-// bucket" — the layer-0 member a key goes to and one of 2^b sub-ranges of the key below that
-// digit — and inside a bucket in the order of each key's first caller position. Filling it from
-// the caller's values is a stable partition into at most topStreams write streams, and
-// answering in caller order reads from as many streams. The member that receives a bucket maps
-// it into its merged keys with a map that is random only inside the bucket's part of the merged
-// vector (about 1/2^b of it, a few hundred KiB: L2), and combines sub-range by sub-range. The
-// index lists still travel sorted (the merge and the codec need that); a config message at
-// layer 0 carries, besides, each key's row in the sender's bucket order (perm).
+// So, in a plan with layers, every caller position is a row of the rank's layer-0 vector, and
+// the rows are grouped by "top bucket" — the layer-0 member a key goes to and one of 2^b
+// sub-ranges of the key below that digit — and inside a bucket in caller order (packTop).
+// Filling the vector from the caller's values is a stable partition into at most topStreams
+// write streams, and answering in caller order reads from as many streams. The config message
+// carries the rows' keys as they are, unsorted and with any repeats (msgRows). The member sorts
+// what its senders sent, sub-range by sub-range (sortTop, topsort.go): that gives the merged
+// keys and, for every sender's row, its merged position. Those maps are random only inside the
+// sub-range's part of the merged vector (about 1/2^b of it, a few hundred KiB: L2), so down
+// combines and up gathers sub-range by sub-range. A repeated index costs its own row (as in the
+// direct all-to-all); the member folds it in, in caller order.
 
 // topStreams bounds the buckets of the top. Fewer streams partition faster (2M f32, quiet:
 // 1.1 ms with 4-16 write streams, 1.4 ms with 64, 2.0 ms with 256), more make the members'
@@ -39,157 +44,157 @@ func subBits(d0 int) int {
 	return b
 }
 
-// topBucket is key k's top bucket: layer-0 digit g, then the top b bits of the rest.
+// topBucket is key k's top bucket: layer-0 digit g, then the top b bits of the rest. It is
+// floor(k·d0 / 2^(64-b)), so buckets are ranges of keys in ascending order (bucketStart).
 func topBucket(k uint64, d0, b int) int {
 	g, r := Digit(k, d0)
 	return g<<b | int(r>>(64-b)) // r >> 64 is 0 when b = 0
 }
 
-// bucketBounds returns the n+1 boundaries of buckets first..first+n-1 in keys (sorted, every
-// key in those buckets): keys[bd[i]:bd[i+1]] are the keys of bucket first+i.
-func bucketBounds(keys []uint64, d0, b, first, n int) []int {
-	bd := make([]int, n+1)
-	lo := 0
-	for i := 1; i < n; i++ {
-		rest := keys[lo:]
-		lo += sort.Search(len(rest), func(j int) bool { return topBucket(rest[j], d0, b) >= first+i })
-		bd[i] = lo
+// bucketStart is the least key of top bucket q (q = d0<<b: 2^64, returned as 0 with end set):
+// ceil(q·2^(64-b) / d0), the inverse of topBucket.
+func bucketStart(q, d0, b int) (start uint64, end bool) {
+	hi, lo := uint64(q)>>b, uint64(q)<<(64-b) // q·2^(64-b) as 128 bits (b = 0: lo = 0)
+	if hi >= uint64(d0) {
+		return 0, true
 	}
-	bd[n] = len(keys)
-	return bd
+	s, r := bits.Div64(hi, lo, uint64(d0))
+	if r != 0 {
+		s++
+	}
+	return s, false
 }
 
-// packTop places a rank's keys in top-bucket order. keys are the sorted unique keys of idx,
-// pos[j] the position of idx[j]'s key among them, repeat[j] whether idx[j] repeats an earlier
-// index (nil: none does). It returns key[r], the sorted key held by row r relative to the
-// first key of r's layer-0 member (so that a member's slice of it is the perm its config
-// message carries, as it is), and dst[j], the row a caller position fills: its key's for a
-// first occurrence, and for a repeat len(keys) plus its rank among the repeats (rows that
-// reduce folds in after). The rows are a permutation inside each bucket's range, which is the
-// bucket's range in sorted order. Both are written in streams (a row's key, not a key's row:
-// that would be a random write per key). Workers take contiguous parts of the caller's
-// positions and every row is fixed by counts, so the result does not depend on the number of
-// workers.
-//
-// key is taken from *buf when it is large enough (and becomes it otherwise), so that repeated
-// configs do not page-fault in a fresh array each time.
-func packTop(idx []int64, keys []uint64, pos []int32, repeat []bool, d0, threads int, buf *[]int32) (key, dst []int32) {
+// topRows is one index list of a rank laid out as layer-0 rows in top-bucket order.
+type topRows struct {
+	keys   []uint64 // keys[r]: the hashed key row r holds
+	dst    []int32  // dst[j]: the row caller position j fills (out) or reads its answer from (in)
+	bounds []int    // the rows of bucket q are [bounds[q], bounds[q+1]); d0<<b + 1 entries
+}
+
+// split is the rows' split among the layer-0 members: member g's rows are [s[g], s[g+1]).
+func (t topRows) split(d0 int) []int {
+	b := subBits(d0)
+	s := make([]int, d0+1)
+	for g := range s {
+		s[g] = t.bounds[g<<b]
+	}
+	return s
+}
+
+// packTop lays idx out in top-bucket order for layer-0 degree d0: a stable partition of the
+// caller's positions by bucket, every position a row. Workers take contiguous parts of idx and
+// every row is fixed by counts, so the result does not depend on the number of workers. The
+// keys are taken from *buf when it is large enough (and become it otherwise): repeated configs
+// do not page-fault in a fresh array each time.
+func packTop(idx []int64, d0, threads int, buf *[]uint64) topRows {
 	n := len(idx)
 	b := subBits(d0)
 	nb := d0 << b
-	bounds := bucketBounds(keys, d0, b, 0, nb)
-	if cap(*buf) >= len(keys) {
-		key = (*buf)[:len(keys)]
-	} else {
-		key = make([]int32, len(keys))
-		*buf = key
+	keys := *buf
+	if cap(keys) < n {
+		keys = make([]uint64, n)
+		*buf = keys
 	}
-	dst = make([]int32, n)
+	t := topRows{keys: keys[:n], dst: make([]int32, n), bounds: make([]int, nb+1)}
 	w := workersFor(n, threads)
 	parts := split(n, w)
-	// Per worker: first occurrences per bucket, then repeats. A worker's rows start after the
-	// earlier workers' in every bucket, so the last part needs no count (nor does a lone one).
-	counts := make([][]int32, w)
-	counts[w-1] = make([]int32, nb+1)
-	parallel(w, func(t int) {
-		if t == w-1 {
-			return
+	counts := make([][]int, w)
+	parallel(w, func(k int) {
+		c := make([]int, nb)
+		for _, x := range idx[parts[k]:parts[k+1]] {
+			c[topBucket(Mix(uint64(x)), d0, b)]++
 		}
-		c := make([]int32, nb+1)
-		for j := parts[t]; j < parts[t+1]; j++ {
-			if repeat != nil && repeat[j] {
-				c[nb]++
-				continue
-			}
-			c[topBucket(Mix(uint64(idx[j])), d0, b)]++
-		}
-		counts[t] = c
+		counts[k] = c
 	})
-	base := make([]int32, d0) // each member's first key: key[] is relative to it
-	for g := range base {
-		base[g] = int32(bounds[g<<b])
-	}
-	offs := make([][]int32, w)
-	for t := range offs {
-		offs[t] = make([]int32, nb+1)
-	}
-	for k := 0; k <= nb; k++ {
-		at := int32(len(keys)) // the repeats' rows follow the keys'
-		if k < nb {
-			at = int32(bounds[k])
-		}
-		for t := 0; t < w; t++ {
-			offs[t][k] = at
-			at += counts[t][k]
+	at := 0
+	for q := 0; q < nb; q++ { // worker k's rows of bucket q follow the earlier workers'
+		t.bounds[q] = at
+		for k := 0; k < w; k++ {
+			c := counts[k][q]
+			counts[k][q] = at
+			at += c
 		}
 	}
-	parallel(w, func(t int) {
-		o := offs[t]
-		for j := parts[t]; j < parts[t+1]; j++ {
-			if repeat != nil && repeat[j] {
-				dst[j] = o[nb]
-				o[nb]++
-				continue
-			}
-			k := topBucket(Mix(uint64(idx[j])), d0, b)
-			s := o[k]
-			o[k]++
-			dst[j] = s
-			key[s] = pos[j] - base[k>>b]
+	t.bounds[nb] = n
+	parallel(w, func(k int) {
+		o := counts[k]
+		lo := parts[k]
+		for j, x := range idx[lo:parts[k+1]] {
+			key := Mix(uint64(x))
+			q := topBucket(key, d0, b)
+			r := o[q]
+			o[q]++
+			t.dst[lo+j] = int32(r)
+			t.keys[r] = key
 		}
 	})
-	return key, dst
+	return t
 }
 
-// answerRows is the row each caller position of a list reads its answer from: dst with every
-// repeat sent to its key's row, the row of the key's first occurrence (first, from
-// sortUniqueInto). dst itself when nothing repeats.
-func answerRows(dst, pos, first []int32, repeat []bool) []int32 {
-	if repeat == nil {
-		return dst
-	}
-	a := append([]int32(nil), dst...)
-	for j, r := range repeat {
-		if r {
-			a[j] = dst[first[pos[j]]]
+// rowBounds checks that rows (a sender's rows for member me of a layer of degree d0, from its
+// config message) are in top-bucket order inside the member's range, and returns where each of
+// the member's 2^b sub-ranges starts and ends in them. Corrupt input gives an error naming the
+// sender, never bounds the member's sort could overrun.
+func rowBounds(rows []uint64, d0, me, from int) ([]int, error) {
+	b := subBits(d0)
+	first := me << b
+	bd := make([]int, 1<<b+1)
+	q := first
+	for r, k := range rows {
+		kq := topBucket(k, d0, b)
+		if kq < q || kq >= first+1<<b {
+			return nil, Errorf(CodeInternal, "rank %d sent a malformed config message: row %d holds a key of bucket %d, not in top-bucket order within buckets %d..%d",
+				RankRef(from), r, kq, first, first+1<<b-1)
+		}
+		for ; q < kq; q++ {
+			bd[q+1-first] = r
 		}
 	}
-	return a
+	for ; q < first+1<<b; q++ {
+		bd[q+1-first] = len(rows)
+	}
+	return bd, nil
 }
 
-// packedMap turns a member's map of a sender's sorted keys (sorted[k]: merged position of
-// sorted key k) into its map of the sender's bucket-ordered rows, m[r] = sorted[perm[r]] (a
-// read at random inside each bucket's part of sorted only), checking on the way that perm,
-// from the sender's config message, is a permutation: corrupt input gives an error naming the
-// sender, never a map that points outside the plan's buffers.
-func packedMap(sorted, perm []int32, from int) ([]int32, error) {
-	if len(perm) != len(sorted) {
-		return nil, Errorf(CodeInternal, "rank %d sent a malformed config message: %d rows of bucket order for %d keys", RankRef(from), len(perm), len(sorted))
+// estimateUnique is the number of distinct indices in idx, for degrees=auto's density when
+// the sender does not sort (a packed plan). Small lists are counted exactly; larger ones by
+// linear counting (Whang et al.) on a bitmap of 2 to 4 bits per index (small enough for L2 at
+// 2M indices: the random bit writes stay cheap), whose standard error is at most about
+// 0.55/sqrt(n): 0.04% at 2M indices, far inside the planner's two significant digits. Workers
+// fill bitmaps of their own, or-ed after, so the count does not depend on them.
+func estimateUnique(idx []int64, threads int) int {
+	n := len(idx)
+	if n <= 1<<12 {
+		ks := slices.Clone(idx)
+		slices.Sort(ks)
+		return len(slices.Compact(ks))
 	}
-	m := make([]int32, len(perm))
-	seen := make([]uint64, (len(perm)+63)/64)
-	for r, k := range perm {
-		if k < 0 || int(k) >= len(perm) || seen[k>>6]&(1<<(k&63)) != 0 {
-			return nil, Errorf(CodeInternal, "rank %d sent a malformed config message: row %d of its bucket order holds key %d (not a permutation of %d keys)",
-				RankRef(from), r, k, len(perm))
+	lg := bits.Len(uint(2*n - 1)) // m = 2^lg bits, at least 2n
+	words := 1 << (lg - 6)
+	w := workersFor(n, threads)
+	parts := split(n, w)
+	maps := make([][]uint64, w)
+	parallel(w, func(k int) {
+		m := make([]uint64, words)
+		for _, x := range idx[parts[k]:parts[k+1]] {
+			h := Mix(uint64(x)) >> (64 - lg)
+			m[h>>6] |= 1 << (h & 63)
 		}
-		seen[k>>6] |= 1 << (k & 63)
-		m[r] = sorted[k]
+		maps[k] = m
+	})
+	zeros := 0
+	for i := 0; i < words; i++ {
+		v := maps[0][i]
+		for k := 1; k < w; k++ {
+			v |= maps[k][i]
+		}
+		zeros += 64 - bits.OnesCount64(v)
 	}
-	return m, nil
-}
-
-// permBytes views a perm as its in-memory bytes (little-endian hosts, as keyBytes).
-func permBytes(p []int32) []byte {
-	if len(p) == 0 {
-		return nil
+	m := float64(int(1) << lg)
+	if zeros == 0 {
+		return n
 	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&p[0])), len(p)*4)
-}
-
-// bytesPerm copies a perm out of a message (any alignment).
-func bytesPerm(b []byte) []int32 {
-	p := make([]int32, len(b)/4)
-	copy(permBytes(p), b)
-	return p
+	est := int(m*math.Log(m/float64(zeros)) + 0.5)
+	return max(1, min(n, est))
 }

@@ -15,24 +15,21 @@ type Plan struct {
 	// key order (streaming writes, parallel by key range) and folds the repeats after.
 	outFirst, outRest []int32
 	outRestPos        []int32 // outPos of each outRest position
-	out0              int     // number of unique out keys on this rank
+	out0              int     // rows of the rank's layer-0 out vector: unique out keys, or (packed) out positions
 	in0               int
 	layers            []layerMap
 	bottom            []int32 // bottom in-key position -> bottom out-key position, -1 if nobody sent it
 	// bottomIdentity: the bottom in keys are the bottom out keys (in = out), so the bottom
 	// map is skipped and the reduced out values are the in values.
 	bottomIdentity bool
-	// packed: the plan has layers and keeps its layer-0 vector in top-bucket order (packtop.go).
-	// outDst[j] is the row caller out position j fills (a repeat: a row after the keys),
-	// outRestRow the key row each repeat folds into, outAll every out position's key row (for
-	// a user op's fold; outDst when nothing repeats), inRow[j] the row caller in position j
-	// reads its answer from.
-	packed                     bool
-	fusedUp                    bool // reduce gathers layer 0's up messages as it combines (canFuseUp)
-	outDst, outRestRow, outAll []int32
-	inRow                      []int32
-	vals                       *planBufs // value buffers, sized by the first reduce (planbufs.go)
-	freed                      bool
+	// packed: the plan has layers and keeps its layer-0 vector in top-bucket order (packtop.go),
+	// every caller position a row. outDst[j] is the row caller out position j fills, inRow[j]
+	// the row caller in position j reads its answer from.
+	packed        bool
+	fusedUp       bool // reduce gathers layer 0's up messages as it combines (canFuseUp)
+	outDst, inRow []int32
+	vals          *planBufs // value buffers, sized by the first reduce (planbufs.go)
+	freed         bool
 }
 
 // layerMap is what config learned about one communication layer.
@@ -44,7 +41,7 @@ type layerMap struct {
 	outLen   int       // merged out keys below this layer
 	inLen    int
 	// Layer 0 of a packed plan: the senders' rows come in top-bucket order and the maps are of
-	// those rows, random inside each sub-range. outBounds[g] are sender g's rows per sub-range
+	// those rows, random inside each sub-range (sortTop). outBounds[g] are sender g's rows per sub-range
 	// and mergedBounds the merged out keys' (down combines sub-range by sub-range); nil on
 	// the other layers, whose maps are increasing.
 	outBounds    [][]int
@@ -64,7 +61,7 @@ func (p *Plan) Free() error {
 		return nil
 	}
 	p.layers, p.outPos, p.inPos, p.bottom, p.vals, p.outFirst, p.outRest, p.outRestPos = nil, nil, nil, nil, nil, nil, nil, nil
-	p.outDst, p.outRestRow, p.outAll, p.inRow = nil, nil, nil, nil
+	p.outDst, p.inRow = nil, nil
 	return nil
 }
 

@@ -57,7 +57,7 @@ func (p *Plan) bufs(es int, arg string) (*planBufs, error) {
 func (p *Plan) bufSizes() []int {
 	L := len(p.layers)
 	s := make([]int, 0, 2*L+2+len(p.layers)*8)
-	s = append(s, p.out0+len(p.outRestRow)) // a packed plan's repeats land after the keys
+	s = append(s, p.out0)
 	for i := range p.layers {
 		s = append(s, p.layers[i].outLen)
 	}
@@ -91,7 +91,7 @@ func (p *Plan) carve(block []byte, es int) *planBufs {
 	}
 	L := len(p.layers)
 	b := &planBufs{es: es, block: block, vec: make([][]byte, L+1), slot: make([][][]byte, L), above: make([][]byte, L)}
-	b.vec[0] = take(p.out0 + len(p.outRestRow))
+	b.vec[0] = take(p.out0)
 	for i := range p.layers {
 		b.vec[i+1] = take(p.layers[i].outLen)
 	}

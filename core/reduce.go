@@ -336,27 +336,17 @@ func (p *Plan) top(b *planBufs, outVals []byte, vs *valueSpec) {
 }
 
 // topPacked fills the top-bucket ordered layer-0 vector v of a packed plan: a stable
-// partition of the caller's values (streaming: a few dozen write heads), the repeats landing
-// in the rows after the keys and then folded into their keys' rows in caller order. A user op
-// with repeats folds every value through its combiner instead.
+// partition of the caller's values by row (streaming: a few dozen write heads). Every caller
+// position is a row of its own, so nothing is combined here, whatever the op.
 func (p *Plan) topPacked(v, outVals []byte, vs *valueSpec) {
 	es := vs.es
-	keys := v[:p.out0*es]
-	if len(p.outRestRow) > 0 && !vs.o.Builtin() {
-		cb := newCombiner(vs.d, vs.o, vs.width, keys)
-		cb.scatter(outVals, p.outAll)
-		return
-	}
 	if workersFor(len(p.outDst), p.c.threads()) == 1 { // no closure to allocate
 		Scatter(v, outVals, p.outDst, es)
-	} else {
-		parallelRanges(len(p.outDst), p.c.threads(), func(lo, hi int) {
-			Scatter(v, outVals[lo*es:hi*es], p.outDst[lo:hi], es)
-		})
+		return
 	}
-	if len(p.outRestRow) > 0 {
-		ScatterCombine(vs.d, vs.o, keys, v[p.out0*es:], p.outRestRow, vs.width)
-	}
+	parallelRanges(len(p.outDst), p.c.threads(), func(lo, hi int) {
+		Scatter(v, outVals[lo*es:hi*es], p.outDst[lo:hi], es)
+	})
 }
 
 // gather is Gather split by ranges of dst.

@@ -1,10 +1,6 @@
 package core
 
-import (
-	"cmp"
-	"slices"
-	"sync"
-)
+import "sync"
 
 // sortUnique hashes idx, sorts the hashed keys and removes repeats. It returns the sorted
 // unique keys and, for every position of idx, the position of its key in that list — the map
@@ -149,40 +145,14 @@ type keyPos struct {
 
 // sortBucket sorts a, whose keys agree above bit `shift`, in place; scratch is as long as a.
 // A counting pass on the next bits (about two keys per sub-bucket) moves a into scratch, then
-// insertion sort, linear on what is left nearly in order, finishes it on the way back.
-// Sub-buckets that are large because the input repeats an index (equal keys) cost nothing
-// more: insertion sort never moves equal keys.
+// insertion sort, linear on what is left nearly in order, finishes it (sortSmall), and the
+// result is copied back. Sub-buckets that are large because the input repeats an index (equal
+// keys) cost nothing more: insertion sort never moves equal keys.
 func sortBucket(a, scratch []keyPos, shift int) {
-	n := len(a)
-	if n <= 32 {
-		insertionSort(a)
-		return
+	var cnt [1<<11 + 1]int32
+	if r := sortSmall(a, scratch, &cnt, shift); len(r) > 0 && &r[0] != &a[0] {
+		copy(a, r)
 	}
-	bits := 1
-	for n>>bits > 2 && bits < 11 {
-		bits++
-	}
-	s := shift - bits
-	mask := uint64(1)<<bits - 1
-	var all [1<<11 + 1]int32
-	counts := all[:1<<bits+1] // only this much is used; clearing all of it costs 8 KiB a bucket
-	for _, kp := range a {
-		counts[(kp.k>>s)&mask+1]++
-	}
-	for b := 1; b <= 1<<bits; b++ {
-		counts[b] += counts[b-1]
-	}
-	for _, kp := range a {
-		b := (kp.k >> s) & mask
-		scratch[counts[b]] = kp
-		counts[b]++
-	}
-	copy(a, scratch)
-	if maxRun(counts[:1<<bits]) > 256 { // many distinct keys in one sub-bucket: not uniform input
-		slices.SortStableFunc(a, func(x, y keyPos) int { return cmp.Compare(x.k, y.k) })
-		return
-	}
-	insertionSort(a)
 }
 
 // maxRun is the largest sub-bucket, given the end offsets of the sub-buckets.

@@ -165,9 +165,8 @@ func planMain(args []string, w io.Writer) error {
 // printSimulation prints measured figures beside the predicted ones. "keys/node" compares the
 // distinct out and in keys a node holds going into the layer (averaged over nodes) with
 // D_i·n/K_i; "down msg" compares the mean reduce message with ElemsPerNode·bpv/d_i. Config
-// messages carry a 16-byte header and 8 bytes per out and in key, and at the first layer 4 more
-// per key, its row in the sender's top-bucket order (core/packtop.go): predicted 16 + 16·keys/d,
-// 16 + 24·keys/d at the first layer.
+// messages carry a 16-byte header and 8 bytes per out and in key (at the first layer a key per
+// caller position, repeats included): predicted 16 + 16·keys/d.
 func printSimulation(w io.Writer, md layerModel, r simResult, m int) {
 	fmt.Fprintf(w, "\nsimulated %d ranks on the in-memory transport: data generation %.3fs/rank (measured density %.4g), "+
 		"config %.3fs, reduce %.3fs (means per rank), %.2fs wall, heap %.0f MiB\n",
@@ -177,7 +176,7 @@ func printSimulation(w io.Writer, md layerModel, r simResult, m int) {
 	bpv := float64(md.BytesPerElem)
 	for i, l := range r.Layers {
 		p := md.Layers[i]
-		predCfg := predConfigMsg(i, p.ElemsPerNode, p.Degree)
+		predCfg := predConfigMsg(p.ElemsPerNode, p.Degree)
 		fmt.Fprintf(w, "%-7d %-29s %-12.6g %-29s %-29s %s\n", i+1,
 			cmp3(p.ElemsPerNode, l.OutKeys), l.InKeys,
 			cmp3(p.MessageBytes, l.DownMsgBytes()),
@@ -188,14 +187,10 @@ func printSimulation(w io.Writer, md layerModel, r simResult, m int) {
 		"-", "-", fmtBytes(float64(r.BottomVolume)*bpv))
 }
 
-// predConfigMsg is the config message of layer i (0-based) predicted from the keys a node holds
-// going into it and its degree (printSimulation's formula).
-func predConfigMsg(i int, elems float64, degree int) float64 {
-	perKey := 16.0
-	if i == 0 {
-		perKey = 24
-	}
-	return 16 + perKey*elems/float64(degree)
+// predConfigMsg is the config message of a layer predicted from the keys a node holds going
+// into it and its degree (printSimulation's formula).
+func predConfigMsg(elems float64, degree int) float64 {
+	return 16 + 16*elems/float64(degree)
 }
 
 // cmp3 formats "pred / meas  +x.x%".

@@ -125,7 +125,7 @@ func TestSimulationMatchesModel(t *testing.T) {
 				within("out keys/node layer "+itoa(i+1), p.ElemsPerNode, l.OutKeys)
 				within("in keys/node layer "+itoa(i+1), p.ElemsPerNode, l.InKeys)
 				within("down message layer "+itoa(i+1), p.MessageBytes, l.DownMsgBytes())
-				within("config message layer "+itoa(i+1), predConfigMsg(i, p.ElemsPerNode, p.Degree), l.ConfigMsgBytes())
+				within("config message layer "+itoa(i+1), predConfigMsg(p.ElemsPerNode, p.Degree), l.ConfigMsgBytes())
 				// The layer's total volume (Fig. 5) is every node's keys going in, own share included.
 				within("volume layer "+itoa(i+1), float64(tc.ranks)*p.ElemsPerNode, float64(l.VolumeOutKeys))
 			}

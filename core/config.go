@@ -246,14 +246,19 @@ func (p *Plan) configTop(seq uint64, out, in topRows, same bool, v []byte, vs *v
 			inBounds[g], err = rowBounds(inLists[g], d, me, from)
 		}
 	}
+	// With no layer below and in = out, nothing needs the merged keys sorted (no split points
+	// below, no bottom map), so they go in order of first appearance (appearanceOrder). Reduce
+	// wall time, alternating builds with and without it (redloop, 90 reduces a run): 4 ranks
+	// x 2M keys 31-33 -> 26-27 ms, 8 ranks 77-82 -> 61-66 ms.
+	appearance := len(p.layers) == 1 && sameIn
 	var newOut, newIn []uint64
 	var outMaps, inMaps [][]int32
 	if err == nil {
-		newOut, outMaps, lm.mergedBounds, err = sortTop(outLists, lm.outBounds, d, me, threads, &c.sortBuf)
+		newOut, outMaps, lm.mergedBounds, err = sortTop(outLists, lm.outBounds, d, me, threads, appearance, &c.sortBuf)
 	}
 	newIn, inMaps = newOut, outMaps
 	if err == nil && !sameIn {
-		newIn, inMaps, _, err = sortTop(inLists, inBounds, d, me, threads, &c.sortBuf)
+		newIn, inMaps, _, err = sortTop(inLists, inBounds, d, me, threads, false, &c.sortBuf)
 	}
 	if err != nil {
 		return nil, nil, nil, err

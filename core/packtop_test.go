@@ -159,9 +159,10 @@ func topLists(t *testing.T, r *rand.Rand, senders, n, d0, me int) ([][]uint64, [
 	return lists, bounds
 }
 
-// TestSortTop checks a member's merge of its senders' rows against a brute-force sorted union:
-// the merged keys, every row's map into them, the sub-range bounds, and that the result does
-// not depend on the number of workers.
+// TestSortTop checks a member's merge of its senders' rows against a brute-force union: the
+// merged keys (sorted, or in order of first appearance by sender and row inside each
+// sub-range), every row's map into them, the sub-range bounds, and that the result does not
+// depend on the number of workers.
 func TestSortTop(t *testing.T) {
 	defer SetMinPerWorker(16)()
 	r := rand.New(rand.NewPCG(47, 48))
@@ -169,41 +170,56 @@ func TestSortTop(t *testing.T) {
 		for _, n := range []int{0, 7, 4000} {
 			me := r.IntN(d0)
 			lists, bounds := topLists(t, r, 1+r.IntN(5), n, d0, me)
-			var want []uint64
-			for _, l := range lists {
-				want = append(want, l...)
-			}
-			slices.Sort(want)
-			want = slices.Compact(want)
-			what := fmt.Sprintf("d0=%d n=%d member %d", d0, n, me)
-			var first [][]int32
-			for _, threads := range []int{1, 2, 4} {
-				merged, maps, mb, err := sortTop(lists, bounds, d0, me, threads, new([]keyPos))
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-				if !slices.Equal(merged, want) {
-					t.Fatalf("%s threads=%d: merged keys differ from the sorted union", what, threads)
-				}
+			b := subBits(d0)
+			var sorted, appeared []uint64 // the brute-force answers
+			for s := 0; s < 1<<b; s++ {
+				seen := map[uint64]bool{}
+				var sub []uint64
 				for g, l := range lists {
-					for i, k := range l {
-						if m := maps[g][i]; m < 0 || int(m) >= len(merged) || merged[m] != k {
-							t.Fatalf("%s threads=%d: sender %d row %d maps to %d", what, threads, g, i, m)
+					for _, k := range l[bounds[g][s]:bounds[g][s+1]] {
+						if !seen[k] {
+							seen[k] = true
+							sub = append(sub, k)
 						}
 					}
 				}
-				b := subBits(d0)
-				for s := 0; s < 1<<b; s++ {
-					for _, k := range merged[mb[s]:mb[s+1]] {
-						if topBucket(k, d0, b) != me<<b+s {
-							t.Fatalf("%s: merged key %#x is outside sub-range %d", what, k, s)
+				appeared = append(appeared, sub...)
+				sorted = append(sorted, sortedSet(sub)...)
+			}
+			for _, appearance := range []bool{false, true} {
+				want := sorted
+				if appearance {
+					want = appeared
+				}
+				what := fmt.Sprintf("d0=%d n=%d member %d appearance=%v", d0, n, me, appearance)
+				var first [][]int32
+				for _, threads := range []int{1, 2, 4} {
+					merged, maps, mb, err := sortTop(lists, bounds, d0, me, threads, appearance, new([]keyPos))
+					if err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					if !slices.Equal(merged, want) {
+						t.Fatalf("%s threads=%d: merged keys differ from the brute-force union", what, threads)
+					}
+					for g, l := range lists {
+						for i, k := range l {
+							if m := maps[g][i]; m < 0 || int(m) >= len(merged) || merged[m] != k {
+								t.Fatalf("%s threads=%d: sender %d row %d maps to %d", what, threads, g, i, m)
+							}
 						}
 					}
-				}
-				if threads == 1 {
-					first = maps
-				} else if !slices.EqualFunc(maps, first, slices.Equal) {
-					t.Fatalf("%s threads=%d: maps differ from threads=1", what, threads)
+					for s := 0; s < 1<<b; s++ {
+						for _, k := range merged[mb[s]:mb[s+1]] {
+							if topBucket(k, d0, b) != me<<b+s {
+								t.Fatalf("%s: merged key %#x is outside sub-range %d", what, k, s)
+							}
+						}
+					}
+					if threads == 1 {
+						first = maps
+					} else if !slices.EqualFunc(maps, first, slices.Equal) {
+						t.Fatalf("%s threads=%d: maps differ from threads=1", what, threads)
+					}
 				}
 			}
 		}
@@ -327,13 +343,15 @@ func sortedSet(l []uint64) []uint64 {
 
 // BenchmarkSortTop is one layer-0 member's merge of 4 senders' 500K rows (of the 2M each
 // sends at 4 ranks, density 0.2): config's largest cost.
+var benchRows = 2_000_000
+
 func BenchmarkSortTop(b *testing.B) {
 	r := rand.New(rand.NewPCG(53, 54))
 	const d0, me = 4, 1
 	lists := make([][]uint64, d0)
 	bounds := make([][]int, d0)
 	for g := range lists {
-		idx := make([]int64, 2_000_000)
+		idx := make([]int64, benchRows)
 		for j := range idx {
 			idx[j] = int64(r.IntN(10_000_000))
 		}
@@ -345,7 +363,7 @@ func BenchmarkSortTop(b *testing.B) {
 	buf := new([]keyPos)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, _, _, err := sortTop(lists, bounds, d0, me, 1, buf); err != nil {
+		if _, _, _, err := sortTop(lists, bounds, d0, me, 1, false, buf); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -21,7 +21,7 @@ import (
 // `threads` workers take whole sub-ranges, so the result does not depend on their number.
 //
 // The entries are taken from *buf when it is large enough (and become it otherwise).
-func sortTop(lists [][]uint64, bounds [][]int, d0, me, threads int, buf *[]keyPos) (merged []uint64, maps [][]int32, mb []int, err error) {
+func sortTop(lists [][]uint64, bounds [][]int, d0, me, threads int, appearance bool, buf *[]keyPos) (merged []uint64, maps [][]int32, mb []int, err error) {
 	b := subBits(d0)
 	nsub := 1 << b
 	total := 0
@@ -74,7 +74,11 @@ func sortTop(lists [][]uint64, bounds [][]int, d0, me, threads int, buf *[]keyPo
 			for g, l := range lists {
 				runs[g] = rowRun{keys: l[bounds[g][s]:bounds[g][s+1]], at: off[g] + bounds[g][s]}
 			}
-			uniq[s+1], scratch = sortRange(runs, ranges[s][0], ranges[s][1], ent[es[s]:es[s+1]], scratch, merged[es[s]:es[s+1]], flat)
+			keys := merged[es[s]:es[s+1]]
+			uniq[s+1], scratch = sortRange(runs, ranges[s][0], ranges[s][1], ent[es[s]:es[s+1]], scratch, keys, flat, appearance)
+			if appearance {
+				appearanceOrder(runs, keys, flat)
+			}
 		}
 	})
 	mb = make([]int, nsub+1)
@@ -97,6 +101,29 @@ func sortTop(lists [][]uint64, bounds [][]int, d0, me, threads int, buf *[]keyPo
 	return merged[:mb[nsub]:mb[nsub]], maps, mb, nil
 }
 
+// appearanceOrder puts a sub-range's distinct keys in order of first appearance (sender order,
+// then row order) and maps the rows to them. sortRange has left in flat, for every row, the map
+// index of the first row holding its key; the rows are walked in map-index order, so a first
+// row takes the next place (its key read in stream from its run) and a later one the place its
+// first row took. Then the first sender's rows map to increasing places, and so do the later
+// senders' rows of keys no earlier sender had: where the keys are a set per sender, combining
+// and gathering stream through those instead of landing at random (measured in configTop).
+func appearanceOrder(runs []rowRun, keys []uint64, flat []int32) {
+	next := int32(0)
+	for _, r := range runs {
+		m := flat[r.at : r.at+len(r.keys)]
+		for i, k := range r.keys {
+			if f := m[i]; int(f) == r.at+i {
+				m[i] = next
+				keys[next] = k
+				next++
+			} else {
+				m[i] = flat[f] // f < r.at+i: placed already
+			}
+		}
+	}
+}
+
 // rowRun is one sender's rows of a sub-range and where their map entries start.
 type rowRun struct {
 	keys []uint64
@@ -105,13 +132,15 @@ type rowRun struct {
 
 // sortRange sorts the rows of runs, whose keys lie in [lo, lo+width) (width 0: 2^64), writes
 // their distinct keys in ascending order into keys and each row's position among them into
-// flat (at the row's map index), and returns how many distinct keys there are. A counting pass
+// flat (at the row's map index), and returns how many distinct keys there are. With firsts it
+// writes into flat instead, for appearanceOrder, the map index of the first row holding the
+// row's key (and keys is not written). A counting pass
 // on the top bits of the key's offset in the range moves the rows, as (offset, map index),
 // into ent in sender order and row order; each bucket is then sorted (sortSmall) and written
 // out while it is in L1. 8 bits measured best for the first pass (2M rows from 4 senders,
 // quiet, per merge: 8 bits 49 ms, 9: 50, 10: 50, 11: 60): fewer write heads than pages the
 // TLB holds. scratch is grown as needed and returned for the next call.
-func sortRange(runs []rowRun, lo, width uint64, ent, scratch []keyPos, keys []uint64, flat []int32) (int, []keyPos) {
+func sortRange(runs []rowRun, lo, width uint64, ent, scratch []keyPos, keys []uint64, flat []int32, firsts bool) (int, []keyPos) {
 	l := 64
 	if width != 0 {
 		l = bits.Len64(width - 1)
@@ -145,11 +174,30 @@ func sortRange(runs []rowRun, lo, width uint64, ent, scratch []keyPos, keys []ui
 			scratch = make([]keyPos, max(len(a), 2*cap(scratch)))
 		}
 		a = sortSmall(a, scratch[:len(a)], &cnt, sh)
-		for i, e := range a { // keys of different buckets differ: a bucket's first is new
-			if i == 0 || e.k != a[i-1].k {
-				keys[u] = e.k + lo
-				u++
+		// Branch-free (half the rows repeat a key of another sender's at random): every row
+		// writes its key into the next free slot, and only a new key takes the slot. Keys of
+		// different buckets differ, so a bucket's first row is new; a repeat leaves the next
+		// slot written, which exists (fewer keys than rows) and is written again or unused.
+		prev := ^uint64(0)
+		if len(a) > 0 {
+			prev = a[0].k + 1
+		}
+		if firsts { // for appearanceOrder: each row's first row (the least map index: stable)
+			first := int32(0)
+			for _, e := range a {
+				if e.k != prev {
+					first = e.p
+					u++
+				}
+				prev = e.k
+				flat[e.p] = first
 			}
+			continue
+		}
+		for _, e := range a {
+			keys[u] = e.k + lo
+			u += b2i(e.k != prev)
+			prev = e.k
 			flat[e.p] = int32(u - 1)
 		}
 	}
@@ -205,7 +253,7 @@ func setPerm(rows []uint64, d0, g, threads int, buf *[]keyPos) ([]uint64, []int3
 	if err != nil {
 		return nil, nil, err
 	}
-	set, maps, _, err := sortTop([][]uint64{rows}, [][]int{bd}, d0, g, threads, buf)
+	set, maps, _, err := sortTop([][]uint64{rows}, [][]int{bd}, d0, g, threads, false, buf)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -22,9 +22,9 @@ type Comm struct {
 	// denseSwitchBytes: Allreduce of up to this many bytes takes the direct exchange
 	// (negative: DefaultDenseSwitch).
 	denseSwitchBytes int
-	// sortBuf is config's sort scratch, kept between configs (config_reduce streams) so that
-	// each one does not page-fault in a fresh array.
-	sortBuf []keyPos
+	// top is config's sort scratch (and sortTop's hash tables), kept between configs
+	// (config_reduce streams) so that each one does not page-fault in fresh arrays.
+	top topScratch
 	// rowKeyBuf is packTop's row → key scratch (out, in), likewise kept: config's layer-0
 	// messages carry slices of it, and it is free again once config has returned.
 	rowKeyBuf [2][]uint64

@@ -99,11 +99,11 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 		return p.configurePacked(seq, outIdx, inIdx, outVals, vs, same)
 	}
 	threads := c.threads()
-	so := sortUniqueInto(outIdx, threads, &c.sortBuf)
+	so := sortUniqueInto(outIdx, threads, &c.top.ent)
 	outKeys, outPos := so.keys, so.pos
 	inKeys, inPos := outKeys, outPos
 	if !same { // in = out is common (PageRank, model sync): sort once
-		si := sortUniqueInto(inIdx, threads, &c.sortBuf)
+		si := sortUniqueInto(inIdx, threads, &c.top.ent)
 		inKeys, inPos = si.keys, si.pos
 	}
 	p.outPos, p.inPos, p.out0, p.in0 = outPos, inPos, len(outKeys), len(inKeys)
@@ -254,11 +254,11 @@ func (p *Plan) configTop(seq uint64, out, in topRows, same bool, v []byte, vs *v
 	var newOut, newIn []uint64
 	var outMaps, inMaps [][]int32
 	if err == nil {
-		newOut, outMaps, lm.mergedBounds, err = sortTop(outLists, lm.outBounds, d, me, threads, appearance, &c.sortBuf)
+		newOut, outMaps, lm.mergedBounds, err = sortTop(outLists, lm.outBounds, d, me, threads, appearance, &c.top)
 	}
 	newIn, inMaps = newOut, outMaps
 	if err == nil && !sameIn {
-		newIn, inMaps, _, err = sortTop(inLists, inBounds, d, me, threads, false, &c.sortBuf)
+		newIn, inMaps, _, err = sortTop(inLists, inBounds, d, me, threads, false, &c.top)
 	}
 	if err != nil {
 		return nil, nil, nil, err
@@ -329,10 +329,10 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 		var outPerm, inPerm []int32
 		if rows && pack {
 			rowsIn := m.in
-			if m.out, outPerm, serr = setPerm(m.out, d, g, c.threads(), &c.sortBuf); serr == nil {
+			if m.out, outPerm, serr = setPerm(m.out, d, g, c.threads(), &c.top); serr == nil {
 				m.in, inPerm = m.out, outPerm
 				if !same {
-					m.in, inPerm, serr = setPerm(rowsIn, d, g, c.threads(), &c.sortBuf)
+					m.in, inPerm, serr = setPerm(rowsIn, d, g, c.threads(), &c.top)
 				}
 			}
 		}

@@ -37,3 +37,11 @@ func ConfigListStart(b []byte) int {
 	}
 	return packedHdr
 }
+
+// SetHashMaxRows sets the largest sub-range a layer-0 member merges by hashing (topsort.go); it
+// returns a function that restores the default.
+func SetHashMaxRows(n int) (restore func()) {
+	old := hashMaxRows
+	hashMaxRows = n
+	return func() { hashMaxRows = old }
+}

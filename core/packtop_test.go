@@ -186,15 +186,20 @@ func TestSortTop(t *testing.T) {
 				appeared = append(appeared, sub...)
 				sorted = append(sorted, sortedSet(sub)...)
 			}
-			for _, appearance := range []bool{false, true} {
+			for _, mode := range []struct {
+				appearance bool
+				hashRows   int // sub-ranges of at most this many rows are hashed
+			}{{false, 1 << 30}, {true, 1 << 30}, {true, 0}, {true, n / 2}} {
+				appearance := mode.appearance
+				defer SetHashMaxRows(mode.hashRows)()
 				want := sorted
 				if appearance {
 					want = appeared
 				}
-				what := fmt.Sprintf("d0=%d n=%d member %d appearance=%v", d0, n, me, appearance)
+				what := fmt.Sprintf("d0=%d n=%d member %d appearance=%v hashed up to %d rows", d0, n, me, appearance, mode.hashRows)
 				var first [][]int32
 				for _, threads := range []int{1, 2, 4} {
-					merged, maps, mb, err := sortTop(lists, bounds, d0, me, threads, appearance, new([]keyPos))
+					merged, maps, mb, err := sortTop(lists, bounds, d0, me, threads, appearance, new(topScratch))
 					if err != nil {
 						t.Fatalf("%s: %v", what, err)
 					}
@@ -297,8 +302,8 @@ func TestConfigMsgRows(t *testing.T) {
 				so, si, op, ip := out, in, []int32(nil), []int32(nil)
 				if pack {
 					var err error
-					if so, op, err = setPerm(out, d0, me, 1, new([]keyPos)); err == nil {
-						si, ip, err = setPerm(in, d0, me, 1, new([]keyPos))
+					if so, op, err = setPerm(out, d0, me, 1, new(topScratch)); err == nil {
+						si, ip, err = setPerm(in, d0, me, 1, new(topScratch))
 					}
 					if err != nil {
 						t.Fatal(err)
@@ -360,7 +365,7 @@ func BenchmarkSortTop(b *testing.B) {
 		lists[g] = tr.keys[sp[me]:sp[me+1]]
 		bounds[g], _ = rowBounds(lists[g], d0, me, g)
 	}
-	buf := new([]keyPos)
+	buf := new(topScratch)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, _, _, err := sortTop(lists, bounds, d0, me, 1, false, buf); err != nil {

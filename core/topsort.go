@@ -21,7 +21,7 @@ import (
 // `threads` workers take whole sub-ranges, so the result does not depend on their number.
 //
 // The entries are taken from *buf when it is large enough (and become it otherwise).
-func sortTop(lists [][]uint64, bounds [][]int, d0, me, threads int, appearance bool, buf *[]keyPos) (merged []uint64, maps [][]int32, mb []int, err error) {
+func sortTop(lists [][]uint64, bounds [][]int, d0, me, threads int, appearance bool, buf *topScratch) (merged []uint64, maps [][]int32, mb []int, err error) {
 	b := subBits(d0)
 	nsub := 1 << b
 	total := 0
@@ -40,19 +40,24 @@ func sortTop(lists [][]uint64, bounds [][]int, d0, me, threads int, appearance b
 		maps[g] = flat[at : at+len(l) : at+len(l)]
 		at += len(l)
 	}
-	ent := *buf
-	if cap(ent) < total {
-		ent = make([]keyPos, total)
-		*buf = ent
-	}
-	ent = ent[:total]
 	// Sub-range s's entries take ent[es[s]:es[s+1]].
 	es := make([]int, nsub+1)
+	hashed := make([]bool, nsub) // merged by hashTable.firsts, not sorted
+	sorts := false
 	for s := 0; s < nsub; s++ {
 		es[s+1] = es[s]
 		for g := range lists {
 			es[s+1] += bounds[g][s+1] - bounds[g][s]
 		}
+		hashed[s] = appearance && es[s+1]-es[s] <= hashMaxRows
+		sorts = sorts || !hashed[s]
+	}
+	var ent []keyPos
+	if sorts {
+		if cap(buf.ent) < total {
+			buf.ent = make([]keyPos, total)
+		}
+		ent = buf.ent[:total]
 	}
 	ranges := make([][2]uint64, nsub) // start, width (0: 2^64)
 	for s := range ranges {
@@ -67,6 +72,9 @@ func sortTop(lists [][]uint64, bounds [][]int, d0, me, threads int, appearance b
 	merged = make([]uint64, total)
 	w := min(workersFor(total, threads), nsub)
 	parts := splitBuckets(es, w)
+	for len(buf.tabs) < w {
+		buf.tabs = append(buf.tabs, new(hashTable))
+	}
 	parallel(w, func(t int) {
 		var scratch []keyPos
 		for s := parts[t]; s < parts[t+1]; s++ {
@@ -75,6 +83,10 @@ func sortTop(lists [][]uint64, bounds [][]int, d0, me, threads int, appearance b
 				runs[g] = rowRun{keys: l[bounds[g][s]:bounds[g][s+1]], at: off[g] + bounds[g][s]}
 			}
 			keys := merged[es[s]:es[s+1]]
+			if hashed[s] {
+				uniq[s+1] = buf.tabs[t].firsts(runs, ranges[s][0], ranges[s][1], es[s+1]-es[s], keys, flat)
+				continue
+			}
 			uniq[s+1], scratch = sortRange(runs, ranges[s][0], ranges[s][1], ent[es[s]:es[s+1]], scratch, keys, flat, appearance)
 			if appearance {
 				appearanceOrder(runs, keys, flat)
@@ -99,6 +111,79 @@ func sortTop(lists [][]uint64, bounds [][]int, d0, me, threads int, appearance b
 		}
 	})
 	return merged[:mb[nsub]:mb[nsub]], maps, mb, nil
+}
+
+// topScratch is sortTop's scratch, kept by the comm between configs so that each one does not
+// page-fault in fresh arrays: the sort's entries, and a hash table per worker.
+type topScratch struct {
+	ent  []keyPos
+	tabs []*hashTable
+}
+
+// hashTable is an open-addressing table (linear probing) from key to place, for firsts.
+type hashTable struct {
+	slots []hashSlot
+}
+
+type hashSlot struct {
+	k uint64
+	v int32 // place + 1; 0: empty
+}
+
+// hashMaxRows bounds the rows of a sub-range that hashTable.firsts merges (a table of at most
+// 4 MiB); larger ones are sorted, then put in order of first appearance (appearanceOrder). The
+// table's probes are random: measured alternating builds (kylix_sparse, config ms), hashing
+// won at 300K keys a rank (4 ranks: 17-29 against 28-34 sorting, tables of 2 MiB; 8 ranks:
+// 48-56 against 61-65, 4 MiB) and lost at 2M (8 ranks, 16 MiB tables: 362-376 against
+// 343-358). A variable so that tests can send small inputs down either path.
+var hashMaxRows = 1 << 18
+
+// firsts is the merge of one sub-range when nothing needs its keys sorted (a plan of one layer
+// with in = out): the distinct keys of runs (all in [lo, lo+width), width 0: 2^64; rows of
+// them in all) in order of first appearance, sender order then row order, written into keys,
+// and each row's place among them into flat. It returns how many distinct keys there are. One
+// pass, a probe per row into a table of at least as many slots as rows, addressed by the top
+// bits of the key's offset in the range (uniform: the keys are hashes).
+func (h *hashTable) firsts(runs []rowRun, lo, width uint64, rows int, keys []uint64, flat []int32) int {
+	if rows == 0 {
+		return 0
+	}
+	l := 64
+	if width != 0 {
+		l = bits.Len64(width - 1)
+	}
+	tb := bits.Len(uint(rows - 1))
+	size := 1 << tb
+	if cap(h.slots) < size {
+		h.slots = make([]hashSlot, size)
+	}
+	tab := h.slots[:size]
+	clear(tab)
+	sh := max(l-tb, 0)
+	mask := uint64(size - 1)
+	next := int32(0)
+	for _, r := range runs {
+		m := flat[r.at : r.at+len(r.keys)]
+		for i, k := range r.keys {
+			slot := ((k - lo) >> sh) & mask
+			for {
+				e := &tab[slot]
+				if e.v == 0 {
+					e.k, e.v = k, next+1
+					keys[next] = k
+					m[i] = next
+					next++
+					break
+				}
+				if e.k == k {
+					m[i] = e.v - 1
+					break
+				}
+				slot = (slot + 1) & mask
+			}
+		}
+	}
+	return int(next)
 }
 
 // appearanceOrder puts a sub-range's distinct keys in order of first appearance (sender order,
@@ -248,7 +333,7 @@ func sortSmall(a, scratch []keyPos, cnt *[1<<11 + 1]int32, shift int) []keyPos {
 // setPerm is what a compressed rows message sends for rows (one sender's rows for member g of
 // layer-0 degree d0, in top-bucket order): the set of their keys, sorted, and each row's
 // position in it.
-func setPerm(rows []uint64, d0, g, threads int, buf *[]keyPos) ([]uint64, []int32, error) {
+func setPerm(rows []uint64, d0, g, threads int, buf *topScratch) ([]uint64, []int32, error) {
 	bd, err := rowBounds(rows, d0, g, -1)
 	if err != nil {
 		return nil, nil, err

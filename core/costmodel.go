@@ -151,11 +151,11 @@ func PredictTime(degrees []int, layers []LayerPrediction, bottomElems float64, l
 			cfgLocal /= ratio
 			packed += localMsgs
 		}
-		// Layer 0's messages carry rows; compressed, also each row's place in the set sent (4
-		// bytes, not compressed).
+		// Layer 0's messages carry rows; compressed, also each row's place in the set sent
+		// (permWidth bytes, not compressed).
 		var perms, localPerms float64
 		if i == 0 && ratio > 1 {
-			perms = keys * keyBytes / 2
+			perms = keys * float64(permWidth(int(keys)))
 			if w.CompressLocal {
 				localPerms = perms
 			}

@@ -1,9 +1,9 @@
 package core
 
 import (
+	"slices"
 	"sync"
 	"time"
-	"unsafe"
 )
 
 // Config messages: the index lists a node sends a member of its group at one layer, plain or
@@ -17,11 +17,13 @@ import (
 // rows in its top-bucket order (packtop.go): unsorted, repeats included, one value per row. A
 // compressed list is a set, so a compressed rows message carries the sets of the rows' keys
 // (counts in the first two words), the row counts in two more header words, and after the
-// lists each row's position in its set (perms, 4 bytes each, out then in, zeros to a multiple
-// of 8) before the values:
+// lists each row's position in its set (perms: w bytes each, little-endian, the fewest that
+// hold the larger set's positions; out then in, zeros to a multiple of 8) before the values.
+// The positions are as random as the rows' order, so fixed width is about all there is to
+// gain: 2 bytes a row up to 65536 keys.
 //
 // Compressed rows: [set out | msgCompressed | msgRows][set in, or sameAsOut][out bytes][in bytes]
-//                  [out rows][in rows][out list][in list][zeros][perms][values]
+//                  [out rows | w<<56][in rows][out list][in list][zeros][perms][values]
 //
 // Every word is 8 bytes, little-endian. The flags travel in each message, so every message
 // is decided on its own (compress=auto) and the receiver needs no agreement to read it. Values
@@ -113,17 +115,14 @@ func buildConfigMsg(out, in []uint64, same bool, rows bool, outPerm, inPerm []in
 	putU64(b[24:], uint64(il))
 	bufs := [][]byte{b}
 	if rows { // the rows: how many, then each one's position in its set
-		np := len(outPerm)
-		putU64(b[32:], uint64(len(outPerm)))
+		w := permWidth(max(len(out), len(in)))
+		putU64(b[32:], uint64(len(outPerm))|uint64(w)<<56)
 		putU64(b[40:], uint64(len(inPerm)))
-		bufs = append(bufs, permBytes(outPerm))
+		perms := outPerm
 		if !same {
-			np += len(inPerm)
-			bufs = append(bufs, permBytes(inPerm))
+			perms = append(slices.Clip(outPerm), inPerm...)
 		}
-		if np%2 != 0 {
-			bufs = append(bufs, make([]byte, 4))
-		}
+		bufs = append(bufs, packPerms(perms, w))
 	}
 	if vals != nil {
 		bufs = append(bufs, vals)
@@ -198,14 +197,18 @@ func parsePackedMsg(b []byte, es, from int, wantRows bool) (m configLists, fig m
 	}
 	hdr := uint64(packedHdr)
 	ro, ri := no, ni // values follow the out keys, or the rows
+	pw := uint64(0)  // bytes a perm
 	if rows {
 		hdr = rowsHdr
 		if len(b) < rowsHdr {
 			return m, fig, malformed("no header")
 		}
-		ro, ri = getU64(b[32:]), getU64(b[40:])
+		ro, ri, pw = getU64(b[32:])&(1<<56-1), getU64(b[40:]), getU64(b[32:])>>56
 		if same {
 			ri = 0
+		}
+		if pw < 1 || pw > 4 {
+			return m, fig, malformed("perms of a width out of range")
 		}
 	}
 	rest := uint64(len(b)) - hdr
@@ -220,7 +223,7 @@ func parsePackedMsg(b []byte, es, from int, wantRows bool) (m configLists, fig m
 	ps := (hdr + ol + il + 7) &^ 7
 	var pl uint64
 	if rows {
-		pl = (4*(ro+ri) + 7) &^ 7
+		pl = (pw*(ro+ri) + 7) &^ 7
 	}
 	vs := ps + pl
 	if vs > uint64(len(b)) || es > 0 && ro > (uint64(len(b))-vs)/uint64(es) || uint64(len(b))-vs != ro*uint64(es) {
@@ -240,10 +243,10 @@ func parsePackedMsg(b []byte, es, from int, wantRows bool) (m configLists, fig m
 	}
 	if rows { // each row's key from its set
 		setOut, setIn := m.out, m.in
-		if m.out, err = setRows(setOut, b[ps:ps+4*ro], from); err == nil {
+		if m.out, err = setRows(setOut, b[ps:ps+pw*ro], int(pw), from); err == nil {
 			m.in = m.out
 			if !same {
-				m.in, err = setRows(setIn, b[ps+4*ro:ps+4*(ro+ri)], from)
+				m.in, err = setRows(setIn, b[ps+pw*ro:ps+pw*(ro+ri)], int(pw), from)
 			}
 		}
 		if err != nil {
@@ -256,12 +259,15 @@ func parsePackedMsg(b []byte, es, from int, wantRows bool) (m configLists, fig m
 }
 
 // setRows is the rows a compressed rows message describes: row r holds set[perm[r]], perm
-// read from p (4 bytes a row, any alignment). A position outside the set is corrupt input,
+// read from p (w bytes a row, little-endian). A position outside the set is corrupt input,
 // refused naming the sender.
-func setRows(set []uint64, p []byte, from int) ([]uint64, error) {
-	rows := make([]uint64, len(p)/4)
+func setRows(set []uint64, p []byte, w, from int) ([]uint64, error) {
+	rows := make([]uint64, len(p)/w)
 	for r := range rows {
-		k := uint64(p[4*r]) | uint64(p[4*r+1])<<8 | uint64(p[4*r+2])<<16 | uint64(p[4*r+3])<<24
+		var k uint64
+		for i := w - 1; i >= 0; i-- {
+			k = k<<8 | uint64(p[w*r+i])
+		}
 		if k >= uint64(len(set)) {
 			return nil, Errorf(CodeInternal, "rank %d sent a malformed compressed config message: row %d is key %d of a set of %d",
 				RankRef(from), r, k, len(set))
@@ -271,10 +277,22 @@ func setRows(set []uint64, p []byte, from int) ([]uint64, error) {
 	return rows, nil
 }
 
-// permBytes views a perm as its in-memory bytes (little-endian hosts, as keyBytes).
-func permBytes(p []int32) []byte {
-	if len(p) == 0 {
-		return nil
+// permWidth is the bytes a perm entry takes for sets of up to n keys (1..4).
+func permWidth(n int) int {
+	w := 1
+	for w < 4 && n > 1<<(8*w) {
+		w++
 	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&p[0])), len(p)*4)
+	return w
+}
+
+// packPerms writes perms w bytes each, little-endian, padded with zeros to a multiple of 8.
+func packPerms(perms []int32, w int) []byte {
+	b := make([]byte, (w*len(perms)+7)&^7)
+	for r, v := range perms {
+		for i := 0; i < w; i++ {
+			b[w*r+i] = byte(v >> (8 * i))
+		}
+	}
+	return b
 }

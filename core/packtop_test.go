@@ -287,7 +287,7 @@ func TestEstimateUnique(t *testing.T) {
 func TestConfigMsgRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(45, 46))
 	const d0, me = 4, 2
-	for _, n := range []int{300, 0, 5} {
+	for _, n := range []int{300, 0, 5, 20000} { // 20000: perms of 2 bytes
 		for _, pack := range []bool{false, true} {
 			for _, same := range []bool{false, true} {
 				lists, _ := topLists(t, r, 2, n, d0, me)

@@ -25,7 +25,6 @@ type sorted struct {
 	keys        []uint64
 	pos         []int32
 	first, rest []int32
-	repeat      []bool // repeat[j]: input position j repeats an earlier one (nil: none does)
 }
 
 // sortUniqueInto is sortUnique with the inverse map, and with the big scratch array taken from
@@ -135,7 +134,7 @@ func sortUniqueInto(idx []int64, threads int, buf *[]keyPos) sorted {
 			rest = append(rest, int32(q))
 		}
 	}
-	return sorted{keys: keys, pos: pos, first: first, rest: rest, repeat: repeat}
+	return sorted{keys: keys, pos: pos, first: first, rest: rest}
 }
 
 type keyPos struct {

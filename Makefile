@@ -4,7 +4,7 @@
 #   make examples   build/examples/<name> for every examples/c/<name>.c
 #   make demo       PageRank over the bundled power-law graph on 4 local ranks
 #   make test       go vet, every Go test (incl. the multi-process C tests in tests/ and the
-#                   mpirun/ssh launcher tests), short fuzz runs of the frame and index-list decoders, then the
+#                   mpirun/ssh launcher tests), short fuzz runs of the frame, index-list and layer-0 message decoders, then the
 #                   Python (pytest) and Java (JUnit) binding tests, then tests/userpaths: the
 #                   README examples verbatim, make install + pkg-config, the Python wheel,
 #                   mpi4py under Open MPI, PySpark and spark-submit barrier stages
@@ -89,6 +89,7 @@ test: all examples
 	KYLIX_BUILD=$(CURDIR)/$(BUILD) $(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -run '^$$' -fuzz FuzzDecodeHeader -fuzztime 10s ./netio
 	$(GO) test -run '^$$' -fuzz FuzzDecodeIndexList -fuzztime 10s -fuzzminimizetime 100x ./core
+	$(GO) test -run '^$$' -fuzz FuzzLayer0Msg -fuzztime 10s -fuzzminimizetime 100x ./core
 	KYLIX_BUILD=$(CURDIR)/$(BUILD) bash bindings/python/run_tests.sh
 	@if [ -x bindings/java/run_tests.sh ] || [ -f bindings/java/run_tests.sh ]; then \
 	  KYLIX_BUILD=$(CURDIR)/$(BUILD) bash bindings/java/run_tests.sh; fi

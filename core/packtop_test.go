@@ -140,7 +140,7 @@ func checkPackTop(t *testing.T, what string, idx []int64, tr topRows, d0 int) {
 // topLists is what the senders of member me of a layer of degree d0 send it: each sender's
 // rows of the member's range (packTop of random indices, about a third of them repeated, some
 // shared between senders), with their sub-range bounds.
-func topLists(t *testing.T, r *rand.Rand, senders, n, d0, me int) ([][]uint64, [][]int) {
+func topLists(t testing.TB, r *rand.Rand, senders, n, d0, me int) ([][]uint64, [][]int) {
 	lists := make([][]uint64, senders)
 	bounds := make([][]int, senders)
 	for g := range lists {
@@ -372,4 +372,43 @@ func BenchmarkSortTop(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzLayer0Msg: whatever the bytes, a layer-0 config message (rows, plain or compressed with
+// perms) parses to an error naming the sender or to rows and values of matching sizes, and the
+// member's check of the rows' order (rowBounds) then accepts them or refuses them naming the
+// sender; nothing panics (make test runs it for 10 s).
+func FuzzLayer0Msg(f *testing.F) {
+	r := rand.New(rand.NewPCG(55, 56))
+	const d0, me, es = 4, 1, 4
+	for _, n := range []int{0, 3, 200} {
+		lists, _ := topLists(f, r, 2, n, d0, me)
+		out, in := lists[0], lists[1]
+		so, op, _ := setPerm(out, d0, me, 1, new(topScratch))
+		si, ip, _ := setPerm(in, d0, me, 1, new(topScratch))
+		f.Add(bytes.Join(buildConfigMsg(out, in, false, true, nil, nil, make([]byte, es*len(out)), false).bufs, nil))
+		f.Add(bytes.Join(buildConfigMsg(out, out, true, true, nil, nil, nil, false).bufs, nil))
+		if len(so) > 0 && len(si) > 0 {
+			f.Add(bytes.Join(buildConfigMsg(so, si, false, true, op, ip, make([]byte, es*len(out)), true).bufs, nil))
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, e := range []int{0, es} {
+			m, _, err := parseConfigMsg(b, e, 7, true)
+			if err != nil {
+				if CodeOf(err) != CodeInternal || !strings.Contains(err.Error(), "rank 7") {
+					t.Fatalf("es=%d: %v", e, err)
+				}
+				continue
+			}
+			if len(m.vals) != e*len(m.out) {
+				t.Fatalf("es=%d: %d bytes of values for %d rows", e, len(m.vals), len(m.out))
+			}
+			for _, l := range [][]uint64{m.out, m.in} {
+				if _, err := rowBounds(l, d0, me, 7); err != nil && (CodeOf(err) != CodeInternal || !strings.Contains(err.Error(), "rank 7")) {
+					t.Fatalf("rowBounds: %v", err)
+				}
+			}
+		}
+	})
 }

@@ -45,3 +45,12 @@ func SetHashMaxRows(n int) (restore func()) {
 	hashMaxRows = n
 	return func() { hashMaxRows = old }
 }
+
+// SetSmallDownBytes sets the largest down layer reduce receives whole before combining
+// (smallDown; -1: none, every layer streams sub-range by sub-range); it returns a function that
+// restores the default.
+func SetSmallDownBytes(n int) (restore func()) {
+	old := smallDownBytes
+	smallDownBytes = n
+	return func() { smallDownBytes = old }
+}

@@ -209,8 +209,9 @@ func (p *Plan) smallDown(i, es int) bool {
 	return n*es <= smallDownBytes
 }
 
-// smallDownBytes is smallDown's bound.
-const smallDownBytes = 2 << 20
+// smallDownBytes is smallDown's bound (a variable so that tests can take the streaming path
+// with small data).
+var smallDownBytes = 2 << 20
 
 // combineSub combines every source's rows of sub-range s into dst, in source order; a
 // built-in op starts the sub-range from its identity, a user op folds through cb.

@@ -155,7 +155,11 @@ func parseConfigMsg(b []byte, es, from int, wantRows bool) (m configLists, fig m
 		ni = 0
 	}
 	if rows != wantRows || no > uint64(len(b)) || ni > uint64(len(b)) || uint64(len(b)) != plainHdr+8*no+8*ni+no*uint64(es) {
-		return m, fig, Errorf(CodeInternal, "rank %d sent a malformed config message (%d out, %d in keys in %d bytes%s)", RankRef(from), no, ni, len(b), rowsWord(rows, wantRows))
+		what := ""
+		if rows != wantRows {
+			what = ", " + rowsWord(rows)
+		}
+		return m, fig, Errorf(CodeInternal, "rank %d sent a malformed config message (%d out, %d in keys in %d bytes%s)", RankRef(from), no, ni, len(b), what)
 	}
 	ko := plainHdr + 8*no
 	ki := ko + 8*ni
@@ -169,15 +173,12 @@ func parseConfigMsg(b []byte, es, from int, wantRows bool) (m configLists, fig m
 	return m, msgFigures{keys: k, raw: 8 * k, wire: 8 * k}, nil
 }
 
-// rowsWord says what is wrong with a message's rows flag, if anything.
-func rowsWord(rows, want bool) string {
-	switch {
-	case rows && !want:
-		return ", layer-0 rows where sorted keys belong"
-	case !rows && want:
-		return ", sorted keys where layer-0 rows belong"
+// rowsWord says what is wrong with a message whose rows flag is not the one expected.
+func rowsWord(rows bool) string {
+	if rows {
+		return "layer-0 rows where sorted keys belong"
 	}
-	return ""
+	return "sorted keys where layer-0 rows belong"
 }
 
 // parsePackedMsg is parseConfigMsg for a compressed message.
@@ -214,7 +215,7 @@ func parsePackedMsg(b []byte, es, from int, wantRows bool) (m configLists, fig m
 	rest := uint64(len(b)) - hdr
 	switch {
 	case rows != wantRows:
-		return m, fig, malformed(rowsWord(rows, wantRows)[2:])
+		return m, fig, malformed(rowsWord(rows))
 	case no > maxListKeys || ni > maxListKeys || ro > maxListKeys || ri > maxListKeys:
 		return m, fig, malformed("key counts out of range")
 	case ol > rest || il > rest-ol || same && il != 0:

@@ -165,23 +165,26 @@ func (p *Plan) combineBuckets(i int, b *planBufs, vs *valueSpec, tag Tag, dst []
 	if builtin {
 		w = min(workersFor(lm.outLen, c.threads()), nsub)
 	}
-	if p.smallDown(i, es) { // all of it at once: one wait a source, not one a sub-range
-		for g := 0; g < d; g++ {
-			if g != me {
-				if err := c.t.AwaitPrefix(t.Member(node, i, g), tag, lm.outBounds[g][nsub]*es); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	for s0 := 0; s0 < nsub; s0 += w {
-		s1 := min(nsub, s0+w)
+	// landed waits until every source's rows of the sub-ranges below s1 have landed.
+	landed := func(s1 int) error {
 		for g := 0; g < d; g++ {
 			if g != me {
 				if err := c.t.AwaitPrefix(t.Member(node, i, g), tag, lm.outBounds[g][s1]*es); err != nil {
 					return err
 				}
 			}
+		}
+		return nil
+	}
+	if p.smallDown(i, es) { // all of it at once: one wait a source, not one a sub-range
+		if err := landed(nsub); err != nil {
+			return err
+		}
+	}
+	for s0 := 0; s0 < nsub; s0 += w {
+		s1 := min(nsub, s0+w)
+		if err := landed(s1); err != nil {
+			return err
 		}
 		if w == 1 {
 			for s := s0; s < s1; s++ {

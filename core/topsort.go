@@ -10,8 +10,10 @@ import (
 // sortTop is a layer-0 member's merge of what its senders sent (packtop.go): lists[g] are
 // sender g's rows for this member (member me of degree d0), in top-bucket order, and
 // bounds[g] where each of the member's 2^b sub-ranges starts and ends in them (rowBounds). It
-// returns the sorted distinct keys of all rows, maps[g][r], the position of sender g's row r
-// among them, and where each sub-range starts in the merged keys (2^b + 1 bounds).
+// returns the distinct keys of all rows, maps[g][r], the position of sender g's row r among
+// them, and where each sub-range starts in the merged keys (2^b + 1 bounds). Inside each
+// sub-range the keys are sorted, or with appearance in order of first appearance (sender
+// order, then row order; hashTable.firsts, appearanceOrder).
 //
 // Each sub-range is a range of keys of its own, sorted on its own (sortRange): one counting
 // pass on the top bits of the key's offset in the range, reading every sender's run of it in
@@ -77,8 +79,8 @@ func sortTop(lists [][]uint64, bounds [][]int, d0, me, threads int, appearance b
 	}
 	parallel(w, func(t int) {
 		var scratch []keyPos
+		runs := make([]rowRun, len(lists))
 		for s := parts[t]; s < parts[t+1]; s++ {
-			runs := make([]rowRun, len(lists))
 			for g, l := range lists {
 				runs[g] = rowRun{keys: l[bounds[g][s]:bounds[g][s+1]], at: off[g] + bounds[g][s]}
 			}
@@ -148,10 +150,7 @@ func (h *hashTable) firsts(runs []rowRun, lo, width uint64, rows int, keys []uin
 	if rows == 0 {
 		return 0
 	}
-	l := 64
-	if width != 0 {
-		l = bits.Len64(width - 1)
-	}
+	l := rangeBits(width)
 	tb := bits.Len(uint(rows - 1))
 	size := 1 << tb
 	if cap(h.slots) < size {
@@ -209,6 +208,14 @@ func appearanceOrder(runs []rowRun, keys []uint64, flat []int32) {
 	}
 }
 
+// rangeBits is how many low bits a key's offset in a range of this width (0: 2^64) takes.
+func rangeBits(width uint64) int {
+	if width == 0 {
+		return 64
+	}
+	return bits.Len64(width - 1)
+}
+
 // rowRun is one sender's rows of a sub-range and where their map entries start.
 type rowRun struct {
 	keys []uint64
@@ -219,17 +226,13 @@ type rowRun struct {
 // their distinct keys in ascending order into keys and each row's position among them into
 // flat (at the row's map index), and returns how many distinct keys there are. With firsts it
 // writes into flat instead, for appearanceOrder, the map index of the first row holding the
-// row's key (and keys is not written). A counting pass
-// on the top bits of the key's offset in the range moves the rows, as (offset, map index),
-// into ent in sender order and row order; each bucket is then sorted (sortSmall) and written
-// out while it is in L1. 8 bits measured best for the first pass (2M rows from 4 senders,
+// row's key (and keys is not written). A counting pass on the top bits of the key's offset in
+// the range moves the rows, as (offset, map index), into ent in sender order and row order;
+// each bucket is then sorted (sortSmall) and written out while it is in L1. 8 bits measured best for the first pass (2M rows from 4 senders,
 // quiet, per merge: 8 bits 49 ms, 9: 50, 10: 50, 11: 60): fewer write heads than pages the
 // TLB holds. scratch is grown as needed and returned for the next call.
 func sortRange(runs []rowRun, lo, width uint64, ent, scratch []keyPos, keys []uint64, flat []int32, firsts bool) (int, []keyPos) {
-	l := 64
-	if width != 0 {
-		l = bits.Len64(width - 1)
-	}
+	l := rangeBits(width)
 	nbits := min(8, l)
 	sh := l - nbits
 	var all [1<<8 + 1]int
@@ -259,11 +262,7 @@ func sortRange(runs []rowRun, lo, width uint64, ent, scratch []keyPos, keys []ui
 			scratch = make([]keyPos, max(len(a), 2*cap(scratch)))
 		}
 		a = sortSmall(a, scratch[:len(a)], &cnt, sh)
-		// Branch-free (half the rows repeat a key of another sender's at random): every row
-		// writes its key into the next free slot, and only a new key takes the slot. Keys of
-		// different buckets differ, so a bucket's first row is new; a repeat leaves the next
-		// slot written, which exists (fewer keys than rows) and is written again or unused.
-		prev := ^uint64(0)
+		prev := ^uint64(0) // keys of different buckets differ: a bucket's first row is new
 		if len(a) > 0 {
 			prev = a[0].k + 1
 		}
@@ -279,6 +278,10 @@ func sortRange(runs []rowRun, lo, width uint64, ent, scratch []keyPos, keys []ui
 			}
 			continue
 		}
+		// Branch-free (half the rows repeat a key of another sender's at random): every row
+		// writes its key into the next free slot, and only a new key takes the slot; a repeat
+		// leaves the next slot written, which exists (fewer keys than rows) and is written
+		// again or unused.
 		for _, e := range a {
 			keys[u] = e.k + lo
 			u += b2i(e.k != prev)

@@ -45,6 +45,7 @@ type peer struct {
 	beating  atomic.Bool           // a heartbeat goroutine is running for this peer (liveness.go)
 	werr     atomic.Pointer[error] // set once a write failed: later writes fail with it
 	late     lateQueue             // frames a slow replica has yet to take (latesend.go)
+	readDone chan struct{}         // closed when readLoop returns
 }
 
 // writeChunk is how much one writev may carry before the write deadline is pushed on: the
@@ -63,7 +64,7 @@ func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn)
 		if c == nil || r == rank {
 			continue
 		}
-		p := &peer{t: t, rank: r, conn: c, wsem: make(chan struct{}, 1)}
+		p := &peer{t: t, rank: r, conn: c, wsem: make(chan struct{}, 1), readDone: make(chan struct{})}
 		t.peers[r] = p
 	}
 	for _, p := range t.peers {
@@ -239,8 +240,11 @@ func (t *TCP) Close() error {
 					var hb [HeaderSize]byte
 					EncodeHeader(hb[:], &Header{Type: FrameBye, Job: t.job, Src: t.rank})
 					p.conn.SetWriteDeadline(deadline)
-					p.conn.Write(hb[:])
+					_, err := p.conn.Write(hb[:])
 					p.unlock()
+					if err == nil {
+						p.lingerForBye(deadline)
+					}
 				}
 				p.conn.Close()
 			}()
@@ -250,6 +254,24 @@ func (t *TCP) Close() error {
 		t.wg.Wait()
 	})
 	return nil
+}
+
+// lingerForBye half-closes the connection after this rank's bye and lets the reader go on
+// until the peer's own bye or end of stream (or the deadline). Closing a socket whose receive
+// queue still holds unread bytes (a racing copy this rank no longer needs, say) sends a reset,
+// and a reset makes the peer drop what it has received and not yet read: a replica that
+// finished first could so take from a slower one the last copies it was owed
+// (TestReplicationSurvivesDeadReplicas failed so about 1 run in 8).
+func (p *peer) lingerForBye(deadline time.Time) {
+	if hc, ok := p.conn.(interface{ CloseWrite() error }); ok {
+		hc.CloseWrite()
+	}
+	tm := time.NewTimer(time.Until(deadline))
+	defer tm.Stop()
+	select {
+	case <-p.readDone:
+	case <-tm.C:
+	}
 }
 
 func (p *peer) lock(deadline time.Time) bool {
@@ -394,6 +416,7 @@ func (p *peer) down(err error) {
 // the buffer Recv will hand out.
 func (t *TCP) readLoop(p *peer) {
 	defer t.wg.Done()
+	defer close(p.readDone)
 	// A small buffer: it batches small frames, and a payload read after its header passes
 	// through it only for what the header read brought along (at most 4 KiB; with 64 KiB, a
 	// quarter of a 256 KiB payload was copied twice).

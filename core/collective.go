@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"kylix/core/kx"
 	"sync"
 )
 
@@ -10,10 +11,10 @@ func (c *Comm) usable() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return Errorf(CodeState, "comm was finalized")
+		return kx.Errorf(kx.CodeState, "comm was finalized")
 	}
 	if c.broken != nil {
-		return Errorf(CodeState, "comm is broken by an earlier failure: %v", c.broken)
+		return kx.Errorf(kx.CodeState, "comm is broken by an earlier failure: %v", c.broken)
 	}
 	return nil
 }
@@ -28,7 +29,7 @@ func (c *Comm) usable() error {
 // always queues on the comm's executor (request.go). A blocking one queues behind requests in
 // flight, and otherwise runs at once on the caller's goroutine: no hand-off when nothing is
 // queued.
-func (c *Comm) issue(fp Fingerprint, body func(seq uint64) error, async bool) (*Request, error) {
+func (c *Comm) issue(fp kx.Fingerprint, body func(seq uint64) error, async bool) (*Request, error) {
 	if err := c.usable(); err != nil {
 		c.revoke()
 		return nil, err
@@ -42,7 +43,7 @@ func (c *Comm) issue(fp Fingerprint, body func(seq uint64) error, async bool) (*
 }
 
 // collective is a blocking collective: issue, then wait.
-func (c *Comm) collective(fp Fingerprint, body func(seq uint64) error) error {
+func (c *Comm) collective(fp kx.Fingerprint, body func(seq uint64) error) error {
 	return wait(c.issue(fp, body, false))
 }
 
@@ -63,7 +64,7 @@ var closedChan = func() chan struct{} {
 
 // run executes collective seq on the transport. Only one runs at a time on a comm: the caller
 // is either the issuing goroutine with the executor idle, or the executor.
-func (c *Comm) run(seq uint64, fp Fingerprint, body func(seq uint64) error) error {
+func (c *Comm) run(seq uint64, fp kx.Fingerprint, body func(seq uint64) error) error {
 	c.t.Begin(seq, fp)
 	c.fp = fp // what this collective's sends carry (sends)
 	err := body(seq)
@@ -71,8 +72,8 @@ func (c *Comm) run(seq uint64, fp Fingerprint, body func(seq uint64) error) erro
 	if err != nil {
 		c.t.Abort(seq, err)
 		quiesce(c.t, seq) // no byte may land in a posted place once this call returns
-		switch CodeOf(err) {
-		case CodeTimeout, CodePeer, CodeNet:
+		switch kx.CodeOf(err) {
+		case kx.CodeTimeout, kx.CodePeer, kx.CodeNet:
 			c.mu.Lock()
 			c.broken = err
 			c.mu.Unlock()
@@ -89,7 +90,7 @@ type quiescer interface {
 // quiesce ends the landing places collective seq posted (Expect), which failed: places nobody
 // writes yet are withdrawn, a place a reader is filling is waited for, so that neither the
 // caller's memory nor a plan's (which the next call reuses) is written after the call returns.
-func quiesce(t Transport, seq uint64) {
+func quiesce(t kx.Transport, seq uint64) {
 	for t != nil {
 		if q, ok := t.(quiescer); ok {
 			q.Quiesce(seq)
@@ -126,15 +127,15 @@ func (c *Comm) revoke() {
 	seq := c.seq
 	c.seq++
 	c.mu.Unlock()
-	code := CodeOf(cause)
-	c.t.Abort(seq, &Error{Code: code, Msg: "a peer's comm is broken by an earlier failure: " + cause.Error()})
+	code := kx.CodeOf(cause)
+	c.t.Abort(seq, &kx.Error{Code: code, Msg: "a peer's comm is broken by an earlier failure: " + cause.Error()})
 }
 
 // Reject is for a call whose arguments failed validation: it still takes this collective's
 // sequence number, so the ranks stay in step, and tells the peers, whose matching call fails
 // with CodeMismatch naming this rank instead of waiting for it. It returns err.
 func (c *Comm) Reject(err error) error {
-	c.reject(Errorf(CodeMismatch, "rank %d rejected its arguments: %v", c.Rank(), err))
+	c.reject(kx.Errorf(kx.CodeMismatch, "rank %d rejected its arguments: %v", c.Rank(), err))
 	return err
 }
 
@@ -146,7 +147,7 @@ func (c *Comm) RejectCall(reason string) error {
 	if err := c.usable(); err != nil {
 		return err
 	}
-	c.reject(Errorf(CodeMismatch, "rank %d rejected its call: %s", c.Rank(), reason))
+	c.reject(kx.Errorf(kx.CodeMismatch, "rank %d rejected its call: %s", c.Rank(), reason))
 	return nil
 }
 
@@ -158,7 +159,7 @@ func (c *Comm) reject(abort error) {
 	}
 	seq := c.seq
 	c.seq++
-	fp := Fingerprint{Kind: KindInvalid}
+	fp := kx.Fingerprint{Kind: kx.KindInvalid}
 	body := func(uint64) error { return abort } // run aborts seq with it, as for any failure
 	if c.submit(seq, fp, body, false) == nil {  // queued behind requests in flight: not waited for
 		c.run(seq, fp, body)
@@ -171,14 +172,14 @@ type sendGroup struct {
 	wg  sync.WaitGroup
 	mu  sync.Mutex
 	err error
-	t   Transport
-	fp  Fingerprint // the collective's, set on every message
+	t   kx.Transport
+	fp  kx.Fingerprint // the collective's, set on every message
 }
 
 // sends is a sendGroup for the running collective.
 func (c *Comm) sends() sendGroup { return sendGroup{t: c.t, fp: c.fp} }
 
-func (g *sendGroup) send(to int, tag Tag, bufs ...[]byte) {
+func (g *sendGroup) send(to int, tag kx.Tag, bufs ...[]byte) {
 	tag.FP = g.fp
 	n := 0
 	for _, b := range bufs {

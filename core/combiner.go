@@ -1,12 +1,14 @@
 package core
 
+import "kylix/core/kx"
+
 // combiner folds sources, in order, into a fresh value vector. For the built-in ops it is
 // Identity followed by the plain kernels (the fast path, unchanged). For a user op, which has
 // no identity, the first contribution to a row is copied and later ones combined, tracked with
 // a bitmap of rows (sparse) or a flag (dense).
 type combiner struct {
-	d    Dtype
-	o    Op
+	d    kx.Dtype
+	o    kx.Op
 	w    int
 	dst  []byte
 	u    *userOp  // nil for built-in ops
@@ -16,10 +18,10 @@ type combiner struct {
 
 // newCombiner starts a fold into dst (rows of w elements): the op's identity for built-in ops,
 // zero bytes for user ops (what a row nobody contributes to keeps).
-func newCombiner(d Dtype, o Op, w int, dst []byte) combiner {
+func newCombiner(d kx.Dtype, o kx.Op, w int, dst []byte) combiner {
 	Identity(d, o, dst)
 	c := combiner{d: d, o: o, w: w, dst: dst}
-	if o >= FirstUserOp {
+	if o >= kx.FirstUserOp {
 		c.u = mustUserOp(o)
 	}
 	return c

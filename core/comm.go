@@ -1,17 +1,18 @@
 package core
 
 import (
+	"kylix/core/kx"
 	"sync"
 )
 
 // Comm is one rank's membership in a job: a transport plus the agreed sequence of collectives.
 // One goroutine at a time may use a Comm (include/kylix.h); plans of one comm share its sequence.
 type Comm struct {
-	t        Transport
-	opts     Options
+	t        kx.Transport
+	opts     kx.Options
 	degrees  []int // fixed degrees from the option, nil for auto
 	seq      uint64
-	fp       Fingerprint // the running collective's (run), carried by its sends
+	fp       kx.Fingerprint // the running collective's (run), carried by its sends
 	nextPlan uint32
 	broken   error // set by a peer failure or timeout: later calls fail with CodeState
 	closed   bool
@@ -31,7 +32,7 @@ type Comm struct {
 	// denseBuf is where the members' copies of this rank's chunks land in dense allreduce.
 	denseBuf []byte
 	// raceBase: the transport's racing counts at the last ResetStats (stats_replicas.go).
-	raceBase []RacePeerStats
+	raceBase []kx.RacePeerStats
 	mu       sync.Mutex // guards broken/closed/raceBase against other goroutines
 	// ex queues collectives issued while others are in flight (request.go).
 	ex executor
@@ -40,9 +41,9 @@ type Comm struct {
 }
 
 // NewComm wraps a connected transport. opts.Degrees and opts.MinPacket steer planning.
-func NewComm(t Transport, opts Options) (*Comm, error) {
+func NewComm(t kx.Transport, opts kx.Options) (*Comm, error) {
 	m := t.Size() / max(opts.Replication, 1)
-	ds, err := ParseDegreesSpec(opts.Degrees, m)
+	ds, err := kx.ParseDegreesSpec(opts.Degrees, m)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +72,7 @@ func (c *Comm) threads() int { return max(c.opts.Threads, 1) }
 
 // Transport exposes the process-level transport (stats, failed ranks, shrink, tests): beneath
 // the counting and, with replication, beneath the node-level view.
-func (c *Comm) Transport() Transport { return unwrapTransport(c.t) }
+func (c *Comm) Transport() kx.Transport { return unwrapTransport(c.t) }
 
 // Close ends the comm and its transport. Plans of a closed comm fail with CodeState.
 // Requests in flight are finished first, in order: each wait in them is bounded by the
@@ -89,7 +90,7 @@ func (c *Comm) Close() error {
 }
 
 // setProcTransport replaces the process-level transport under the counting and node layers.
-func (c *Comm) setProcTransport(t Transport) {
+func (c *Comm) setProcTransport(t kx.Transport) {
 	s, counted := c.t.(*statsTransport)
 	inner := c.t
 	if counted {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"kylix/core/kx"
 	"math"
 	"slices"
 )
@@ -11,8 +12,8 @@ const DefaultAlpha = 1.0
 
 // values travelling with config (config_reduce), or nil for a plain config.
 type valueSpec struct {
-	d     Dtype
-	o     Op
+	d     kx.Dtype
+	o     kx.Op
 	width int
 	es    int // bytes per index: width * element size
 }
@@ -32,7 +33,7 @@ func (c *Comm) Config(outIdx, inIdx []int64) (*Plan, error) {
 		return nil, c.Reject(err)
 	}
 	p := &Plan{c: c, id: uint32(c.seq), nOut: len(outIdx), nIn: len(inIdx)}
-	err := c.collective(Fingerprint{Kind: KindConfig, Plan: p.id}, func(seq uint64) error {
+	err := c.collective(kx.Fingerprint{Kind: kx.KindConfig, Plan: p.id}, func(seq uint64) error {
 		_, err := p.configure(seq, outIdx, inIdx, nil, nil)
 		return err
 	})
@@ -45,7 +46,7 @@ func (c *Comm) Config(outIdx, inIdx []int64) (*Plan, error) {
 // ConfigReduce configures and reduces in one pass down and one up: indices and values travel
 // together (mini-batches whose indices change every step). The plan is returned when keep.
 func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVals []byte,
-	d Dtype, o Op, width int, keep bool) (*Plan, error) {
+	d kx.Dtype, o kx.Op, width int, keep bool) (*Plan, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
@@ -70,7 +71,7 @@ func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVal
 	}
 	p := &Plan{c: c, id: uint32(c.seq), nOut: len(outIdx), nIn: len(inIdx)}
 	vs := &valueSpec{d: d, o: o, width: width, es: width * d.Size()}
-	fp := Fingerprint{Kind: KindConfigReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
+	fp := kx.Fingerprint{Kind: kx.KindConfigReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
 	err = c.collective(fp, func(seq uint64) error {
 		v, err := p.configure(seq, outIdx, inIdx, outVals, vs)
 		if err != nil {
@@ -295,12 +296,12 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 	me := t.Digit(node, i)
 	lm := &p.layers[i]
 	rows := p.packed && i == 0
-	phase := PhaseConfig
+	phase := kx.PhaseConfig
 	es := 0
 	if vs != nil {
-		phase, es = PhaseConfigDown, vs.es
+		phase, es = kx.PhaseConfigDown, vs.es
 	}
-	tag := Tag{Seq: seq, Layer: uint8(i), Phase: phase}
+	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: phase}
 	lists := make([]configLists, d)
 	slice := func(g int) configLists {
 		oa, ob := lm.outSplit[g], lm.outSplit[g+1]

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"kylix/core/kx"
 	"math"
 	"slices"
 )
@@ -26,7 +27,7 @@ func PlanDegreesByCost(nFeatures int64, density float64, nodes int, alpha float6
 		return nil, TimePrediction{}, err
 	}
 	if nodes < 1 || link == nil || !(link.BytesPerSec > 0) {
-		return nil, TimePrediction{}, Errorf(CodeArg, "nodes: %d, link: want nodes >= 1 and a link with a positive rate", nodes)
+		return nil, TimePrediction{}, kx.Errorf(kx.CodeArg, "nodes: %d, link: want nodes >= 1 and a link with a positive rate", nodes)
 	}
 	if nodes == 1 {
 		return []int{1}, TimePrediction{Degrees: []int{1}}, nil
@@ -103,7 +104,7 @@ func planCandidates(m int) [][]int {
 		}
 	}
 	walk(m, nil)
-	bin, _ := ParseDegreesSpec("binary", m)
+	bin, _ := kx.ParseDegreesSpec("binary", m)
 	if !slices.ContainsFunc(out, func(ds []int) bool { return slices.Equal(ds, bin) }) {
 		out = append(out, bin)
 	}

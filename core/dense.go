@@ -1,6 +1,9 @@
 package core
 
-import "unsafe"
+import (
+	"kylix/core/kx"
+	"unsafe"
+)
 
 // Allreduce combines every rank's send vector elementwise and leaves the result in recv on
 // every rank (send and recv may be the same buffer). It runs the same nested butterfly as the
@@ -8,21 +11,21 @@ import "unsafe"
 // the members' copies of it (reduce-scatter), then the ranges travel back up (allgather). Every
 // rank moves about 2(m-1)/m of the vector, and each element is combined by one owner in source
 // order, so all ranks get the same bits.
-func (c *Comm) Allreduce(send, recv []byte, d Dtype, o Op) error {
+func (c *Comm) Allreduce(send, recv []byte, d kx.Dtype, o kx.Op) error {
 	return wait(c.allreduce(send, recv, d, o, false))
 }
 
 // allreduce checks an allreduce's arguments and issues it (IAllreduce with async).
-func (c *Comm) allreduce(send, recv []byte, d Dtype, o Op, async bool) (*Request, error) {
+func (c *Comm) allreduce(send, recv []byte, d kx.Dtype, o kx.Op, async bool) (*Request, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
 	err := CheckDtypeOp(d, o)
 	if err == nil && len(send) != len(recv) {
-		err = Errorf(CodeArg, "send holds %d bytes but recv %d", len(send), len(recv))
+		err = kx.Errorf(kx.CodeArg, "send holds %d bytes but recv %d", len(send), len(recv))
 	}
 	if err == nil && len(send)%d.Size() != 0 {
-		err = Errorf(CodeArg, "send holds %d bytes, not a whole number of %s", len(send), d)
+		err = kx.Errorf(kx.CodeArg, "send holds %d bytes, not a whole number of %s", len(send), d)
 	}
 	if err == nil { // the members' copies of this rank's chunks, or the direct exchange's
 		err = checkRoom(uint64(len(send)), "count", "allreduce's receive scratch")
@@ -32,7 +35,7 @@ func (c *Comm) allreduce(send, recv []byte, d Dtype, o Op, async bool) (*Request
 	}
 	es := d.Size()
 	n := len(send) / es
-	fp := Fingerprint{Kind: KindAllreduce, Dtype: uint8(d), Op: uint16(o), Count: int64(n)}
+	fp := kx.Fingerprint{Kind: kx.KindAllreduce, Dtype: uint8(d), Op: uint16(o), Count: int64(n)}
 	return c.issue(fp, func(seq uint64) error {
 		if len(send) > 0 && unsafe.SliceData(send) != unsafe.SliceData(recv) {
 			copy(recv, send)
@@ -95,7 +98,7 @@ func (c *Comm) denseSlots(seq uint64, topo Topology, n, es int) [][][]byte {
 			}
 			slots[i][g] = c.denseBuf[off : off+size : off+size]
 			off += roundUp(size)
-			c.t.Expect(topo.Member(node, i, g), Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDense}, slots[i][g])
+			c.t.Expect(topo.Member(node, i, g), kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDense}, slots[i][g])
 		}
 		lo, hi = a, b
 	}
@@ -113,7 +116,7 @@ func (c *Comm) denseDegrees() []int {
 	if m > 8 {
 		spec = "binary"
 	}
-	ds, _ := ParseDegreesSpec(spec, m)
+	ds, _ := kx.ParseDegreesSpec(spec, m)
 	return ds
 }
 
@@ -130,10 +133,10 @@ const denseSegment = 256 << 10
 // denseDown sends each member its chunk of [lo,hi) of buf and combines the members' copies of
 // this node's chunk, which land in slots[g], in source order, segment by segment as they
 // arrive. It returns this node's chunk.
-func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi int, d Dtype, o Op, slots [][]byte) (int, int, error) {
+func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi int, d kx.Dtype, o kx.Op, slots [][]byte) (int, int, error) {
 	node, deg, es := c.node(), topo.Degrees[i], d.Size()
 	me := topo.Digit(node, i)
-	tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDense}
+	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDense}
 	sg := c.sends()
 	for g := 0; g < deg; g++ {
 		if g != me {
@@ -187,7 +190,7 @@ func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi in
 func (c *Comm) denseUp(seq uint64, topo Topology, i int, buf []byte, lo, hi, es int) error {
 	node, deg := c.node(), topo.Degrees[i]
 	me := topo.Digit(node, i)
-	tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseUp}
+	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}
 	for g := 0; g < deg; g++ {
 		if g != me {
 			ga, gb := chunk(lo, hi, g, deg)
@@ -232,12 +235,12 @@ func (c *Comm) denseSwitch() int {
 
 // allreduceDirect sends the whole vector to every rank in one round; each rank combines all m
 // copies in rank order, so every rank computes the same bits.
-func (c *Comm) allreduceDirect(seq uint64, buf []byte, d Dtype, o Op) error {
+func (c *Comm) allreduceDirect(seq uint64, buf []byte, d kx.Dtype, o kx.Op) error {
 	m, me := c.nodes(), c.node()
 	if m == 1 {
 		return nil
 	}
-	tag := Tag{Seq: seq, Phase: PhaseSmall}
+	tag := kx.Tag{Seq: seq, Phase: kx.PhaseSmall}
 	mine := append([]byte(nil), buf...)
 	sg := c.sends()
 	for r := 0; r < m; r++ {
@@ -254,7 +257,7 @@ func (c *Comm) allreduceDirect(seq uint64, buf []byte, d Dtype, o Op) error {
 				break
 			}
 			if len(src) != len(mine) {
-				rerr = Errorf(CodeMismatch, "rank %d sent %d bytes, this rank %d: counts differ", r, len(src), len(mine))
+				rerr = kx.Errorf(kx.CodeMismatch, "rank %d sent %d bytes, this rank %d: counts differ", r, len(src), len(mine))
 				break
 			}
 		}

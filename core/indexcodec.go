@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/binary"
+	"kylix/core/kx"
 	"math"
 	"math/bits"
 
@@ -122,8 +123,8 @@ type indexDecoder struct {
 // returns them hash-sorted in a new slice. from is the sender, named in errors.
 func (d *indexDecoder) decodeList(b []byte, n int, from int) ([]uint64, error) {
 	bad := func(why string, args ...any) error {
-		return Errorf(CodeInternal, "rank %d sent a corrupt compressed index list (%d keys in %d bytes): "+why,
-			append([]any{RankRef(from), n, len(b)}, args...)...)
+		return kx.Errorf(kx.CodeInternal, "rank %d sent a corrupt compressed index list (%d keys in %d bytes): "+why,
+			append([]any{kx.RankRef(from), n, len(b)}, args...)...)
 	}
 	if n == 0 {
 		if len(b) != 0 {

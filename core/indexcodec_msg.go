@@ -1,6 +1,7 @@
 package core
 
 import (
+	"kylix/core/kx"
 	"slices"
 	"sync"
 	"time"
@@ -145,7 +146,7 @@ func parseConfigMsg(b []byte, es, from int, wantRows bool) (m configLists, fig m
 		return parsePackedMsg(b, es, from, wantRows)
 	}
 	if len(b) < plainHdr {
-		return m, fig, Errorf(CodeInternal, "rank %d sent a config message of %d bytes", RankRef(from), len(b))
+		return m, fig, kx.Errorf(kx.CodeInternal, "rank %d sent a config message of %d bytes", kx.RankRef(from), len(b))
 	}
 	no, ni := getU64(b), getU64(b[8:])
 	rows := no&msgRows != 0
@@ -159,7 +160,7 @@ func parseConfigMsg(b []byte, es, from int, wantRows bool) (m configLists, fig m
 		if rows != wantRows {
 			what = ", " + rowsWord(rows)
 		}
-		return m, fig, Errorf(CodeInternal, "rank %d sent a malformed config message (%d out, %d in keys in %d bytes%s)", RankRef(from), no, ni, len(b), what)
+		return m, fig, kx.Errorf(kx.CodeInternal, "rank %d sent a malformed config message (%d out, %d in keys in %d bytes%s)", kx.RankRef(from), no, ni, len(b), what)
 	}
 	ko := plainHdr + 8*no
 	ki := ko + 8*ni
@@ -184,7 +185,7 @@ func rowsWord(rows bool) string {
 // parsePackedMsg is parseConfigMsg for a compressed message.
 func parsePackedMsg(b []byte, es, from int, wantRows bool) (m configLists, fig msgFigures, err error) {
 	malformed := func(what string) error {
-		return Errorf(CodeInternal, "rank %d sent a malformed compressed config message of %d bytes: %s", RankRef(from), len(b), what)
+		return kx.Errorf(kx.CodeInternal, "rank %d sent a malformed compressed config message of %d bytes: %s", kx.RankRef(from), len(b), what)
 	}
 	if len(b) < packedHdr {
 		return m, fig, malformed("no header")
@@ -270,8 +271,8 @@ func setRows(set []uint64, p []byte, w, from int) ([]uint64, error) {
 			k = k<<8 | uint64(p[w*r+i])
 		}
 		if k >= uint64(len(set)) {
-			return nil, Errorf(CodeInternal, "rank %d sent a malformed compressed config message: row %d is key %d of a set of %d",
-				RankRef(from), r, k, len(set))
+			return nil, kx.Errorf(kx.CodeInternal, "rank %d sent a malformed compressed config message: row %d is key %d of a set of %d",
+				kx.RankRef(from), r, k, len(set))
 		}
 		rows[r] = set[k]
 	}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/binary"
+	"kylix/core/kx"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -165,10 +166,10 @@ func TestIndexCodecCorrupt(t *testing.T) {
 		t.Helper()
 		got, err := dec.decodeList(b, n, 5)
 		if err != nil {
-			if CodeOf(err) != CodeInternal {
-				t.Fatalf("%s: code %v, want internal: %v", what, CodeOf(err), err)
+			if kx.CodeOf(err) != kx.CodeInternal {
+				t.Fatalf("%s: code %v, want internal: %v", what, kx.CodeOf(err), err)
 			}
-			if r, ok := err.(*Error).Rank(); !ok || r != 5 {
+			if r, ok := err.(*kx.Error).Rank(); !ok || r != 5 {
 				t.Fatalf("%s: error does not name rank 5: %v", what, err)
 			}
 			return
@@ -226,8 +227,8 @@ func FuzzDecodeIndexList(f *testing.F) {
 		}
 		got, err := dec.decodeList(b, n, 1)
 		if err != nil {
-			if CodeOf(err) != CodeInternal {
-				t.Fatalf("code %v: %v", CodeOf(err), err)
+			if kx.CodeOf(err) != kx.CodeInternal {
+				t.Fatalf("code %v: %v", kx.CodeOf(err), err)
 			}
 			return
 		}

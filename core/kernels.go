@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"kylix/core/kx"
 	"math"
 	"unsafe"
 )
@@ -118,8 +119,8 @@ func kernMax[T kernNum](a, b T) T {
 // Identity writes the op's identity into every element of dst: 0 for Sum (+0 for floats; note
 // +0 + -0 = +0, so a Sum over a single -0 yields +0), 1 for Prod, +Inf/-Inf for Min/Max on
 // floats, the integer extremes for Min/Max on integers, all ones for Band, 0 for Bor and Bxor.
-func Identity(d Dtype, o Op, dst []byte) {
-	if o >= FirstUserOp {
+func Identity(d kx.Dtype, o kx.Op, dst []byte) {
+	if o >= kx.FirstUserOp {
 		if !d.Valid() {
 			kernPanic("invalid dtype %d", int(d))
 		}
@@ -127,47 +128,47 @@ func Identity(d Dtype, o Op, dst []byte) {
 		return
 	}
 	switch d {
-	case F32:
+	case kx.F32:
 		kernFill(dst, floatIdentity[float32](d, o))
-	case F64:
+	case kx.F64:
 		kernFill(dst, floatIdentity[float64](d, o))
-	case I32:
+	case kx.I32:
 		kernFill(dst, intIdentity[int32](d, o, math.MinInt32, math.MaxInt32))
-	case I64:
+	case kx.I64:
 		kernFill(dst, intIdentity[int64](d, o, math.MinInt64, math.MaxInt64))
-	case U64:
+	case kx.U64:
 		kernFill(dst, intIdentity[uint64](d, o, 0, math.MaxUint64))
 	default:
 		kernPanic("invalid dtype %d", int(d))
 	}
 }
 
-func floatIdentity[T kernFloat](d Dtype, o Op) T {
+func floatIdentity[T kernFloat](d kx.Dtype, o kx.Op) T {
 	switch o {
-	case Sum:
+	case kx.Sum:
 		return 0
-	case Prod:
+	case kx.Prod:
 		return 1
-	case Min:
+	case kx.Min:
 		return T(math.Inf(1))
-	case Max:
+	case kx.Max:
 		return T(math.Inf(-1))
 	}
 	kernPanic("op %s is not defined for %s", o, d)
 	return 0
 }
 
-func intIdentity[T kernInt](d Dtype, o Op, lo, hi T) T {
+func intIdentity[T kernInt](d kx.Dtype, o kx.Op, lo, hi T) T {
 	switch o {
-	case Sum, Bor, Bxor:
+	case kx.Sum, kx.Bor, kx.Bxor:
 		return 0
-	case Prod:
+	case kx.Prod:
 		return 1
-	case Min:
+	case kx.Min:
 		return hi
-	case Max:
+	case kx.Max:
 		return lo
-	case Band:
+	case kx.Band:
 		return ^T(0)
 	}
 	kernPanic("op %s is not defined for %s", o, d)
@@ -191,24 +192,24 @@ func kernFill[T kernNum](dst []byte, id T) {
 // ---- Combine ----
 
 // Combine sets dst[i] = op(dst[i], src[i]) for every element; len(dst) must equal len(src).
-func Combine(d Dtype, o Op, dst, src []byte) {
+func Combine(d kx.Dtype, o kx.Op, dst, src []byte) {
 	if len(dst) != len(src) {
 		kernPanic("Combine: len(dst) = %d, len(src) = %d", len(dst), len(src))
 	}
-	if o >= FirstUserOp && d.Valid() {
+	if o >= kx.FirstUserOp && d.Valid() {
 		userCombine(mustUserOp(o), d, dst, src)
 		return
 	}
 	switch d {
-	case F32:
+	case kx.F32:
 		combineBytes[float32](d, o, dst, src, kernAddF32)
-	case F64:
+	case kx.F64:
 		combineBytes[float64](d, o, dst, src, kernAddF64)
-	case I32:
+	case kx.I32:
 		combineBytes[int32](d, o, dst, src, kernAddI32)
-	case I64:
+	case kx.I64:
 		combineBytes[int64](d, o, dst, src, kernAddI64)
-	case U64:
+	case kx.U64:
 		combineBytes[uint64](d, o, dst, src, kernAddU64)
 	default:
 		kernPanic("invalid dtype %d", int(d))
@@ -217,30 +218,30 @@ func Combine(d Dtype, o Op, dst, src []byte) {
 
 // combineBytes views the buffers and runs the op's loop. add, when not nil, is the dense Sum
 // kernel for T (the SIMD path where there is one).
-func combineBytes[T kernNum](d Dtype, o Op, dst, src []byte, add func(x, y []T)) {
+func combineBytes[T kernNum](d kx.Dtype, o kx.Op, dst, src []byte, add func(x, y []T)) {
 	x, aligned := kernView[T](dst)
 	y, _ := kernView[T](src)
 	y = y[:len(x)]
 	switch o {
-	case Sum:
+	case kx.Sum:
 		if add != nil {
 			add(x, y)
 		} else {
 			kernAddGo(x, y)
 		}
-	case Prod:
+	case kx.Prod:
 		for i := range x {
 			x[i] *= y[i]
 		}
-	case Min:
+	case kx.Min:
 		for i := kernMinMax(o, x, y); i < len(x); i++ { // SIMD prefix, if any
 			x[i] = kernMin(x[i], y[i])
 		}
-	case Max:
+	case kx.Max:
 		for i := kernMinMax(o, x, y); i < len(x); i++ {
 			x[i] = kernMax(x[i], y[i])
 		}
-	case Band, Bor, Bxor:
+	case kx.Band, kx.Bor, kx.Bxor:
 		if !kernBitwise(d, o, x, y) {
 			kernPanic("op %s is not defined for %s", o, d)
 		}
@@ -269,7 +270,7 @@ func kernAddGo[T kernNum](x, y []T) {
 }
 
 // kernBitwise dispatches the bitwise ops to their integer instantiation; false for floats.
-func kernBitwise[T kernNum](d Dtype, o Op, x, y []T) bool {
+func kernBitwise[T kernNum](d kx.Dtype, o kx.Op, x, y []T) bool {
 	if d.IsFloat() {
 		return false
 	}
@@ -288,18 +289,18 @@ func kernBitwise[T kernNum](d Dtype, o Op, x, y []T) bool {
 	return true
 }
 
-func bitwiseLoop[T kernInt](o Op, x, y []T) {
+func bitwiseLoop[T kernInt](o kx.Op, x, y []T) {
 	y = y[:len(x)]
 	switch o {
-	case Band:
+	case kx.Band:
 		for i := range x {
 			x[i] &= y[i]
 		}
-	case Bor:
+	case kx.Bor:
 		for i := range x {
 			x[i] |= y[i]
 		}
-	case Bxor:
+	case kx.Bxor:
 		for i := range x {
 			x[i] ^= y[i]
 		}
@@ -316,7 +317,7 @@ const kernAsmRowMin = 32
 // order: dst[idx[p]*w+c] = op(dst[idx[p]*w+c], src[p*w+c]) for c in [0,w). Repeated indices
 // are combined in increasing p, so the result is deterministic. len(src) must be
 // len(idx)·w·size and len(dst) a multiple of w·size; an index outside dst's rows panics.
-func ScatterCombine(d Dtype, o Op, dst, src []byte, idx []int32, w int) {
+func ScatterCombine(d kx.Dtype, o kx.Op, dst, src []byte, idx []int32, w int) {
 	if w < 1 {
 		kernPanic("ScatterCombine: width %d < 1", w)
 	}
@@ -324,32 +325,32 @@ func ScatterCombine(d Dtype, o Op, dst, src []byte, idx []int32, w int) {
 		kernPanic("ScatterCombine: %s dst %d bytes, src %d bytes, %d indices of width %d",
 			d, len(dst), len(src), len(idx), w)
 	}
-	if o >= FirstUserOp {
+	if o >= kx.FirstUserOp {
 		userScatter(mustUserOp(o), d, dst, src, idx, w, nil)
 		return
 	}
 	switch d {
-	case F32:
+	case kx.F32:
 		scatterBytes[float32](d, o, dst, src, idx, w, kernAddF32)
-	case F64:
+	case kx.F64:
 		scatterBytes[float64](d, o, dst, src, idx, w, kernAddF64)
-	case I32:
+	case kx.I32:
 		scatterBytes[int32](d, o, dst, src, idx, w, kernAddI32)
-	case I64:
+	case kx.I64:
 		scatterBytes[int64](d, o, dst, src, idx, w, kernAddI64)
-	case U64:
+	case kx.U64:
 		scatterBytes[uint64](d, o, dst, src, idx, w, kernAddU64)
 	default:
 		kernPanic("invalid dtype %d", int(d))
 	}
 }
 
-func scatterBytes[T kernNum](d Dtype, o Op, dst, src []byte, idx []int32, w int, add func(x, y []T)) {
+func scatterBytes[T kernNum](d kx.Dtype, o kx.Op, dst, src []byte, idx []int32, w int, add func(x, y []T)) {
 	x, aligned := kernView[T](dst)
 	y, _ := kernView[T](src)
 	y = y[:len(idx)*w]
 	switch o {
-	case Sum:
+	case kx.Sum:
 		if add != nil && w >= kernAsmRowMin {
 			for p, j := range idx {
 				r := int(j) * w
@@ -358,13 +359,13 @@ func scatterBytes[T kernNum](d Dtype, o Op, dst, src []byte, idx []int32, w int,
 		} else {
 			scatterSum(x, y, idx, w)
 		}
-	case Prod:
+	case kx.Prod:
 		scatterProd(x, y, idx, w)
-	case Min:
+	case kx.Min:
 		scatterMin(x, y, idx, w)
-	case Max:
+	case kx.Max:
 		scatterMax(x, y, idx, w)
-	case Band, Bor, Bxor:
+	case kx.Band, kx.Bor, kx.Bxor:
 		if !scatterBitwise(o, x, y, idx, w) {
 			kernPanic("op %s is not defined for %s", o, d)
 		}
@@ -451,7 +452,7 @@ func scatterMax[T kernNum](x, y []T, idx []int32, w int) {
 	}
 }
 
-func scatterBitwise[T kernNum](o Op, x, y []T, idx []int32, w int) bool {
+func scatterBitwise[T kernNum](o kx.Op, x, y []T, idx []int32, w int) bool {
 	switch xv := any(x).(type) {
 	case []int32:
 		scatterBitwiseLoop(o, xv, any(y).([]int32), idx, w)
@@ -465,19 +466,19 @@ func scatterBitwise[T kernNum](o Op, x, y []T, idx []int32, w int) bool {
 	return true
 }
 
-func scatterBitwiseLoop[T kernInt](o Op, x, y []T, idx []int32, w int) {
+func scatterBitwiseLoop[T kernInt](o kx.Op, x, y []T, idx []int32, w int) {
 	if w == 1 {
 		y = y[:len(idx)]
 		switch o {
-		case Band:
+		case kx.Band:
 			for p, j := range idx {
 				x[j] &= y[p]
 			}
-		case Bor:
+		case kx.Bor:
 			for p, j := range idx {
 				x[j] |= y[p]
 			}
-		case Bxor:
+		case kx.Bxor:
 			for p, j := range idx {
 				x[j] ^= y[p]
 			}
@@ -498,7 +499,7 @@ const kernGatherMin = 16
 // Gather copies row idx[p] of src to row p of dst: dst[p*w+c] = src[idx[p]*w+c]; where
 // idx[p] < 0 the row is filled with the op's identity instead (zero bytes for a user op).
 // len(dst) must be len(idx)·w·size and len(src) a multiple of w·size.
-func Gather(d Dtype, o Op, dst, src []byte, idx []int32, w int) {
+func Gather(d kx.Dtype, o kx.Op, dst, src []byte, idx []int32, w int) {
 	if w < 1 {
 		kernPanic("Gather: width %d < 1", w)
 	}
@@ -506,19 +507,19 @@ func Gather(d Dtype, o Op, dst, src []byte, idx []int32, w int) {
 		kernPanic("Gather: %s dst %d bytes, src %d bytes, %d indices of width %d",
 			d, len(dst), len(src), len(idx), w)
 	}
-	if o >= FirstUserOp {
-		o = Sum // no identity: Sum's is zero bytes in every dtype
+	if o >= kx.FirstUserOp {
+		o = kx.Sum // no identity: Sum's is zero bytes in every dtype
 	}
 	switch d {
-	case F32:
+	case kx.F32:
 		gatherBytes(dst, src, idx, w, floatIdentity[float32](d, o))
-	case F64:
+	case kx.F64:
 		gatherBytes(dst, src, idx, w, floatIdentity[float64](d, o))
-	case I32:
+	case kx.I32:
 		gatherBytes(dst, src, idx, w, intIdentity[int32](d, o, math.MinInt32, math.MaxInt32))
-	case I64:
+	case kx.I64:
 		gatherBytes(dst, src, idx, w, intIdentity[int64](d, o, math.MinInt64, math.MaxInt64))
-	case U64:
+	case kx.U64:
 		gatherBytes(dst, src, idx, w, intIdentity[uint64](d, o, 0, math.MaxUint64))
 	default:
 		kernPanic("invalid dtype %d", int(d))

@@ -39,6 +39,7 @@ package core
 // are slow here); prefetching every lane of a random gather (0.7x in cache, no gain at 4M).
 
 import (
+	"kylix/core/kx"
 	"os"
 	"strings"
 	"unsafe"
@@ -217,12 +218,12 @@ func kernAddI64(x, y []int64) {
 // kernMinMax runs the SIMD Min or Max (o) of x and y on a prefix of x and returns its length;
 // the caller's Go loop does the rest. 64-bit integers need AVX-512 (VPMINSQ, VPMINUQ).
 // It replaces: for i := range x { x[i] = kernMin(x[i], y[i]) } (or kernMax)
-func kernMinMax[T kernNum](o Op, x, y []T) int {
+func kernMinMax[T kernNum](o kx.Op, x, y []T) int {
 	if !kernAVX2 || len(x) < kernAsmMin {
 		return 0
 	}
 	y = y[:len(x)]
-	min := o == Min
+	min := o == kx.Min
 	switch v := any(x).(type) {
 	case []float32:
 		return kernPick(min, kernMinF32AVX2, kernMaxF32AVX2)(v, any(y).([]float32))
@@ -252,7 +253,7 @@ func kernPick[F any](first bool, a, b F) F {
 // kernBitwisePrefix runs Band, Bor or Bxor (o) of integer x and y on a prefix of x and returns
 // its length; the caller's Go loop does the rest. The bits do not care about element type.
 // It replaces: for i := range x { x[i] &= y[i] } (or |=, ^=)
-func kernBitwisePrefix[T kernNum](o Op, x, y []T) int {
+func kernBitwisePrefix[T kernNum](o kx.Op, x, y []T) int {
 	if !kernAVX2 || len(x) < kernAsmMin {
 		return 0
 	}
@@ -261,11 +262,11 @@ func kernBitwisePrefix[T kernNum](o Op, x, y []T) int {
 	yw := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(y))), len(x)*words)
 	var n int
 	switch o {
-	case Band:
+	case kx.Band:
 		n = kernAndAVX2(xw, yw)
-	case Bor:
+	case kx.Bor:
 		n = kernOrAVX2(xw, yw)
-	case Bxor:
+	case kx.Bxor:
 		n = kernXorAVX2(xw, yw)
 	}
 	return n / words

@@ -2,6 +2,8 @@
 
 package core
 
+import "kylix/core/kx"
+
 // Without assembly every kernel is the portable loop and "go" is the only level.
 
 const kernLevelGo = "go"
@@ -24,6 +26,6 @@ func kernAddU64(x, y []uint64)  { kernAddGo(x, y) }
 
 func kernGatherW1[T kernNum](x, y []T, idx []int32, id T) int { return 0 }
 
-func kernMinMax[T kernNum](o Op, x, y []T) int { return 0 }
+func kernMinMax[T kernNum](o kx.Op, x, y []T) int { return 0 }
 
-func kernBitwisePrefix[T kernNum](o Op, x, y []T) int { return 0 }
+func kernBitwisePrefix[T kernNum](o kx.Op, x, y []T) int { return 0 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"kylix/core/kx"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -58,7 +59,7 @@ func TestKernelCombineEquivalence(t *testing.T) {
 	forEachLevel(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(31, 32))
 		for _, p := range validPairs() {
-			d, o := Dtype(p[0]), Op(p[1])
+			d, o := kx.Dtype(p[0]), kx.Op(p[1])
 			for _, n := range kernLengths {
 				for off := range 3 { // start 0..2 elements into the buffers: unaligned vectors
 					sz := d.Size()
@@ -113,7 +114,7 @@ func TestKernelGatherEquivalence(t *testing.T) {
 	forEachLevel(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(33, 34))
 		for _, p := range validPairs() {
-			d, o := Dtype(p[0]), Op(p[1])
+			d, o := kx.Dtype(p[0]), kx.Op(p[1])
 			sz := d.Size()
 			for _, w := range []int{1, 2} {
 				for _, n := range kernLengths {
@@ -140,7 +141,7 @@ func TestKernelGatherEquivalence(t *testing.T) {
 // each level must panic (the Go loop's bounds check), never read or write past the buffers.
 func TestKernelGatherOutOfRange(t *testing.T) {
 	forEachLevel(t, func(t *testing.T) {
-		for _, d := range []Dtype{F32, F64} {
+		for _, d := range []kx.Dtype{kx.F32, kx.F64} {
 			const n, m = 70, 40
 			for bad := range n {
 				idx := make([]int32, n)
@@ -159,7 +160,7 @@ func TestKernelGatherOutOfRange(t *testing.T) {
 							t.Fatalf("Gather %s: index %d at %d did not panic", d, idx[bad], bad)
 						}
 					}()
-					Gather(d, Sum, dst, src, idx, 1)
+					Gather(d, kx.Sum, dst, src, idx, 1)
 				}()
 				checkGuard(t, "Gather out of range", all, n*d.Size())
 			}
@@ -173,11 +174,11 @@ func TestKernelScatterEquivalence(t *testing.T) {
 	forEachLevel(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(35, 36))
 		for _, p := range validPairs() {
-			d, o := Dtype(p[0]), Op(p[1])
+			d, o := kx.Dtype(p[0]), kx.Op(p[1])
 			sz := d.Size()
 			for _, w := range []int{1, 3, 40} {
 				for _, n := range kernLengths {
-					if w > 1 && n > 100 || n > 300 && o != Sum {
+					if w > 1 && n > 100 || n > 300 && o != kx.Sum {
 						continue
 					}
 					for _, kind := range []string{"mono", "perm", "dup"} {
@@ -203,7 +204,7 @@ func TestKernelGatherBigTable(t *testing.T) {
 	forEachLevel(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(39, 40))
 		const m = 17<<20/8 + 5 // rows of f64: just past 16 MiB
-		src := randBuf(F64, m, r)
+		src := randBuf(kx.F64, m, r)
 		for _, kind := range []string{"mono", "perm"} {
 			for _, n := range []int{16, 1000, 4099} {
 				idx := make([]int32, n)
@@ -214,9 +215,9 @@ func TestKernelGatherBigTable(t *testing.T) {
 					}
 				}
 				idx[n/3] = -1
-				all, dst := guarded(randBuf(F64, n, r))
-				Gather(F64, Max, dst, src, idx, 1)
-				checkGather(t, fmt.Sprintf("big table %s n=%d", kind, n), F64, Max, dst, src, idx, 1)
+				all, dst := guarded(randBuf(kx.F64, n, r))
+				Gather(kx.F64, kx.Max, dst, src, idx, 1)
+				checkGather(t, fmt.Sprintf("big table %s n=%d", kind, n), kx.F64, kx.Max, dst, src, idx, 1)
 				checkGuard(t, "big table", all, n*8)
 			}
 		}
@@ -255,27 +256,27 @@ func benchKernIdx(shape string, n int) []int32 {
 	return idx
 }
 
-func benchKernSum(b *testing.B, d Dtype) {
+func benchKernSum(b *testing.B, d kx.Dtype) {
 	benchLevels(b, func(b *testing.B) {
 		for _, s := range kernBenchSizes {
 			b.Run(s.name, func(b *testing.B) {
 				dst, src := make([]byte, s.n*d.Size()), make([]byte, s.n*d.Size())
-				Identity(d, Prod, src)
+				Identity(d, kx.Prod, src)
 				b.SetBytes(int64(len(src)))
 				for b.Loop() {
-					Combine(d, Sum, dst, src)
+					Combine(d, kx.Sum, dst, src)
 				}
 			})
 		}
 	})
 }
 
-func BenchmarkKernelSumF32(b *testing.B) { benchKernSum(b, F32) }
-func BenchmarkKernelSumF64(b *testing.B) { benchKernSum(b, F64) }
-func BenchmarkKernelSumI32(b *testing.B) { benchKernSum(b, I32) }
-func BenchmarkKernelSumI64(b *testing.B) { benchKernSum(b, I64) }
+func BenchmarkKernelSumF32(b *testing.B) { benchKernSum(b, kx.F32) }
+func BenchmarkKernelSumF64(b *testing.B) { benchKernSum(b, kx.F64) }
+func BenchmarkKernelSumI32(b *testing.B) { benchKernSum(b, kx.I32) }
+func BenchmarkKernelSumI64(b *testing.B) { benchKernSum(b, kx.I64) }
 
-func benchKernGather(b *testing.B, d Dtype) {
+func benchKernGather(b *testing.B, d kx.Dtype) {
 	benchLevels(b, func(b *testing.B) {
 		for _, shape := range []string{"mono", "perm"} {
 			for _, s := range kernBenchSizes {
@@ -285,7 +286,7 @@ func benchKernGather(b *testing.B, d Dtype) {
 					dst, src := make([]byte, s.n*d.Size()), make([]byte, 2*s.n*d.Size())
 					b.SetBytes(int64(len(dst)))
 					for b.Loop() {
-						Gather(d, Sum, dst, src, idx, 1)
+						Gather(d, kx.Sum, dst, src, idx, 1)
 					}
 				})
 			}
@@ -293,8 +294,8 @@ func benchKernGather(b *testing.B, d Dtype) {
 	})
 }
 
-func BenchmarkKernelGatherF32(b *testing.B) { benchKernGather(b, F32) }
-func BenchmarkKernelGatherF64(b *testing.B) { benchKernGather(b, F64) }
+func BenchmarkKernelGatherF32(b *testing.B) { benchKernGather(b, kx.F32) }
+func BenchmarkKernelGatherF64(b *testing.B) { benchKernGather(b, kx.F64) }
 
 // BenchmarkKernelVsGo times each SIMD level against the Go loop interleaved in short rounds
 // (go, avx2, avx512, go, …, 21 rounds of about 2 ms each), so that load from other processes on
@@ -305,22 +306,22 @@ func BenchmarkKernelVsGo(b *testing.B) {
 		name string
 		run  func(n int) func()
 	}
-	sum := func(d Dtype) func(n int) func() {
+	sum := func(d kx.Dtype) func(n int) func() {
 		return func(n int) func() {
 			dst, src := make([]byte, n*d.Size()), make([]byte, n*d.Size())
-			Identity(d, Prod, src)
-			return func() { Combine(d, Sum, dst, src) }
+			Identity(d, kx.Prod, src)
+			return func() { Combine(d, kx.Sum, dst, src) }
 		}
 	}
-	gather := func(d Dtype, shape string) func(n int) func() {
+	gather := func(d kx.Dtype, shape string) func(n int) func() {
 		return func(n int) func() {
 			idx := benchKernIdx(shape, n)
 			idx[n/2] = -1
 			dst, src := make([]byte, n*d.Size()), make([]byte, 2*n*d.Size())
-			return func() { Gather(d, Sum, dst, src, idx, 1) }
+			return func() { Gather(d, kx.Sum, dst, src, idx, 1) }
 		}
 	}
-	minmax := func(d Dtype, o Op) func(n int) func() {
+	minmax := func(d kx.Dtype, o kx.Op) func(n int) func() {
 		return func(n int) func() {
 			r := rand.New(rand.NewPCG(7, 8))
 			dst, src := make([]byte, n*d.Size()), make([]byte, n*d.Size())
@@ -336,17 +337,17 @@ func BenchmarkKernelVsGo(b *testing.B) {
 		}
 	}
 	var cases []kcase
-	for _, d := range []Dtype{F32, F64, I32, I64} {
+	for _, d := range []kx.Dtype{kx.F32, kx.F64, kx.I32, kx.I64} {
 		cases = append(cases, kcase{"Sum" + d.String(), sum(d)})
 	}
-	for _, d := range []Dtype{F32, F64, I32, I64, U64} {
-		cases = append(cases, kcase{"Min" + d.String(), minmax(d, Min)},
-			kcase{"Max" + d.String(), minmax(d, Max)})
+	for _, d := range []kx.Dtype{kx.F32, kx.F64, kx.I32, kx.I64, kx.U64} {
+		cases = append(cases, kcase{"Min" + d.String(), minmax(d, kx.Min)},
+			kcase{"Max" + d.String(), minmax(d, kx.Max)})
 	}
-	for _, d := range []Dtype{I32, I64} {
-		cases = append(cases, kcase{"Bxor" + d.String(), minmax(d, Bxor)})
+	for _, d := range []kx.Dtype{kx.I32, kx.I64} {
+		cases = append(cases, kcase{"Bxor" + d.String(), minmax(d, kx.Bxor)})
 	}
-	for _, d := range []Dtype{F32, F64} {
+	for _, d := range []kx.Dtype{kx.F32, kx.F64} {
 		for _, shape := range []string{"mono", "perm"} {
 			cases = append(cases, kcase{"Gather" + d.String() + "/" + shape, gather(d, shape)})
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"kylix/core/kx"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -15,8 +16,8 @@ import (
 // f32 products and correctly rounded for f32 sums, since 53 >= 2·24+2), NaN and signed zeros by
 // explicit cases, integers in 64-bit two's complement truncated to the width.
 
-var allDtypes = []Dtype{F32, F64, I32, I64, U64}
-var allOps = []Op{Sum, Prod, Min, Max, Band, Bor, Bxor}
+var allDtypes = []kx.Dtype{kx.F32, kx.F64, kx.I32, kx.I64, kx.U64}
+var allOps = []kx.Op{kx.Sum, kx.Prod, kx.Min, kx.Max, kx.Band, kx.Bor, kx.Bxor}
 
 func validPairs() [][2]int {
 	var out [][2]int
@@ -30,14 +31,14 @@ func validPairs() [][2]int {
 	return out
 }
 
-func getElem(d Dtype, b []byte, i int) uint64 {
+func getElem(d kx.Dtype, b []byte, i int) uint64 {
 	if d.Size() == 4 {
 		return uint64(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return binary.LittleEndian.Uint64(b[8*i:])
 }
 
-func putElem(d Dtype, b []byte, i int, v uint64) {
+func putElem(d kx.Dtype, b []byte, i int, v uint64) {
 	if d.Size() == 4 {
 		binary.LittleEndian.PutUint32(b[4*i:], uint32(v))
 		return
@@ -45,38 +46,38 @@ func putElem(d Dtype, b []byte, i int, v uint64) {
 	binary.LittleEndian.PutUint64(b[8*i:], v)
 }
 
-func toF(d Dtype, v uint64) float64 {
-	if d == F32 {
+func toF(d kx.Dtype, v uint64) float64 {
+	if d == kx.F32 {
 		return float64(math.Float32frombits(uint32(v)))
 	}
 	return math.Float64frombits(v)
 }
 
-func fromF(d Dtype, f float64) uint64 {
-	if d == F32 {
+func fromF(d kx.Dtype, f float64) uint64 {
+	if d == kx.F32 {
 		return uint64(math.Float32bits(float32(f)))
 	}
 	return math.Float64bits(f)
 }
 
-func isNaNBits(d Dtype, v uint64) bool { return d.IsFloat() && math.IsNaN(toF(d, v)) }
+func isNaNBits(d kx.Dtype, v uint64) bool { return d.IsFloat() && math.IsNaN(toF(d, v)) }
 
 // sext sign-extends a 32-bit pattern for i32.
-func sext(d Dtype, v uint64) int64 {
-	if d == I32 {
+func sext(d kx.Dtype, v uint64) int64 {
+	if d == kx.I32 {
 		return int64(int32(uint32(v)))
 	}
 	return int64(v)
 }
 
-func trunc(d Dtype, v uint64) uint64 {
+func trunc(d kx.Dtype, v uint64) uint64 {
 	if d.Size() == 4 {
 		return uint64(uint32(v))
 	}
 	return v
 }
 
-func refOp(d Dtype, o Op, a, b uint64) uint64 {
+func refOp(d kx.Dtype, o kx.Op, a, b uint64) uint64 {
 	if d.IsFloat() {
 		fa, fb := toF(d, a), toF(d, b)
 		if math.IsNaN(fa) {
@@ -86,18 +87,18 @@ func refOp(d Dtype, o Op, a, b uint64) uint64 {
 			return b
 		}
 		switch o {
-		case Sum:
+		case kx.Sum:
 			return fromF(d, fa+fb)
-		case Prod:
+		case kx.Prod:
 			return fromF(d, fa*fb)
-		case Min, Max:
+		case kx.Min, kx.Max:
 			if fa == fb { // equal, possibly ±0: Min prefers the negative sign, Max the positive
-				if math.Signbit(fa) == (o == Min) {
+				if math.Signbit(fa) == (o == kx.Min) {
 					return a
 				}
 				return b
 			}
-			if (fa < fb) == (o == Min) {
+			if (fa < fb) == (o == kx.Min) {
 				return a
 			}
 			return b
@@ -105,24 +106,24 @@ func refOp(d Dtype, o Op, a, b uint64) uint64 {
 		panic("ref: float op")
 	}
 	switch o {
-	case Sum:
+	case kx.Sum:
 		return trunc(d, a+b)
-	case Prod:
+	case kx.Prod:
 		return trunc(d, a*b)
-	case Band:
+	case kx.Band:
 		return a & b
-	case Bor:
+	case kx.Bor:
 		return a | b
-	case Bxor:
+	case kx.Bxor:
 		return a ^ b
-	case Min, Max:
+	case kx.Min, kx.Max:
 		var less bool
-		if d == U64 {
+		if d == kx.U64 {
 			less = a < b
 		} else {
 			less = sext(d, a) < sext(d, b)
 		}
-		if less == (o == Min) {
+		if less == (o == kx.Min) {
 			return a
 		}
 		return b
@@ -132,21 +133,21 @@ func refOp(d Dtype, o Op, a, b uint64) uint64 {
 
 // sameResult compares bit patterns. Where the reference marked the element "any NaN" (a
 // Sum/Prod of two NaNs, whose payload is the compiler's pick) only NaN-ness is compared.
-func sameResult(d Dtype, got, want uint64, anyNaN bool) bool {
+func sameResult(d kx.Dtype, got, want uint64, anyNaN bool) bool {
 	return got == want || anyNaN && isNaNBits(d, got) && isNaNBits(d, want)
 }
 
 // bothNaN reports whether op(a, b) is a Sum/Prod of two NaNs.
-func bothNaN(d Dtype, o Op, a, b uint64) bool {
-	return (o == Sum || o == Prod) && isNaNBits(d, a) && isNaNBits(d, b)
+func bothNaN(d kx.Dtype, o kx.Op, a, b uint64) bool {
+	return (o == kx.Sum || o == kx.Prod) && isNaNBits(d, a) && isNaNBits(d, b)
 }
 
 // randElem draws values that exercise the ops: small integers (so Prod does not always
 // overflow to 0/Inf), extremes, and for floats NaNs with distinct payloads, ±Inf, ±0, subnormals.
-func randElem(d Dtype, r *rand.Rand) uint64 {
+func randElem(d kx.Dtype, r *rand.Rand) uint64 {
 	if d.IsFloat() {
 		var specials []float64
-		if d == F32 {
+		if d == kx.F32 {
 			specials = []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), 1e-45, -1e-40,
 				math.MaxFloat32, -math.MaxFloat32, 1, -1}
 		} else {
@@ -155,7 +156,7 @@ func randElem(d Dtype, r *rand.Rand) uint64 {
 		}
 		switch k := r.IntN(20); {
 		case k == 0: // quiet NaN with a random payload and sign
-			if d == F32 {
+			if d == kx.F32 {
 				return uint64(0x7fc00000 | r.Uint32()&0x803fffff)
 			}
 			return 0x7ff8000000000000 | r.Uint64()&0x8007ffffffffffff
@@ -178,7 +179,7 @@ func randElem(d Dtype, r *rand.Rand) uint64 {
 	}
 }
 
-func randBuf(d Dtype, n int, r *rand.Rand) []byte {
+func randBuf(d kx.Dtype, n int, r *rand.Rand) []byte {
 	b := make([]byte, n*d.Size())
 	for i := range n {
 		putElem(d, b, i, randElem(d, r))
@@ -186,7 +187,7 @@ func randBuf(d Dtype, n int, r *rand.Rand) []byte {
 	return b
 }
 
-func compareBufs(t *testing.T, what string, d Dtype, o Op, got, want []byte, anyNaN []bool) {
+func compareBufs(t *testing.T, what string, d kx.Dtype, o kx.Op, got, want []byte, anyNaN []bool) {
 	t.Helper()
 	for i := range len(want) / d.Size() {
 		g, w := getElem(d, got, i), getElem(d, want, i)
@@ -198,7 +199,7 @@ func compareBufs(t *testing.T, what string, d Dtype, o Op, got, want []byte, any
 
 // refScatter applies the reference op row by row in increasing p; it returns the expected
 // buffer and the any-NaN mask (once set, an element stays NaN: every op keeps a NaN dst).
-func refScatter(d Dtype, o Op, dst, src []byte, idx []int32, w int) ([]byte, []bool) {
+func refScatter(d kx.Dtype, o kx.Op, dst, src []byte, idx []int32, w int) ([]byte, []bool) {
 	want := slices.Clone(dst)
 	mask := make([]bool, len(dst)/d.Size())
 	for p, j := range idx {
@@ -215,7 +216,7 @@ func refScatter(d Dtype, o Op, dst, src []byte, idx []int32, w int) ([]byte, []b
 func TestCombineReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, p := range validPairs() {
-		d, o := Dtype(p[0]), Op(p[1])
+		d, o := kx.Dtype(p[0]), kx.Op(p[1])
 		for _, n := range []int{0, 1, 3, 15, 16, 17, 100, 1031} {
 			dst, src := randBuf(d, n, r), randBuf(d, n, r)
 			idx := make([]int32, n)
@@ -236,7 +237,7 @@ func TestCombineReference(t *testing.T) {
 func TestScatterCombineReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, p := range validPairs() {
-		d, o := Dtype(p[0]), Op(p[1])
+		d, o := kx.Dtype(p[0]), kx.Op(p[1])
 		for _, w := range []int{1, 3, 40} {
 			const rows, n = 37, 300 // n > rows: every row is hit several times, in p order
 			idx := make([]int32, n)
@@ -261,36 +262,36 @@ func TestScatterCombineReference(t *testing.T) {
 }
 
 // identityBits is the expected identity, written out independently of the kernels.
-func identityBits(d Dtype, o Op) uint64 {
+func identityBits(d kx.Dtype, o kx.Op) uint64 {
 	switch o {
-	case Sum, Bor, Bxor:
+	case kx.Sum, kx.Bor, kx.Bxor:
 		return 0
-	case Prod:
+	case kx.Prod:
 		if d.IsFloat() {
 			return fromF(d, 1)
 		}
 		return 1
-	case Band:
+	case kx.Band:
 		return trunc(d, math.MaxUint64)
 	}
-	min := o == Min // identity of Min is the largest value
+	min := o == kx.Min // identity of Min is the largest value
 	switch d {
-	case F32, F64:
+	case kx.F32, kx.F64:
 		if min {
 			return fromF(d, math.Inf(1))
 		}
 		return fromF(d, math.Inf(-1))
-	case I32:
+	case kx.I32:
 		if min {
 			return 0x7fffffff
 		}
 		return 0x80000000
-	case I64:
+	case kx.I64:
 		if min {
 			return 0x7fffffffffffffff
 		}
 		return 0x8000000000000000
-	case U64:
+	case kx.U64:
 		if min {
 			return math.MaxUint64
 		}
@@ -302,7 +303,7 @@ func identityBits(d Dtype, o Op) uint64 {
 func TestIdentity(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 16))
 	for _, p := range validPairs() {
-		d, o := Dtype(p[0]), Op(p[1])
+		d, o := kx.Dtype(p[0]), kx.Op(p[1])
 		const n = 33
 		buf := randBuf(d, n, r)
 		Identity(d, o, buf)
@@ -317,18 +318,18 @@ func TestIdentity(t *testing.T) {
 		Combine(d, o, buf, src)
 		for i := range n {
 			g, x := getElem(d, buf, i), getElem(d, src, i)
-			if g != x && !(d.IsFloat() && o == Sum && x == fromF(d, math.Copysign(0, -1)) && g == 0) {
+			if g != x && !(d.IsFloat() && o == kx.Sum && x == fromF(d, math.Copysign(0, -1)) && g == 0) {
 				t.Fatalf("%s/%s: op(identity, %#x) = %#x", d, o, x, g)
 			}
 		}
 	}
-	Identity(F64, Sum, nil) // empty is fine
+	Identity(kx.F64, kx.Sum, nil) // empty is fine
 }
 
 func TestGatherReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 18))
 	for _, p := range validPairs() {
-		d, o := Dtype(p[0]), Op(p[1])
+		d, o := kx.Dtype(p[0]), kx.Op(p[1])
 		for _, w := range []int{1, 3, 20} {
 			const rows, n = 29, 101
 			idx := make([]int32, n)
@@ -345,7 +346,7 @@ func TestGatherReference(t *testing.T) {
 }
 
 // checkGather compares dst with the rows of src that idx names, or the op's identity.
-func checkGather(t *testing.T, what string, d Dtype, o Op, dst, src []byte, idx []int32, w int) {
+func checkGather(t *testing.T, what string, d kx.Dtype, o kx.Op, dst, src []byte, idx []int32, w int) {
 	t.Helper()
 	id := identityBits(d, o)
 	for p, j := range idx {
@@ -366,19 +367,19 @@ func TestMinMaxSpecialValues(t *testing.T) {
 	nan1 := math.Float64frombits(0x7ff8000000000001)
 	nan2 := math.Float64frombits(0xfff8000000000002)
 	cases := []struct {
-		o          Op
+		o          kx.Op
 		a, b, want float64
 	}{
-		{Min, 0, negZero, negZero}, {Min, negZero, 0, negZero},
-		{Max, 0, negZero, 0}, {Max, negZero, 0, 0},
-		{Min, nan1, 1, nan1}, {Min, 1, nan1, nan1}, {Max, nan1, nan2, nan1}, {Max, nan2, nan1, nan2},
-		{Min, math.Inf(-1), 3, math.Inf(-1)}, {Max, math.Inf(-1), 3, 3},
+		{kx.Min, 0, negZero, negZero}, {kx.Min, negZero, 0, negZero},
+		{kx.Max, 0, negZero, 0}, {kx.Max, negZero, 0, 0},
+		{kx.Min, nan1, 1, nan1}, {kx.Min, 1, nan1, nan1}, {kx.Max, nan1, nan2, nan1}, {kx.Max, nan2, nan1, nan2},
+		{kx.Min, math.Inf(-1), 3, math.Inf(-1)}, {kx.Max, math.Inf(-1), 3, 3},
 	}
 	for _, c := range cases {
 		dst, src := make([]byte, 8), make([]byte, 8)
 		binary.LittleEndian.PutUint64(dst, math.Float64bits(c.a))
 		binary.LittleEndian.PutUint64(src, math.Float64bits(c.b))
-		Combine(F64, c.o, dst, src)
+		Combine(kx.F64, c.o, dst, src)
 		if g := binary.LittleEndian.Uint64(dst); g != math.Float64bits(c.want) {
 			t.Errorf("%s(%v, %v) = %#x want %#x", c.o, c.a, c.b, g, math.Float64bits(c.want))
 		}
@@ -390,7 +391,7 @@ func TestMinMaxSpecialValues(t *testing.T) {
 func TestMisaligned(t *testing.T) {
 	r := rand.New(rand.NewPCG(19, 20))
 	for _, p := range validPairs() {
-		d, o := Dtype(p[0]), Op(p[1])
+		d, o := kx.Dtype(p[0]), kx.Op(p[1])
 		sz := d.Size()
 		const rows, n, w = 13, 40, 3
 		idx := make([]int32, n)
@@ -469,7 +470,7 @@ func TestKernelsDoNotAllocate(t *testing.T) {
 		idx[i] = int32(i * 7 % n)
 	}
 	for _, p := range validPairs() {
-		d, o := Dtype(p[0]), Op(p[1])
+		d, o := kx.Dtype(p[0]), kx.Op(p[1])
 		dst := make([]byte, n*w*d.Size())
 		src := make([]byte, n*w*d.Size())
 		allocs := testing.AllocsPerRun(5, func() {
@@ -496,25 +497,25 @@ func TestKernelPanics(t *testing.T) {
 		f()
 	}
 	b8, b16 := make([]byte, 8), make([]byte, 16)
-	mustPanic("Band on f32", func() { Combine(F32, Band, b8, b8) })
-	mustPanic("Bxor scatter on f64", func() { ScatterCombine(F64, Bxor, b8, b8, []int32{0}, 1) })
-	mustPanic("Bor identity on f64", func() { Identity(F64, Bor, b8) })
-	mustPanic("unregistered user op", func() { Combine(I32, Op(math.MaxUint16), b8, b8) })
-	mustPanic("bad dtype", func() { Combine(Dtype(9), Sum, b8, b8) })
-	mustPanic("length mismatch", func() { Combine(F32, Sum, b8, b16) })
-	mustPanic("partial element", func() { Combine(F64, Sum, b8[:5], b8[:5]) })
-	mustPanic("src length", func() { ScatterCombine(F32, Sum, b16, b16, []int32{0}, 1) })
-	mustPanic("index out of range", func() { ScatterCombine(F32, Sum, b8, b8[:4], []int32{2}, 1) })
-	mustPanic("negative scatter index", func() { ScatterCombine(F32, Sum, b8, b8[:4], []int32{-1}, 1) })
-	mustPanic("gather out of range", func() { Gather(I64, Sum, b8, b8, []int32{1}, 1) })
-	mustPanic("zero width", func() { Gather(I64, Sum, b8, b8, []int32{0}, 0) })
+	mustPanic("Band on f32", func() { Combine(kx.F32, kx.Band, b8, b8) })
+	mustPanic("Bxor scatter on f64", func() { ScatterCombine(kx.F64, kx.Bxor, b8, b8, []int32{0}, 1) })
+	mustPanic("Bor identity on f64", func() { Identity(kx.F64, kx.Bor, b8) })
+	mustPanic("unregistered user op", func() { Combine(kx.I32, kx.Op(math.MaxUint16), b8, b8) })
+	mustPanic("bad dtype", func() { Combine(kx.Dtype(9), kx.Sum, b8, b8) })
+	mustPanic("length mismatch", func() { Combine(kx.F32, kx.Sum, b8, b16) })
+	mustPanic("partial element", func() { Combine(kx.F64, kx.Sum, b8[:5], b8[:5]) })
+	mustPanic("src length", func() { ScatterCombine(kx.F32, kx.Sum, b16, b16, []int32{0}, 1) })
+	mustPanic("index out of range", func() { ScatterCombine(kx.F32, kx.Sum, b8, b8[:4], []int32{2}, 1) })
+	mustPanic("negative scatter index", func() { ScatterCombine(kx.F32, kx.Sum, b8, b8[:4], []int32{-1}, 1) })
+	mustPanic("gather out of range", func() { Gather(kx.I64, kx.Sum, b8, b8, []int32{1}, 1) })
+	mustPanic("zero width", func() { Gather(kx.I64, kx.Sum, b8, b8, []int32{0}, 0) })
 }
 
 // ---- benchmarks: names give dtype, op, width when > 1, and element count ----
 
-func benchCombine(b *testing.B, d Dtype, o Op, n int) {
+func benchCombine(b *testing.B, d kx.Dtype, o kx.Op, n int) {
 	dst, src := make([]byte, n*d.Size()), make([]byte, n*d.Size())
-	Identity(d, Prod, src) // ones: no NaN/Inf/denormal effects
+	Identity(d, kx.Prod, src) // ones: no NaN/Inf/denormal effects
 	b.SetBytes(int64(len(src)))
 	b.ResetTimer()
 	for range b.N {
@@ -522,17 +523,17 @@ func benchCombine(b *testing.B, d Dtype, o Op, n int) {
 	}
 }
 
-func BenchmarkCombineF32Sum64K(b *testing.B)  { benchCombine(b, F32, Sum, 1<<16) }
-func BenchmarkCombineF32Sum16M(b *testing.B)  { benchCombine(b, F32, Sum, 1<<24) }
-func BenchmarkCombineF64Sum64K(b *testing.B)  { benchCombine(b, F64, Sum, 1<<16) }
-func BenchmarkCombineF64Sum16M(b *testing.B)  { benchCombine(b, F64, Sum, 1<<24) }
-func BenchmarkCombineI64Sum64K(b *testing.B)  { benchCombine(b, I64, Sum, 1<<16) }
-func BenchmarkCombineF32Max64K(b *testing.B)  { benchCombine(b, F32, Max, 1<<16) }
-func BenchmarkCombineU64Bxor64K(b *testing.B) { benchCombine(b, U64, Bxor, 1<<16) }
+func BenchmarkCombineF32Sum64K(b *testing.B)  { benchCombine(b, kx.F32, kx.Sum, 1<<16) }
+func BenchmarkCombineF32Sum16M(b *testing.B)  { benchCombine(b, kx.F32, kx.Sum, 1<<24) }
+func BenchmarkCombineF64Sum64K(b *testing.B)  { benchCombine(b, kx.F64, kx.Sum, 1<<16) }
+func BenchmarkCombineF64Sum16M(b *testing.B)  { benchCombine(b, kx.F64, kx.Sum, 1<<24) }
+func BenchmarkCombineI64Sum64K(b *testing.B)  { benchCombine(b, kx.I64, kx.Sum, 1<<16) }
+func BenchmarkCombineF32Max64K(b *testing.B)  { benchCombine(b, kx.F32, kx.Max, 1<<16) }
+func BenchmarkCombineU64Bxor64K(b *testing.B) { benchCombine(b, kx.U64, kx.Bxor, 1<<16) }
 
 // benchScatter scatters n rows into a vector of 2n rows at sorted positions (every other row,
 // as after a tree merge), or at random positions.
-func benchScatter(b *testing.B, d Dtype, o Op, n, w int, random bool) {
+func benchScatter(b *testing.B, d kx.Dtype, o kx.Op, n, w int, random bool) {
 	idx := make([]int32, n)
 	r := rand.New(rand.NewPCG(1, 1))
 	for i := range idx {
@@ -543,7 +544,7 @@ func benchScatter(b *testing.B, d Dtype, o Op, n, w int, random bool) {
 		}
 	}
 	dst, src := make([]byte, 2*n*w*d.Size()), make([]byte, n*w*d.Size())
-	Identity(d, Prod, src)
+	Identity(d, kx.Prod, src)
 	b.SetBytes(int64(len(src)))
 	b.ResetTimer()
 	for range b.N {
@@ -551,16 +552,22 @@ func benchScatter(b *testing.B, d Dtype, o Op, n, w int, random bool) {
 	}
 }
 
-func BenchmarkScatterCombineF32Sum1M(b *testing.B)       { benchScatter(b, F32, Sum, 1<<20, 1, false) }
-func BenchmarkScatterCombineF32Sum1MRandom(b *testing.B) { benchScatter(b, F32, Sum, 1<<20, 1, true) }
-func BenchmarkScatterCombineF64Sum1M(b *testing.B)       { benchScatter(b, F64, Sum, 1<<20, 1, false) }
-func BenchmarkScatterCombineF32SumW3_1M(b *testing.B)    { benchScatter(b, F32, Sum, 1<<20, 3, false) }
-func BenchmarkScatterCombineF32SumW64_64K(b *testing.B)  { benchScatter(b, F32, Sum, 1<<16, 64, false) }
-func BenchmarkScatterCombineF32Min1M(b *testing.B)       { benchScatter(b, F32, Min, 1<<20, 1, false) }
-func BenchmarkScatterCombineI64Bor1M(b *testing.B)       { benchScatter(b, I64, Bor, 1<<20, 1, false) }
-func BenchmarkScatterCombineF32Sum16M(b *testing.B)      { benchScatter(b, F32, Sum, 1<<24, 1, false) }
+func BenchmarkScatterCombineF32Sum1M(b *testing.B) { benchScatter(b, kx.F32, kx.Sum, 1<<20, 1, false) }
+func BenchmarkScatterCombineF32Sum1MRandom(b *testing.B) {
+	benchScatter(b, kx.F32, kx.Sum, 1<<20, 1, true)
+}
+func BenchmarkScatterCombineF64Sum1M(b *testing.B) { benchScatter(b, kx.F64, kx.Sum, 1<<20, 1, false) }
+func BenchmarkScatterCombineF32SumW3_1M(b *testing.B) {
+	benchScatter(b, kx.F32, kx.Sum, 1<<20, 3, false)
+}
+func BenchmarkScatterCombineF32SumW64_64K(b *testing.B) {
+	benchScatter(b, kx.F32, kx.Sum, 1<<16, 64, false)
+}
+func BenchmarkScatterCombineF32Min1M(b *testing.B)  { benchScatter(b, kx.F32, kx.Min, 1<<20, 1, false) }
+func BenchmarkScatterCombineI64Bor1M(b *testing.B)  { benchScatter(b, kx.I64, kx.Bor, 1<<20, 1, false) }
+func BenchmarkScatterCombineF32Sum16M(b *testing.B) { benchScatter(b, kx.F32, kx.Sum, 1<<24, 1, false) }
 
-func benchGather(b *testing.B, d Dtype, n, w int) {
+func benchGather(b *testing.B, d kx.Dtype, n, w int) {
 	idx := make([]int32, n)
 	for i := range idx {
 		idx[i] = int32(2 * i)
@@ -570,9 +577,9 @@ func benchGather(b *testing.B, d Dtype, n, w int) {
 	b.SetBytes(int64(len(dst)))
 	b.ResetTimer()
 	for range b.N {
-		Gather(d, Sum, dst, src, idx, w)
+		Gather(d, kx.Sum, dst, src, idx, w)
 	}
 }
 
-func BenchmarkGatherF32_1M(b *testing.B)   { benchGather(b, F32, 1<<20, 1) }
-func BenchmarkGatherF32W3_1M(b *testing.B) { benchGather(b, F32, 1<<20, 3) }
+func BenchmarkGatherF32_1M(b *testing.B)   { benchGather(b, kx.F32, 1<<20, 1) }
+func BenchmarkGatherF32W3_1M(b *testing.B) { benchGather(b, kx.F32, 1<<20, 3) }

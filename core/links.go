@@ -1,6 +1,7 @@
 package core
 
 import (
+	"kylix/core/kx"
 	"math"
 	"slices"
 	"time"
@@ -137,10 +138,10 @@ func (c *Comm) MeasureLinks() (*Links, error) {
 		return nil, err
 	}
 	if c.opts.Replication > 1 {
-		return nil, c.Reject(Errorf(CodeArg, "replication: links are not measured with replication %d > 1 (replicas' timings race)", c.opts.Replication))
+		return nil, c.Reject(kx.Errorf(kx.CodeArg, "replication: links are not measured with replication %d > 1 (replicas' timings race)", c.opts.Replication))
 	}
 	var l *Links
-	err := c.collective(Fingerprint{Kind: KindLinks}, func(seq uint64) error {
+	err := c.collective(kx.Fingerprint{Kind: kx.KindLinks}, func(seq uint64) error {
 		var err error
 		l, err = c.measureLinks(seq)
 		return err
@@ -331,8 +332,8 @@ func curvePoints(sizes []int, rtt []float64) []LinkPoint {
 // receiving and acknowledging the probe of rank `from`. Probes use layer, acks layer+1: with
 // two ranks to and from are the same peer.
 func (c *Comm) probeRound(seq uint64, layer uint8, to, from int, b []byte) (time.Duration, error) {
-	probe := Tag{Seq: seq, Layer: layer, Phase: PhaseLinks, FP: c.fp}
-	ack := Tag{Seq: seq, Layer: layer + 1, Phase: PhaseLinks}
+	probe := kx.Tag{Seq: seq, Layer: layer, Phase: kx.PhaseLinks, FP: c.fp}
+	ack := kx.Tag{Seq: seq, Layer: layer + 1, Phase: kx.PhaseLinks}
 	start := time.Now()
 	// The probe goes out on a goroutine of its own whatever its size (sendGroup writes small
 	// messages inline): on a slow link the write blocks until the socket buffer drains, and
@@ -385,5 +386,5 @@ func (c *Comm) minPacket() int64 {
 	if l := c.Links(); l != nil && l.MinPacket > 0 {
 		return l.MinPacket
 	}
-	return DefaultMinPacket
+	return kx.DefaultMinPacket
 }

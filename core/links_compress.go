@@ -1,6 +1,9 @@
 package core
 
-import "sync"
+import (
+	"kylix/core/kx"
+	"sync"
+)
 
 // netState is what a comm knows of its network: the link model and the rates of its own index
 // codec, which compress=auto weighs against each other message by message.
@@ -71,7 +74,7 @@ func orPrior(v, prior float64) float64 {
 
 // noteConfigMsg counts a config message sent or received in the statistics and, when it was
 // compressed, folds its figures into the codec's estimates.
-func (c *Comm) noteConfigMsg(tag Tag, f msgFigures, sent bool) {
+func (c *Comm) noteConfigMsg(tag kx.Tag, f msgFigures, sent bool) {
 	if s := c.statsT(); s != nil {
 		s.noteIndex(tag, f.raw, f.wire, sent)
 	}

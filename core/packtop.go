@@ -1,6 +1,7 @@
 package core
 
 import (
+	"kylix/core/kx"
 	"math"
 	"math/bits"
 	"slices"
@@ -144,8 +145,8 @@ func rowBounds(rows []uint64, d0, me, from int) ([]int, error) {
 	for r, k := range rows {
 		kq := topBucket(k, d0, b)
 		if kq < q || kq >= first+1<<b {
-			return nil, Errorf(CodeInternal, "rank %d sent a malformed config message: row %d holds a key of bucket %d, not in top-bucket order within buckets %d..%d",
-				RankRef(from), r, kq, first, first+1<<b-1)
+			return nil, kx.Errorf(kx.CodeInternal, "rank %d sent a malformed config message: row %d holds a key of bucket %d, not in top-bucket order within buckets %d..%d",
+				kx.RankRef(from), r, kq, first, first+1<<b-1)
 		}
 		for ; q < kq; q++ {
 			bd[q+1-first] = r

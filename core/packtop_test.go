@@ -3,6 +3,7 @@ package core
 import (
 	"bytes"
 	"fmt"
+	"kylix/core/kx"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -396,7 +397,7 @@ func FuzzLayer0Msg(f *testing.F) {
 		for _, e := range []int{0, es} {
 			m, _, err := parseConfigMsg(b, e, 7, true)
 			if err != nil {
-				if CodeOf(err) != CodeInternal || !strings.Contains(err.Error(), "rank 7") {
+				if kx.CodeOf(err) != kx.CodeInternal || !strings.Contains(err.Error(), "rank 7") {
 					t.Fatalf("es=%d: %v", e, err)
 				}
 				continue
@@ -405,7 +406,7 @@ func FuzzLayer0Msg(f *testing.F) {
 				t.Fatalf("es=%d: %d bytes of values for %d rows", e, len(m.vals), len(m.out))
 			}
 			for _, l := range [][]uint64{m.out, m.in} {
-				if _, err := rowBounds(l, d0, me, 7); err != nil && (CodeOf(err) != CodeInternal || !strings.Contains(err.Error(), "rank 7")) {
+				if _, err := rowBounds(l, d0, me, 7); err != nil && (kx.CodeOf(err) != kx.CodeInternal || !strings.Contains(err.Error(), "rank 7")) {
 					t.Fatalf("rowBounds: %v", err)
 				}
 			}

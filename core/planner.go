@@ -1,6 +1,7 @@
 package core
 
 import (
+	"kylix/core/kx"
 	"math"
 )
 
@@ -107,13 +108,13 @@ var (
 
 func checkPowerLawArgs(nFeatures int64, density, alpha float64) error {
 	if nFeatures < 1 {
-		return Errorf(CodeArg, "nFeatures: %d must be at least 1", nFeatures)
+		return kx.Errorf(kx.CodeArg, "nFeatures: %d must be at least 1", nFeatures)
 	}
 	if !(density > 0 && density <= 1) {
-		return Errorf(CodeArg, "density: %g is not in (0,1]", density)
+		return kx.Errorf(kx.CodeArg, "density: %g is not in (0,1]", density)
 	}
 	if !(alpha > 0) || math.IsInf(alpha, 1) {
-		return Errorf(CodeArg, "alpha: %g must be a finite number > 0", alpha)
+		return kx.Errorf(kx.CodeArg, "alpha: %g must be a finite number > 0", alpha)
 	}
 	return nil
 }
@@ -193,13 +194,13 @@ func PlanDegrees(nFeatures int64, density float64, nodes int, alpha float64, min
 		return nil, nil, err
 	}
 	if nodes < 1 {
-		return nil, nil, Errorf(CodeArg, "nodes: %d must be at least 1", nodes)
+		return nil, nil, kx.Errorf(kx.CodeArg, "nodes: %d must be at least 1", nodes)
 	}
 	if minPacket < 1 {
-		return nil, nil, Errorf(CodeArg, "minPacket: %d must be at least 1 byte", minPacket)
+		return nil, nil, kx.Errorf(kx.CodeArg, "minPacket: %d must be at least 1 byte", minPacket)
 	}
 	if bytesPerValue < 1 {
-		return nil, nil, Errorf(CodeArg, "bytesPerValue: %d must be at least 1", bytesPerValue)
+		return nil, nil, kx.Errorf(kx.CodeArg, "bytesPerValue: %d must be at least 1", bytesPerValue)
 	}
 	lambda0, err := SolveLambda(nFeatures, density, alpha)
 	if err != nil {

@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"kylix/core/kx"
 	"math"
 	"slices"
 	"strings"
@@ -114,11 +115,11 @@ func TestPlannerArgs(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, _, err := PlanDegrees(c.n, c.density, c.nodes, c.alpha, c.minPkt, c.bpv)
-		if !errors.Is(err, ErrArg) || !strings.HasPrefix(err.Error(), c.arg+":") {
+		if !errors.Is(err, kx.ErrArg) || !strings.HasPrefix(err.Error(), c.arg+":") {
 			t.Errorf("%+v: got %v, want CodeArg naming %s", c, err, c.arg)
 		}
 	}
-	if _, err := SolveLambda(10, 0.1, -1); !errors.Is(err, ErrArg) || !strings.HasPrefix(err.Error(), "alpha:") {
+	if _, err := SolveLambda(10, 0.1, -1); !errors.Is(err, kx.ErrArg) || !strings.HasPrefix(err.Error(), "alpha:") {
 		t.Errorf("SolveLambda alpha: %v", err)
 	}
 }
@@ -220,7 +221,7 @@ func TestPlanPaperTwitter(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Equal(ds, []int{8, 4, 2}) {
-			t.Errorf("alpha=%g: %s (%+v), paper 8x4x2", alpha, FormatDegrees(ds), p)
+			t.Errorf("alpha=%g: %s (%+v), paper 8x4x2", alpha, kx.FormatDegrees(ds), p)
 		}
 	}
 }
@@ -236,7 +237,7 @@ func TestPlanPaperYahoo(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !slices.Equal(ds, []int{16, 4}) {
-				t.Errorf("alpha=%g bytes=%d: %s (%+v), paper 16x4", alpha, bpv, FormatDegrees(ds), p)
+				t.Errorf("alpha=%g bytes=%d: %s (%+v), paper 16x4", alpha, bpv, kx.FormatDegrees(ds), p)
 			}
 		}
 	}

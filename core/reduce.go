@@ -1,15 +1,18 @@
 package core
 
-import "slices"
+import (
+	"kylix/core/kx"
+	"slices"
+)
 
 // Reduce sends this rank's out values down the configured butterfly and writes the op over
 // all ranks into inVals, in the caller's in-index order.
-func (p *Plan) Reduce(outVals, inVals []byte, d Dtype, o Op, width int) error {
+func (p *Plan) Reduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width int) error {
 	return wait(p.reduce(outVals, inVals, d, o, width, false))
 }
 
 // reduce checks a reduce's arguments and issues it (IReduce with async).
-func (p *Plan) reduce(outVals, inVals []byte, d Dtype, o Op, width int, async bool) (*Request, error) {
+func (p *Plan) reduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width int, async bool) (*Request, error) {
 	if err := p.usable(); err != nil {
 		return nil, err
 	}
@@ -29,7 +32,7 @@ func (p *Plan) reduce(outVals, inVals []byte, d Dtype, o Op, width int, async bo
 		return nil, c.Reject(err)
 	}
 	vs := &valueSpec{d: d, o: o, width: width, es: width * d.Size()}
-	fp := Fingerprint{Kind: KindReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
+	fp := kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
 	return c.issue(fp, func(seq uint64) error {
 		p.expectAll(seq, b, vs.es, true)
 		p.top(b, outVals, vs)
@@ -58,9 +61,9 @@ func (p *Plan) expectAll(seq uint64, b *planBufs, es int, down bool) {
 			}
 			from := t.Member(node, i, g)
 			if down {
-				c.t.Expect(from, Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDown}, b.slot[i][g][:len(lm.outMaps[g])*es])
+				c.t.Expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDown}, b.slot[i][g][:len(lm.outMaps[g])*es])
 			}
-			c.t.Expect(from, Tag{Seq: seq, Layer: uint8(i), Phase: PhaseUp}, b.above[i][lm.inSplit[g]*es:lm.inSplit[g+1]*es])
+			c.t.Expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}, b.above[i][lm.inSplit[g]*es:lm.inSplit[g+1]*es])
 		}
 	}
 }
@@ -74,7 +77,7 @@ func (p *Plan) down(seq uint64, i int, b *planBufs, vs *valueSpec) error {
 	node, d, es := c.node(), t.Degrees[i], vs.es
 	me := t.Digit(node, i)
 	v := b.vec[i]
-	tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDown}
+	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDown}
 	sg := c.sends()
 	for g := 0; g < d; g++ {
 		if g != me {
@@ -100,7 +103,7 @@ func (p *Plan) down(seq uint64, i int, b *planBufs, vs *valueSpec) error {
 }
 
 // combineMonotone combines the members' slices of a layer whose maps are increasing into dst.
-func (p *Plan) combineMonotone(i int, b *planBufs, vs *valueSpec, tag Tag, dst []byte) error {
+func (p *Plan) combineMonotone(i int, b *planBufs, vs *valueSpec, tag kx.Tag, dst []byte) error {
 	c, t, lm := p.c, p.topo, &p.layers[i]
 	node, d, es := c.node(), t.Degrees[i], vs.es
 	me := t.Digit(node, i)
@@ -149,7 +152,7 @@ func (p *Plan) combineMonotone(i int, b *planBufs, vs *valueSpec, tag Tag, dst [
 // the writes stay in cache. A sub-range is combined in source order once every source's rows
 // of it have landed, while the rest streams in; with threads, consecutive sub-ranges go to
 // different workers (each is combined whole by one, so the bits do not depend on threads).
-func (p *Plan) combineBuckets(i int, b *planBufs, vs *valueSpec, tag Tag, dst []byte) error {
+func (p *Plan) combineBuckets(i int, b *planBufs, vs *valueSpec, tag kx.Tag, dst []byte) error {
 	c, t, lm := p.c, p.topo, &p.layers[i]
 	node, d, es := c.node(), t.Degrees[i], vs.es
 	me := t.Digit(node, i)
@@ -302,7 +305,7 @@ func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec, gath
 		lm := &p.layers[i]
 		d := t.Degrees[i]
 		me := t.Digit(node, i)
-		tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseUp}
+		tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}
 		sg := c.sends()
 		for g := 0; g < d; g++ {
 			if g == me {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"kylix/core/kx"
 	"sync"
 	"time"
 )
@@ -18,7 +19,7 @@ import (
 // skipped by sends and ignored by waits; a wait fails with CodePeer only when every replica of
 // its node is dead.
 type replicaTransport struct {
-	raw      Transport
+	raw      kx.Transport
 	s, m     int
 	node     int
 	replicas [][]int // node -> its ranks of raw, in replica order
@@ -27,7 +28,7 @@ type replicaTransport struct {
 // leavingSender is implemented by transports that can finish a write in the background once
 // the caller no longer waits for it (netio's TCP, latesend.go).
 type leavingSender interface {
-	SendOrLeave(to int, tag Tag, leave <-chan struct{}, bufs ...[]byte) error
+	SendOrLeave(to int, tag kx.Tag, leave <-chan struct{}, bufs ...[]byte) error
 }
 
 // replicaGrouper is implemented by transports that can race copies (netio's TCP and Mem).
@@ -36,10 +37,10 @@ type replicaGrouper interface {
 }
 
 // newReplicaTransport groups raw's ranks into m = size/s nodes and tells the transport.
-func newReplicaTransport(raw Transport, s int) (*replicaTransport, error) {
+func newReplicaTransport(raw kx.Transport, s int) (*replicaTransport, error) {
 	n := raw.Size()
 	if s < 1 || n%s != 0 {
-		return nil, Errorf(CodeArg, "replication: size=%d is not a multiple of replication=%d", n, s)
+		return nil, kx.Errorf(kx.CodeArg, "replication: size=%d is not a multiple of replication=%d", n, s)
 	}
 	m := n / s
 	rt := &replicaTransport{raw: raw, s: s, m: m, node: raw.Rank() % m, replicas: make([][]int, m)}
@@ -54,7 +55,7 @@ func newReplicaTransport(raw Transport, s int) (*replicaTransport, error) {
 	}
 	g, ok := unwrapLease(raw).(replicaGrouper)
 	if !ok {
-		return nil, Errorf(CodeArg, "replication: this transport cannot race copies of a message")
+		return nil, kx.Errorf(kx.CodeArg, "replication: this transport cannot race copies of a message")
 	}
 	groupOf := make([]int, n)
 	for r := range groupOf {
@@ -67,7 +68,7 @@ func newReplicaTransport(raw Transport, s int) (*replicaTransport, error) {
 }
 
 // unwrapLease looks through the lease an original comm holds once it has been shrunk.
-func unwrapLease(t Transport) Transport {
+func unwrapLease(t kx.Transport) kx.Transport {
 	if l, ok := t.(*transportLease); ok {
 		return l.Transport
 	}
@@ -80,18 +81,18 @@ func (rt *replicaTransport) Timeout() time.Duration { return rt.raw.Timeout() }
 func (rt *replicaTransport) Close() error           { return rt.raw.Close() }
 func (rt *replicaTransport) Release(b []byte)       { rt.raw.Release(b) }
 func (rt *replicaTransport) FailedRanks() []int     { return rt.raw.FailedRanks() }
-func (rt *replicaTransport) Unwrap() Transport      { return rt.raw }
+func (rt *replicaTransport) Unwrap() kx.Transport   { return rt.raw }
 
-func (rt *replicaTransport) Begin(seq uint64, fp Fingerprint) { rt.raw.Begin(seq, fp) }
-func (rt *replicaTransport) Abort(seq uint64, err error)      { rt.raw.Abort(seq, err) }
+func (rt *replicaTransport) Begin(seq uint64, fp kx.Fingerprint) { rt.raw.Begin(seq, fp) }
+func (rt *replicaTransport) Abort(seq uint64, err error)         { rt.raw.Abort(seq, err) }
 
 // Send delivers the message to every replica of node `to` that is not known to be dead (to
 // this rank itself when `to` is its own node: its replicas compute the same message). Copies
 // to several replicas go out in parallel when the message is large, so a replica that reads
 // slowly holds up only its own copy's write.
-func (rt *replicaTransport) Send(to int, tag Tag, bufs ...[]byte) error {
+func (rt *replicaTransport) Send(to int, tag kx.Tag, bufs ...[]byte) error {
 	if to < 0 || to >= rt.m {
-		return Errorf(CodeArg, "send: destination node %d is not in 0..%d", to, rt.m-1)
+		return kx.Errorf(kx.CodeArg, "send: destination node %d is not in 0..%d", to, rt.m-1)
 	}
 	tag.Race = true
 	if to == rt.node {
@@ -142,33 +143,17 @@ func (rt *replicaTransport) Send(to int, tag Tag, bufs ...[]byte) error {
 	// node may finalize as soon as one copy of everything reached it, while its siblings' peers
 	// still send).
 	for _, err := range errs {
-		if err != nil && CodeOf(err) != CodePeer {
+		if err != nil && kx.CodeOf(err) != kx.CodePeer {
 			return err
 		}
 	}
 	return nil
 }
 
-// RankListFormat is a format for n ranks: "%d", "%d and %d", "%d, %d and %d" (errors that
-// name every replica of a node).
-func RankListFormat(n int) string {
-	switch n {
-	case 0:
-		return ""
-	case 1:
-		return "%d"
-	}
-	f := ""
-	for i := 0; i < n-2; i++ {
-		f += "%d, "
-	}
-	return f + "%d and %d"
-}
-
 // source is a rank of node `from` to wait on; the transport takes a copy from any of them.
 func (rt *replicaTransport) source(from int) (int, error) {
 	if from < 0 || from >= rt.m {
-		return 0, Errorf(CodeArg, "recv: source node %d is not in 0..%d", from, rt.m-1)
+		return 0, kx.Errorf(kx.CodeArg, "recv: source node %d is not in 0..%d", from, rt.m-1)
 	}
 	if from == rt.node {
 		return rt.raw.Rank(), nil
@@ -176,7 +161,7 @@ func (rt *replicaTransport) source(from int) (int, error) {
 	return rt.replicas[from][0], nil
 }
 
-func (rt *replicaTransport) Recv(from int, tag Tag) ([]byte, error) {
+func (rt *replicaTransport) Recv(from int, tag kx.Tag) ([]byte, error) {
 	r, err := rt.source(from)
 	if err != nil {
 		return nil, err
@@ -185,14 +170,14 @@ func (rt *replicaTransport) Recv(from int, tag Tag) ([]byte, error) {
 	return rt.raw.Recv(r, tag)
 }
 
-func (rt *replicaTransport) Expect(from int, tag Tag, dst []byte) {
+func (rt *replicaTransport) Expect(from int, tag kx.Tag, dst []byte) {
 	if r, err := rt.source(from); err == nil {
 		tag.Race = true
 		rt.raw.Expect(r, tag, dst)
 	}
 }
 
-func (rt *replicaTransport) Await(from int, tag Tag) (int, error) {
+func (rt *replicaTransport) Await(from int, tag kx.Tag) (int, error) {
 	r, err := rt.source(from)
 	if err != nil {
 		return 0, err
@@ -201,7 +186,7 @@ func (rt *replicaTransport) Await(from int, tag Tag) (int, error) {
 	return rt.raw.Await(r, tag)
 }
 
-func (rt *replicaTransport) AwaitPrefix(from int, tag Tag, n int) error {
+func (rt *replicaTransport) AwaitPrefix(from int, tag kx.Tag, n int) error {
 	r, err := rt.source(from)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"hash/fnv"
+	"kylix/core/kx"
 	"sync"
 	"time"
 )
@@ -100,17 +101,17 @@ func (c *Comm) Shrink() (*Comm, error) {
 	switch {
 	case c.closed:
 		c.mu.Unlock()
-		return nil, Errorf(CodeState, "shrink: comm was finalized")
+		return nil, kx.Errorf(kx.CodeState, "shrink: comm was finalized")
 	case errors.As(c.broken, &se):
 		c.mu.Unlock()
-		return nil, Errorf(CodeState, "shrink: this comm was already shrunk (once per comm: shrink the comm kylix_shrink returned)")
+		return nil, kx.Errorf(kx.CodeState, "shrink: this comm was already shrunk (once per comm: shrink the comm kylix_shrink returned)")
 	}
 	c.broken = &shrunkError{cause: c.broken}
 	c.mu.Unlock()
 
 	p := c.Transport() // this comm's rank space: the underlying transport, or a subTransport
 	var (
-		raw    Transport
+		raw    kx.Transport
 		rawOf  []int
 		shared *sharedTransport
 		epoch  int
@@ -125,18 +126,18 @@ func (c *Comm) Shrink() (*Comm, error) {
 		}
 	}
 	if epoch >= maxEpoch {
-		return nil, Errorf(CodeState, "shrink: this comm descends from %d shrinks, the most supported", maxEpoch)
+		return nil, kx.Errorf(kx.CodeState, "shrink: this comm descends from %d shrinks, the most supported", maxEpoch)
 	}
 	epoch++
 
 	// Revoke c: a peer that has not noticed the failure and enters c's next collective (or
 	// waits in it) fails at once instead of waiting for a message this rank will not send.
 	// Peers past that collective (already agreeing) drop the abort as stale.
-	p.Abort(c.seq, Errorf(CodePeer, "rank %d left this comm to shrink it: call kylix_shrink on every survivor", p.Rank()))
+	p.Abort(c.seq, kx.Errorf(kx.CodePeer, "rank %d left this comm to shrink it: call kylix_shrink on every survivor", p.Rank()))
 
 	failed, err := agree(p, epoch)
 	if err != nil {
-		return nil, Prefixed("shrink: ", err)
+		return nil, kx.Prefixed("shrink: ", err)
 	}
 	var members []int // ranks of c that live on
 	newRank := -1
@@ -150,7 +151,7 @@ func (c *Comm) Shrink() (*Comm, error) {
 		}
 	}
 	if newRank < 0 { // agree never puts this rank in the failed set
-		return nil, Errorf(CodeInternal, "shrink: this rank is not among the survivors it agreed on")
+		return nil, kx.Errorf(kx.CodeInternal, "shrink: this rank is not among the survivors it agreed on")
 	}
 	sub := &subTransport{raw: raw, rank: newRank, rawOf: make([]int, len(members)),
 		newOf: make([]int, raw.Size()), epoch: epoch}
@@ -177,13 +178,13 @@ func (c *Comm) Shrink() (*Comm, error) {
 
 	opts := c.opts
 	opts.Rank, opts.Size = newRank, len(members)
-	if _, err := ParseDegreesSpec(opts.Degrees, len(members)/max(opts.Replication, 1)); err != nil {
+	if _, err := kx.ParseDegreesSpec(opts.Degrees, len(members)/max(opts.Replication, 1)); err != nil {
 		opts.Degrees = "auto"
 	}
 	nc, err := NewComm(sub, opts)
 	if err != nil {
 		sub.Close()
-		return nil, Prefixed("shrink: ", err)
+		return nil, kx.Prefixed("shrink: ", err)
 	}
 	nc.seq = sub.base
 	nc.denseSwitchBytes = c.denseSwitchBytes
@@ -241,9 +242,9 @@ func survivors(failed bitset, size, s int) func(r int) bool {
 // that arrives late learns from the sets sent to it that the others took it for failed and
 // fails with CodePeer (that is what the second agreeing round is for: the first round's sets
 // may predate its being dropped).
-func agree(t Transport, epoch int) (bitset, error) {
+func agree(t kx.Transport, epoch int) (bitset, error) {
 	n, me := t.Size(), t.Rank()
-	fp := Fingerprint{Kind: KindAgree, Plan: shrinkPlan, Count: int64(epoch)<<32 | int64(n)}
+	fp := kx.Fingerprint{Kind: kx.KindAgree, Plan: shrinkPlan, Count: int64(epoch)<<32 | int64(n)}
 	F := newBitset(n)
 	F.addRanks(t.FailedRanks(), me)
 	decided := false
@@ -253,9 +254,9 @@ func agree(t Transport, epoch int) (bitset, error) {
 	msg := make([]uint64, 1+len(F))
 	for r := 0; ; r++ {
 		if r >= maxRounds {
-			return nil, Errorf(CodeInternal, "agreement on the failed ranks did not settle in %d rounds", maxRounds)
+			return nil, kx.Errorf(kx.CodeInternal, "agreement on the failed ranks did not settle in %d rounds", maxRounds)
 		}
-		tag := Tag{Seq: agreeSeq(epoch, r), Phase: PhaseSmall}
+		tag := kx.Tag{Seq: agreeSeq(epoch, r), Phase: kx.PhaseSmall}
 		t.Begin(tag.Seq, fp)
 		dead := newBitset(n)
 		dead.addRanks(t.FailedRanks(), me)
@@ -289,8 +290,8 @@ func agree(t Transport, epoch int) (bitset, error) {
 			}
 			b, err := t.Recv(j, tag)
 			if err != nil {
-				switch CodeOf(err) {
-				case CodePeer, CodeTimeout, CodeNet:
+				switch kx.CodeOf(err) {
+				case kx.CodePeer, kx.CodeTimeout, kx.CodeNet:
 					next.add(j)
 					same = false
 				default:
@@ -302,9 +303,9 @@ func agree(t Transport, epoch int) (bitset, error) {
 			t.Release(b)
 			switch {
 			case !ok:
-				ferr = Errorf(CodeMismatch, "rank %d sent a malformed shrink agreement message (%d bytes for %d ranks)", j, len(b), n)
+				ferr = kx.Errorf(kx.CodeMismatch, "rank %d sent a malformed shrink agreement message (%d bytes for %d ranks)", j, len(b), n)
 			case G.has(me):
-				ferr = Errorf(CodePeer, "rank %d took this rank for failed (it did not answer within the timeout): this rank is not in the survivors' new comm", j)
+				ferr = kx.Errorf(kx.CodePeer, "rank %d took this rank for failed (it did not answer within the timeout): this rank is not in the survivors' new comm", j)
 			case dec:
 				adopted = G
 			case !G.equal(F):
@@ -370,7 +371,7 @@ func (s bitset) addRanks(rs []int, self int) {
 
 // sharedTransport counts the comms that use one transport and closes it with the last.
 type sharedTransport struct {
-	t    Transport
+	t    kx.Transport
 	mu   sync.Mutex
 	refs int
 }
@@ -395,7 +396,7 @@ func (s *sharedTransport) release() error {
 // transportLease is the original comm's hold on a transport a shrink made shared: everything
 // but Close goes straight to the transport.
 type transportLease struct {
-	Transport
+	kx.Transport
 	s    *sharedTransport
 	once sync.Once
 }
@@ -406,7 +407,7 @@ func (l *transportLease) Close() (err error) {
 }
 
 // Unwrap returns the shared transport.
-func (l *transportLease) Unwrap() Transport { return l.Transport }
+func (l *transportLease) Unwrap() kx.Transport { return l.Transport }
 
 // ---- the shrunk comm's transport -----------------------------------------------------------
 
@@ -414,7 +415,7 @@ func (l *transportLease) Unwrap() Transport { return l.Transport }
 // rank rawOf[i] there. Sequence numbers pass through unchanged (the comm takes them from its
 // own range, see above). Errors that name raw ranks are rewritten to name this comm's ranks.
 type subTransport struct {
-	raw    Transport
+	raw    kx.Transport
 	shared *sharedTransport
 	rank   int
 	rawOf  []int // rank here -> rank of raw
@@ -428,11 +429,11 @@ func (s *subTransport) Rank() int              { return s.rank }
 func (s *subTransport) Size() int              { return len(s.rawOf) }
 func (s *subTransport) Timeout() time.Duration { return s.raw.Timeout() }
 
-func (s *subTransport) Begin(seq uint64, fp Fingerprint) { s.raw.Begin(seq, fp) }
+func (s *subTransport) Begin(seq uint64, fp kx.Fingerprint) { s.raw.Begin(seq, fp) }
 
-func (s *subTransport) Send(to int, tag Tag, bufs ...[]byte) error {
+func (s *subTransport) Send(to int, tag kx.Tag, bufs ...[]byte) error {
 	if to < 0 || to >= len(s.rawOf) {
-		return Errorf(CodeArg, "send: destination rank %d is not in 0..%d", to, len(s.rawOf)-1)
+		return kx.Errorf(kx.CodeArg, "send: destination rank %d is not in 0..%d", to, len(s.rawOf)-1)
 	}
 	return s.translate(s.raw.Send(s.rawOf[to], tag, bufs...))
 }
@@ -440,12 +441,12 @@ func (s *subTransport) Send(to int, tag Tag, bufs ...[]byte) error {
 // source is rank from of this comm as a rank of the underlying transport.
 func (s *subTransport) source(from int) (int, error) {
 	if from < 0 || from >= len(s.rawOf) {
-		return 0, Errorf(CodeArg, "recv: source rank %d is not in 0..%d", from, len(s.rawOf)-1)
+		return 0, kx.Errorf(kx.CodeArg, "recv: source rank %d is not in 0..%d", from, len(s.rawOf)-1)
 	}
 	return s.rawOf[from], nil
 }
 
-func (s *subTransport) Recv(from int, tag Tag) ([]byte, error) {
+func (s *subTransport) Recv(from int, tag kx.Tag) ([]byte, error) {
 	r, err := s.source(from)
 	if err != nil {
 		return nil, err
@@ -455,13 +456,13 @@ func (s *subTransport) Recv(from int, tag Tag) ([]byte, error) {
 }
 
 // Expect ignores a source outside the comm: the Await for it reports it.
-func (s *subTransport) Expect(from int, tag Tag, dst []byte) {
+func (s *subTransport) Expect(from int, tag kx.Tag, dst []byte) {
 	if r, err := s.source(from); err == nil {
 		s.raw.Expect(r, tag, dst)
 	}
 }
 
-func (s *subTransport) Await(from int, tag Tag) (int, error) {
+func (s *subTransport) Await(from int, tag kx.Tag) (int, error) {
 	r, err := s.source(from)
 	if err != nil {
 		return 0, err
@@ -470,7 +471,7 @@ func (s *subTransport) Await(from int, tag Tag) (int, error) {
 	return n, s.translate(err)
 }
 
-func (s *subTransport) AwaitPrefix(from int, tag Tag, n int) error {
+func (s *subTransport) AwaitPrefix(from int, tag kx.Tag, n int) error {
 	r, err := s.source(from)
 	if err != nil {
 		return err
@@ -506,7 +507,7 @@ func (s *subTransport) Release(b []byte) { s.raw.Release(b) }
 // (raw numbers) into this comm's. A peer's abort arrives with its text already in this comm's
 // numbers (its own subTransport renumbered it); only its reporter is mapped.
 func (s *subTransport) translate(err error) error {
-	var e *Error
+	var e *kx.Error
 	if err == nil || !errors.As(err, &e) {
 		return err
 	}

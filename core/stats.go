@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/json"
+	"kylix/core/kx"
 	"sync"
 	"time"
 	"weak"
@@ -57,17 +58,17 @@ const (
 
 // slotOf is the slot of a message of phase ph in a collective of kind k, or -1 when k is not a
 // plan's collective.
-func slotOf(k Kind, ph uint8) int {
+func slotOf(k kx.Kind, ph uint8) int {
 	switch k {
-	case KindConfig:
+	case kx.KindConfig:
 		return slotConfig
-	case KindReduce:
-		if ph == PhaseUp {
+	case kx.KindReduce:
+		if ph == kx.PhaseUp {
 			return slotReduceUp
 		}
 		return slotReduceDown
-	case KindConfigReduce:
-		if ph == PhaseUp {
+	case kx.KindConfigReduce:
+		if ph == kx.PhaseUp {
 			return slotCRUp
 		}
 		return slotCRDown
@@ -249,7 +250,7 @@ type StatsOptions struct {
 
 type planRec struct {
 	id         uint32
-	createdBy  Kind
+	createdBy  kx.Kind
 	ref        weak.Pointer[Plan]
 	configured bool
 	freed      bool
@@ -275,7 +276,7 @@ type kindRec struct {
 }
 
 type activeColl struct {
-	kind      Kind
+	kind      kx.Kind
 	plan      *planRec // nil unless config, reduce or config_reduce
 	start     time.Time
 	slot      int
@@ -283,11 +284,11 @@ type activeColl struct {
 }
 
 type statsTransport struct {
-	inner Transport
+	inner kx.Transport
 
 	mu      sync.Mutex
 	since   time.Time
-	kinds   [len(kindNames)]kindRec
+	kinds   [kx.NumKinds]kindRec
 	orphan  Traffic // messages of no known collective (not expected)
 	plans   map[uint32]*planRec
 	order   []*planRec // plans in creation order
@@ -298,13 +299,13 @@ type statsTransport struct {
 	packed  bool       // some message travelled compressed
 }
 
-func newStatsTransport(t Transport) *statsTransport {
+func newStatsTransport(t kx.Transport) *statsTransport {
 	return &statsTransport{inner: t, since: time.Now(), plans: map[uint32]*planRec{},
 		active: map[uint64]*activeColl{}}
 }
 
 // unwrapTransport returns the transport a statsTransport wraps (or t itself).
-func unwrapTransport(t Transport) Transport {
+func unwrapTransport(t kx.Transport) kx.Transport {
 	if s, ok := t.(*statsTransport); ok {
 		t = s.inner
 	}
@@ -320,17 +321,17 @@ func (s *statsTransport) Timeout() time.Duration { return s.inner.Timeout() }
 func (s *statsTransport) Close() error           { return s.inner.Close() }
 
 // Unwrap returns the transport being counted.
-func (s *statsTransport) Unwrap() Transport { return s.inner }
+func (s *statsTransport) Unwrap() kx.Transport { return s.inner }
 
 func (s *statsTransport) Release(b []byte)   { s.inner.Release(b) }
 func (s *statsTransport) FailedRanks() []int { return s.inner.FailedRanks() }
 
-func (s *statsTransport) Begin(seq uint64, fp Fingerprint) {
+func (s *statsTransport) Begin(seq uint64, fp kx.Fingerprint) {
 	now := time.Now()
 	s.mu.Lock()
 	a := &activeColl{kind: fp.Kind, start: now, slotStart: now, slot: -1}
 	if int(fp.Kind) >= len(s.kinds) {
-		a.kind = KindInvalid
+		a.kind = kx.KindInvalid
 	}
 	if sl := slotOf(fp.Kind, 0); sl >= 0 {
 		a.slot = sl
@@ -350,9 +351,9 @@ func (s *statsTransport) Begin(seq uint64, fp Fingerprint) {
 
 // enter switches the collective of tag to the slot of tag's phase, charging the time since the
 // last switch to the slot it leaves.
-func (s *statsTransport) enter(tag Tag) {
+func (s *statsTransport) enter(tag kx.Tag) {
 	s.mu.Lock()
-	if a := s.active[tag.Seq]; a != nil && a.plan != nil && tag.Phase != PhaseSmall {
+	if a := s.active[tag.Seq]; a != nil && a.plan != nil && tag.Phase != kx.PhaseSmall {
 		if sl := slotOf(a.kind, tag.Phase); sl != a.slot {
 			now := time.Now()
 			a.plan.secs[a.slot] += now.Sub(a.slotStart)
@@ -362,7 +363,7 @@ func (s *statsTransport) enter(tag Tag) {
 	s.mu.Unlock()
 }
 
-func (s *statsTransport) count(tag Tag, n int, sent bool) {
+func (s *statsTransport) count(tag kx.Tag, n int, sent bool) {
 	u := Traffic{BytesRecv: uint64(n), MsgsRecv: 1}
 	if sent {
 		u = Traffic{BytesSent: uint64(n), MsgsSent: 1}
@@ -379,10 +380,10 @@ func (s *statsTransport) count(tag Tag, n int, sent bool) {
 		return
 	}
 	switch tag.Phase {
-	case PhaseSmall:
+	case kx.PhaseSmall:
 		a.plan.agree.Add(u)
 		return
-	case PhaseLinks:
+	case kx.PhaseLinks:
 		a.plan.links.Add(u)
 		return
 	}
@@ -394,7 +395,7 @@ func (s *statsTransport) count(tag Tag, n int, sent bool) {
 	}
 }
 
-func (s *statsTransport) Send(to int, tag Tag, bufs ...[]byte) error {
+func (s *statsTransport) Send(to int, tag kx.Tag, bufs ...[]byte) error {
 	s.enter(tag)
 	err := s.inner.Send(to, tag, bufs...)
 	if err == nil {
@@ -407,7 +408,7 @@ func (s *statsTransport) Send(to int, tag Tag, bufs ...[]byte) error {
 	return err
 }
 
-func (s *statsTransport) Recv(from int, tag Tag) ([]byte, error) {
+func (s *statsTransport) Recv(from int, tag kx.Tag) ([]byte, error) {
 	s.enter(tag)
 	b, err := s.inner.Recv(from, tag)
 	if err == nil {
@@ -416,9 +417,9 @@ func (s *statsTransport) Recv(from int, tag Tag) ([]byte, error) {
 	return b, err
 }
 
-func (s *statsTransport) Expect(from int, tag Tag, dst []byte) { s.inner.Expect(from, tag, dst) }
+func (s *statsTransport) Expect(from int, tag kx.Tag, dst []byte) { s.inner.Expect(from, tag, dst) }
 
-func (s *statsTransport) Await(from int, tag Tag) (int, error) {
+func (s *statsTransport) Await(from int, tag kx.Tag) (int, error) {
 	s.enter(tag)
 	n, err := s.inner.Await(from, tag)
 	if err == nil {
@@ -428,7 +429,7 @@ func (s *statsTransport) Await(from int, tag Tag) (int, error) {
 }
 
 // AwaitPrefix is not counted: the Await that follows it counts the whole message.
-func (s *statsTransport) AwaitPrefix(from int, tag Tag, n int) error {
+func (s *statsTransport) AwaitPrefix(from int, tag kx.Tag, n int) error {
 	s.enter(tag)
 	return s.inner.AwaitPrefix(from, tag, n)
 }
@@ -462,11 +463,11 @@ func (s *statsTransport) endLocked(seq uint64, err error, now time.Time) {
 	if p := a.plan; p != nil {
 		p.secs[a.slot] += now.Sub(a.slotStart)
 		switch a.kind {
-		case KindConfig:
+		case kx.KindConfig:
 			p.calls.Config++
-		case KindReduce:
+		case kx.KindReduce:
 			p.calls.Reduce++
-		case KindConfigReduce:
+		case kx.KindConfigReduce:
 			p.calls.ConfigReduce++
 		}
 		if err != nil {
@@ -476,7 +477,7 @@ func (s *statsTransport) endLocked(seq uint64, err error, now time.Time) {
 }
 
 // planRecord finds or makes the record of plan id; a new record may push old ones out.
-func (s *statsTransport) planRecord(id uint32, k Kind) *planRec {
+func (s *statsTransport) planRecord(id uint32, k kx.Kind) *planRec {
 	if r := s.plans[id]; r != nil {
 		return r
 	}
@@ -535,7 +536,7 @@ func (s *statsTransport) fold(r *planRec) {
 }
 
 // noteIndex adds a config message's index bytes to its plan's layer and to the totals.
-func (s *statsTransport) noteIndex(tag Tag, raw, wire int, sent bool) {
+func (s *statsTransport) noteIndex(tag kx.Tag, raw, wire int, sent bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.index.add(raw, wire, sent)
@@ -594,7 +595,7 @@ func (s *statsTransport) reset() {
 	defer s.mu.Unlock()
 	s.retire(true)
 	s.since = now
-	s.kinds = [len(kindNames)]kindRec{}
+	s.kinds = [kx.NumKinds]kindRec{}
 	s.orphan = Traffic{}
 	s.retired, s.nRetir = planRec{}, 0
 	s.index, s.packed = IndexBytes{}, false
@@ -615,7 +616,7 @@ func (s *statsTransport) snapshot() Stats {
 	st.Totals = s.orphan
 	for k := range s.kinds {
 		r := &s.kinds[k]
-		st.Collectives[Kind(k).String()] = KindStats{Calls: r.calls, Errors: r.errors, Seconds: r.secs.Seconds(), Traffic: r.tr}
+		st.Collectives[kx.Kind(k).String()] = KindStats{Calls: r.calls, Errors: r.errors, Seconds: r.secs.Seconds(), Traffic: r.tr}
 		st.Totals.Add(r.tr)
 	}
 	var secs [numSlots]time.Duration
@@ -653,7 +654,7 @@ func (s *statsTransport) snapshot() Stats {
 	for i := range secs {
 		secs[i] += g.secs[i]
 	}
-	st.PhaseSeconds = PhaseSeconds{PlanSeconds: planSeconds(&secs), Dense: s.kinds[KindAllreduce].secs.Seconds()}
+	st.PhaseSeconds = PhaseSeconds{PlanSeconds: planSeconds(&secs), Dense: s.kinds[kx.KindAllreduce].secs.Seconds()}
 	st.Compression = CompressionStats{Active: s.packed, IndexBytes: s.index.withRatio()}
 	return st
 }
@@ -718,7 +719,7 @@ func (c *Comm) Stats() Stats {
 func (c *Comm) StatsJSON() ([]byte, error) {
 	b, err := json.Marshal(c.Stats())
 	if err != nil {
-		return nil, Errorf(CodeInternal, "stats: %v", err)
+		return nil, kx.Errorf(kx.CodeInternal, "stats: %v", err)
 	}
 	return b, nil
 }

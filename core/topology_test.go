@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"kylix/core/kx"
 	"reflect"
 	"slices"
 	"strings"
@@ -28,7 +29,7 @@ func TestParseDegreesSpec(t *testing.T) {
 		{"fast", 6, nil, true},
 	}
 	for _, c := range cases {
-		got, err := ParseDegreesSpec(c.spec, c.m)
+		got, err := kx.ParseDegreesSpec(c.spec, c.m)
 		if (err != nil) != c.bad {
 			t.Errorf("%q on %d: err %v, want bad=%v", c.spec, c.m, err, c.bad)
 			continue
@@ -36,8 +37,8 @@ func TestParseDegreesSpec(t *testing.T) {
 		if !c.bad && !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%q on %d: %v, want %v", c.spec, c.m, got, c.want)
 		}
-		if c.bad && CodeOf(err) != CodeArg {
-			t.Errorf("%q: code %v, want CodeArg", c.spec, CodeOf(err))
+		if c.bad && kx.CodeOf(err) != kx.CodeArg {
+			t.Errorf("%q: code %v, want CodeArg", c.spec, kx.CodeOf(err))
 		}
 	}
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"cmp"
+	"kylix/core/kx"
 	"math"
 	"math/bits"
 	"slices"
@@ -31,7 +32,7 @@ func sortTop(lists [][]uint64, bounds [][]int, d0, me, threads int, appearance b
 		total += len(l)
 	}
 	if total > math.MaxInt32 {
-		return nil, nil, nil, Errorf(CodeNoMem, "a layer-0 member would merge %d keys; plans index keys with 32 bits", total)
+		return nil, nil, nil, kx.Errorf(kx.CodeNoMem, "a layer-0 member would merge %d keys; plans index keys with 32 bits", total)
 	}
 	flat := make([]int32, total)
 	maps = make([][]int32, len(lists))

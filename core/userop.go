@@ -1,6 +1,7 @@
 package core
 
 import (
+	"kylix/core/kx"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -40,7 +41,7 @@ const MaxUserOps = 1 << 15
 // C function without cgo); the chunking and first-touch code around the call is the same.
 type userOp struct {
 	fn, ctx uintptr
-	goFn    func(inout, in []byte, count int, d Dtype)
+	goFn    func(inout, in []byte, count int, d kx.Dtype)
 }
 
 const userPage = 256
@@ -60,19 +61,19 @@ var userOps userOpTable
 // RegisterUserOp registers the C function fn with its ctx and returns the op's id, usable with
 // every dtype wherever an op is. Ids are handed out in order from FirstUserOp, so ranks that
 // register the same ops in the same order agree on them (collectives compare op ids).
-func RegisterUserOp(fn, ctx uintptr) (Op, error) {
+func RegisterUserOp(fn, ctx uintptr) (kx.Op, error) {
 	if fn == 0 {
-		return 0, Errorf(CodeArg, "fn is NULL")
+		return 0, kx.Errorf(kx.CodeArg, "fn is NULL")
 	}
 	return userOps.add(userOp{fn: fn, ctx: ctx})
 }
 
-func (t *userOpTable) add(u userOp) (Op, error) {
+func (t *userOpTable) add(u userOp) (kx.Op, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	i := int(t.n.Load())
 	if i >= MaxUserOps {
-		return 0, Errorf(CodeNoMem, "no user op ids left: %d ops are registered already", MaxUserOps)
+		return 0, kx.Errorf(kx.CodeNoMem, "no user op ids left: %d ops are registered already", MaxUserOps)
 	}
 	pg := t.pages[i/userPage].Load()
 	if pg == nil {
@@ -81,14 +82,14 @@ func (t *userOpTable) add(u userOp) (Op, error) {
 	}
 	pg[i%userPage] = u
 	t.n.Store(int32(i + 1))
-	return FirstUserOp + Op(i), nil
+	return kx.FirstUserOp + kx.Op(i), nil
 }
 
-func (t *userOpTable) lookup(o Op) *userOp {
-	if o < FirstUserOp {
+func (t *userOpTable) lookup(o kx.Op) *userOp {
+	if o < kx.FirstUserOp {
 		return nil
 	}
-	i := int(o - FirstUserOp)
+	i := int(o - kx.FirstUserOp)
 	if i >= int(t.n.Load()) {
 		return nil
 	}
@@ -96,10 +97,10 @@ func (t *userOpTable) lookup(o Op) *userOp {
 }
 
 // lookupUserOp returns the registered op o, or nil.
-func lookupUserOp(o Op) *userOp { return userOps.lookup(o) }
+func lookupUserOp(o kx.Op) *userOp { return userOps.lookup(o) }
 
 // mustUserOp is lookupUserOp for the kernels, where an unknown op is a caller bug.
-func mustUserOp(o Op) *userOp {
+func mustUserOp(o kx.Op) *userOp {
 	u := lookupUserOp(o)
 	if u == nil {
 		kernPanic("op %d is not a registered user op", int(o))
@@ -109,7 +110,7 @@ func mustUserOp(o Op) *userOp {
 
 // call folds count elements of in into inout (both non-empty, element-aligned, not
 // overlapping).
-func (u *userOp) call(d Dtype, inout, in []byte, count int) {
+func (u *userOp) call(d kx.Dtype, inout, in []byte, count int) {
 	if u.goFn != nil {
 		u.goFn(inout, in, count, d)
 		return
@@ -126,7 +127,7 @@ func userAligned(b []byte, size int) bool {
 // userCombine is Combine for a user op: dst = op(dst, src) in chunks, straight from the
 // buffers when they are aligned, through temporaries when not (or when dst is src: the
 // callback is promised in and inout that do not overlap).
-func userCombine(u *userOp, d Dtype, dst, src []byte) {
+func userCombine(u *userOp, d kx.Dtype, dst, src []byte) {
 	size := d.Size()
 	step := userChunk * size
 	same := len(dst) > 0 && unsafe.SliceData(dst) == unsafe.SliceData(src)
@@ -157,7 +158,7 @@ func userCombine(u *userOp, d Dtype, dst, src []byte) {
 // increasing p. With seen != nil, a row whose bit is clear takes a copy of its first source row
 // (and the bit is set) instead of being combined; seen == nil treats every row as holding a
 // value already.
-func userScatter(u *userOp, d Dtype, dst, src []byte, idx []int32, w int, seen []uint64) {
+func userScatter(u *userOp, d kx.Dtype, dst, src []byte, idx []int32, w int, seen []uint64) {
 	rb := w * d.Size()
 	var pend []int32 // positions p still to combine, increasing
 	if seen == nil {

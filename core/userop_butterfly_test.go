@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"kylix/core/kx"
 	"math/rand"
 	"sync"
 	"testing"
@@ -17,11 +18,11 @@ import (
 
 var (
 	userOnce  sync.Once
-	userOp    core.Op
+	userOp    kx.Op
 	userStats core.UserOpStats
 )
 
-func affineOp(t *testing.T) core.Op {
+func affineOp(t *testing.T) kx.Op {
 	t.Helper()
 	userOnce.Do(func() {
 		var err error
@@ -32,7 +33,7 @@ func affineOp(t *testing.T) core.Op {
 	return userOp
 }
 
-func getBits(d core.Dtype, b []byte, i int) uint64 {
+func getBits(d kx.Dtype, b []byte, i int) uint64 {
 	if d.Size() == 4 {
 		return uint64(binary.LittleEndian.Uint32(b[4*i:]))
 	}
@@ -41,7 +42,7 @@ func getBits(d core.Dtype, b []byte, i int) uint64 {
 
 // userVals draws random element bits for every rank's values (regenerated, so every rank can
 // compute the reference).
-func userVals(seed int64, r int, d core.Dtype, n int) []byte {
+func userVals(seed int64, r int, d kx.Dtype, n int) []byte {
 	rng := rand.New(rand.NewSource(seed*7919 + int64(r)))
 	b := make([]byte, n*d.Size())
 	for i := 0; i < n; i++ {
@@ -56,7 +57,7 @@ func userVals(seed int64, r int, d core.Dtype, n int) []byte {
 }
 
 // userReference folds in rank order, then position order; nobody's indices are zero.
-func userReference(all []rankData, vals [][]byte, r int, d core.Dtype, width int) []uint64 {
+func userReference(all []rankData, vals [][]byte, r int, d kx.Dtype, width int) []uint64 {
 	acc := map[int64][]uint64{}
 	for q, rd := range all {
 		for p, idx := range rd.out {
@@ -170,7 +171,7 @@ func TestUserOpDenseAllreduce(t *testing.T) {
 		for _, n := range []int{0, 1, 1000, 9000, 70000} {
 			errs := runJob(t, pl.m, pl.degrees, func(c *core.Comm) error {
 				for _, d := range allDtypes {
-					if n > 9000 && d != core.F32 && d != core.U64 {
+					if n > 9000 && d != kx.F32 && d != kx.U64 {
 						continue
 					}
 					seed := int64(n*10 + pl.m)
@@ -220,17 +221,17 @@ func TestUserOpMismatchAndUnknown(t *testing.T) {
 		b := make([]byte, 8*10)
 		o := op
 		if c.Rank() == 2 {
-			o = core.FirstUserOp + core.MaxUserOps - 1 // never registered in this test binary
+			o = kx.FirstUserOp + core.MaxUserOps - 1 // never registered in this test binary
 		}
-		err := c.Allreduce(b, b, core.U64, o)
-		want := core.CodeMismatch
+		err := c.Allreduce(b, b, kx.U64, o)
+		want := kx.CodeMismatch
 		if c.Rank() == 2 {
-			want = core.CodeArg
+			want = kx.CodeArg
 		}
-		if core.CodeOf(err) != want {
+		if kx.CodeOf(err) != want {
 			return fmt.Errorf("got %v, want code %d", err, want)
 		}
-		return c.Allreduce(b, b, core.U64, op) // the comm still works
+		return c.Allreduce(b, b, kx.U64, op) // the comm still works
 	})
 	for r, err := range errs {
 		if err != nil {

@@ -3,6 +3,7 @@ package core
 import (
 	"bytes"
 	"fmt"
+	"kylix/core/kx"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -21,7 +22,7 @@ import (
 // holds (a, b), the map x -> a·x + b mod 2^h, and inout (+) in is "inout, then in":
 // (a1, b1) (+) (a2, b2) = (a1·a2, a2·b1 + b2). A wrong operand order or a wrong fold order
 // shows up at once. It reads bits only, so float dtypes carry arbitrary patterns (NaNs too).
-func Affine(d Dtype, x, y uint64) uint64 {
+func Affine(d kx.Dtype, x, y uint64) uint64 {
 	h := uint(d.Size() * 4)
 	mask := uint64(1)<<h - 1
 	a1, b1 := x&mask, x>>h&mask
@@ -49,7 +50,7 @@ func (s *UserOpStats) Snapshot() (calls, maxCount int, bad string) {
 	return s.Calls, s.MaxCount, s.Bad
 }
 
-func (s *UserOpStats) check(inout, in []byte, count int, d Dtype) {
+func (s *UserOpStats) check(inout, in []byte, count int, d kx.Dtype) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.Calls++
@@ -73,8 +74,8 @@ func (s *UserOpStats) check(inout, in []byte, count int, d Dtype) {
 }
 
 // RegisterAffineForTest registers Affine as a user op that records its calls in st.
-func RegisterAffineForTest(st *UserOpStats) (Op, error) {
-	return userOps.add(userOp{goFn: func(inout, in []byte, count int, d Dtype) {
+func RegisterAffineForTest(st *UserOpStats) (kx.Op, error) {
+	return userOps.add(userOp{goFn: func(inout, in []byte, count int, d kx.Dtype) {
 		st.check(inout, in, count, d)
 		for i := range count {
 			putElem(d, inout, i, Affine(d, getElem(d, inout, i), getElem(d, in, i)))
@@ -87,11 +88,11 @@ const UserChunkForTest = userChunk
 
 var (
 	affineOnce  sync.Once
-	affineOp    Op
+	affineOp    kx.Op
 	affineStats UserOpStats
 )
 
-func testAffine(t *testing.T) Op {
+func testAffine(t *testing.T) kx.Op {
 	t.Helper()
 	affineOnce.Do(func() {
 		var err error
@@ -112,7 +113,7 @@ func checkStats(t *testing.T, what string) (calls, maxCount int) {
 	return calls, maxCount
 }
 
-func randBits(d Dtype, n int, r *rand.Rand) []byte {
+func randBits(d kx.Dtype, n int, r *rand.Rand) []byte {
 	b := make([]byte, n*d.Size())
 	for i := range n {
 		putElem(d, b, i, trunc(d, r.Uint64()))
@@ -122,7 +123,7 @@ func randBits(d Dtype, n int, r *rand.Rand) []byte {
 
 // refFirstTouch is the sequential meaning of a user-op scatter: row p of src goes to row idx[p]
 // in increasing p, copied when the row has no value yet (seen, updated), combined when it has.
-func refFirstTouch(d Dtype, dst, src []byte, idx []int32, w int, seen []bool) []byte {
+func refFirstTouch(d kx.Dtype, dst, src []byte, idx []int32, w int, seen []bool) []byte {
 	want := slices.Clone(dst)
 	for p, j := range idx {
 		for c := range w {
@@ -198,13 +199,13 @@ func TestUserScatterCallsPerChunk(t *testing.T) {
 		idx[i] = int32((i * 7919) % n) // a permutation: 7919 is prime, n is not a multiple
 	}
 	dst, src := make([]byte, n*8), make([]byte, n*8)
-	ScatterCombine(U64, op, dst, src, idx, 1)
+	ScatterCombine(kx.U64, op, dst, src, idx, 1)
 	if calls, maxCount := checkStats(t, "permutation"); calls != 4 || maxCount != userChunk {
 		t.Errorf("%d distinct rows: %d calls, largest %d; want 4 calls of up to %d", n, calls, maxCount, userChunk)
 	}
 	affineStats.Reset()
 	idx = []int32{2, 0, 2, 1, 2, 0}
-	ScatterCombine(U64, op, dst[:3*8], src[:6*8], idx, 1)
+	ScatterCombine(kx.U64, op, dst[:3*8], src[:6*8], idx, 1)
 	if calls, _ := checkStats(t, "repeats"); calls != 3 {
 		t.Errorf("row 2 three times: %d calls, want 3 rounds", calls)
 	}
@@ -290,35 +291,35 @@ func TestUserOpRegistry(t *testing.T) {
 			t.Errorf("CheckDtypeOp(%s, user op %d): %v", d, op, err)
 		}
 	}
-	if err := CheckDtypeOp(Dtype(0), op); CodeOf(err) != CodeArg {
+	if err := CheckDtypeOp(kx.Dtype(0), op); kx.CodeOf(err) != kx.CodeArg {
 		t.Errorf("bad dtype with a user op: %v", err)
 	}
-	for _, o := range []Op{FirstUserOp + MaxUserOps, 65535, 8, 63} {
-		if err := CheckDtypeOp(F32, o); CodeOf(err) != CodeArg {
+	for _, o := range []kx.Op{kx.FirstUserOp + MaxUserOps, 65535, 8, 63} {
+		if err := CheckDtypeOp(kx.F32, o); kx.CodeOf(err) != kx.CodeArg {
 			t.Errorf("CheckDtypeOp(f32, %d) = %v, want CodeArg", o, err)
 		}
 	}
-	if err := CheckDtypeOp(F32, Band); CodeOf(err) != CodeArg {
+	if err := CheckDtypeOp(kx.F32, kx.Band); kx.CodeOf(err) != kx.CodeArg {
 		t.Errorf("built-in rules changed: f32 band: %v", err)
 	}
-	if _, err := RegisterUserOp(0, 1); CodeOf(err) != CodeArg {
+	if _, err := RegisterUserOp(0, 1); kx.CodeOf(err) != kx.CodeArg {
 		t.Errorf("RegisterUserOp(NULL) = %v, want CodeArg", err)
 	}
 	// a private table: ids in order, CodeNoMem when full
 	var tb userOpTable
 	for i := range MaxUserOps {
 		o, err := tb.add(userOp{fn: uintptr(i + 1)})
-		if err != nil || o != FirstUserOp+Op(i) {
+		if err != nil || o != kx.FirstUserOp+kx.Op(i) {
 			t.Fatalf("add %d: %d, %v", i, o, err)
 		}
 	}
-	if _, err := tb.add(userOp{fn: 1}); CodeOf(err) != CodeNoMem {
+	if _, err := tb.add(userOp{fn: 1}); kx.CodeOf(err) != kx.CodeNoMem {
 		t.Errorf("add to a full table: %v, want CodeNoMem", err)
 	}
-	if u := tb.lookup(FirstUserOp + MaxUserOps - 1); u == nil || u.fn != MaxUserOps {
+	if u := tb.lookup(kx.FirstUserOp + MaxUserOps - 1); u == nil || u.fn != MaxUserOps {
 		t.Errorf("lookup of the last op: %+v", u)
 	}
-	if int(FirstUserOp)+MaxUserOps-1 > 0xffff {
+	if int(kx.FirstUserOp)+MaxUserOps-1 > 0xffff {
 		t.Errorf("user op ids do not fit the fingerprint's uint16")
 	}
 }
@@ -331,7 +332,7 @@ func TestUserOpThroughPurego(t *testing.T) {
 	var badArgs string
 	var mu sync.Mutex
 	fn := purego.NewCallback(func(inout, in, count, dtype, c uintptr) {
-		d := Dtype(uint32(dtype))
+		d := kx.Dtype(uint32(dtype))
 		n := int(count)
 		a := unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&inout))), n*d.Size())
 		b := unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&in))), n*d.Size())

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"kylix/core/kx"
 	"math/rand/v2"
 	"os"
 	"runtime/pprof"
@@ -31,7 +32,7 @@ func benchCmd(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	opts, err := core.ParseOptions("", os.Getenv)
+	opts, err := kx.ParseOptions("", os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -88,14 +89,14 @@ func benchCmd(args []string) error {
 	}
 	start = time.Now()
 	for i := 0; i < *iters; i++ {
-		if err := p.Reduce(vals, res, core.F32, core.Sum, *width); err != nil {
+		if err := p.Reduce(vals, res, kx.F32, kx.Sum, *width); err != nil {
 			return err
 		}
 	}
 	red := time.Since(start) / time.Duration(*iters)
 	idx := float64(len(out) + len(in))
 	fmt.Printf("rank %d: degrees %s, %d out + %d in indices; config %.3fs (%.3g indices/s); reduce %.3fs (%.3g values/s)\n",
-		c.Rank(), core.FormatDegrees(p.Degrees()), len(out), len(in), cfg.Seconds(), idx/cfg.Seconds(),
+		c.Rank(), kx.FormatDegrees(p.Degrees()), len(out), len(in), cfg.Seconds(), idx/cfg.Seconds(),
 		red.Seconds(), idx*float64(*width)/red.Seconds())
 	return p.Free()
 }

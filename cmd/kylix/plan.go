@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"kylix/core/kx"
 	"math"
 	"os"
 
@@ -56,7 +57,7 @@ func planMain(args []string, w io.Writer) error {
 	density := fs.Float64("density", 0, "per-rank density of the initial shares")
 	ranks := fs.Int("ranks", 0, "number of ranks (nodes)")
 	alpha := fs.Float64("alpha", core.DefaultAlpha, "power-law exponent")
-	minPacket := fs.Int64("min-packet", core.DefaultMinPacket, "smallest efficient message, bytes")
+	minPacket := fs.Int64("min-packet", kx.DefaultMinPacket, "smallest efficient message, bytes")
 	bpv := fs.Int("bytes-per-value", 8, "bytes sent per element (with --simulate: a multiple of 4, f32 values)")
 	degSpec := fs.String("degrees", "", "degrees to use instead of the planned ones")
 	svgFile := fs.String("svg", "", "write the per-layer volume chart to this SVG file")
@@ -88,7 +89,7 @@ func planMain(args []string, w io.Writer) error {
 	}
 	how := "planned"
 	if *degSpec != "" {
-		if ds, err = core.ParseDegreesSpec(*degSpec, *ranks); err != nil {
+		if ds, err = kx.ParseDegreesSpec(*degSpec, *ranks); err != nil {
 			return err
 		}
 		if ds == nil { // auto
@@ -117,7 +118,7 @@ func planMain(args []string, w io.Writer) error {
 		shown = []int{1}
 	}
 	fmt.Fprintf(w, "degrees %s (%s) for n=%.4g density=%g ranks=%d alpha=%g min_packet=%d bytes_per_value=%d\n",
-		core.FormatDegrees(shown), how, *n, *density, *ranks, *alpha, *minPacket, *bpv)
+		kx.FormatDegrees(shown), how, *n, *density, *ranks, *alpha, *minPacket, *bpv)
 	fmt.Fprintf(w, "%-7s %-7s %-10s %-14s %-16s %s\n", "layer", "degree", "density", "keys/node", "message bytes", "layer volume")
 	m := float64(*ranks)
 	for i, p := range md.Layers {
@@ -153,7 +154,7 @@ func planMain(args []string, w io.Writer) error {
 	}
 	if *svgFile != "" {
 		title := fmt.Sprintf("n=%.4g, density=%g, %d ranks, degrees %s, %d bytes per value", *n, *density, *ranks,
-			core.FormatDegrees(shown), *bpv)
+			kx.FormatDegrees(shown), *bpv)
 		if err := os.WriteFile(*svgFile, []byte(volumeSVG(title, md, res, *ranks)), 0o644); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"kylix/core/kx"
 	"math"
 	"os"
 	"strconv"
@@ -155,8 +156,8 @@ func predictPlans(w io.Writer, n int64, density, alpha float64, ranks int, plann
 	}
 	fmt.Fprintf(w, "compute ns per element: sort %.1f, merge level %.2f, combine %.2f, gather %.2f, encode %.1f, decode %.1f; %d-byte values, in=out %v, index ratio %.3g (%s)\n",
 		r.SortNs, r.MergeNs, r.CombineNs, r.GatherNs, r.EncodeNs, r.DecodeNs, ts.work.ValueBytes, ts.work.InEqualsOut, max(ts.work.IndexRatio, 1), where)
-	direct, _ := core.ParseDegreesSpec("direct", ranks)
-	binary, _ := core.ParseDegreesSpec("binary", ranks)
+	direct, _ := kx.ParseDegreesSpec("direct", ranks)
+	binary, _ := kx.ParseDegreesSpec("binary", ranks)
 	plans := []struct {
 		name string
 		ds   []int
@@ -169,14 +170,14 @@ func predictPlans(w io.Writer, n int64, density, alpha float64, ranks int, plann
 			return err
 		}
 		preds = append(preds, tp)
-		fmt.Fprintf(w, "%-10s %-12s %-12.4g %-12.4g %.4g\n", p.name, core.FormatDegrees(p.ds), tp.ConfigS, tp.ReduceS, tp.ConfigS+tp.ReduceS)
+		fmt.Fprintf(w, "%-10s %-12s %-12.4g %-12.4g %.4g\n", p.name, kx.FormatDegrees(p.ds), tp.ConfigS, tp.ReduceS, tp.ConfigS+tp.ReduceS)
 	}
 	if best, bt, err := core.PlanDegreesByCost(n, density, ranks, alpha, ts.link, ts.cluster, ts.rates, ts.work); err == nil {
 		fmt.Fprintf(w, "%-10s %-12s %-12.4g %-12.4g %.4g   (degrees=auto on measured links: fewest layers within 5%% of the cheapest)\n",
-			"by cost", core.FormatDegrees(best), bt.ConfigS, bt.ReduceS, bt.ConfigS+bt.ReduceS)
+			"by cost", kx.FormatDegrees(best), bt.ConfigS, bt.ReduceS, bt.ConfigS+bt.ReduceS)
 	}
 	tp := preds[0]
-	fmt.Fprintf(w, "%s %s by layer (ms): config top sort %.3g, reduce top+bottom gathers %.3g\n", how, core.FormatDegrees(planned), 1e3*tp.SortS, 1e3*tp.TopS)
+	fmt.Fprintf(w, "%s %s by layer (ms): config top sort %.3g, reduce top+bottom gathers %.3g\n", how, kx.FormatDegrees(planned), 1e3*tp.SortS, 1e3*tp.TopS)
 	fmt.Fprintf(w, "%-7s %-7s %-12s %-11s %-11s %-11s %-11s %-11s %s\n", "layer", "degree", "keys/msg", "config net", "config cpu", "down net", "down cpu", "up net", "up cpu")
 	for i, lt := range tp.Layers {
 		fmt.Fprintf(w, "%-7d %-7d %-12.4g %-11.4g %-11.4g %-11.4g %-11.4g %-11.4g %.4g\n", i+1, lt.Degree, lt.MsgKeys,

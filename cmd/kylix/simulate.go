@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"kylix/core/kx"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -173,7 +174,7 @@ func simulate(cfg simConfig) (simResult, error) {
 		timeout = 10 * time.Minute
 	}
 	ts := netio.NewMemJob(m, timeout)
-	degrees := core.FormatDegrees(cfg.Degrees)
+	degrees := kx.FormatDegrees(cfg.Degrees)
 	if m == 1 {
 		degrees = "direct"
 	}
@@ -190,8 +191,8 @@ func simulate(cfg simConfig) (simResult, error) {
 		wg.Add(1)
 		go func(r int) {
 			defer wg.Done()
-			opts := core.Options{Rank: r, Size: m, Degrees: degrees, Replication: 1,
-				MinPacket: core.DefaultMinPacket, Timeout: timeout, Compress: "off"}
+			opts := kx.Options{Rank: r, Size: m, Degrees: degrees, Replication: 1,
+				MinPacket: kx.DefaultMinPacket, Timeout: timeout, Compress: "off"}
 			c, err := core.NewComm(ts[r], opts)
 			if err != nil {
 				errs[r] = err
@@ -216,7 +217,7 @@ func simulate(cfg simConfig) (simResult, error) {
 				return
 			}
 			out, in = nil, nil
-			if err := p.Reduce(vals, res, core.F32, core.Sum, cfg.Width); err != nil {
+			if err := p.Reduce(vals, res, kx.F32, kx.Sum, cfg.Width); err != nil {
 				errs[r] = err
 				return
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"io"
+	"kylix/core/kx"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -97,7 +98,7 @@ func TestSimulationMatchesModel(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.degrees, func(t *testing.T) {
-			ds, err := core.ParseDegreesSpec(tc.degrees, tc.ranks)
+			ds, err := kx.ParseDegreesSpec(tc.degrees, tc.ranks)
 			if err != nil {
 				t.Fatal(err)
 			}

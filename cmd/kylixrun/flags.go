@@ -5,12 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"kylix/core/kx"
 	"math"
 	"strconv"
 	"strings"
 	"time"
-
-	"kylix/core"
 )
 
 const usageText = `usage: kylixrun -n N [options] [--] program [args...]
@@ -182,7 +181,7 @@ func parseArgs(args []string) (*config, error) {
 		if c.n%s != 0 {
 			return nil, usagef("-n %d is not a multiple of the replication %d", c.n, s)
 		}
-		if _, err := core.ParseDegreesSpec(c.degrees, c.n/s); err != nil {
+		if _, err := kx.ParseDegreesSpec(c.degrees, c.n/s); err != nil {
 			return nil, usagef("--degrees %q: %v", c.degrees, err)
 		}
 	}

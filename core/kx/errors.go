@@ -1,4 +1,4 @@
-package core
+package kx
 
 import (
 	"errors"
@@ -196,4 +196,28 @@ func CodeOf(err error) Code {
 		return e.Code
 	}
 	return CodeInternal
+}
+
+// RankListFormat is a format for n ranks: "%d", "%d and %d", "%d, %d and %d" (errors that
+// name every replica of a node).
+func RankListFormat(n int) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return "%d"
+	}
+	f := ""
+	for i := 0; i < n-2; i++ {
+		f += "%d, "
+	}
+	return f + "%d and %d"
+}
+
+// Reworded returns a copy of e with the final message msg: a later Renumber leaves its text as
+// it is.
+func (e *Error) Reworded(msg string) *Error {
+	out := *e
+	out.Msg, out.format = msg, ""
+	return &out
 }

@@ -1,4 +1,4 @@
-package core
+package kx
 
 import "time"
 
@@ -92,6 +92,9 @@ const (
 	KindAgree // internal agreement exchange (degrees=auto)
 	KindLinks // link measurement (MeasureLinks)
 )
+
+// NumKinds counts the kinds, KindInvalid included.
+const NumKinds = len(kindNames)
 
 var kindNames = [...]string{"invalid-arguments", "config", "reduce", "config_reduce", "allreduce",
 	"bcast", "barrier", "mix", "agree", "links"}

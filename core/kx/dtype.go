@@ -1,4 +1,4 @@
-package core
+package kx
 
 // Dtype and Op values match enum kylix_dtype and enum kylix_op in include/kylix.h.
 type Dtype uint8
@@ -59,23 +59,3 @@ func (o Op) String() string {
 
 // Builtin reports whether o is one of the predefined ops.
 func (o Op) Builtin() bool { return o >= Sum && o <= Bxor }
-
-// CheckDtypeOp validates a dtype/op pair: a built-in op, or a registered user op (any dtype).
-func CheckDtypeOp(d Dtype, o Op) error {
-	if !d.Valid() {
-		return Errorf(CodeArg, "dtype: %d is not a kylix_dtype", int(d))
-	}
-	if o >= FirstUserOp {
-		if lookupUserOp(o) == nil {
-			return Errorf(CodeArg, "op: %d is not a kylix_op nor an id from kylix_op_create", int(o))
-		}
-		return nil
-	}
-	if !o.Builtin() {
-		return Errorf(CodeArg, "op: %d is not a kylix_op", int(o))
-	}
-	if d.IsFloat() && o >= Band {
-		return Errorf(CodeArg, "op: %s is defined for integer dtypes only, not %s", o, d)
-	}
-	return nil
-}

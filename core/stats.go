@@ -58,7 +58,7 @@ const (
 
 // slotOf is the slot of a message of phase ph in a collective of kind k, or -1 when k is not a
 // plan's collective.
-func slotOf(k kx.Kind, ph uint8) int {
+func slotOf(k kx.Kind, ph kx.Phase) int {
 	switch k {
 	case kx.KindConfig:
 		return slotConfig

@@ -11,7 +11,7 @@ import "kylix/core/kx"
 type post struct {
 	seq    uint64
 	layer  uint8
-	phase  uint8 // as on the wire (racing messages carry raceBit)
+	phase  kx.Phase // as on the wire (racing messages carry raceBit)
 	dst    []byte
 	state  postState
 	data   []byte // early: the buffered payload, copied into dst by await
@@ -53,7 +53,7 @@ func (m *mailbox) expect(from int, tag kx.Tag, dst []byte) {
 // bytes; or nil, and the frame goes through deliver. A posted place of another length makes the
 // post fail with CodeInternal naming the sender (the frame is then delivered and dropped with
 // the collective): nothing is ever written outside the place.
-func (m *mailbox) claim(src int, seq uint64, layer, phase uint8, fp kx.Fingerprint, n int) *post {
+func (m *mailbox) claim(src int, seq uint64, layer uint8, phase kx.Phase, fp kx.Fingerprint, n int) *post {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed != nil || !m.started || seq != m.cur || fp != m.fp {
@@ -75,14 +75,14 @@ func (m *mailbox) claim(src int, seq uint64, layer, phase uint8, fp kx.Fingerpri
 }
 
 // lengthError is a payload whose length is not that of its posted place.
-func lengthError(src int, seq uint64, layer, phase uint8, got, want int) error {
+func lengthError(src int, seq uint64, layer uint8, phase kx.Phase, got, want int) error {
 	return kx.Errorf(kx.CodeInternal, "rank %d sent a %s message of %d bytes in layer %d of collective %d, want %d",
 		kx.RankRef(src), phaseName(phase), got, kx.LayerRef(layer), kx.SeqRef(seq), want)
 }
 
 // progress records that the first n bytes of a post being filled have landed, for waits on a
 // prefix (awaitPrefix).
-func (m *mailbox) progress(src int, p *post, n int, layer, phase uint8) {
+func (m *mailbox) progress(src int, p *post, n int, layer uint8, phase kx.Phase) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p.state == postFilling {
@@ -98,7 +98,7 @@ func (m *mailbox) progress(src int, p *post, n int, layer, phase uint8) {
 }
 
 // landed marks a post claimed by claim as filled.
-func (m *mailbox) landed(src int, p *post, layer, phase uint8) {
+func (m *mailbox) landed(src int, p *post, layer uint8, phase kx.Phase) {
 	m.heard(src)
 	m.mu.Lock()
 	defer m.mu.Unlock()

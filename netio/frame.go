@@ -56,7 +56,7 @@ const maxAbortPayload = 64 << 10
 type Header struct {
 	Type  FrameType
 	Layer uint8
-	Phase uint8
+	Phase kx.Phase
 	Job   uint64
 	Seq   uint64
 	FP    kx.Fingerprint
@@ -73,7 +73,7 @@ func EncodeHeader(buf []byte, h *Header) {
 	buf[4] = ProtocolVersion
 	buf[5] = byte(h.Type)
 	buf[6] = h.Layer
-	buf[7] = h.Phase
+	buf[7] = byte(h.Phase)
 	le.PutUint64(buf[8:], h.Job)
 	le.PutUint64(buf[16:], h.Seq)
 	buf[24] = byte(h.FP.Kind)
@@ -103,7 +103,7 @@ func DecodeHeader(buf []byte, maxPayload uint64) (Header, error) {
 	h := Header{
 		Type:  FrameType(buf[5]),
 		Layer: buf[6],
-		Phase: buf[7],
+		Phase: kx.Phase(buf[7]),
 		Job:   le.Uint64(buf[8:]),
 		Seq:   le.Uint64(buf[16:]),
 		FP: kx.Fingerprint{

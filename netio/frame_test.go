@@ -18,7 +18,7 @@ func TestHeaderLayout(t *testing.T) {
 	h := sampleHeader()
 	var b [HeaderSize]byte
 	EncodeHeader(b[:], &h)
-	want := map[int]byte{0: 'K', 1: 'Y', 2: 'L', 3: 'X', 4: ProtocolVersion, 5: 1, 6: 3, 7: kx.PhaseUp,
+	want := map[int]byte{0: 'K', 1: 'Y', 2: 'L', 3: 'X', 4: ProtocolVersion, 5: 1, 6: 3, 7: byte(kx.PhaseUp),
 		8: 0xef, 15: 0x01, 16: 7, 21: 1, 24: byte(kx.KindReduce), 25: byte(kx.F64), 26: byte(kx.Max),
 		32: 0xef, 35: 0xde, 44: 4242 & 0xff, 45: 4242 >> 8, 48: 0, 50: 0x10}
 	for off, v := range want {

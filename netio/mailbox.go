@@ -50,8 +50,9 @@ type mailbox struct {
 }
 
 type msgKey struct {
-	layer, phase uint8
-	src          int
+	layer uint8
+	phase kx.Phase
+	src   int
 }
 
 type frame struct {
@@ -186,13 +187,13 @@ func (m *mailbox) currentFP() kx.Fingerprint {
 }
 
 // deliver files a data frame from src. data is owned by the mailbox from now on.
-func (m *mailbox) deliver(src int, seq uint64, layer, phase uint8, fp kx.Fingerprint, data []byte) {
+func (m *mailbox) deliver(src int, seq uint64, layer uint8, phase kx.Phase, fp kx.Fingerprint, data []byte) {
 	m.deliverCopy(src, seq, layer, phase, fp, data, 0)
 }
 
 // deliverCopy is deliver; for a racing frame, idx is its place among src's frames of its key in
 // seq (claimRace), and a copy of a message another replica's copy already delivered is dropped.
-func (m *mailbox) deliverCopy(src int, seq uint64, layer, phase uint8, fp kx.Fingerprint, data []byte, idx int) {
+func (m *mailbox) deliverCopy(src int, seq uint64, layer uint8, phase kx.Phase, fp kx.Fingerprint, data []byte, idx int) {
 	m.heard(src)
 	m.mu.Lock()
 	defer m.mu.Unlock()

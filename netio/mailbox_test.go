@@ -45,7 +45,7 @@ func within(t *testing.T, d time.Duration, f func()) time.Duration {
 func TestMailboxOrderAndTags(t *testing.T) {
 	m := newMailbox(0, 3, time.Second)
 	m.begin(5, fpAll)
-	tag := func(l, p uint8) kx.Tag { return kx.Tag{FP: fpAll, Seq: 5, Layer: l, Phase: p} }
+	tag := func(l uint8, p kx.Phase) kx.Tag { return kx.Tag{FP: fpAll, Seq: 5, Layer: l, Phase: p} }
 	m.deliver(1, 5, 0, kx.PhaseDown, fpAll, []byte("a1"))
 	m.deliver(1, 5, 0, kx.PhaseDown, fpAll, []byte("a2"))
 	m.deliver(2, 5, 0, kx.PhaseDown, fpAll, []byte("b"))
@@ -263,21 +263,21 @@ func TestMailboxConcurrentRecv(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, n*4)
 	for src := 0; src < n; src++ {
-		for phase := uint8(1); phase <= 4; phase++ {
+		for phase := kx.Phase(1); phase <= 4; phase++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				b, err := m.recv(src, kx.Tag{FP: fpAll, Phase: phase})
-				if err != nil || len(b) != 1 || b[0] != byte(src*10)+phase {
+				if err != nil || len(b) != 1 || b[0] != byte(src*10)+byte(phase) {
 					errs <- errors.New("wrong message")
 				}
 			}()
 		}
 	}
 	time.Sleep(10 * time.Millisecond)
-	for phase := uint8(4); phase >= 1; phase-- {
+	for phase := kx.Phase(4); phase >= 1; phase-- {
 		for src := n - 1; src >= 0; src-- {
-			m.deliver(src, 0, 0, phase, fpAll, []byte{byte(src*10) + phase})
+			m.deliver(src, 0, 0, phase, fpAll, []byte{byte(src*10) + byte(phase)})
 		}
 	}
 	wg.Wait()

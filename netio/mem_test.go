@@ -20,7 +20,7 @@ func exchangeAll(t *testing.T, ts []kx.Transport, sizes []int) {
 		return b
 	}
 	tagOf := func(i int) kx.Tag {
-		return kx.Tag{FP: fpAll, Seq: 3, Layer: uint8(i % 3), Phase: uint8(1 + i%7)}
+		return kx.Tag{FP: fpAll, Seq: 3, Layer: uint8(i % 3), Phase: kx.Phase(1 + i%7)}
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*n*n*len(sizes))

@@ -46,20 +46,5 @@ func opName(o uint16) string {
 	return fmt.Sprintf("op %d", o)
 }
 
-var phaseNames = map[uint8]string{
-	kx.PhaseConfig:     "config",
-	kx.PhaseDown:       "down",
-	kx.PhaseUp:         "up",
-	kx.PhaseConfigDown: "config-down",
-	kx.PhaseSmall:      "small",
-	kx.PhaseBcast:      "bcast",
-	kx.PhaseDense:      "dense",
-}
-
-func phaseName(p uint8) string {
-	p &^= raceBit
-	if n, ok := phaseNames[p]; ok {
-		return n
-	}
-	return fmt.Sprintf("phase-%d", p)
-}
+// phaseName names a frame's phase, whose top bit marks a racing copy.
+func phaseName(p kx.Phase) string { return (p &^ raceBit).String() }

@@ -22,10 +22,10 @@ import (
 // behind it notice (raceDone) and stop buffering.
 
 // raceBit marks a racing message in the phase byte of its frame header (phases are < 128).
-const raceBit uint8 = 0x80
+const raceBit kx.Phase = 0x80
 
 // wirePhase is the phase byte a message with tag travels with.
-func wirePhase(tag kx.Tag) uint8 {
+func wirePhase(tag kx.Tag) kx.Phase {
 	if tag.Race {
 		return tag.Phase | raceBit
 	}
@@ -71,7 +71,7 @@ func (m *mailbox) setGroups(groupOf []int) error {
 }
 
 // key files a message: by source rank, or for a racing message by the source's node.
-func (m *mailbox) key(layer, phase uint8, src int) msgKey {
+func (m *mailbox) key(layer uint8, phase kx.Phase, src int) msgKey {
 	if phase&raceBit != 0 && m.groupOf != nil && src >= 0 && src < len(m.groupOf) {
 		src = m.groupOf[src]
 	}
@@ -162,7 +162,7 @@ type copyKey struct {
 // claimRace is asked by a reader before it reads a racing payload of n bytes from src. It also
 // numbers the frame among src's frames of its key (idx): a key may carry several messages in
 // one collective, and the i-th frame from every replica is the same message.
-func (m *mailbox) claimRace(src int, seq uint64, layer, phase uint8, fp kx.Fingerprint, n int) (action raceAction, into *post, idx int) {
+func (m *mailbox) claimRace(src int, seq uint64, layer uint8, phase kx.Phase, fp kx.Fingerprint, n int) (action raceAction, into *post, idx int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed != nil || m.stale(seq) {
@@ -226,7 +226,7 @@ func (m *mailbox) offer(src int, p *post, off int, chunk []byte) (stop, won bool
 
 // raceDone reports whether another copy of the racing message (src's frame idx of its key) has
 // already won, so a copy being buffered can stop.
-func (m *mailbox) raceDone(src int, seq uint64, layer, phase uint8, idx int) bool {
+func (m *mailbox) raceDone(src int, seq uint64, layer uint8, phase kx.Phase, idx int) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed != nil || m.stale(seq) {

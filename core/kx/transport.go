@@ -1,6 +1,9 @@
 package kx
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // Transport moves messages between the ranks of one job. core sees nothing else of the network:
 // netio provides a TCP implementation and an in-memory one with the same semantics.
@@ -54,7 +57,7 @@ type Transport interface {
 type Tag struct {
 	Seq   uint64
 	Layer uint8
-	Phase uint8
+	Phase Phase
 	// FP is the fingerprint of the collective the message belongs to, which its frame
 	// carries: it travels with each send (core sets it for the running collective). The
 	// receiving side checks frames against the fingerprint given to Begin.
@@ -65,9 +68,12 @@ type Tag struct {
 	Race bool
 }
 
+// Phase is the step of a collective a message belongs to.
+type Phase uint8
+
 // Message phases.
 const (
-	PhaseConfig     uint8 = iota + 1 // index sets going down
+	PhaseConfig     Phase = iota + 1 // index sets going down
 	PhaseDown                        // values going down (scatter-reduce)
 	PhaseUp                          // values coming back up (allgather)
 	PhaseConfigDown                  // indices and values together (config_reduce)
@@ -76,6 +82,17 @@ const (
 	PhaseDense
 	PhaseLinks // link probes and their acknowledgements (links.go)
 )
+
+var phaseNames = [...]string{"", "config", "down", "up", "config-down", "small", "bcast",
+	"dense", "links"}
+
+// String names the phase in error messages ("down", "links").
+func (p Phase) String() string {
+	if int(p) < len(phaseNames) && p > 0 {
+		return phaseNames[p]
+	}
+	return "phase " + strconv.Itoa(int(p))
+}
 
 // Kind of collective, carried in every frame's fingerprint.
 type Kind uint8

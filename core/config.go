@@ -1,6 +1,7 @@
 package core
 
 import (
+	"kylix/core/kernels"
 	"kylix/core/kx"
 	"math"
 	"slices"
@@ -119,8 +120,8 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 	var v []byte
 	if vs != nil {
 		v = make([]byte, len(outKeys)*vs.es)
-		cb := newCombiner(vs.d, vs.o, vs.width, v)
-		cb.scatter(outVals, outPos)
+		cb := kernels.NewCombiner(vs.d, vs.o, vs.width, v)
+		cb.Scatter(outVals, outPos)
 	}
 	p.layers = make([]layerMap, p.topo.Layers())
 	var err error
@@ -153,7 +154,7 @@ func (p *Plan) configurePacked(seq uint64, outIdx, inIdx []int64, outVals []byte
 	var v []byte
 	if vs != nil { // every caller position is a row: its value moves, whatever the op
 		v = make([]byte, len(outIdx)*vs.es)
-		Scatter(v, outVals, out.dst, vs.es)
+		kernels.Scatter(v, outVals, out.dst, vs.es)
 	}
 	p.layers = make([]layerMap, p.topo.Layers())
 	outKeys, inKeys, v, err := p.configTop(seq, out, in, same, v, vs)
@@ -277,9 +278,9 @@ func combineConfigValues(lists []configLists, maps [][]int32, n int, vs *valueSp
 		return nil
 	}
 	nv := make([]byte, n*vs.es)
-	cb := newCombiner(vs.d, vs.o, vs.width, nv)
+	cb := kernels.NewCombiner(vs.d, vs.o, vs.width, nv)
 	for g, m := range lists {
-		cb.scatter(m.vals, maps[g])
+		cb.Scatter(m.vals, maps[g])
 	}
 	return nv
 }

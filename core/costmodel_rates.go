@@ -1,6 +1,7 @@
 package core
 
 import (
+	"kylix/core/kernels"
 	"kylix/core/kx"
 	"math/rand/v2"
 	"slices"
@@ -59,10 +60,10 @@ func measureRates(n, nv, reps int) ComputeRates {
 	for i := range inc {
 		inc[i] = int32(i)
 	}
-	r.CombineNs = best(func() { ScatterCombine(kx.F32, kx.Sum, dst, src, inc, 1) }) / float64(nv)
+	r.CombineNs = best(func() { kernels.ScatterCombine(kx.F32, kx.Sum, dst, src, inc, 1) }) / float64(nv)
 	perm := slices.Clone(inc)
 	rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
-	r.GatherNs = best(func() { Gather(kx.F32, kx.Sum, dst, src, perm, 1) }) / float64(nv)
+	r.GatherNs = best(func() { kernels.Gather(kx.F32, kx.Sum, dst, src, perm, 1) }) / float64(nv)
 	var enc indexEncoder
 	var dec indexDecoder
 	list := keys[:len(keys)/4] // a destination's share: a quarter of a rank's keys

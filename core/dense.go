@@ -1,6 +1,7 @@
 package core
 
 import (
+	"kylix/core/kernels"
 	"kylix/core/kx"
 	"unsafe"
 )
@@ -20,7 +21,7 @@ func (c *Comm) allreduce(send, recv []byte, d kx.Dtype, o kx.Op, async bool) (*R
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
-	err := CheckDtypeOp(d, o)
+	err := kernels.CheckDtypeOp(d, o)
 	if err == nil && len(send) != len(recv) {
 		err = kx.Errorf(kx.CodeArg, "send holds %d bytes but recv %d", len(send), len(recv))
 	}
@@ -81,7 +82,7 @@ func (c *Comm) denseSlots(seq uint64, topo Topology, n, es int) [][][]byte {
 		lo, hi = a, b
 	}
 	if len(c.denseBuf) < total {
-		c.denseBuf = alignedBytes(total)
+		c.denseBuf = kernels.AlignedBytes(total)
 	}
 	slots := make([][][]byte, topo.Layers())
 	off := 0
@@ -166,7 +167,7 @@ func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi in
 				src = slots[g]
 			}
 			if g > 0 {
-				Combine(d, o, acc[off:end], src[off:end])
+				kernels.Combine(d, o, acc[off:end], src[off:end])
 			}
 		}
 		if rerr == nil && me != 0 {
@@ -248,7 +249,7 @@ func (c *Comm) allreduceDirect(seq uint64, buf []byte, d kx.Dtype, o kx.Op) erro
 			sg.send(r, tag, mine)
 		}
 	}
-	cb := newCombiner(d, o, 1, buf) // a user op starts from rank 0's copy, not an identity
+	cb := kernels.NewCombiner(d, o, 1, buf) // a user op starts from rank 0's copy, not an identity
 	var rerr error
 	for r := 0; r < m && rerr == nil; r++ {
 		src := mine
@@ -261,7 +262,7 @@ func (c *Comm) allreduceDirect(seq uint64, buf []byte, d kx.Dtype, o kx.Op) erro
 				break
 			}
 		}
-		cb.combine(src)
+		cb.Combine(src)
 		if r != me {
 			c.release(src)
 		}

@@ -28,7 +28,7 @@ import (
 //
 // Every word is 8 bytes, little-endian. The flags travel in each message, so every message
 // is decided on its own (compress=auto) and the receiver needs no agreement to read it. Values
-// start on an 8-byte boundary of the payload, as in plain messages, so the combiner reads them
+// start on an 8-byte boundary of the payload, as in plain messages, so the Combiner reads them
 // in place.
 
 const (

@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"kylix/core/kernels"
 	"kylix/core/kx"
 	"strings"
 )
@@ -136,7 +137,7 @@ func (c *Comm) mixLayer(seq uint64, topo Topology, i int, buf []byte, d kx.Dtype
 		case g == 0:
 			acc, accOwned = src, true
 		default:
-			Combine(d, kx.Sum, acc, src)
+			kernels.Combine(d, kx.Sum, acc, src)
 			if g != me {
 				c.release(src)
 			}
@@ -162,36 +163,13 @@ func (c *Comm) mixLayer(seq uint64, topo Topology, i int, buf []byte, d kx.Dtype
 		rerr = err
 	}
 	if rerr == nil {
-		mixScale(d, acc, deg)
+		kernels.Divide(d, acc, deg)
 		copy(buf, acc) // only now: the sends read buf until sg.wait returned
 	}
 	if accOwned {
 		c.release(acc)
 	}
 	return rerr
-}
-
-// mixScale divides every element of b by deg (correctly rounded: deg is exact in either type).
-func mixScale(d kx.Dtype, b []byte, deg int) {
-	switch d {
-	case kx.F32:
-		scaleFloats[float32](b, deg)
-	case kx.F64:
-		scaleFloats[float64](b, deg)
-	default:
-		kernPanic("mixScale: %s is not a float dtype", d)
-	}
-}
-
-func scaleFloats[T kernFloat](b []byte, deg int) {
-	x, aligned := kernView[T](b)
-	dv := T(deg)
-	for i := range x {
-		x[i] /= dv
-	}
-	if !aligned {
-		copy(b, kernBytes(x))
-	}
 }
 
 // mixDegrees: the fixed degrees option, else binary.

@@ -3,6 +3,8 @@ package core
 import (
 	"bytes"
 	"fmt"
+	"kylix/core/kernels"
+	"kylix/core/kernels/kerneltest"
 	"kylix/core/kx"
 	"math"
 	"math/rand/v2"
@@ -33,8 +35,8 @@ func TestScatterReference(t *testing.T) {
 				for i := range init {
 					init[i] = byte(r.Uint32())
 				}
-				all, dst := guarded(init)
-				Scatter(dst, src, idx, es)
+				all, dst := kerneltest.Guarded(init)
+				kernels.Scatter(dst, src, idx, es)
 				want := slices.Clone(init)
 				for p, j := range idx {
 					copy(want[int(j)*es:], src[p*es:(p+1)*es])
@@ -43,7 +45,7 @@ func TestScatterReference(t *testing.T) {
 				if !bytes.Equal(dst, want) {
 					t.Fatalf("%s: wrong bytes", what)
 				}
-				checkGuard(t, what, all, len(dst))
+				kerneltest.CheckGuard(t, what, all, len(dst))
 			}
 		}
 	}

@@ -1,6 +1,9 @@
 package core
 
-import "kylix/core/kx"
+import (
+	"kylix/core/kernels"
+	"kylix/core/kx"
+)
 
 // Plan is a configured pair of index sets: the per-layer split points and position maps
 // computed once by config, so every reduce is pure streaming (paper §III-A).
@@ -97,5 +100,5 @@ func checkReduceArgs(d kx.Dtype, o kx.Op, width int) error {
 	if width < 1 {
 		return kx.Errorf(kx.CodeArg, "width: %d is below 1", width)
 	}
-	return CheckDtypeOp(d, o)
+	return kernels.CheckDtypeOp(d, o)
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"kylix/core/kernels"
 	"kylix/core/kx"
 	"slices"
 )
@@ -108,11 +109,11 @@ func (p *Plan) combineMonotone(i int, b *planBufs, vs *valueSpec, tag kx.Tag, ds
 	node, d, es := c.node(), t.Degrees[i], vs.es
 	me := t.Digit(node, i)
 	v := b.vec[i]
-	var cb combiner
+	var cb kernels.Combiner
 	if vs.o.Builtin() {
 		p.identity(dst, vs)
 	} else {
-		cb = newCombiner(vs.d, vs.o, vs.width, dst)
+		cb = kernels.NewCombiner(vs.d, vs.o, vs.width, dst)
 	}
 	// Segment by segment of the merged vector: every source's rows that land in the segment
 	// (a contiguous run, the maps being increasing) are combined in source order as soon as
@@ -138,7 +139,7 @@ func (p *Plan) combineMonotone(i int, b *planBufs, vs *valueSpec, tag kx.Tag, ds
 			if vs.o.Builtin() {
 				p.scatterMonotone(dst, src[lo*es:hi*es], m[lo:hi], vs)
 			} else {
-				cb.scatter(src[lo*es:hi*es], m[lo:hi])
+				cb.Scatter(src[lo*es:hi*es], m[lo:hi])
 			}
 			cur[g] = hi
 		}
@@ -159,9 +160,9 @@ func (p *Plan) combineBuckets(i int, b *planBufs, vs *valueSpec, tag kx.Tag, dst
 	v := b.vec[i]
 	own := v[lm.outSplit[me]*es : lm.outSplit[me+1]*es]
 	builtin := vs.o.Builtin()
-	var cb combiner
+	var cb kernels.Combiner
 	if !builtin {
-		cb = newCombiner(vs.d, vs.o, vs.width, dst)
+		cb = kernels.NewCombiner(vs.d, vs.o, vs.width, dst)
 	}
 	nsub := len(lm.mergedBounds) - 1
 	w := 1
@@ -221,14 +222,14 @@ var smallDownBytes = 2 << 20
 
 // combineSub combines every source's rows of sub-range s into dst, in source order; a
 // built-in op starts the sub-range from its identity, a user op folds through cb.
-func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec, cb *combiner) {
+func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec, cb *kernels.Combiner) {
 	lm := &p.layers[i]
 	me := p.topo.Digit(p.c.node(), i)
 	es := vs.es
-	user := cb != nil && cb.u != nil
+	user := cb != nil && cb.User()
 	if !user {
 		lo, hi := lm.mergedBounds[s], lm.mergedBounds[s+1]
-		Identity(vs.d, vs.o, dst[lo*es:hi*es])
+		kernels.Identity(vs.d, vs.o, dst[lo*es:hi*es])
 	}
 	for g := range lm.outMaps {
 		src := own
@@ -237,9 +238,9 @@ func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec,
 		}
 		a, e := lm.outBounds[g][s], lm.outBounds[g][s+1]
 		if user {
-			cb.scatter(src[a*es:e*es], lm.outMaps[g][a:e])
+			cb.Scatter(src[a*es:e*es], lm.outMaps[g][a:e])
 		} else {
-			ScatterCombine(vs.d, vs.o, dst, src[a*es:e*es], lm.outMaps[g][a:e], vs.width)
+			kernels.ScatterCombine(vs.d, vs.o, dst, src[a*es:e*es], lm.outMaps[g][a:e], vs.width)
 		}
 	}
 	if !p.fusedUp || !vs.o.Builtin() { // a user op's rows are final only at the end
@@ -254,7 +255,7 @@ func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec,
 		if g == me {
 			out = b.above[i][lm.inSplit[me]*es:]
 		}
-		Gather(vs.d, vs.o, out[a*es:e*es], dst, lm.outMaps[g][a:e], vs.width)
+		kernels.Gather(vs.d, vs.o, out[a*es:e*es], dst, lm.outMaps[g][a:e], vs.width)
 	}
 }
 
@@ -349,7 +350,7 @@ func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec, gath
 
 // top fills v, the rank's values in sorted key order, from the caller's out values: a gather of
 // each key's first contribution (streaming writes, parallel by key range), then the repeats of
-// an index folded in in caller order. A user op goes through its combiner.
+// an index folded in in caller order. A user op goes through its Combiner.
 func (p *Plan) top(b *planBufs, outVals []byte, vs *valueSpec) {
 	v := b.vec[0]
 	if p.packed {
@@ -357,15 +358,15 @@ func (p *Plan) top(b *planBufs, outVals []byte, vs *valueSpec) {
 		return
 	}
 	if !vs.o.Builtin() || p.outFirst == nil {
-		cb := newCombiner(vs.d, vs.o, vs.width, v)
-		cb.scatter(outVals, p.outPos)
+		cb := kernels.NewCombiner(vs.d, vs.o, vs.width, v)
+		cb.Scatter(outVals, p.outPos)
 		return
 	}
 	p.gather(v, outVals, p.outFirst, vs)
 	if len(p.outRest) > 0 {
 		rest := b.rest // b, not p.vals: a request issued later may have carved p.vals anew
-		Gather(vs.d, vs.o, rest, outVals, p.outRest, vs.width)
-		ScatterCombine(vs.d, vs.o, v, rest, p.outRestPos, vs.width)
+		kernels.Gather(vs.d, vs.o, rest, outVals, p.outRest, vs.width)
+		kernels.ScatterCombine(vs.d, vs.o, v, rest, p.outRestPos, vs.width)
 	}
 }
 
@@ -375,11 +376,11 @@ func (p *Plan) top(b *planBufs, outVals []byte, vs *valueSpec) {
 func (p *Plan) topPacked(v, outVals []byte, vs *valueSpec) {
 	es := vs.es
 	if workersFor(len(p.outDst), p.c.threads()) == 1 { // no closure to allocate
-		Scatter(v, outVals, p.outDst, es)
+		kernels.Scatter(v, outVals, p.outDst, es)
 		return
 	}
 	parallelRanges(len(p.outDst), p.c.threads(), func(lo, hi int) {
-		Scatter(v, outVals[lo*es:hi*es], p.outDst[lo:hi], es)
+		kernels.Scatter(v, outVals[lo*es:hi*es], p.outDst[lo:hi], es)
 	})
 }
 
@@ -387,11 +388,11 @@ func (p *Plan) topPacked(v, outVals []byte, vs *valueSpec) {
 func (p *Plan) gather(dst, src []byte, idx []int32, vs *valueSpec) {
 	es := vs.es
 	if workersFor(len(idx), p.c.threads()) == 1 { // no closure to allocate
-		Gather(vs.d, vs.o, dst, src, idx, vs.width)
+		kernels.Gather(vs.d, vs.o, dst, src, idx, vs.width)
 		return
 	}
 	parallelRanges(len(idx), p.c.threads(), func(lo, hi int) {
-		Gather(vs.d, vs.o, dst[lo*es:hi*es], src, idx[lo:hi], vs.width)
+		kernels.Gather(vs.d, vs.o, dst[lo*es:hi*es], src, idx[lo:hi], vs.width)
 	})
 }
 
@@ -399,11 +400,11 @@ func (p *Plan) gather(dst, src []byte, idx []int32, vs *valueSpec) {
 func (p *Plan) identity(dst []byte, vs *valueSpec) {
 	es := vs.es
 	if workersFor(len(dst)/es, p.c.threads()) == 1 {
-		Identity(vs.d, vs.o, dst)
+		kernels.Identity(vs.d, vs.o, dst)
 		return
 	}
 	parallelRanges(len(dst)/es, p.c.threads(), func(lo, hi int) {
-		Identity(vs.d, vs.o, dst[lo*es:hi*es])
+		kernels.Identity(vs.d, vs.o, dst[lo*es:hi*es])
 	})
 }
 
@@ -413,7 +414,7 @@ func (p *Plan) scatterMonotone(dst, src []byte, idx []int32, vs *valueSpec) {
 	es := vs.es
 	w := workersFor(len(idx), p.c.threads())
 	if w == 1 {
-		ScatterCombine(vs.d, vs.o, dst, src, idx, vs.width)
+		kernels.ScatterCombine(vs.d, vs.o, dst, src, idx, vs.width)
 		return
 	}
 	first, span := int(idx[0]), int(idx[len(idx)-1])+1-int(idx[0]) // the rows idx touches
@@ -421,6 +422,6 @@ func (p *Plan) scatterMonotone(dst, src []byte, idx []int32, vs *valueSpec) {
 	parallel(w, func(t int) {
 		lo, _ := slices.BinarySearch(idx, int32(first+parts[t]))
 		hi, _ := slices.BinarySearch(idx, int32(first+parts[t+1]))
-		ScatterCombine(vs.d, vs.o, dst, src[lo*es:hi*es], idx[lo:hi], vs.width)
+		kernels.ScatterCombine(vs.d, vs.o, dst, src[lo*es:hi*es], idx[lo:hi], vs.width)
 	})
 }

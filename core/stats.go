@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/json"
+	"kylix/core/kernels"
 	"kylix/core/kx"
 	"sync"
 	"time"
@@ -703,7 +704,7 @@ func (c *Comm) Stats() Stats {
 	if c.degrees != nil {
 		st.Degrees = append([]int{}, c.degrees...)
 	}
-	st.Threads, st.Kernels = c.threads(), kernLevel()
+	st.Threads, st.Kernels = c.threads(), kernels.Level()
 	st.Replication = c.replicationStats()
 	st.Options = StatsOptions{TimeoutMS: c.opts.Timeout.Milliseconds(), LivenessMS: c.opts.Liveness.Milliseconds(), Threads: c.threads(),
 		Log: c.opts.Log, MinPacket: c.opts.MinPacket, Replication: c.opts.Replication,

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"kylix/core/kernels"
+	"kylix/core/kernels/kerneltest"
 	"kylix/core/kx"
 	"math/rand"
 	"sync"
@@ -19,14 +21,14 @@ import (
 var (
 	userOnce  sync.Once
 	userOp    kx.Op
-	userStats core.UserOpStats
+	userStats kerneltest.UserOpStats
 )
 
 func affineOp(t *testing.T) kx.Op {
 	t.Helper()
 	userOnce.Do(func() {
 		var err error
-		if userOp, err = core.RegisterAffineForTest(&userStats); err != nil {
+		if userOp, err = kernels.RegisterUserOp(kerneltest.AffineFn(&userStats, kernels.MaxUserChunk)); err != nil {
 			panic(err)
 		}
 	})
@@ -65,7 +67,7 @@ func userReference(all []rankData, vals [][]byte, r int, d kx.Dtype, width int) 
 			for c := 0; c < width; c++ {
 				v := getBits(d, vals[q], p*width+c)
 				if ok {
-					v = core.Affine(d, a[c], v)
+					v = kerneltest.Affine(d, a[c], v)
 				} else if c == 0 {
 					a = make([]uint64, width)
 				}
@@ -190,7 +192,7 @@ func TestUserOpDenseAllreduce(t *testing.T) {
 					for i := 0; i < n; i++ {
 						w := getBits(d, vals[0], i)
 						for r := 1; r < pl.m; r++ {
-							w = core.Affine(d, w, getBits(d, vals[r], i))
+							w = kerneltest.Affine(d, w, getBits(d, vals[r], i))
 						}
 						if g := getBits(d, recv, i); g != w {
 							t.Errorf("allreduce m=%d %s n=%d rank %d %s element %d = %#x, want %#x",
@@ -208,7 +210,7 @@ func TestUserOpDenseAllreduce(t *testing.T) {
 			}
 		}
 	}
-	if _, maxCount, bad := userStats.Snapshot(); bad != "" || maxCount < 2 || maxCount > core.UserChunkForTest {
+	if _, maxCount, bad := userStats.Snapshot(); bad != "" || maxCount < 2 || maxCount > kernels.MaxUserChunk {
 		t.Errorf("the callback got %q, largest call %d elements", bad, maxCount)
 	}
 }
@@ -221,7 +223,7 @@ func TestUserOpMismatchAndUnknown(t *testing.T) {
 		b := make([]byte, 8*10)
 		o := op
 		if c.Rank() == 2 {
-			o = kx.FirstUserOp + core.MaxUserOps - 1 // never registered in this test binary
+			o = kx.FirstUserOp + kernels.MaxUserOps - 1 // never registered in this test binary
 		}
 		err := c.Allreduce(b, b, kx.U64, o)
 		want := kx.CodeMismatch

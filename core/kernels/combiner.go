@@ -1,12 +1,12 @@
-package core
+package kernels
 
 import "kylix/core/kx"
 
-// combiner folds sources, in order, into a fresh value vector. For the built-in ops it is
+// Combiner folds sources, in order, into a fresh value vector. For the built-in ops it is
 // Identity followed by the plain kernels (the fast path, unchanged). For a user op, which has
 // no identity, the first contribution to a row is copied and later ones combined, tracked with
 // a bitmap of rows (sparse) or a flag (dense).
-type combiner struct {
+type Combiner struct {
 	d    kx.Dtype
 	o    kx.Op
 	w    int
@@ -16,11 +16,11 @@ type combiner struct {
 	any  bool     // user ops, combine: dst holds the first source
 }
 
-// newCombiner starts a fold into dst (rows of w elements): the op's identity for built-in ops,
+// NewCombiner starts a fold into dst (rows of w elements): the op's identity for built-in ops,
 // zero bytes for user ops (what a row nobody contributes to keeps).
-func newCombiner(d kx.Dtype, o kx.Op, w int, dst []byte) combiner {
+func NewCombiner(d kx.Dtype, o kx.Op, w int, dst []byte) Combiner {
 	Identity(d, o, dst)
-	c := combiner{d: d, o: o, w: w, dst: dst}
+	c := Combiner{d: d, o: o, w: w, dst: dst}
 	if o >= kx.FirstUserOp {
 		c.u = mustUserOp(o)
 	}
@@ -28,7 +28,7 @@ func newCombiner(d kx.Dtype, o kx.Op, w int, dst []byte) combiner {
 }
 
 // scatter folds row p of src into row idx[p] of dst, in increasing p (ScatterCombine).
-func (c *combiner) scatter(src []byte, idx []int32) {
+func (c *Combiner) Scatter(src []byte, idx []int32) {
 	if c.u == nil {
 		ScatterCombine(c.d, c.o, c.dst, src, idx, c.w)
 		return
@@ -45,7 +45,7 @@ func (c *combiner) scatter(src []byte, idx []int32) {
 }
 
 // combine folds src, the whole vector's next source, into dst (Combine).
-func (c *combiner) combine(src []byte) {
+func (c *Combiner) Combine(src []byte) {
 	if c.u == nil || c.any {
 		Combine(c.d, c.o, c.dst, src)
 		return
@@ -56,3 +56,6 @@ func (c *combiner) combine(src []byte) {
 	copy(c.dst, src)
 	c.any = true
 }
+
+// User reports whether the fold is of a user op (no identity: the first contribution is copied).
+func (c *Combiner) User() bool { return c.u != nil }

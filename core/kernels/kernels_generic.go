@@ -1,6 +1,6 @@
 //go:build !amd64 || noasm
 
-package core
+package kernels
 
 import "kylix/core/kx"
 
@@ -10,7 +10,7 @@ const kernLevelGo = "go"
 
 func kernLevels() []string { return []string{kernLevelGo} }
 
-func kernLevel() string { return kernLevelGo }
+func Level() string { return kernLevelGo }
 
 func kernSetLevel(level string) {
 	if level != kernLevelGo {

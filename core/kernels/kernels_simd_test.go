@@ -1,7 +1,8 @@
-package core
+package kernels
 
 import (
 	"fmt"
+	"kylix/core/kernels/kerneltest"
 	"kylix/core/kx"
 	"math"
 	"math/rand/v2"
@@ -25,33 +26,11 @@ var kernLengths = func() []int {
 
 // forEachLevel runs f with each available SIMD level forced, restoring the start-up level.
 func forEachLevel(t *testing.T, f func(t *testing.T)) {
-	saved := kernLevel()
+	saved := Level()
 	defer kernSetLevel(saved)
 	for _, l := range kernLevels() {
 		kernSetLevel(l)
 		t.Run(l, f)
-	}
-}
-
-const kernGuard = 64 // sentinel bytes after dst
-
-// guarded returns b's bytes followed by kernGuard sentinel bytes, and the dst view (len(b),
-// capacity ending at the sentinels).
-func guarded(b []byte) (all, dst []byte) {
-	all = make([]byte, len(b)+kernGuard)
-	copy(all, b)
-	for i := len(b); i < len(all); i++ {
-		all[i] = 0xA5 ^ byte(i)
-	}
-	return all, all[:len(b):len(b)]
-}
-
-func checkGuard(t *testing.T, what string, all []byte, n int) {
-	t.Helper()
-	for i := n; i < len(all); i++ {
-		if all[i] != 0xA5^byte(i) {
-			t.Fatalf("%s: sentinel byte %d past the end of dst overwritten", what, i-n)
-		}
 	}
 }
 
@@ -64,7 +43,7 @@ func TestKernelCombineEquivalence(t *testing.T) {
 				for off := range 3 { // start 0..2 elements into the buffers: unaligned vectors
 					sz := d.Size()
 					base, src := randBuf(d, off+n, r), randBuf(d, off+n, r)
-					all, _ := guarded(base)
+					all, _ := kerneltest.Guarded(base)
 					dst := all[off*sz : (off+n)*sz : (off+n)*sz]
 					idx := make([]int32, n)
 					for i := range idx {
@@ -74,7 +53,7 @@ func TestKernelCombineEquivalence(t *testing.T) {
 					Combine(d, o, dst, src[off*sz:])
 					what := fmt.Sprintf("Combine n=%d off=%d", n, off)
 					compareBufs(t, what, d, o, dst, want, mask)
-					checkGuard(t, what, all, (off+n)*sz)
+					kerneltest.CheckGuard(t, what, all, (off+n)*sz)
 				}
 			}
 		}
@@ -125,11 +104,11 @@ func TestKernelGatherEquivalence(t *testing.T) {
 						m := n + n/3 + 1
 						idx := kernIdx(kind, n, m, true, r)
 						src := randBuf(d, m*w, r)
-						all, dst := guarded(randBuf(d, n*w, r))
+						all, dst := kerneltest.Guarded(randBuf(d, n*w, r))
 						Gather(d, o, dst, src, idx, w)
 						what := fmt.Sprintf("Gather %s/%s w=%d n=%d %s", d, o, w, n, kind)
 						checkGather(t, what, d, o, dst, src, idx, w)
-						checkGuard(t, what, all, n*w*sz)
+						kerneltest.CheckGuard(t, what, all, n*w*sz)
 					}
 				}
 			}
@@ -152,7 +131,7 @@ func TestKernelGatherOutOfRange(t *testing.T) {
 				if bad%2 == 1 {
 					idx[bad] = math.MaxInt32
 				}
-				all, dst := guarded(make([]byte, n*d.Size()))
+				all, dst := kerneltest.Guarded(make([]byte, n*d.Size()))
 				src := make([]byte, m*d.Size())
 				func() {
 					defer func() {
@@ -162,7 +141,7 @@ func TestKernelGatherOutOfRange(t *testing.T) {
 					}()
 					Gather(d, kx.Sum, dst, src, idx, 1)
 				}()
-				checkGuard(t, "Gather out of range", all, n*d.Size())
+				kerneltest.CheckGuard(t, "Gather out of range", all, n*d.Size())
 			}
 		}
 	})
@@ -185,12 +164,12 @@ func TestKernelScatterEquivalence(t *testing.T) {
 						m := n + n/2 + 1
 						idx := kernIdx(kind, n, m, false, r)
 						src := randBuf(d, n*w, r)
-						all, dst := guarded(randBuf(d, m*w, r))
+						all, dst := kerneltest.Guarded(randBuf(d, m*w, r))
 						want, mask := refScatter(d, o, slices.Clone(dst), src, idx, w)
 						ScatterCombine(d, o, dst, src, idx, w)
 						what := fmt.Sprintf("ScatterCombine w=%d n=%d %s", w, n, kind)
 						compareBufs(t, what, d, o, dst, want, mask)
-						checkGuard(t, what, all, m*w*sz)
+						kerneltest.CheckGuard(t, what, all, m*w*sz)
 					}
 				}
 			}
@@ -215,10 +194,10 @@ func TestKernelGatherBigTable(t *testing.T) {
 					}
 				}
 				idx[n/3] = -1
-				all, dst := guarded(randBuf(kx.F64, n, r))
+				all, dst := kerneltest.Guarded(randBuf(kx.F64, n, r))
 				Gather(kx.F64, kx.Max, dst, src, idx, 1)
 				checkGather(t, fmt.Sprintf("big table %s n=%d", kind, n), kx.F64, kx.Max, dst, src, idx, 1)
-				checkGuard(t, "big table", all, n*8)
+				kerneltest.CheckGuard(t, "big table", all, n*8)
 			}
 		}
 	})
@@ -232,7 +211,7 @@ var kernBenchSizes = []struct {
 }{{"4K", 1 << 12}, {"256K", 1 << 18}, {"4M", 1 << 22}}
 
 func benchLevels(b *testing.B, f func(b *testing.B)) {
-	saved := kernLevel()
+	saved := Level()
 	defer kernSetLevel(saved)
 	for _, l := range kernLevels() {
 		b.Run(l, func(b *testing.B) {
@@ -330,8 +309,8 @@ func BenchmarkKernelVsGo(b *testing.B) {
 				if !d.IsFloat() {
 					a, b = trunc(d, r.Uint64()), trunc(d, r.Uint64())
 				}
-				putElem(d, dst, i, a)
-				putElem(d, src, i, b)
+				kerneltest.SetElem(d, dst, i, a)
+				kerneltest.SetElem(d, src, i, b)
 			}
 			return func() { Combine(d, o, dst, src) }
 		}
@@ -352,7 +331,7 @@ func BenchmarkKernelVsGo(b *testing.B) {
 			cases = append(cases, kcase{"Gather" + d.String() + "/" + shape, gather(d, shape)})
 		}
 	}
-	saved := kernLevel()
+	saved := Level()
 	defer kernSetLevel(saved)
 	levels := kernLevels()
 	for _, c := range cases {

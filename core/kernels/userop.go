@@ -1,4 +1,4 @@
-package core
+package kernels
 
 import (
 	"kylix/core/kx"
@@ -6,20 +6,19 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
 )
 
 // User-defined reduction ops (kylix_op_create), like MPI_Op_create.
 //
-// A user op is a C function pointer `void fn(void *inout, const void *in, int64_t count,
-// int dtype, void *ctx)` that folds count elements of in into inout. It is called through
-// purego (no cgo trampoline in core), which costs a few hundred nanoseconds a call, so the
-// kernels never call it per element: dense Combine passes runs of up to userChunk elements
+// A user op is a Go function (UserFn) that folds count elements of in into inout; capi wraps
+// kylix_op_create's C function pointer into one (capi/cfn), so the kernels know nothing of C.
+// A call may cost a few hundred nanoseconds (a C call through purego), so the kernels never
+// call it per element: dense Combine passes runs of up to MaxUserChunk elements
 // straight from the buffers, and ScatterCombine gathers the destination rows a source touches
 // into a contiguous temporary, calls once per chunk and scatters the results back.
 //
 // A user op has no identity element, so it cannot start from one as the built-in ops do. The
-// reduction paths therefore fold through a combiner (below): the first contribution to a row is
+// reduction paths therefore fold through a Combiner (below): the first contribution to a row is
 // copied, later ones are combined into it with inout = the accumulation of the earlier sources
 // and in = the later source. A row nobody contributes to holds all-zero bytes (Identity and
 // Gather give zero bytes for user ops).
@@ -29,19 +28,21 @@ import (
 // order, each rank's own contribution being the left fold of its repeated out indices in the
 // caller's order; only the bracketing depends on the degrees, never on arrival order.
 
-// userChunk is the most elements handed to one callback call: large enough that the call cost
+// MaxUserChunk is the most elements handed to one callback call: large enough that the call cost
 // vanishes, small enough that the temporaries stay in cache.
-const userChunk = 1 << 16
+const MaxUserChunk = 1 << 16
 
 // MaxUserOps bounds the number of ops RegisterUserOp hands out (ids FirstUserOp up to
 // FirstUserOp+MaxUserOps-1, which fit the uint16 op field of the wire fingerprint).
 const MaxUserOps = 1 << 15
 
-// userOp is one registered op. goFn replaces the C pointer in tests (a Go test cannot make a
-// C function without cgo); the chunking and first-touch code around the call is the same.
+// UserFn folds count elements of in into inout (both count elements of d, aligned, not
+// overlapping).
+type UserFn func(inout, in []byte, count int, d kx.Dtype)
+
+// userOp is one registered op.
 type userOp struct {
-	fn, ctx uintptr
-	goFn    func(inout, in []byte, count int, d kx.Dtype)
+	fn UserFn
 }
 
 const userPage = 256
@@ -58,14 +59,14 @@ type userOpTable struct {
 // userOps is the process-wide registry behind kylix_op_create.
 var userOps userOpTable
 
-// RegisterUserOp registers the C function fn with its ctx and returns the op's id, usable with
-// every dtype wherever an op is. Ids are handed out in order from FirstUserOp, so ranks that
-// register the same ops in the same order agree on them (collectives compare op ids).
-func RegisterUserOp(fn, ctx uintptr) (kx.Op, error) {
-	if fn == 0 {
+// RegisterUserOp registers fn and returns the op's id, usable with every dtype wherever an op
+// is. Ids are handed out in order from FirstUserOp, so ranks that register the same ops in the
+// same order agree on them (collectives compare op ids).
+func RegisterUserOp(fn UserFn) (kx.Op, error) {
+	if fn == nil {
 		return 0, kx.Errorf(kx.CodeArg, "fn is NULL")
 	}
-	return userOps.add(userOp{fn: fn, ctx: ctx})
+	return userOps.add(userOp{fn: fn})
 }
 
 func (t *userOpTable) add(u userOp) (kx.Op, error) {
@@ -110,15 +111,7 @@ func mustUserOp(o kx.Op) *userOp {
 
 // call folds count elements of in into inout (both non-empty, element-aligned, not
 // overlapping).
-func (u *userOp) call(d kx.Dtype, inout, in []byte, count int) {
-	if u.goFn != nil {
-		u.goFn(inout, in, count, d)
-		return
-	}
-	// SyscallN is go:uintptrescapes: the buffers stay alive and in place for the call.
-	purego.SyscallN(u.fn, uintptr(unsafe.Pointer(unsafe.SliceData(inout))),
-		uintptr(unsafe.Pointer(unsafe.SliceData(in))), uintptr(count), uintptr(d), u.ctx)
-}
+func (u *userOp) call(d kx.Dtype, inout, in []byte, count int) { u.fn(inout, in, count, d) }
 
 func userAligned(b []byte, size int) bool {
 	return len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(size) == 0
@@ -129,7 +122,7 @@ func userAligned(b []byte, size int) bool {
 // callback is promised in and inout that do not overlap).
 func userCombine(u *userOp, d kx.Dtype, dst, src []byte) {
 	size := d.Size()
-	step := userChunk * size
+	step := MaxUserChunk * size
 	same := len(dst) > 0 && unsafe.SliceData(dst) == unsafe.SliceData(src)
 	var ta, tb []byte
 	for off := 0; off < len(dst); off += step {
@@ -137,13 +130,13 @@ func userCombine(u *userOp, d kx.Dtype, dst, src []byte) {
 		a, b := dst[off:end], src[off:end]
 		if !userAligned(a, size) {
 			if ta == nil {
-				ta = alignedBytes(min(step, len(dst)))
+				ta = AlignedBytes(min(step, len(dst)))
 			}
 			a = ta[:copy(ta, a)]
 		}
 		if same || !userAligned(b, size) {
 			if tb == nil {
-				tb = alignedBytes(min(step, len(dst)))
+				tb = AlignedBytes(min(step, len(dst)))
 			}
 			b = tb[:copy(tb, b)]
 		}
@@ -179,9 +172,9 @@ func userScatter(u *userOp, d kx.Dtype, dst, src []byte, idx []int32, w int, see
 	if len(pend) == 0 {
 		return
 	}
-	rows := max(1, userChunk/w)
-	ta := alignedBytes(min(rows, len(pend)) * rb)
-	tb := alignedBytes(min(rows, len(pend)) * rb)
+	rows := max(1, MaxUserChunk/w)
+	ta := AlignedBytes(min(rows, len(pend)) * rb)
+	tb := AlignedBytes(min(rows, len(pend)) * rb)
 	for _, round := range userRounds(pend, idx, len(dst)/rb) {
 		for len(round) > 0 {
 			k := min(rows, len(round))
@@ -190,8 +183,8 @@ func userScatter(u *userOp, d kx.Dtype, dst, src []byte, idx []int32, w int, see
 				copy(ta[q*rb:q*rb+rb], dst[j*rb:j*rb+rb])
 				copy(tb[q*rb:q*rb+rb], src[int(p)*rb:int(p)*rb+rb])
 			}
-			for e := 0; e < k*w; e += userChunk { // rows wider than a chunk: split them
-				n := min(userChunk, k*w-e)
+			for e := 0; e < k*w; e += MaxUserChunk { // rows wider than a chunk: split them
+				n := min(MaxUserChunk, k*w-e)
 				sz := d.Size()
 				u.call(d, ta[e*sz:(e+n)*sz], tb[e*sz:(e+n)*sz], n)
 			}

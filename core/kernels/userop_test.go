@@ -1,102 +1,29 @@
-package core
+package kernels
 
 import (
 	"bytes"
-	"fmt"
+	"kylix/core/kernels/kerneltest"
 	"kylix/core/kx"
 	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
-	"unsafe"
-
-	"github.com/ebitengine/purego"
 )
 
-// A Go test cannot make a C function pointer without cgo, so most tests register a Go function
-// through the userOp.goFn seam: the kernels around the call (chunking, gathering rows, first
-// touch, rounds of repeated rows) are the same code the C callback goes through.
-// TestUserOpThroughPurego also runs the real purego call, on a purego.NewCallback pointer.
-
-// Affine is an associative, non-commutative op on raw element bits: an element of 2h bits
-// holds (a, b), the map x -> a·x + b mod 2^h, and inout (+) in is "inout, then in":
-// (a1, b1) (+) (a2, b2) = (a1·a2, a2·b1 + b2). A wrong operand order or a wrong fold order
-// shows up at once. It reads bits only, so float dtypes carry arbitrary patterns (NaNs too).
-func Affine(d kx.Dtype, x, y uint64) uint64 {
-	h := uint(d.Size() * 4)
-	mask := uint64(1)<<h - 1
-	a1, b1 := x&mask, x>>h&mask
-	a2, b2 := y&mask, y>>h&mask
-	return (a1*a2)&mask | ((a2*b1+b2)&mask)<<h
-}
-
-// UserOpStats records what the callback saw; Bad holds the first broken promise.
-type UserOpStats struct {
-	mu       sync.Mutex
-	Calls    int
-	MaxCount int
-	Bad      string
-}
-
-func (s *UserOpStats) Reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.Calls, s.MaxCount, s.Bad = 0, 0, ""
-}
-
-func (s *UserOpStats) Snapshot() (calls, maxCount int, bad string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.Calls, s.MaxCount, s.Bad
-}
-
-func (s *UserOpStats) check(inout, in []byte, count int, d kx.Dtype) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.Calls++
-	s.MaxCount = max(s.MaxCount, count)
-	size := d.Size()
-	a0 := uintptr(unsafe.Pointer(unsafe.SliceData(inout)))
-	b0 := uintptr(unsafe.Pointer(unsafe.SliceData(in)))
-	switch {
-	case s.Bad != "":
-	case !d.Valid():
-		s.Bad = fmt.Sprintf("dtype %d", d)
-	case count < 1 || count > userChunk:
-		s.Bad = fmt.Sprintf("count %d", count)
-	case len(inout) != count*size || len(in) != count*size:
-		s.Bad = fmt.Sprintf("count %d but %d and %d bytes", count, len(inout), len(in))
-	case a0%uintptr(size) != 0 || b0%uintptr(size) != 0:
-		s.Bad = fmt.Sprintf("misaligned %s operands %#x %#x", d, a0, b0)
-	case a0 < b0+uintptr(len(in)) && b0 < a0+uintptr(len(inout)):
-		s.Bad = "inout and in overlap"
-	}
-}
-
-// RegisterAffineForTest registers Affine as a user op that records its calls in st.
-func RegisterAffineForTest(st *UserOpStats) (kx.Op, error) {
-	return userOps.add(userOp{goFn: func(inout, in []byte, count int, d kx.Dtype) {
-		st.check(inout, in, count, d)
-		for i := range count {
-			putElem(d, inout, i, Affine(d, getElem(d, inout, i), getElem(d, in, i)))
-		}
-	}})
-}
-
-// UserChunkForTest is the most elements one callback call may get.
-const UserChunkForTest = userChunk
+// The kernels see user ops only as Go functions; capi/cfn's tests call them through a real C
+// function pointer.
 
 var (
 	affineOnce  sync.Once
 	affineOp    kx.Op
-	affineStats UserOpStats
+	affineStats kerneltest.UserOpStats
 )
 
 func testAffine(t *testing.T) kx.Op {
 	t.Helper()
 	affineOnce.Do(func() {
 		var err error
-		if affineOp, err = RegisterAffineForTest(&affineStats); err != nil {
+		if affineOp, err = RegisterUserOp(kerneltest.AffineFn(&affineStats, MaxUserChunk)); err != nil {
 			panic(err)
 		}
 	})
@@ -116,7 +43,7 @@ func checkStats(t *testing.T, what string) (calls, maxCount int) {
 func randBits(d kx.Dtype, n int, r *rand.Rand) []byte {
 	b := make([]byte, n*d.Size())
 	for i := range n {
-		putElem(d, b, i, trunc(d, r.Uint64()))
+		kerneltest.SetElem(d, b, i, trunc(d, r.Uint64()))
 	}
 	return b
 }
@@ -128,11 +55,11 @@ func refFirstTouch(d kx.Dtype, dst, src []byte, idx []int32, w int, seen []bool)
 	for p, j := range idx {
 		for c := range w {
 			k := int(j)*w + c
-			v := getElem(d, src, p*w+c)
+			v := kerneltest.Elem(d, src, p*w+c)
 			if seen == nil || seen[j] {
-				v = Affine(d, getElem(d, want, k), v)
+				v = kerneltest.Affine(d, kerneltest.Elem(d, want, k), v)
 			}
-			putElem(d, want, k, v)
+			kerneltest.SetElem(d, want, k, v)
 		}
 		if seen != nil {
 			seen[j] = true
@@ -147,8 +74,8 @@ func TestUserScatterReference(t *testing.T) {
 	for _, d := range allDtypes {
 		for _, sh := range []struct{ rows, n, w int }{
 			{1, 0, 1}, {1, 1, 1}, {1, 50, 1}, {7, 40, 1}, {13, 200, 3}, {500, 300, 2},
-			{3, 5, userChunk + 3}, // rows wider than a chunk
-			{40000, 150000, 1},    // many chunks per round, a few rounds
+			{3, 5, MaxUserChunk + 3}, // rows wider than a chunk
+			{40000, 150000, 1},       // many chunks per round, a few rounds
 		} {
 			idx := make([]int32, sh.n)
 			for i := range idx {
@@ -170,21 +97,21 @@ func TestUserScatterReference(t *testing.T) {
 			if sh.n == 0 && calls != 0 {
 				t.Errorf("%d calls for nothing", calls)
 			}
-			// through a combiner: three sources onto some rows that were seen already
+			// through a Combiner: three sources onto some rows that were seen already
 			dst = make([]byte, sh.rows*sh.w*d.Size())
 			seen := make([]bool, sh.rows)
 			want = slices.Clone(dst)
-			cb := newCombiner(d, op, sh.w, dst)
+			cb := NewCombiner(d, op, sh.w, dst)
 			for range 3 {
 				k := r.IntN(sh.n + 1)
 				sub, ssrc := idx[:k], src[:k*sh.w*d.Size()]
 				want = refFirstTouch(d, want, ssrc, sub, sh.w, seen)
-				cb.scatter(ssrc, sub)
+				cb.Scatter(ssrc, sub)
 			}
 			if !bytes.Equal(dst, want) {
-				t.Fatalf("combiner %s rows %d n %d w %d differs from first-touch fold", d, sh.rows, sh.n, sh.w)
+				t.Fatalf("Combiner %s rows %d n %d w %d differs from first-touch fold", d, sh.rows, sh.n, sh.w)
 			}
-			checkStats(t, "combiner")
+			checkStats(t, "Combiner")
 		}
 	}
 }
@@ -193,15 +120,15 @@ func TestUserScatterReference(t *testing.T) {
 // repeated k times costs k rounds.
 func TestUserScatterCallsPerChunk(t *testing.T) {
 	op := testAffine(t)
-	const n = 3*userChunk + 5
+	const n = 3*MaxUserChunk + 5
 	idx := make([]int32, n)
 	for i := range idx {
 		idx[i] = int32((i * 7919) % n) // a permutation: 7919 is prime, n is not a multiple
 	}
 	dst, src := make([]byte, n*8), make([]byte, n*8)
 	ScatterCombine(kx.U64, op, dst, src, idx, 1)
-	if calls, maxCount := checkStats(t, "permutation"); calls != 4 || maxCount != userChunk {
-		t.Errorf("%d distinct rows: %d calls, largest %d; want 4 calls of up to %d", n, calls, maxCount, userChunk)
+	if calls, maxCount := checkStats(t, "permutation"); calls != 4 || maxCount != MaxUserChunk {
+		t.Errorf("%d distinct rows: %d calls, largest %d; want 4 calls of up to %d", n, calls, maxCount, MaxUserChunk)
 	}
 	affineStats.Reset()
 	idx = []int32{2, 0, 2, 1, 2, 0}
@@ -215,12 +142,12 @@ func TestUserCombine(t *testing.T) {
 	op := testAffine(t)
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, d := range allDtypes {
-		for _, n := range []int{0, 1, 5, 2*userChunk + 7} {
+		for _, n := range []int{0, 1, 5, 2*MaxUserChunk + 7} {
 			for _, off := range []int{0, 1, 4} { // misaligned buffers go through temporaries
 				dst0, src0 := randBits(d, n, r), randBits(d, n, r)
 				want := make([]byte, len(dst0))
 				for i := range n {
-					putElem(d, want, i, Affine(d, getElem(d, dst0, i), getElem(d, src0, i)))
+					kerneltest.SetElem(d, want, i, kerneltest.Affine(d, kerneltest.Elem(d, dst0, i), kerneltest.Elem(d, src0, i)))
 				}
 				bd, bs := make([]byte, len(dst0)+off), make([]byte, len(src0)+off)
 				dst, src := bd[off:], bs[off:]
@@ -232,7 +159,7 @@ func TestUserCombine(t *testing.T) {
 					t.Fatalf("Combine %s n %d offset %d differs", d, n, off)
 				}
 				calls, _ := checkStats(t, "Combine")
-				if wantCalls := (n + userChunk - 1) / userChunk; calls != wantCalls {
+				if wantCalls := (n + MaxUserChunk - 1) / MaxUserChunk; calls != wantCalls {
 					t.Errorf("Combine %s n %d: %d calls, want %d", d, n, calls, wantCalls)
 				}
 			}
@@ -240,23 +167,23 @@ func TestUserCombine(t *testing.T) {
 			x := randBits(d, n, r)
 			want := make([]byte, len(x))
 			for i := range n {
-				v := getElem(d, x, i)
-				putElem(d, want, i, Affine(d, v, v))
+				v := kerneltest.Elem(d, x, i)
+				kerneltest.SetElem(d, want, i, kerneltest.Affine(d, v, v))
 			}
 			Combine(d, op, x, x)
 			if !bytes.Equal(x, want) {
 				t.Fatalf("Combine %s n %d in place differs", d, n)
 			}
 			checkStats(t, "Combine in place")
-			// a dense combiner copies the first source, combines the rest
+			// a dense Combiner copies the first source, combines the rest
 			a, b := randBits(d, n, r), randBits(d, n, r)
 			acc := randBits(d, n, r)
-			cb := newCombiner(d, op, 1, acc)
-			cb.combine(a)
-			cb.combine(b)
+			cb := NewCombiner(d, op, 1, acc)
+			cb.Combine(a)
+			cb.Combine(b)
 			for i := range n {
-				if g, w := getElem(d, acc, i), Affine(d, getElem(d, a, i), getElem(d, b, i)); g != w {
-					t.Fatalf("dense combiner %s element %d = %#x, want %#x", d, i, g, w)
+				if g, w := kerneltest.Elem(d, acc, i), kerneltest.Affine(d, kerneltest.Elem(d, a, i), kerneltest.Elem(d, b, i)); g != w {
+					t.Fatalf("dense Combiner %s element %d = %#x, want %#x", d, i, g, w)
 				}
 			}
 		}
@@ -302,82 +229,27 @@ func TestUserOpRegistry(t *testing.T) {
 	if err := CheckDtypeOp(kx.F32, kx.Band); kx.CodeOf(err) != kx.CodeArg {
 		t.Errorf("built-in rules changed: f32 band: %v", err)
 	}
-	if _, err := RegisterUserOp(0, 1); kx.CodeOf(err) != kx.CodeArg {
+	if _, err := RegisterUserOp(nil); kx.CodeOf(err) != kx.CodeArg {
 		t.Errorf("RegisterUserOp(NULL) = %v, want CodeArg", err)
 	}
 	// a private table: ids in order, CodeNoMem when full
 	var tb userOpTable
+	called := -1
 	for i := range MaxUserOps {
-		o, err := tb.add(userOp{fn: uintptr(i + 1)})
+		o, err := tb.add(userOp{fn: func([]byte, []byte, int, kx.Dtype) { called = i }})
 		if err != nil || o != kx.FirstUserOp+kx.Op(i) {
 			t.Fatalf("add %d: %d, %v", i, o, err)
 		}
 	}
-	if _, err := tb.add(userOp{fn: 1}); kx.CodeOf(err) != kx.CodeNoMem {
+	if _, err := tb.add(userOp{fn: func([]byte, []byte, int, kx.Dtype) {}}); kx.CodeOf(err) != kx.CodeNoMem {
 		t.Errorf("add to a full table: %v, want CodeNoMem", err)
 	}
-	if u := tb.lookup(kx.FirstUserOp + MaxUserOps - 1); u == nil || u.fn != MaxUserOps {
+	if u := tb.lookup(kx.FirstUserOp + MaxUserOps - 1); u == nil {
+		t.Errorf("lookup of the last op: nil")
+	} else if u.call(kx.F32, nil, nil, 0); called != MaxUserOps-1 {
 		t.Errorf("lookup of the last op: %+v", u)
 	}
 	if int(kx.FirstUserOp)+MaxUserOps-1 > 0xffff {
 		t.Errorf("user op ids do not fit the fingerprint's uint16")
-	}
-}
-
-// TestUserOpThroughPurego calls a real C function pointer (a purego callback into Go) the way
-// kylix_op_create's ops are called, checking the argument order, ctx and dtype.
-func TestUserOpThroughPurego(t *testing.T) {
-	const ctx = 0x5eed
-	var st UserOpStats
-	var badArgs string
-	var mu sync.Mutex
-	fn := purego.NewCallback(func(inout, in, count, dtype, c uintptr) {
-		d := kx.Dtype(uint32(dtype))
-		n := int(count)
-		a := unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&inout))), n*d.Size())
-		b := unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&in))), n*d.Size())
-		st.check(a, b, n, d)
-		if c != ctx {
-			mu.Lock()
-			badArgs = fmt.Sprintf("ctx %#x", c)
-			mu.Unlock()
-		}
-		for i := range n {
-			putElem(d, a, i, Affine(d, getElem(d, a, i), getElem(d, b, i)))
-		}
-	})
-	op, err := RegisterUserOp(fn, ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := rand.New(rand.NewPCG(7, 8))
-	for _, d := range allDtypes {
-		const rows, n, w = 50, 300, 3
-		idx := make([]int32, n)
-		for i := range idx {
-			idx[i] = int32(r.IntN(rows))
-		}
-		dst, src := randBits(d, rows*w, r), randBits(d, n*w, r)
-		want := refFirstTouch(d, dst, src, idx, w, nil)
-		ScatterCombine(d, op, dst, src, idx, w)
-		if !bytes.Equal(dst, want) {
-			t.Errorf("ScatterCombine %s through purego differs", d)
-		}
-		a, b := randBits(d, userChunk+9, r), randBits(d, userChunk+9, r)
-		want = slices.Clone(a)
-		for i := range userChunk + 9 {
-			putElem(d, want, i, Affine(d, getElem(d, a, i), getElem(d, b, i)))
-		}
-		Combine(d, op, a, b)
-		if !bytes.Equal(a, want) {
-			t.Errorf("Combine %s through purego differs", d)
-		}
-	}
-	calls, maxCount, bad := st.Snapshot()
-	if bad != "" || badArgs != "" {
-		t.Errorf("callback arguments: %s %s", bad, badArgs)
-	}
-	if maxCount != userChunk || calls < 5 {
-		t.Errorf("%d calls, largest %d", calls, maxCount)
 	}
 }

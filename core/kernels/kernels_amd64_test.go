@@ -1,6 +1,6 @@
 //go:build amd64 && !noasm
 
-package core
+package kernels
 
 import (
 	"os"
@@ -44,7 +44,7 @@ func TestKernelDispatch(t *testing.T) {
 		t.Errorf("best level %q, /proc/cpuinfo says %q", got, want)
 	}
 	if os.Getenv("KYLIX_NOSIMD") == "" {
-		if got := kernLevel(); got != want {
+		if got := Level(); got != want {
 			t.Errorf("start-up level %q, want %q", got, want)
 		}
 	}
@@ -75,5 +75,5 @@ func TestKernelLevelHelper(t *testing.T) {
 	if os.Getenv("KYLIX_KERNEL_LEVEL_HELPER") == "" {
 		t.Skip("helper for TestKernelDispatch")
 	}
-	os.Stdout.WriteString("level=" + kernLevel() + "\n")
+	os.Stdout.WriteString("level=" + Level() + "\n")
 }

@@ -1,4 +1,4 @@
-package core
+package kernels
 
 import (
 	"fmt"
@@ -74,9 +74,9 @@ func kernView[T kernNum](b []byte) ([]T, bool) {
 	return v, false
 }
 
-// alignedBytes returns n zeroed bytes aligned to 8, so that every dtype's kernels can view
+// AlignedBytes returns n zeroed bytes aligned to 8, so that every dtype's kernels can view
 // them: plan buffers, dense scratch, user-op temporaries.
-func alignedBytes(n int) []byte {
+func AlignedBytes(n int) []byte {
 	if n == 0 {
 		return nil
 	}

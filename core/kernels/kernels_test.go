@@ -1,9 +1,10 @@
-package core
+package kernels
 
 import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"kylix/core/kernels/kerneltest"
 	"kylix/core/kx"
 	"math"
 	"math/rand/v2"
@@ -29,21 +30,6 @@ func validPairs() [][2]int {
 		}
 	}
 	return out
-}
-
-func getElem(d kx.Dtype, b []byte, i int) uint64 {
-	if d.Size() == 4 {
-		return uint64(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return binary.LittleEndian.Uint64(b[8*i:])
-}
-
-func putElem(d kx.Dtype, b []byte, i int, v uint64) {
-	if d.Size() == 4 {
-		binary.LittleEndian.PutUint32(b[4*i:], uint32(v))
-		return
-	}
-	binary.LittleEndian.PutUint64(b[8*i:], v)
 }
 
 func toF(d kx.Dtype, v uint64) float64 {
@@ -182,7 +168,7 @@ func randElem(d kx.Dtype, r *rand.Rand) uint64 {
 func randBuf(d kx.Dtype, n int, r *rand.Rand) []byte {
 	b := make([]byte, n*d.Size())
 	for i := range n {
-		putElem(d, b, i, randElem(d, r))
+		kerneltest.SetElem(d, b, i, randElem(d, r))
 	}
 	return b
 }
@@ -190,7 +176,7 @@ func randBuf(d kx.Dtype, n int, r *rand.Rand) []byte {
 func compareBufs(t *testing.T, what string, d kx.Dtype, o kx.Op, got, want []byte, anyNaN []bool) {
 	t.Helper()
 	for i := range len(want) / d.Size() {
-		g, w := getElem(d, got, i), getElem(d, want, i)
+		g, w := kerneltest.Elem(d, got, i), kerneltest.Elem(d, want, i)
 		if !sameResult(d, g, w, anyNaN != nil && anyNaN[i]) {
 			t.Fatalf("%s %s/%s element %d: got %#x want %#x", what, d, o, i, g, w)
 		}
@@ -205,9 +191,9 @@ func refScatter(d kx.Dtype, o kx.Op, dst, src []byte, idx []int32, w int) ([]byt
 	for p, j := range idx {
 		for c := range w {
 			k := int(j)*w + c
-			a, b := getElem(d, want, k), getElem(d, src, p*w+c)
+			a, b := kerneltest.Elem(d, want, k), kerneltest.Elem(d, src, p*w+c)
 			mask[k] = mask[k] || bothNaN(d, o, a, b)
-			putElem(d, want, k, refOp(d, o, a, b))
+			kerneltest.SetElem(d, want, k, refOp(d, o, a, b))
 		}
 	}
 	return want, mask
@@ -309,7 +295,7 @@ func TestIdentity(t *testing.T) {
 		Identity(d, o, buf)
 		want := identityBits(d, o)
 		for i := range n {
-			if g := getElem(d, buf, i); g != want {
+			if g := kerneltest.Elem(d, buf, i); g != want {
 				t.Fatalf("Identity %s/%s element %d = %#x, want %#x", d, o, i, g, want)
 			}
 		}
@@ -317,7 +303,7 @@ func TestIdentity(t *testing.T) {
 		src := randBuf(d, n, r)
 		Combine(d, o, buf, src)
 		for i := range n {
-			g, x := getElem(d, buf, i), getElem(d, src, i)
+			g, x := kerneltest.Elem(d, buf, i), kerneltest.Elem(d, src, i)
 			if g != x && !(d.IsFloat() && o == kx.Sum && x == fromF(d, math.Copysign(0, -1)) && g == 0) {
 				t.Fatalf("%s/%s: op(identity, %#x) = %#x", d, o, x, g)
 			}
@@ -353,9 +339,9 @@ func checkGather(t *testing.T, what string, d kx.Dtype, o kx.Op, dst, src []byte
 		for c := range w {
 			want := id
 			if j >= 0 {
-				want = getElem(d, src, int(j)*w+c)
+				want = kerneltest.Elem(d, src, int(j)*w+c)
 			}
-			if g := getElem(d, dst, p*w+c); g != want {
+			if g := kerneltest.Elem(d, dst, p*w+c); g != want {
 				t.Fatalf("%s row %d (idx %d) col %d: %#x want %#x", what, p, j, c, g, want)
 			}
 		}
@@ -455,7 +441,7 @@ func TestMisaligned(t *testing.T) {
 				}
 			}
 			for i := range rows {
-				if getElem(d, big[off:], i) != identityBits(d, o) {
+				if kerneltest.Elem(d, big[off:], i) != identityBits(d, o) {
 					t.Fatalf("Identity %s/%s offset %d element %d", d, o, off, i)
 				}
 			}

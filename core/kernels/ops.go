@@ -1,4 +1,4 @@
-package core
+package kernels
 
 import "kylix/core/kx"
 

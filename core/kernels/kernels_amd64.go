@@ -1,6 +1,6 @@
 //go:build amd64 && !noasm
 
-package core
+package kernels
 
 // SIMD kernels for amd64, chosen at start-up with github.com/klauspost/cpuid/v2. Build with
 // -tags noasm for the plain-Go loops everywhere; set KYLIX_NOSIMD=1 (or =avx512, to stop at
@@ -155,7 +155,7 @@ func kernDefaultLevel(nosimd string) string {
 func kernLevels() []string { return kernCPULevels }
 
 // kernLevel returns the active level.
-func kernLevel() string {
+func Level() string {
 	switch {
 	case kernAVX512:
 		return kernLevelAVX512

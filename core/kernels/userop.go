@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
 )
 
 // User-defined reduction ops (kylix_op_create), like MPI_Op_create.

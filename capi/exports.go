@@ -492,7 +492,7 @@ func kylixgo_failed_ranks(h C.uintptr_t, ranks *C.int32_t, capacity C.int32_t, n
 		case ranks == nil && capacity > 0:
 			return fail(name, s, argErr("ranks is NULL but cap=%d", int32(capacity)))
 		}
-		failed := ce.c.Transport().FailedRanks()
+		failed := ce.c.FailedRanks()
 		*n = C.int32_t(len(failed))
 		if capacity > 0 {
 			dst := unsafe.Slice((*int32)(unsafe.Pointer(ranks)), int(capacity))

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"kylix/core/kx"
+	"kylix/core/members"
 	"sync"
 )
 
@@ -65,13 +66,13 @@ var closedChan = func() chan struct{} {
 // run executes collective seq on the transport. Only one runs at a time on a comm: the caller
 // is either the issuing goroutine with the executor idle, or the executor.
 func (c *Comm) run(seq uint64, fp kx.Fingerprint, body func(seq uint64) error) error {
-	c.t.Begin(seq, fp)
+	c.begin(seq, fp)
 	c.fp = fp // what this collective's sends carry (sends)
 	err := body(seq)
 	c.statsEnd(seq, err) // stats.go: time and outcome of the collective
 	if err != nil {
-		c.t.Abort(seq, err)
-		quiesce(c.t, seq) // no byte may land in a posted place once this call returns
+		c.abort(seq, err)
+		c.v.Quiesce(seq) // no byte may land in a posted place once this call returns
 		switch kx.CodeOf(err) {
 		case kx.CodeTimeout, kx.CodePeer, kx.CodeNet:
 			c.mu.Lock()
@@ -80,35 +81,6 @@ func (c *Comm) run(seq uint64, fp kx.Fingerprint, body func(seq uint64) error) e
 		}
 	}
 	return err
-}
-
-// quiescer is implemented by the transports that own landing places (netio's TCP and Mem).
-type quiescer interface {
-	Quiesce(seq uint64)
-}
-
-// quiesce ends the landing places collective seq posted (Expect), which failed: places nobody
-// writes yet are withdrawn, a place a reader is filling is waited for, so that neither the
-// caller's memory nor a plan's (which the next call reuses) is written after the call returns.
-func quiesce(t kx.Transport, seq uint64) {
-	for t != nil {
-		if q, ok := t.(quiescer); ok {
-			q.Quiesce(seq)
-			return
-		}
-		switch w := t.(type) {
-		case *statsTransport:
-			t = w.inner
-		case *replicaTransport:
-			t = w.raw
-		case *subTransport:
-			t = w.raw
-		case *transportLease:
-			t = w.Transport
-		default:
-			return
-		}
-	}
 }
 
 // revoke tells the peers, when this comm is broken, that this rank will not take part in the
@@ -128,7 +100,7 @@ func (c *Comm) revoke() {
 	c.seq++
 	c.mu.Unlock()
 	code := kx.CodeOf(cause)
-	c.t.Abort(seq, &kx.Error{Code: code, Msg: "a peer's comm is broken by an earlier failure: " + cause.Error()})
+	c.abort(seq, &kx.Error{Code: code, Msg: "a peer's comm is broken by an earlier failure: " + cause.Error()})
 }
 
 // Reject is for a call whose arguments failed validation: it still takes this collective's
@@ -166,18 +138,18 @@ func (c *Comm) reject(abort error) {
 	}
 }
 
-// sendAll sends to several ranks at once and waits for every send, so no goroutine touches
+// sendGroup sends to several nodes at once and waits for every send, so no goroutine touches
 // the buffers after it returns. It returns the first error.
 type sendGroup struct {
 	wg  sync.WaitGroup
 	mu  sync.Mutex
 	err error
-	t   kx.Transport
+	c   *Comm
 	fp  kx.Fingerprint // the collective's, set on every message
 }
 
 // sends is a sendGroup for the running collective.
-func (c *Comm) sends() sendGroup { return sendGroup{t: c.t, fp: c.fp} }
+func (c *Comm) sends() sendGroup { return sendGroup{c: c, fp: c.fp} }
 
 func (g *sendGroup) send(to int, tag kx.Tag, bufs ...[]byte) {
 	tag.FP = g.fp
@@ -185,20 +157,16 @@ func (g *sendGroup) send(to int, tag kx.Tag, bufs ...[]byte) {
 	for _, b := range bufs {
 		n += len(b)
 	}
-	if n <= inlineSend { // fits the socket buffer: the write returns at once, no goroutine
-		g.fail(g.t.Send(to, tag, bufs...))
+	if n <= members.InlineSendBytes { // fits the socket buffer: the write returns at once, no goroutine
+		g.fail(g.c.send(to, tag, bufs...))
 		return
 	}
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		g.fail(g.t.Send(to, tag, bufs...))
+		g.fail(g.c.send(to, tag, bufs...))
 	}()
 }
-
-// inlineSend is the largest message sent on the caller's goroutine: small enough that the
-// kernel takes it at once, so a goroutine hand-off would only add latency.
-const inlineSend = 64 << 10
 
 func (g *sendGroup) fail(err error) {
 	if err != nil {
@@ -218,6 +186,6 @@ func (g *sendGroup) wait() error {
 // release hands a payload of Recv back to the transport (pooled receive buffers).
 func (c *Comm) release(b []byte) {
 	if b != nil {
-		c.t.Release(b)
+		c.v.Release(b)
 	}
 }

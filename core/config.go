@@ -355,7 +355,7 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 			continue
 		}
 		from := t.Member(node, i, g)
-		b, err := c.t.Recv(from, tag)
+		b, err := c.recv(from, tag)
 		if err != nil {
 			rerr = err
 			break

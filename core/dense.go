@@ -99,7 +99,7 @@ func (c *Comm) denseSlots(seq uint64, topo Topology, n, es int) [][][]byte {
 			}
 			slots[i][g] = c.denseBuf[off : off+size : off+size]
 			off += roundUp(size)
-			c.t.Expect(topo.Member(node, i, g), kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDense}, slots[i][g])
+			c.expect(topo.Member(node, i, g), kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDense}, slots[i][g])
 		}
 		lo, hi = a, b
 	}
@@ -161,7 +161,7 @@ func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi in
 		for g := 0; g < deg; g++ {
 			src := mine
 			if g != me {
-				if rerr = c.t.AwaitPrefix(topo.Member(node, i, g), tag, end); rerr != nil {
+				if rerr = c.awaitPrefix(topo.Member(node, i, g), tag, end); rerr != nil {
 					break
 				}
 				src = slots[g]
@@ -176,7 +176,7 @@ func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi in
 	}
 	for g := 0; g < deg && rerr == nil; g++ {
 		if g != me { // landed whole by now: counts the message
-			_, rerr = c.t.Await(topo.Member(node, i, g), tag)
+			_, rerr = c.await(topo.Member(node, i, g), tag)
 		}
 	}
 	if err := sg.wait(); rerr == nil {
@@ -195,7 +195,7 @@ func (c *Comm) denseUp(seq uint64, topo Topology, i int, buf []byte, lo, hi, es 
 	for g := 0; g < deg; g++ {
 		if g != me {
 			ga, gb := chunk(lo, hi, g, deg)
-			c.t.Expect(topo.Member(node, i, g), tag, buf[ga*es:gb*es])
+			c.expect(topo.Member(node, i, g), tag, buf[ga*es:gb*es])
 		}
 	}
 	a, b := chunk(lo, hi, me, deg)
@@ -208,7 +208,7 @@ func (c *Comm) denseUp(seq uint64, topo Topology, i int, buf []byte, lo, hi, es 
 	var rerr error
 	for g := 0; g < deg && rerr == nil; g++ {
 		if g != me {
-			_, rerr = c.t.Await(topo.Member(node, i, g), tag)
+			_, rerr = c.await(topo.Member(node, i, g), tag)
 		}
 	}
 	if err := sg.wait(); rerr == nil {
@@ -254,7 +254,7 @@ func (c *Comm) allreduceDirect(seq uint64, buf []byte, d kx.Dtype, o kx.Op) erro
 	for r := 0; r < m && rerr == nil; r++ {
 		src := mine
 		if r != me {
-			if src, rerr = c.t.Recv(r, tag); rerr != nil {
+			if src, rerr = c.recv(r, tag); rerr != nil {
 				break
 			}
 			if len(src) != len(mine) {

@@ -1,5 +1,7 @@
 package core
 
+import "kylix/core/kx"
+
 // SetMinPerWorker lets tests send small inputs down the multi-worker paths; it returns a
 // function that restores the default.
 func SetMinPerWorker(n int) (restore func()) {
@@ -54,3 +56,7 @@ func SetSmallDownBytes(n int) (restore func()) {
 	smallDownBytes = n
 	return func() { smallDownBytes = old }
 }
+
+// ProcTransport is the process transport under c's view, whose own counters tests compare with
+// the comm's statistics.
+func ProcTransport(c *Comm) kx.Transport { return c.v.Transport() }

@@ -340,17 +340,17 @@ func (c *Comm) probeRound(seq uint64, layer uint8, to, from int, b []byte) (time
 	// this rank must meanwhile receive and acknowledge its own incoming probe, or the peer
 	// that sent it would time the wait for this rank's link as its own.
 	sent := make(chan error, 1)
-	go func() { sent <- c.t.Send(to, probe, b) }()
-	p, err := c.t.Recv(from, probe)
+	go func() { sent <- c.send(to, probe, b) }()
+	p, err := c.recv(from, probe)
 	if err == nil {
 		c.release(p)
 		ack.FP = c.fp
-		err = c.t.Send(from, ack)
+		err = c.send(from, ack)
 	}
 	var d time.Duration
 	if err == nil {
 		var a []byte
-		if a, err = c.t.Recv(to, ack); err == nil {
+		if a, err = c.recv(to, ack); err == nil {
 			d = time.Since(start)
 			c.release(a)
 		}

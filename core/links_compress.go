@@ -43,7 +43,10 @@ func (c *Comm) compressTo(to, keys int) bool {
 	default:
 		return false
 	}
-	if h, ok := c.Transport().(sameHoster); ok && c.opts.Replication <= 1 && h.SameHost(to) {
+	// On one host a message is a copy through the kernel: a key's coding (tens of ns) costs
+	// more than copying the bytes it saves (a few ns), whatever the probe measured (on shared
+	// cores it measures the scheduler as much as the copy).
+	if c.opts.Replication <= 1 && c.v.SameHost(to) {
 		return false
 	}
 	n := &c.net
@@ -59,12 +62,6 @@ func (c *Comm) compressTo(to, keys int) bool {
 	return saved > float64(keys)*(encNs+decNs)*1e-9
 }
 
-// sameHoster is a transport that knows which peers run on this host (netio's TCP). There a
-// message is a copy through the kernel: a key's coding (tens of ns) costs more than copying the
-// bytes it saves (a few ns), so compress=auto leaves such messages alone whatever the probe
-// measured (on shared cores it measures the scheduler as much as the copy).
-type sameHoster interface{ SameHost(rank int) bool }
-
 func orPrior(v, prior float64) float64 {
 	if v == 0 {
 		return prior
@@ -75,7 +72,7 @@ func orPrior(v, prior float64) float64 {
 // noteConfigMsg counts a config message sent or received in the statistics and, when it was
 // compressed, folds its figures into the codec's estimates.
 func (c *Comm) noteConfigMsg(tag kx.Tag, f msgFigures, sent bool) {
-	if s := c.statsT(); s != nil {
+	if s := c.rec; s != nil {
 		s.noteIndex(tag, f.raw, f.wire, sent)
 	}
 	if !f.packed || f.keys == 0 || f.wire == 0 {

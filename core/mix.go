@@ -122,7 +122,7 @@ func (c *Comm) mixLayer(seq uint64, topo Topology, i int, buf []byte, d kx.Dtype
 		src := buf
 		if g != me {
 			from := topo.Member(node, i, g)
-			if src, rerr = c.t.Recv(from, tag); rerr != nil {
+			if src, rerr = c.recv(from, tag); rerr != nil {
 				break
 			}
 			if len(src) != len(buf) {
@@ -149,7 +149,7 @@ func (c *Comm) mixLayer(seq uint64, topo Topology, i int, buf []byte, d kx.Dtype
 				continue
 			}
 			from := topo.Member(node, j, g)
-			b, err := c.t.Recv(from, kx.Tag{Seq: seq, Layer: uint8(j), Phase: kx.PhaseSmall})
+			b, err := c.recv(from, kx.Tag{Seq: seq, Layer: uint8(j), Phase: kx.PhaseSmall})
 			switch {
 			case err != nil:
 				rerr = err

@@ -62,9 +62,9 @@ func (p *Plan) expectAll(seq uint64, b *planBufs, es int, down bool) {
 			}
 			from := t.Member(node, i, g)
 			if down {
-				c.t.Expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDown}, b.slot[i][g][:len(lm.outMaps[g])*es])
+				c.expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDown}, b.slot[i][g][:len(lm.outMaps[g])*es])
 			}
-			c.t.Expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}, b.above[i][lm.inSplit[g]*es:lm.inSplit[g+1]*es])
+			c.expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}, b.above[i][lm.inSplit[g]*es:lm.inSplit[g+1]*es])
 		}
 	}
 }
@@ -94,7 +94,7 @@ func (p *Plan) down(seq uint64, i int, b *planBufs, vs *valueSpec) error {
 	}
 	for g := 0; g < d && rerr == nil; g++ {
 		if g != me { // landed whole by now (an empty tail included): counts the message
-			_, rerr = c.t.Await(t.Member(node, i, g), tag)
+			_, rerr = c.await(t.Member(node, i, g), tag)
 		}
 	}
 	if err := sg.wait(); rerr == nil {
@@ -131,7 +131,7 @@ func (p *Plan) combineMonotone(i int, b *planBufs, vs *valueSpec, tag kx.Tag, ds
 			hi := lo + segmentEnd(m[lo:], end)
 			src := v[lm.outSplit[me]*es : lm.outSplit[me+1]*es]
 			if g != me {
-				if rerr = c.t.AwaitPrefix(t.Member(node, i, g), tag, hi*es); rerr != nil {
+				if rerr = c.awaitPrefix(t.Member(node, i, g), tag, hi*es); rerr != nil {
 					break
 				}
 				src = b.slot[i][g]
@@ -173,7 +173,7 @@ func (p *Plan) combineBuckets(i int, b *planBufs, vs *valueSpec, tag kx.Tag, dst
 	landed := func(s1 int) error {
 		for g := 0; g < d; g++ {
 			if g != me {
-				if err := c.t.AwaitPrefix(t.Member(node, i, g), tag, lm.outBounds[g][s1]*es); err != nil {
+				if err := c.awaitPrefix(t.Member(node, i, g), tag, lm.outBounds[g][s1]*es); err != nil {
 					return err
 				}
 			}
@@ -325,7 +325,7 @@ func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec, gath
 		var rerr error
 		for g := 0; g < d && rerr == nil; g++ {
 			if g != me {
-				_, rerr = c.t.Await(t.Member(node, i, g), tag)
+				_, rerr = c.await(t.Member(node, i, g), tag)
 			}
 		}
 		if err := sg.wait(); rerr == nil {

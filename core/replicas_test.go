@@ -125,7 +125,7 @@ func TestReplicaKilledMidJob(t *testing.T) {
 		}
 		kills.Wait() // the kills may come after the last call a survivor needed a victim for
 		// Ranks that finished already may show as finalized too; the victims must.
-		failed := fmt.Sprint(c.Transport().FailedRanks())
+		failed := fmt.Sprint(c.FailedRanks())
 		if !strings.Contains(failed, "2") || !strings.Contains(failed, "5") {
 			return fmt.Errorf("FailedRanks = %v, want 2 and 5 among them", failed)
 		}

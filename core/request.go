@@ -116,7 +116,7 @@ func (c *Comm) runQueued(r *Request) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = kx.Errorf(kx.CodeInternal, "internal error: panic in %s (collective %d): %v", r.fp.Kind, r.seq, v)
-			c.t.Abort(r.seq, err)
+			c.abort(r.seq, err)
 		}
 	}()
 	return c.run(r.seq, r.fp, r.body)

@@ -182,7 +182,7 @@ func TestShrinkMem(t *testing.T) {
 						if err := c.Barrier(); !errors.Is(err, kx.ErrState) {
 							return fmt.Errorf("barrier on the broken comm: %v, want CodeState", err)
 						}
-						failed := c.Transport().FailedRanks()
+						failed := c.FailedRanks()
 						if !slices.Equal(failed, tc.victims) {
 							return fmt.Errorf("FailedRanks = %v, want %v", failed, tc.victims)
 						}
@@ -199,7 +199,7 @@ func TestShrinkMem(t *testing.T) {
 							nc.Close()
 							return fmt.Errorf("shrunk comm: rank %d of %d, want %d of %d", nc.Rank(), nc.Size(), wantRank, k)
 						}
-						if f := nc.Transport().FailedRanks(); len(f) != 0 {
+						if f := nc.FailedRanks(); len(f) != 0 {
 							return fmt.Errorf("the new comm's FailedRanks = %v, want none", f)
 						}
 						if err := exerciseComm(t, nc, int64(tc.m*100+k)); err != nil {
@@ -296,7 +296,7 @@ func TestShrinkTwice(t *testing.T) {
 				if !strings.Contains(err.Error(), "rank 3") {
 					t.Logf("note: rank %d's error does not say rank 3 (the dead rank's number in the shrunk comm): %v", r, err)
 				}
-				f := c1.Transport().FailedRanks()
+				f := c1.FailedRanks()
 				if !slices.Equal(f, []int{3}) {
 					return fmt.Errorf("FailedRanks of the first shrunk comm = %v, want [3]", f)
 				}

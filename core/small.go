@@ -20,7 +20,7 @@ func (c *Comm) allgatherSmall(seq uint64, words []uint64) ([]uint64, error) {
 		if r == me {
 			continue
 		}
-		b, err := c.t.Recv(r, tag)
+		b, err := c.recv(r, tag)
 		switch {
 		case err != nil:
 			rerr = err
@@ -62,7 +62,7 @@ func (c *Comm) Bcast(buf []byte, root int) error {
 		for mask < m {
 			if vr&mask != 0 {
 				from := (vr - mask + root) % m
-				b, err := c.t.Recv(from, tag)
+				b, err := c.recv(from, tag)
 				if err != nil {
 					return err
 				}
@@ -97,10 +97,10 @@ func (c *Comm) dissemination(seq uint64) error {
 	m, me := c.nodes(), c.node()
 	for k, dist := 0, 1; dist < m; k, dist = k+1, dist*2 {
 		tag := kx.Tag{Seq: seq, Layer: uint8(k), Phase: kx.PhaseSmall, FP: c.fp}
-		if err := c.t.Send((me+dist)%m, tag); err != nil {
+		if err := c.send((me+dist)%m, tag); err != nil {
 			return err
 		}
-		b, err := c.t.Recv((me-dist+m)%m, tag)
+		b, err := c.recv((me-dist+m)%m, tag)
 		if err != nil {
 			return err
 		}

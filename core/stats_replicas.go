@@ -6,7 +6,7 @@ import "kylix/core/kx"
 // racing copies this rank received from it (replicas.go): copies won (used), copies lost
 // (dropped because another replica's copy was first) and the bytes of the lost copies that
 // were read, the price of replication in duplicate traffic. Peers are numbered as the
-// job's ranks; a comm made by kylix_shrink reports no per-peer figures.
+// comm's ranks (a comm made by kylix_shrink numbers its survivors 0..k-1).
 type ReplicationStats struct {
 	Replicas    int                `json:"replicas"` // s
 	Nodes       int                `json:"nodes"`    // size/s
@@ -18,14 +18,9 @@ type ReplicationStats struct {
 	Peers       []kx.RacePeerStats `json:"peers"` // only peers with copies; null without replication
 }
 
-// raceReporter is implemented by transports that race copies (netio's TCP and Mem).
-type raceReporter interface {
-	RaceStats() []kx.RacePeerStats
-}
-
 func (c *Comm) raceCounts() []kx.RacePeerStats {
-	if r, ok := unwrapLease(c.Transport()).(raceReporter); ok && c.opts.Replication > 1 {
-		return r.RaceStats()
+	if c.v.Replication() > 1 {
+		return c.v.RaceStats()
 	}
 	return nil
 }
@@ -39,7 +34,7 @@ func (c *Comm) resetRaceBase() {
 
 func (c *Comm) replicationStats() ReplicationStats {
 	s := max(c.opts.Replication, 1)
-	st := ReplicationStats{Replicas: s, Nodes: c.nodes(), Node: c.node(), FailedRanks: c.Transport().FailedRanks()}
+	st := ReplicationStats{Replicas: s, Nodes: c.nodes(), Node: c.node(), FailedRanks: c.v.FailedRanks()}
 	if st.FailedRanks == nil {
 		st.FailedRanks = []int{}
 	}

@@ -15,7 +15,7 @@ import (
 // counts them; core never sends to itself in config and reduce).
 func memTotals(c *core.Comm) core.Traffic {
 	var t core.Traffic
-	for _, p := range c.Transport().(*netio.Mem).Stats() {
+	for _, p := range core.ProcTransport(c).(*netio.Mem).Stats() {
 		t.Add(core.Traffic{BytesSent: p.BytesSent, BytesRecv: p.BytesRecv, MsgsSent: p.MsgsSent, MsgsRecv: p.MsgsRecv})
 	}
 	return t

@@ -145,6 +145,15 @@ func (m *Mem) SetReplicaGroups(groupOf []int) error { return m.mb.setGroups(grou
 // RaceStats returns, per rank, the racing copies it won and lost and the bytes of the lost ones.
 func (m *Mem) RaceStats() []kx.RacePeerStats { return m.mb.raceStats() }
 
+// SendOrLeave is Send: an in-memory send never waits for the receiver.
+func (m *Mem) SendOrLeave(to int, tag kx.Tag, _ <-chan struct{}, bufs ...[]byte) error {
+	return m.Send(to, tag, bufs...)
+}
+
+// SameHost is false: the in-memory transport stands for ranks on hosts of their own (tests and
+// the simulator model the network between them).
+func (m *Mem) SameHost(int) bool { return false }
+
 // Stats returns the data messages exchanged with each rank (index = rank).
 func (m *Mem) Stats() []PeerStats { return snapshot(m.stats) }
 

@@ -51,6 +51,27 @@ type Transport interface {
 	// Timeout is the bound on any single wait for a peer.
 	Timeout() time.Duration
 	Close() error
+
+	// The capabilities below serve replication, failures and planning. Every transport has
+	// them, so the layers above call them directly instead of probing for them.
+
+	// Quiesce ends the landing places collective seq posted with Expect, which failed: places
+	// nobody writes yet are withdrawn, a place a reader is filling is waited for, so that no
+	// caller's memory is written after the call returns.
+	Quiesce(seq uint64)
+	// SetReplicaGroups turns on packet racing: rank r is a replica of node groupOf[r], and
+	// messages with Tag.Race are keyed by the source's node, the first copy winning.
+	SetReplicaGroups(groupOf []int) error
+	// SendOrLeave is Send for a racing copy: once leave is closed (or, with a nil leave, after a
+	// short lag) a write still blocked on a slow peer finishes in the background, so that a
+	// slow replica holds up nobody.
+	SendOrLeave(to int, tag Tag, leave <-chan struct{}, bufs ...[]byte) error
+	// RaceStats returns, per rank, the racing copies received from it that won and lost, and the
+	// bytes of the lost ones.
+	RaceStats() []RacePeerStats
+	// SameHost tells whether messages to rank stay on this host (a copy through the kernel, not
+	// a network link).
+	SameHost(rank int) bool
 }
 
 // Tag names one message inside a collective.

@@ -5,7 +5,8 @@
 #   test_install.py  make install/uninstall + pkg-config, the wheel's tag and contents,
 #                    python -m kylix, KYLIX_LIBRARY as a directory, first-run messages;
 #   test_engines.py  kylix.from_mpi under Debian's Open MPI, a PySpark barrier stage
-#                    (kylix.from_spark), the Java SparkBarrier recipe through spark-submit.
+#                    (kylix.from_spark), the Java SparkBarrier recipe through spark-submit, and
+#                    both on a Spark standalone cluster across network namespaces (as root).
 #
 #   tests/userpaths/run.sh [pytest args...]        (KYLIX_BUILD: the build directory)
 #

@@ -8,6 +8,7 @@
 #                   Python (pytest) and Java (JUnit) binding tests, then tests/userpaths: the
 #                   README examples verbatim, make install + pkg-config, the Python wheel,
 #                   mpi4py under Open MPI, PySpark and spark-submit barrier stages
+#   make wheel      build/dist/kylix-*-manylinux_*.whl: the Python package, installable without Go
 #   make install PREFIX=/usr/local   lib/libkylix.so (stripped), lib/pkgconfig/kylix.pc,
 #                   include/kylix.h, bin/kylixrun, bin/kylix (DESTDIR= for staged installs)
 #   make uninstall PREFIX=/usr/local
@@ -29,7 +30,7 @@ EXAMPLE_SRCS := $(wildcard examples/c/*.c)
 EXAMPLES     := $(patsubst examples/c/%.c,$(BUILD)/examples/%,$(EXAMPLE_SRCS))
 KYLIX_TOOL   := $(if $(wildcard cmd/kylix/*.go),$(BUILD)/kylix)
 
-.PHONY: all examples demo test clean check-tools install uninstall FORCE
+.PHONY: all examples demo test clean check-tools install uninstall wheel FORCE
 
 all: $(LIB) $(BUILD)/include/kylix.h $(BUILD)/kylixrun $(KYLIX_TOOL)
 
@@ -94,6 +95,10 @@ test: all examples
 	@if [ -x bindings/java/run_tests.sh ] || [ -f bindings/java/run_tests.sh ]; then \
 	  KYLIX_BUILD=$(CURDIR)/$(BUILD) bash bindings/java/run_tests.sh; fi
 	KYLIX_BUILD=$(CURDIR)/$(BUILD) bash tests/userpaths/run.sh
+
+# auditwheel (in build/wheel-venv, installed by the script) checks and retags the wheel.
+wheel: all
+	KYLIX_BUILD=$(CURDIR)/$(BUILD) bash bindings/python/build_wheel.sh
 
 # ---- install ---------------------------------------------------------------------------------
 PREFIX  ?= /usr/local

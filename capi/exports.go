@@ -48,6 +48,8 @@ func fail(name string, s *sink, err error) C.int {
 	}
 	if s.ce != nil {
 		logf(level, s.ce.logLevel, s.ce.c.Rank(), "%s", msg)
+		// Under kylixrun the launcher hears why, to name the rank that started a job's end.
+		netio.ReportFailure(s.ce.c.Rank(), msg, err)
 	}
 	return C.int(code)
 }

@@ -137,6 +137,7 @@ type RendezvousServer struct {
 	conns  map[net.Conn]struct{}
 	served bool
 	closed bool
+	causes map[int]Cause // the failures ranks reported after the table (cause.go)
 	err    error         // outcome, once done is closed
 	done   chan struct{} // closed when the job was served or the server closed
 	once   sync.Once     // closes done
@@ -300,10 +301,10 @@ func (s *RendezvousServer) serve(c net.Conn) {
 	c.SetDeadline(time.Time{})
 	if complete {
 		s.sendTables()
-		return
 	}
 	// Registered: wait for the table. The client only speaks again to ask who is missing; if it
-	// hangs up, its registration goes, so a table never names a rank that gave up.
+	// hangs up, its registration goes, so a table never names a rank that gave up. After the
+	// table the connection stays, for the rank's failure reports (cause.go).
 	for {
 		m, err := readMsg(c)
 		if err != nil {
@@ -322,6 +323,9 @@ func (s *RendezvousServer) serve(c net.Conn) {
 			c.SetWriteDeadline(time.Now().Add(s.timeout))
 			writeMsg(c, &rdvMsg{Type: "status", Missing: miss})
 			reg.wmu.Unlock()
+		}
+		if m.Type == "cause" {
+			s.recordCause(reg, m)
 		}
 	}
 }
@@ -356,8 +360,8 @@ func (s *RendezvousServer) sendTables() {
 				fmu.Lock()
 				failed = append(failed, r)
 				fmu.Unlock()
+				reg.conn.Close() // ends that rank's serve loop
 			}
-			reg.conn.Close() // ends that rank's serve loop
 		}()
 	}
 	wg.Wait()
@@ -394,7 +398,12 @@ func rendezvousLookup(addr string, rank, size int, myAddr, secret string, timeou
 		time.Sleep(wait)
 		backoff = min(2*backoff, 500*time.Millisecond)
 	}
-	defer c.Close()
+	kept := false
+	defer func() {
+		if !kept {
+			c.Close()
+		}
+	}()
 	fail := func(err error) ([]string, uint64, error) {
 		if isTimeout(err) {
 			return nil, 0, kx.Errorf(kx.CodeTimeout, "rank %d: the rendezvous at %s did not answer within %v", rank, addr, timeout)
@@ -483,6 +492,8 @@ func rendezvousLookup(addr string, rank, size int, myAddr, secret string, timeou
 			if len(m.Peers) != size || m.Peers[rank] != myAddr {
 				return nil, 0, kx.Errorf(kx.CodeInternal, "rank %d: the rendezvous sent a table of %d ranks not listing this rank", rank, len(m.Peers))
 			}
+			kept = true
+			keepCauseLine(c)
 			return m.Peers, m.Job, nil
 		}
 	}

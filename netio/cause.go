@@ -2,11 +2,10 @@ package netio
 
 import (
 	"errors"
+	"kylix/core/kx"
 	"net"
 	"sync"
 	"time"
-
-	"kylix/core"
 )
 
 // A rank keeps its rendezvous connection after the table, as a line to the launcher: when one of
@@ -21,7 +20,7 @@ import (
 
 // Cause is a rank's account of a failed call.
 type Cause struct {
-	Code   core.Code
+	Code   kx.Code
 	Msg    string
 	Blamed int // the rank the failure names (the reporter itself when none)
 }
@@ -53,7 +52,7 @@ func keepCauseLine(c net.Conn) {
 // rank 0's own under mpirun, closes it after the table).
 func ReportFailure(self int, msg string, err error) {
 	blamed := self
-	var e *core.Error
+	var e *kx.Error
 	if errors.As(err, &e) {
 		if r, ok := e.Rank(); ok {
 			blamed = r
@@ -68,7 +67,7 @@ func ReportFailure(self int, msg string, err error) {
 		return
 	}
 	c.SetDeadline(time.Now().Add(causeWait))
-	m := &rdvMsg{Type: "cause", Code: int(core.CodeOf(err)), Error: msg, Rank: blamed}
+	m := &rdvMsg{Type: "cause", Code: int(kx.CodeOf(err)), Error: msg, Rank: blamed}
 	if writeMsg(c, m) == nil {
 		if a, rerr := readMsg(c); rerr == nil && a.Type == "ack" {
 			c.SetDeadline(time.Time{})
@@ -96,7 +95,7 @@ func (s *RendezvousServer) recordCause(reg *rdvReg, m *rdvMsg) {
 	if s.causes == nil {
 		s.causes = map[int]Cause{}
 	}
-	s.causes[reg.rank] = Cause{Code: core.Code(m.Code), Msg: m.Error, Blamed: m.Rank}
+	s.causes[reg.rank] = Cause{Code: kx.Code(m.Code), Msg: m.Error, Blamed: m.Rank}
 	s.mu.Unlock()
 	reg.wmu.Lock()
 	reg.conn.SetWriteDeadline(time.Now().Add(s.timeout))

@@ -18,7 +18,7 @@ func benchSets(m, k, n int) [][]int64 {
 	for r := range sets {
 		sets[r] = make([]int64, k)
 		for i := range sets[r] {
-			sets[r][i] = int64(core.Mix(uint64(i*m+r)) % uint64(n))
+			sets[r][i] = int64(core.Hash(uint64(i*m+r)) % uint64(n))
 		}
 	}
 	return sets

@@ -5,15 +5,15 @@ import "unsafe"
 // Keys travel as their in-memory bytes: hosts are little-endian (amd64, arm64), and this
 // avoids an encode pass over every index on every layer.
 
-func keyBytes(k []uint64) []byte {
+func WordBytes(k []uint64) []byte {
 	if len(k) == 0 {
 		return nil
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&k[0])), len(k)*8)
 }
 
-// bytesKeys views b as keys; b comes from a Go allocation or an 8-aligned offset in one.
-func bytesKeys(b []byte) []uint64 {
+// BytesWords views b as keys; b comes from a Go allocation or an 8-aligned offset in one.
+func BytesWords(b []byte) []uint64 {
 	if len(b) < 8 {
 		return nil
 	}

@@ -27,7 +27,7 @@ type Comm struct {
 	denseSwitchBytes int
 	// top is config's sort scratch (and sortTop's hash tables), kept between configs
 	// (config_reduce streams) so that each one does not page-fault in fresh arrays.
-	top topScratch
+	top Layer0Scratch
 	// rowKeyBuf is packTop's row → key scratch (out, in), likewise kept: config's layer-0
 	// messages carry slices of it, and it is free again once config has returned.
 	rowKeyBuf [2][]uint64

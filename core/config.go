@@ -101,11 +101,11 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 		return p.configurePacked(seq, outIdx, inIdx, outVals, vs, same)
 	}
 	threads := c.threads()
-	so := sortUniqueInto(outIdx, threads, &c.top.ent)
+	so := SortUniqueInto(outIdx, threads, &c.top.ent)
 	outKeys, outPos := so.keys, so.pos
 	inKeys, inPos := outKeys, outPos
 	if !same { // in = out is common (PageRank, model sync): sort once
-		si := sortUniqueInto(inIdx, threads, &c.top.ent)
+		si := SortUniqueInto(inIdx, threads, &c.top.ent)
 		inKeys, inPos = si.keys, si.pos
 	}
 	p.outPos, p.inPos, p.out0, p.in0 = outPos, inPos, len(outKeys), len(inKeys)
@@ -140,14 +140,14 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 func (p *Plan) configurePacked(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *valueSpec, same bool) ([]byte, error) {
 	c := p.c
 	threads := c.threads()
-	if err := p.chooseTopology(seq, outIdx, func() int { return estimateUnique(outIdx, threads) }, same, vs); err != nil {
+	if err := p.chooseTopology(seq, outIdx, func() int { return EstimateUnique(outIdx, threads) }, same, vs); err != nil {
 		return nil, err
 	}
 	d0 := p.topo.Degrees[0]
-	out := packTop(outIdx, d0, threads, &c.rowKeyBuf[0])
+	out := PackLayer0(outIdx, d0, threads, &c.rowKeyBuf[0])
 	in := out
 	if !same {
-		in = packTop(inIdx, d0, threads, &c.rowKeyBuf[1])
+		in = PackLayer0(inIdx, d0, threads, &c.rowKeyBuf[1])
 	}
 	p.packed = true
 	p.outDst, p.inRow, p.out0, p.in0 = out.dst, in.dst, len(outIdx), len(inIdx)
@@ -209,7 +209,7 @@ func (p *Plan) finish(outKeys, inKeys []uint64) {
 	p.bottomIdentity = len(inKeys) == len(outKeys) &&
 		(len(inKeys) == 0 || &inKeys[0] == &outKeys[0] || slices.Equal(inKeys, outKeys))
 	if !p.bottomIdentity { // in = out needs no bottom map
-		p.bottom = lookup(inKeys, outKeys)
+		p.bottom = Lookup(inKeys, outKeys)
 	}
 	p.fusedUp = p.canFuseUp()
 	p.c.statsPlan(p) // stats.go: degrees and per-layer key counts
@@ -219,13 +219,13 @@ func (p *Plan) finish(outKeys, inKeys []uint64) {
 // are, and with vs the rows' values), and sorts the rows its senders sent into the merged keys
 // it holds below the layer, with the map of every sender's rows (sortTop, topsort.go) and the
 // sub-range bounds down combines by.
-func (p *Plan) configTop(seq uint64, out, in topRows, same bool, v []byte, vs *valueSpec) ([]uint64, []uint64, []byte, error) {
+func (p *Plan) configTop(seq uint64, out, in Layer0Rows, same bool, v []byte, vs *valueSpec) ([]uint64, []uint64, []byte, error) {
 	c, t := p.c, p.topo
 	d, threads := t.Degrees[0], c.threads()
 	node := c.node()
 	me := t.Digit(node, 0)
 	lm := &p.layers[0]
-	lm.outSplit, lm.inSplit = out.split(d), in.split(d)
+	lm.outSplit, lm.inSplit = out.Split(d), in.Split(d)
 	lists, done, err := p.exchangeConfig(seq, 0, out.keys, in.keys, same, v, vs)
 	defer done()
 	if err != nil {
@@ -244,8 +244,8 @@ func (p *Plan) configTop(seq uint64, out, in topRows, same bool, v []byte, vs *v
 	}
 	for g := 0; g < d && err == nil; g++ {
 		from := t.Member(node, 0, g)
-		if lm.outBounds[g], err = rowBounds(outLists[g], d, me, from); err == nil && !sameIn {
-			inBounds[g], err = rowBounds(inLists[g], d, me, from)
+		if lm.outBounds[g], err = RowBounds(outLists[g], d, me, from); err == nil && !sameIn {
+			inBounds[g], err = RowBounds(inLists[g], d, me, from)
 		}
 	}
 	// With no layer below and in = out, nothing needs the merged keys sorted (no split points
@@ -256,11 +256,11 @@ func (p *Plan) configTop(seq uint64, out, in topRows, same bool, v []byte, vs *v
 	var newOut, newIn []uint64
 	var outMaps, inMaps [][]int32
 	if err == nil {
-		newOut, outMaps, lm.mergedBounds, err = sortTop(outLists, lm.outBounds, d, me, threads, appearance, &c.top)
+		newOut, outMaps, lm.mergedBounds, err = SortLayer0(outLists, lm.outBounds, d, me, threads, appearance, &c.top)
 	}
 	newIn, inMaps = newOut, outMaps
 	if err == nil && !sameIn {
-		newIn, inMaps, _, err = sortTop(inLists, inBounds, d, me, threads, false, &c.top)
+		newIn, inMaps, _, err = SortLayer0(inLists, inBounds, d, me, threads, false, &c.top)
 	}
 	if err != nil {
 		return nil, nil, nil, err
@@ -273,7 +273,7 @@ func (p *Plan) configTop(seq uint64, out, in topRows, same bool, v []byte, vs *v
 // combineConfigValues combines config_reduce's values as they came (lists[g].vals, mapped by
 // maps[g]) into a new vector of n merged keys, in source order, never arrival order: bitwise
 // reproducible. nil for a plain config.
-func combineConfigValues(lists []configLists, maps [][]int32, n int, vs *valueSpec) []byte {
+func combineConfigValues(lists []ConfigLists, maps [][]int32, n int, vs *valueSpec) []byte {
 	if vs == nil {
 		return nil
 	}
@@ -291,7 +291,7 @@ func combineConfigValues(lists []configLists, maps [][]int32, n int, vs *valueSp
 // share as views; done releases the received payloads once the caller is through with them.
 // Layer 0 of a packed plan sends rows (msgRows): a compressed message carries their sets and
 // each row's position in its set (setPerm).
-func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v []byte, vs *valueSpec) ([]configLists, func(), error) {
+func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v []byte, vs *valueSpec) ([]ConfigLists, func(), error) {
 	c, t := p.c, p.topo
 	node, d := c.node(), t.Degrees[i]
 	me := t.Digit(node, i)
@@ -303,10 +303,10 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 		phase, es = kx.PhaseConfigDown, vs.es
 	}
 	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: phase}
-	lists := make([]configLists, d)
-	slice := func(g int) configLists {
+	lists := make([]ConfigLists, d)
+	slice := func(g int) ConfigLists {
 		oa, ob := lm.outSplit[g], lm.outSplit[g+1]
-		m := configLists{out: out[oa:ob], in: in[lm.inSplit[g]:lm.inSplit[g+1]]}
+		m := ConfigLists{out: out[oa:ob], in: in[lm.inSplit[g]:lm.inSplit[g+1]]}
 		if same {
 			m.in = m.out
 		}
@@ -331,15 +331,15 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 		var outPerm, inPerm []int32
 		if rows && pack {
 			rowsIn := m.in
-			if m.out, outPerm, serr = setPerm(m.out, d, g, c.threads(), &c.top); serr == nil {
+			if m.out, outPerm, serr = SetPerm(m.out, d, g, c.threads(), &c.top); serr == nil {
 				m.in, inPerm = m.out, outPerm
 				if !same {
-					m.in, inPerm, serr = setPerm(rowsIn, d, g, c.threads(), &c.top)
+					m.in, inPerm, serr = SetPerm(rowsIn, d, g, c.threads(), &c.top)
 				}
 			}
 		}
-		msg := buildConfigMsg(m.out, m.in, same, rows, outPerm, inPerm, m.vals, pack)
-		c.noteConfigMsg(tag, msg.msgFigures, true)
+		msg := BuildConfigMsg(m.out, m.in, same, rows, outPerm, inPerm, m.vals, pack)
+		c.noteConfigMsg(tag, msg.MsgFigures, true)
 		sg.send(to, tag, msg.bufs...)
 	}
 	payloads := make([][]byte, 0, d) // released once merged
@@ -361,7 +361,7 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 			break
 		}
 		payloads = append(payloads, b)
-		m, fig, err := parseConfigMsg(b, es, from, rows)
+		m, fig, err := ParseConfigMsg(b, es, from, rows)
 		if err != nil {
 			rerr = err
 			break
@@ -394,10 +394,10 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 	for g, m := range lists {
 		outLists[g], inLists[g] = m.out, m.in
 	}
-	newOut, outMaps := treeMerge(outLists)
+	newOut, outMaps := TreeMerge(outLists)
 	newIn, inMaps := newOut, outMaps
 	if !sameLists(inLists, outLists) {
-		newIn, inMaps = treeMerge(inLists)
+		newIn, inMaps = TreeMerge(inLists)
 	}
 	nv := combineConfigValues(lists, outMaps, len(newOut), vs) // the values travel in sorted order
 	lm.outMaps, lm.inMaps, lm.outLen, lm.inLen = outMaps, inMaps, len(newOut), len(newIn)
@@ -449,7 +449,7 @@ func (c *Comm) autoDegrees(seq uint64, outIdx []int64, nUnique int, same bool, e
 	for _, x := range outIdx {
 		maxIdx = max(maxIdx, x)
 	}
-	all, err := c.allgatherSmall(seq, []uint64{uint64(nUnique), uint64(maxIdx + 1), uint64(b2i(same))})
+	all, err := c.allgatherSmall(seq, []uint64{uint64(nUnique), uint64(maxIdx + 1), uint64(BoolInt(same))})
 	if err != nil {
 		return nil, err
 	}

@@ -155,7 +155,7 @@ func PredictTime(degrees []int, layers []LayerPrediction, bottomElems float64, l
 		// (permWidth bytes, not compressed).
 		var perms, localPerms float64
 		if i == 0 && ratio > 1 {
-			perms = keys * float64(permWidth(int(keys)))
+			perms = keys * float64(PermWidth(int(keys)))
 			if w.CompressLocal {
 				localPerms = perms
 			}

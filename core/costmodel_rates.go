@@ -51,9 +51,9 @@ func measureRates(n, nv, reps int) ComputeRates {
 	}
 	var r ComputeRates
 	var keys []uint64
-	r.SortNs = best(func() { keys, _ = sortUnique(idx, 1) }) / float64(n)
+	r.SortNs = best(func() { keys, _ = SortUnique(idx, 1) }) / float64(n)
 	a, b := everyOther(keys, 0), everyOther(keys, 1)
-	r.MergeNs = best(func() { merge2(a, b) }) / float64(len(keys))
+	r.MergeNs = best(func() { Merge2(a, b) }) / float64(len(keys))
 	src := make([]byte, 4*nv)
 	dst := make([]byte, 4*nv)
 	inc := make([]int32, nv) // increasing: the maps of a merge
@@ -64,12 +64,12 @@ func measureRates(n, nv, reps int) ComputeRates {
 	perm := slices.Clone(inc)
 	rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
 	r.GatherNs = best(func() { kernels.Gather(kx.F32, kx.Sum, dst, src, perm, 1) }) / float64(nv)
-	var enc indexEncoder
-	var dec indexDecoder
+	var enc IndexEncoder
+	var dec IndexDecoder
 	list := keys[:len(keys)/4] // a destination's share: a quarter of a rank's keys
 	var blob []byte
-	r.EncodeNs = best(func() { blob = enc.appendList(blob[:0], list) }) / float64(len(list))
-	r.DecodeNs = best(func() { dec.decodeList(blob, len(list), 0) }) / float64(len(list))
+	r.EncodeNs = best(func() { blob = enc.AppendList(blob[:0], list) }) / float64(len(list))
+	r.DecodeNs = best(func() { dec.DecodeList(blob, len(list), 0) }) / float64(len(list))
 	return r
 }
 

@@ -5,9 +5,9 @@ import "kylix/core/kx"
 // SetMinPerWorker lets tests send small inputs down the multi-worker paths; it returns a
 // function that restores the default.
 func SetMinPerWorker(n int) (restore func()) {
-	old := minPerWorker
-	minPerWorker = n
-	return func() { minPerWorker = old }
+	old := MinPerWorker
+	MinPerWorker = n
+	return func() { MinPerWorker = old }
 }
 
 // LinkModelFor is the model measured on a link of the given latency and throughput (bytes/s)
@@ -43,9 +43,9 @@ func ConfigListStart(b []byte) int {
 // SetHashMaxRows sets the largest sub-range a layer-0 member merges by hashing (topsort.go); it
 // returns a function that restores the default.
 func SetHashMaxRows(n int) (restore func()) {
-	old := hashMaxRows
-	hashMaxRows = n
-	return func() { hashMaxRows = old }
+	old := HashMaxRows
+	HashMaxRows = n
+	return func() { HashMaxRows = old }
 }
 
 // SetSmallDownBytes sets the largest down layer reduce receives whole before combining

@@ -21,16 +21,16 @@ const (
 	mixM2Inv = 0x319642b2d24d8ec3 // mixM2 * mixM2Inv == 1 mod 2^64
 )
 
-// Mix is a fixed bijective 64-bit mixer (the splitmix64 finaliser); Unmix is its inverse.
-// Mix(0) == 0; consecutive small indices are spread over the whole key space.
-func Mix(x uint64) uint64 {
+// Hash is a fixed bijective 64-bit mixer (the splitmix64 finaliser); Unmix is its inverse.
+// Hash(0) == 0; consecutive small indices are spread over the whole key space.
+func Hash(x uint64) uint64 {
 	x = (x ^ x>>30) * mixM1
 	x = (x ^ x>>27) * mixM2
 	return x ^ x>>31
 }
 
-// Unmix inverts Mix: Unmix(Mix(x)) == x for every x.
-func Unmix(x uint64) uint64 {
+// Unhash inverts Mix: Unhash(Mix(x)) == x for every x.
+func Unhash(x uint64) uint64 {
 	x ^= x>>31 ^ x>>62
 	x *= mixM2Inv
 	x ^= x>>27 ^ x>>54

@@ -22,21 +22,21 @@ func TestMixUnmixRoundTrip(t *testing.T) {
 		xs = append(xs, r.Uint64())
 	}
 	for _, x := range xs {
-		if y := Unmix(Mix(x)); y != x {
+		if y := Unhash(Hash(x)); y != x {
 			t.Fatalf("Unmix(Mix(%#x)) = %#x", x, y)
 		}
-		if y := Mix(Unmix(x)); y != x {
+		if y := Hash(Unhash(x)); y != x {
 			t.Fatalf("Mix(Unmix(%#x)) = %#x", x, y)
 		}
 	}
 	// Known splitmix64 finaliser output (splitmix64 with seed 0 returns Mix(0x9e3779b97f4a7c15)).
-	if got := Mix(0x9e3779b97f4a7c15); got != 0xe220a8397b1dcdaf {
+	if got := Hash(0x9e3779b97f4a7c15); got != 0xe220a8397b1dcdaf {
 		t.Fatalf("Mix(golden gamma) = %#x, want 0xe220a8397b1dcdaf", got)
 	}
 	// Small indices must not collide or stay small.
 	seen := map[uint64]bool{}
 	for i := uint64(0); i < 1<<16; i++ {
-		k := Mix(i)
+		k := Hash(i)
 		if seen[k] {
 			t.Fatalf("collision at %d", i)
 		}
@@ -125,7 +125,7 @@ func TestSplitPointsBruteForce(t *testing.T) {
 	for _, ds := range [][]int{{8, 4, 2}, {16, 4}, {3, 5, 7}, {1, 6}, {64}} {
 		all := make([]uint64, 50000)
 		for i := range all {
-			all[i] = Mix(uint64(r.IntN(1 << 30)))
+			all[i] = Hash(uint64(r.IntN(1 << 30)))
 		}
 		slices.Sort(all)
 		all = slices.Compact(all)
@@ -174,7 +174,7 @@ func TestBalanceOfSmallIndices(t *testing.T) {
 		for _, n := range []int{parts, 16 * parts, 1 << 16} {
 			counts := make([]int, parts)
 			for i := range n {
-				k := Mix(uint64(i))
+				k := Hash(uint64(i))
 				p, stride := 0, 1
 				for layer, d := range ds {
 					p += KeyDigit(k, ds, layer) * stride
@@ -199,7 +199,7 @@ func TestBalanceOfSmallIndices(t *testing.T) {
 func BenchmarkMix(b *testing.B) {
 	var s uint64
 	for i := range b.N {
-		s += Mix(uint64(i))
+		s += Hash(uint64(i))
 	}
 	_ = s
 }

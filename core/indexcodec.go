@@ -46,16 +46,16 @@ const (
 	codecMaxExpansion = 256
 )
 
-// indexEncoder holds the scratch of encoding, reused message after message (not concurrently).
-type indexEncoder struct {
+// IndexEncoder holds the scratch of encoding, reused message after message (not concurrently).
+type IndexEncoder struct {
 	orig, tmp []uint64
 	gaps      [codecChunk]uint64
 	planes    []byte
 	lz        lz4.Compressor
 }
 
-// appendList appends the encoding of keys (sorted, unique hashed keys) to dst.
-func (e *indexEncoder) appendList(dst []byte, keys []uint64) []byte {
+// AppendList appends the encoding of keys (sorted, unique hashed keys) to dst.
+func (e *IndexEncoder) AppendList(dst []byte, keys []uint64) []byte {
 	n := len(keys)
 	if n == 0 {
 		return dst
@@ -65,7 +65,7 @@ func (e *indexEncoder) appendList(dst []byte, keys []uint64) []byte {
 	x := e.orig[:n]
 	var all uint64
 	for i, k := range keys {
-		v := Unmix(k)
+		v := Unhash(k)
 		x[i] = v
 		all |= v
 	}
@@ -97,7 +97,7 @@ func (e *indexEncoder) appendList(dst []byte, keys []uint64) []byte {
 }
 
 // appendChunk appends one chunk: its planes lz4-compressed when that makes them smaller.
-func (e *indexEncoder) appendChunk(dst, planes []byte, w int) []byte {
+func (e *IndexEncoder) appendChunk(dst, planes []byte, w int) []byte {
 	h := len(dst)
 	bound := lz4.CompressBlockBound(len(planes))
 	dst = growBytes(dst, codecHdr+bound)[:h+codecHdr+bound]
@@ -113,15 +113,15 @@ func (e *indexEncoder) appendChunk(dst, planes []byte, w int) []byte {
 	return dst[:h+codecHdr+size]
 }
 
-// indexDecoder holds the scratch of decoding.
-type indexDecoder struct {
+// IndexDecoder holds the scratch of decoding.
+type IndexDecoder struct {
 	planes []byte
 	tmp    []uint64
 }
 
-// decodeList decodes the n keys of one list from b, which must hold exactly that list, and
+// DecodeList decodes the n keys of one list from b, which must hold exactly that list, and
 // returns them hash-sorted in a new slice. from is the sender, named in errors.
-func (d *indexDecoder) decodeList(b []byte, n int, from int) ([]uint64, error) {
+func (d *IndexDecoder) DecodeList(b []byte, n int, from int) ([]uint64, error) {
 	bad := func(why string, args ...any) error {
 		return kx.Errorf(kx.CodeInternal, "rank %d sent a corrupt compressed index list (%d keys in %d bytes): "+why,
 			append([]any{kx.RankRef(from), n, len(b)}, args...)...)

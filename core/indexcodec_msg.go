@@ -45,31 +45,31 @@ const (
 )
 
 var (
-	encoders = sync.Pool{New: func() any { return new(indexEncoder) }}
-	decoders = sync.Pool{New: func() any { return new(indexDecoder) }}
+	encoders = sync.Pool{New: func() any { return new(IndexEncoder) }}
+	decoders = sync.Pool{New: func() any { return new(IndexDecoder) }}
 )
 
 // configMsg is one config message ready to send, with its figures.
 type configMsg struct {
 	bufs [][]byte
-	msgFigures
+	MsgFigures
 }
 
-// msgFigures describe the index lists of one config message, for the statistics and the
+// MsgFigures describe the index lists of one config message, for the statistics and the
 // codec's running estimates: keys, their bytes before (raw) and after (wire) compression, and
 // the time encoding or decoding took (packed messages only).
-type msgFigures struct {
+type MsgFigures struct {
 	keys, raw, wire int
 	packed          bool
 	took            time.Duration
 }
 
-// buildConfigMsg makes the message carrying out, in (ignored when same: the in keys are the out
+// BuildConfigMsg makes the message carrying out, in (ignored when same: the in keys are the out
 // keys) and vals, compressed when pack is set. rows marks the keys as layer-0 rows (msgRows);
 // compressed, out and in are then the sets of the rows' keys and outPerm, inPerm each row's
 // position in its set (setPerm). The buffers it returns are its own (or the caller's keys and
 // values), so several messages may be in flight at once.
-func buildConfigMsg(out, in []uint64, same bool, rows bool, outPerm, inPerm []int32, vals []byte, pack bool) configMsg {
+func BuildConfigMsg(out, in []uint64, same bool, rows bool, outPerm, inPerm []int32, vals []byte, pack bool) configMsg {
 	ni := uint64(len(in))
 	keys := len(out) + len(in)
 	if same {
@@ -84,27 +84,27 @@ func buildConfigMsg(out, in []uint64, same bool, rows bool, outPerm, inPerm []in
 		h := make([]byte, plainHdr)
 		putU64(h, uint64(len(out))|flags)
 		putU64(h[8:], ni)
-		bufs := [][]byte{h, keyBytes(out)}
+		bufs := [][]byte{h, WordBytes(out)}
 		if !same {
-			bufs = append(bufs, keyBytes(in))
+			bufs = append(bufs, WordBytes(in))
 		}
 		if vals != nil {
 			bufs = append(bufs, vals)
 		}
-		return configMsg{bufs, msgFigures{keys: keys, raw: raw, wire: raw}}
+		return configMsg{bufs, MsgFigures{keys: keys, raw: raw, wire: raw}}
 	}
 	start := time.Now()
-	enc := encoders.Get().(*indexEncoder)
+	enc := encoders.Get().(*IndexEncoder)
 	defer encoders.Put(enc)
 	hdr := packedHdr
 	if rows {
 		hdr = rowsHdr
 	}
 	b := make([]byte, hdr, hdr+raw/4+64)
-	b = enc.appendList(b, out)
+	b = enc.AppendList(b, out)
 	ol := len(b) - hdr
 	if !same {
-		b = enc.appendList(b, in)
+		b = enc.AppendList(b, in)
 	}
 	il := len(b) - hdr - ol
 	for len(b)%8 != 0 {
@@ -116,7 +116,7 @@ func buildConfigMsg(out, in []uint64, same bool, rows bool, outPerm, inPerm []in
 	putU64(b[24:], uint64(il))
 	bufs := [][]byte{b}
 	if rows { // the rows: how many, then each one's position in its set
-		w := permWidth(max(len(out), len(in)))
+		w := PermWidth(max(len(out), len(in)))
 		putU64(b[32:], uint64(len(outPerm))|uint64(w)<<56)
 		putU64(b[40:], uint64(len(inPerm)))
 		perms := outPerm
@@ -128,20 +128,20 @@ func buildConfigMsg(out, in []uint64, same bool, rows bool, outPerm, inPerm []in
 	if vals != nil {
 		bufs = append(bufs, vals)
 	}
-	return configMsg{bufs, msgFigures{keys: keys, raw: raw, wire: ol + il, packed: true, took: time.Since(start)}}
+	return configMsg{bufs, MsgFigures{keys: keys, raw: raw, wire: ol + il, packed: true, took: time.Since(start)}}
 }
 
-// configLists is what a config message carries: the key lists (a rows message's rows, in the
+// ConfigLists is what a config message carries: the key lists (a rows message's rows, in the
 // sender's order) and the values (es bytes per out key or row).
-type configLists struct {
+type ConfigLists struct {
 	out, in []uint64
 	vals    []byte
 }
 
-// parseConfigMsg splits a config message from rank `from`: out keys, in keys, then values (es
+// ParseConfigMsg splits a config message from rank `from`: out keys, in keys, then values (es
 // bytes per out key, none when es == 0). wantRows says whether the keys must be layer-0 rows
 // (msgRows). Plain keys are views of b; decoded ones are new slices.
-func parseConfigMsg(b []byte, es, from int, wantRows bool) (m configLists, fig msgFigures, err error) {
+func ParseConfigMsg(b []byte, es, from int, wantRows bool) (m ConfigLists, fig MsgFigures, err error) {
 	if len(b) >= 8 && getU64(b)&msgCompressed != 0 {
 		return parsePackedMsg(b, es, from, wantRows)
 	}
@@ -164,14 +164,14 @@ func parseConfigMsg(b []byte, es, from int, wantRows bool) (m configLists, fig m
 	}
 	ko := plainHdr + 8*no
 	ki := ko + 8*ni
-	m.out = bytesKeys(b[plainHdr:ko])
+	m.out = BytesWords(b[plainHdr:ko])
 	m.in = m.out
 	if !same {
-		m.in = bytesKeys(b[ko:ki])
+		m.in = BytesWords(b[ko:ki])
 	}
 	m.vals = b[ki:]
 	k := int(no + ni)
-	return m, msgFigures{keys: k, raw: 8 * k, wire: 8 * k}, nil
+	return m, MsgFigures{keys: k, raw: 8 * k, wire: 8 * k}, nil
 }
 
 // rowsWord says what is wrong with a message whose rows flag is not the one expected.
@@ -183,7 +183,7 @@ func rowsWord(rows bool) string {
 }
 
 // parsePackedMsg is parseConfigMsg for a compressed message.
-func parsePackedMsg(b []byte, es, from int, wantRows bool) (m configLists, fig msgFigures, err error) {
+func parsePackedMsg(b []byte, es, from int, wantRows bool) (m ConfigLists, fig MsgFigures, err error) {
 	malformed := func(what string) error {
 		return kx.Errorf(kx.CodeInternal, "rank %d sent a malformed compressed config message of %d bytes: %s", kx.RankRef(from), len(b), what)
 	}
@@ -232,14 +232,14 @@ func parsePackedMsg(b []byte, es, from int, wantRows bool) (m configLists, fig m
 		return m, fig, malformed("the values do not match the out keys")
 	}
 	start := time.Now()
-	dec := decoders.Get().(*indexDecoder)
+	dec := decoders.Get().(*IndexDecoder)
 	defer decoders.Put(dec)
-	if m.out, err = dec.decodeList(b[hdr:hdr+ol], int(no), from); err != nil {
+	if m.out, err = dec.DecodeList(b[hdr:hdr+ol], int(no), from); err != nil {
 		return m, fig, err
 	}
 	m.in = m.out
 	if !same {
-		if m.in, err = dec.decodeList(b[hdr+ol:hdr+ol+il], int(ni), from); err != nil {
+		if m.in, err = dec.DecodeList(b[hdr+ol:hdr+ol+il], int(ni), from); err != nil {
 			return m, fig, err
 		}
 	}
@@ -257,7 +257,7 @@ func parsePackedMsg(b []byte, es, from int, wantRows bool) (m configLists, fig m
 	}
 	m.vals = b[vs:]
 	k := int(no + ni)
-	return m, msgFigures{keys: k, raw: 8 * k, wire: int(ol + il), packed: true, took: time.Since(start)}, nil
+	return m, MsgFigures{keys: k, raw: 8 * k, wire: int(ol + il), packed: true, took: time.Since(start)}, nil
 }
 
 // setRows is the rows a compressed rows message describes: row r holds set[perm[r]], perm
@@ -279,8 +279,8 @@ func setRows(set []uint64, p []byte, w, from int) ([]uint64, error) {
 	return rows, nil
 }
 
-// permWidth is the bytes a perm entry takes for sets of up to n keys (1..4).
-func permWidth(n int) int {
+// PermWidth is the bytes a perm entry takes for sets of up to n keys (1..4).
+func PermWidth(n int) int {
 	w := 1
 	for w < 4 && n > 1<<(8*w) {
 		w++

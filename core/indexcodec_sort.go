@@ -51,7 +51,7 @@ func hashSort(x, tmp []uint64) {
 	}
 	lo, hi := ^uint64(0), uint64(0)
 	for i, v := range x {
-		k := Mix(v)
+		k := Hash(v)
 		x[i] = k
 		lo, hi = min(lo, k), max(hi, k)
 	}

@@ -13,7 +13,7 @@ import (
 func hashedKeys(idx []uint64) []uint64 {
 	k := make([]uint64, 0, len(idx))
 	for _, x := range idx {
-		k = append(k, Mix(x))
+		k = append(k, Hash(x))
 	}
 	slices.Sort(k)
 	return slices.Compact(k)
@@ -65,15 +65,15 @@ func codecCases() map[string][]uint64 {
 }
 
 func TestIndexCodecRoundTrip(t *testing.T) {
-	var enc indexEncoder
-	var dec indexDecoder
+	var enc IndexEncoder
+	var dec IndexDecoder
 	for name, idx := range codecCases() {
 		keys := hashedKeys(idx)
-		blob := enc.appendList([]byte("prefix"), keys)
+		blob := enc.AppendList([]byte("prefix"), keys)
 		if string(blob[:6]) != "prefix" {
 			t.Fatalf("%s: the bytes before the list were changed", name)
 		}
-		got, err := dec.decodeList(blob[6:], len(keys), 3)
+		got, err := dec.DecodeList(blob[6:], len(keys), 3)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -90,7 +90,7 @@ func TestIndexCodecRoundTrip(t *testing.T) {
 // Sorted original indices at the densities of the benchmark compress at least 3-fold; hashed
 // keys sent as they are would not compress at all.
 func TestIndexCodecRatio(t *testing.T) {
-	var enc indexEncoder
+	var enc IndexEncoder
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, density := range []float64{0.2, 0.03} {
 		var idx []uint64
@@ -100,7 +100,7 @@ func TestIndexCodecRatio(t *testing.T) {
 			}
 		}
 		keys := hashedKeys(idx)
-		wire := len(enc.appendList(nil, keys))
+		wire := len(enc.AppendList(nil, keys))
 		if ratio := float64(8*len(keys)) / float64(wire); ratio < 3 {
 			t.Errorf("density %g: ratio %.2f, want at least 3", density, ratio)
 		}
@@ -137,13 +137,13 @@ func TestHashSort(t *testing.T) {
 				case "random":
 					x[i] = r.Uint64() >> 1
 				case "crowded": // indices whose keys share the top bits but one: hostile input
-					x[i] = Unmix(uint64(i) | 0xf<<60)
+					x[i] = Unhash(uint64(i) | 0xf<<60)
 				}
 			}
 			x = slices.Compact(slices.Sorted(slices.Values(x)))
 			want := make([]uint64, len(x))
 			for i, v := range x {
-				want[i] = Mix(v)
+				want[i] = Hash(v)
 			}
 			slices.Sort(want)
 			hashSort(x, make([]uint64, len(x)))
@@ -158,13 +158,13 @@ func TestHashSort(t *testing.T) {
 // CodeInternal naming the sender, or (a change that still decodes) sorted distinct keys of the
 // promised count; never a panic.
 func TestIndexCodecCorrupt(t *testing.T) {
-	var enc indexEncoder
-	var dec indexDecoder
+	var enc IndexEncoder
+	var dec IndexDecoder
 	keys := hashedKeys(codecCases()["power law"][:3*codecChunk/2])
-	blob := enc.appendList(nil, keys)
+	blob := enc.AppendList(nil, keys)
 	check := func(what string, b []byte, n int) {
 		t.Helper()
-		got, err := dec.decodeList(b, n, 5)
+		got, err := dec.DecodeList(b, n, 5)
 		if err != nil {
 			if kx.CodeOf(err) != kx.CodeInternal {
 				t.Fatalf("%s: code %v, want internal: %v", what, kx.CodeOf(err), err)
@@ -207,17 +207,17 @@ func TestIndexCodecCorrupt(t *testing.T) {
 // FuzzDecodeIndexList: whatever the bytes and the count, decoding returns an error or n sorted
 // distinct keys, and never panics (make test runs it for 10 s).
 func FuzzDecodeIndexList(f *testing.F) {
-	var enc indexEncoder
+	var enc IndexEncoder
 	for _, name := range []string{"single", "dense", "stride 300", "sparse huge", "two extremes"} {
 		keys := hashedKeys(codecCases()[name])
 		if len(keys) > 3000 {
 			keys = keys[:3000]
 		}
-		f.Add(enc.appendList(nil, keys), len(keys))
+		f.Add(enc.AppendList(nil, keys), len(keys))
 	}
 	f.Add([]byte{}, 0)
 	f.Add([]byte{0x11, 3, 0, 0, 0, 0x10, 0, 0}, 2)
-	var dec indexDecoder
+	var dec IndexDecoder
 	f.Fuzz(func(t *testing.T, b []byte, n int) {
 		if n > 2*codecChunk+1 {
 			// lz4 may legitimately expand a few bytes 255-fold, and long lists that decode take
@@ -225,7 +225,7 @@ func FuzzDecodeIndexList(f *testing.F) {
 			// path. Counts the bytes cannot hold are TestIndexCodecCorrupt's.
 			return
 		}
-		got, err := dec.decodeList(b, n, 1)
+		got, err := dec.DecodeList(b, n, 1)
 		if err != nil {
 			if kx.CodeOf(err) != kx.CodeInternal {
 				t.Fatalf("code %v: %v", kx.CodeOf(err), err)
@@ -241,7 +241,7 @@ func FuzzDecodeIndexList(f *testing.F) {
 			}
 		}
 		if n <= 256 { // what decodes re-encodes to the same keys (short lists: the cost)
-			again, err := dec.decodeList(enc.appendList(nil, got), n, 1)
+			again, err := dec.DecodeList(enc.AppendList(nil, got), n, 1)
 			if err != nil || n > 0 && !slices.Equal(again, got) {
 				t.Fatalf("re-encoding does not round-trip: %v", err)
 			}
@@ -264,25 +264,25 @@ func benchList(density float64) []uint64 {
 
 func benchEncode(b *testing.B, density float64) {
 	keys := benchList(density)
-	var enc indexEncoder
-	buf := enc.appendList(nil, keys)
+	var enc IndexEncoder
+	buf := enc.AppendList(nil, keys)
 	b.SetBytes(int64(8 * len(keys)))
 	b.ReportMetric(float64(8*len(keys))/float64(len(buf)), "ratio")
 	b.ResetTimer()
 	for range b.N {
-		buf = enc.appendList(buf[:0], keys)
+		buf = enc.AppendList(buf[:0], keys)
 	}
 }
 
 func benchDecode(b *testing.B, density float64) {
 	keys := benchList(density)
-	var enc indexEncoder
-	var dec indexDecoder
-	buf := enc.appendList(nil, keys)
+	var enc IndexEncoder
+	var dec IndexDecoder
+	buf := enc.AppendList(nil, keys)
 	b.SetBytes(int64(8 * len(keys)))
 	b.ResetTimer()
 	for range b.N {
-		if _, err := dec.decodeList(buf, len(keys), 1); err != nil {
+		if _, err := dec.DecodeList(buf, len(keys), 1); err != nil {
 			b.Fatal(err)
 		}
 	}

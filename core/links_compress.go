@@ -71,7 +71,7 @@ func orPrior(v, prior float64) float64 {
 
 // noteConfigMsg counts a config message sent or received in the statistics and, when it was
 // compressed, folds its figures into the codec's estimates.
-func (c *Comm) noteConfigMsg(tag kx.Tag, f msgFigures, sent bool) {
+func (c *Comm) noteConfigMsg(tag kx.Tag, f MsgFigures, sent bool) {
 	if s := c.rec; s != nil {
 		s.noteIndex(tag, f.raw, f.wire, sent)
 	}

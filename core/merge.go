@@ -1,10 +1,10 @@
 package core
 
-// treeMerge returns the sorted union of sorted, duplicate-free lists and, for each list, the
+// TreeMerge returns the sorted union of sorted, duplicate-free lists and, for each list, the
 // position of each of its elements in the union. Lists are merged pairwise up a balanced tree
 // (paper §VI-A): every merge joins two sequences of similar length, so the total cost is
 // O(N log d) with sequential memory access, which beats hashing by a wide margin.
-func treeMerge(lists [][]uint64) (union []uint64, maps [][]int32) {
+func TreeMerge(lists [][]uint64) (union []uint64, maps [][]int32) {
 	maps = make([][]int32, len(lists))
 	union = mergeRange(lists, maps, 0, len(lists))
 	return union, maps
@@ -25,7 +25,7 @@ func mergeRange(lists [][]uint64, maps [][]int32, lo, hi int) []uint64 {
 	mid := (lo + hi) / 2
 	a := mergeRange(lists, maps, lo, mid)
 	b := mergeRange(lists, maps, mid, hi)
-	u, pa, pb := merge2(a, b)
+	u, pa, pb := Merge2(a, b)
 	for i := lo; i < mid; i++ {
 		compose(maps[i], pa)
 	}
@@ -42,12 +42,12 @@ func compose(m, p []int32) {
 	}
 }
 
-// merge2 merges two sorted unique lists, returning the union and where each element went.
+// Merge2 merges two sorted unique lists, returning the union and where each element went.
 // The loop has no data-dependent branch: hashed keys interleave at random, so a branchy merge
 // mispredicts about every other step. Each step writes the smaller head (min), records the
 // output position for both heads (a head that does not advance is written again, correctly,
 // when it does) and advances the head or heads that were output.
-func merge2(a, b []uint64) (u []uint64, pa, pb []int32) {
+func Merge2(a, b []uint64) (u []uint64, pa, pb []int32) {
 	u = make([]uint64, len(a)+len(b))
 	pa = make([]int32, len(a))
 	pb = make([]int32, len(b))
@@ -56,8 +56,8 @@ func merge2(a, b []uint64) (u []uint64, pa, pb []int32) {
 		x, y := a[i], b[j]
 		u[k] = min(x, y)
 		pa[i], pb[j] = int32(k), int32(k)
-		i += b2i(x <= y)
-		j += b2i(y <= x)
+		i += BoolInt(x <= y)
+		j += BoolInt(y <= x)
 		k++
 	}
 	for ; i < len(a); i, k = i+1, k+1 {
@@ -71,8 +71,8 @@ func merge2(a, b []uint64) (u []uint64, pa, pb []int32) {
 	return u[:k], pa, pb
 }
 
-// b2i is 1 for true and 0 for false, without a branch.
-func b2i(c bool) int {
+// BoolInt is 1 for true and 0 for false, without a branch.
+func BoolInt(c bool) int {
 	var n int
 	if c {
 		n = 1
@@ -80,9 +80,9 @@ func b2i(c bool) int {
 	return n
 }
 
-// lookup maps each element of sorted unique want to its position in sorted unique have, or -1:
+// Lookup maps each element of sorted unique want to its position in sorted unique have, or -1:
 // the bottom layer's map from in-keys to reduced out-values.
-func lookup(want, have []uint64) []int32 {
+func Lookup(want, have []uint64) []int32 {
 	m := make([]int32, len(want))
 	j := 0
 	for i, x := range want {

@@ -66,15 +66,15 @@ func bucketStart(q, d0, b int) (start uint64, end bool) {
 	return s, false
 }
 
-// topRows is one index list of a rank laid out as layer-0 rows in top-bucket order.
-type topRows struct {
+// Layer0Rows is one index list of a rank laid out as layer-0 rows in top-bucket order.
+type Layer0Rows struct {
 	keys   []uint64 // keys[r]: the hashed key row r holds
 	dst    []int32  // dst[j]: the row caller position j fills (out) or reads its answer from (in)
 	bounds []int    // the rows of bucket q are [bounds[q], bounds[q+1]); d0<<b + 1 entries
 }
 
-// split is the rows' split among the layer-0 members: member g's rows are [s[g], s[g+1]).
-func (t topRows) split(d0 int) []int {
+// Split is the rows' Split among the layer-0 members: member g's rows are [s[g], s[g+1]).
+func (t Layer0Rows) Split(d0 int) []int {
 	b := subBits(d0)
 	s := make([]int, d0+1)
 	for g := range s {
@@ -83,12 +83,12 @@ func (t topRows) split(d0 int) []int {
 	return s
 }
 
-// packTop lays idx out in top-bucket order for layer-0 degree d0: a stable partition of the
+// PackLayer0 lays idx out in top-bucket order for layer-0 degree d0: a stable partition of the
 // caller's positions by bucket, every position a row. Workers take contiguous parts of idx and
 // every row is fixed by counts, so the result does not depend on the number of workers. The
 // keys are taken from *buf when it is large enough (and become it otherwise): repeated configs
 // do not page-fault in a fresh array each time.
-func packTop(idx []int64, d0, threads int, buf *[]uint64) topRows {
+func PackLayer0(idx []int64, d0, threads int, buf *[]uint64) Layer0Rows {
 	n := len(idx)
 	b := subBits(d0)
 	nb := d0 << b
@@ -97,14 +97,14 @@ func packTop(idx []int64, d0, threads int, buf *[]uint64) topRows {
 		keys = make([]uint64, n)
 		*buf = keys
 	}
-	t := topRows{keys: keys[:n], dst: make([]int32, n), bounds: make([]int, nb+1)}
-	w := workersFor(n, threads)
-	parts := split(n, w)
+	t := Layer0Rows{keys: keys[:n], dst: make([]int32, n), bounds: make([]int, nb+1)}
+	w := WorkersFor(n, threads)
+	parts := Split(n, w)
 	counts := make([][]int, w)
-	parallel(w, func(k int) {
+	Parallel(w, func(k int) {
 		c := make([]int, nb)
 		for _, x := range idx[parts[k]:parts[k+1]] {
-			c[topBucket(Mix(uint64(x)), d0, b)]++
+			c[topBucket(Hash(uint64(x)), d0, b)]++
 		}
 		counts[k] = c
 	})
@@ -118,11 +118,11 @@ func packTop(idx []int64, d0, threads int, buf *[]uint64) topRows {
 		}
 	}
 	t.bounds[nb] = n
-	parallel(w, func(k int) {
+	Parallel(w, func(k int) {
 		o := counts[k]
 		lo := parts[k]
 		for j, x := range idx[lo:parts[k+1]] {
-			key := Mix(uint64(x))
+			key := Hash(uint64(x))
 			q := topBucket(key, d0, b)
 			r := o[q]
 			o[q]++
@@ -133,11 +133,11 @@ func packTop(idx []int64, d0, threads int, buf *[]uint64) topRows {
 	return t
 }
 
-// rowBounds checks that rows (a sender's rows for member me of a layer of degree d0, from its
+// RowBounds checks that rows (a sender's rows for member me of a layer of degree d0, from its
 // config message) are in top-bucket order inside the member's range, and returns where each of
 // the member's 2^b sub-ranges starts and ends in them. Corrupt input gives an error naming the
 // sender, never bounds the member's sort could overrun.
-func rowBounds(rows []uint64, d0, me, from int) ([]int, error) {
+func RowBounds(rows []uint64, d0, me, from int) ([]int, error) {
 	b := subBits(d0)
 	first := me << b
 	bd := make([]int, 1<<b+1)
@@ -158,13 +158,13 @@ func rowBounds(rows []uint64, d0, me, from int) ([]int, error) {
 	return bd, nil
 }
 
-// estimateUnique is the number of distinct indices in idx, for degrees=auto's density when
+// EstimateUnique is the number of distinct indices in idx, for degrees=auto's density when
 // the sender does not sort (a packed plan). Small lists are counted exactly; larger ones by
 // linear counting (Whang et al.) on a bitmap of 2 to 4 bits per index (small enough for L2 at
 // 2M indices: the random bit writes stay cheap), whose standard error is at most about
 // 0.55/sqrt(n): 0.04% at 2M indices, far inside the planner's two significant digits. Workers
 // fill bitmaps of their own, or-ed after, so the count does not depend on them.
-func estimateUnique(idx []int64, threads int) int {
+func EstimateUnique(idx []int64, threads int) int {
 	n := len(idx)
 	if n <= 1<<12 {
 		ks := slices.Clone(idx)
@@ -173,13 +173,13 @@ func estimateUnique(idx []int64, threads int) int {
 	}
 	lg := bits.Len(uint(2*n - 1)) // m = 2^lg bits, at least 2n
 	words := 1 << (lg - 6)
-	w := workersFor(n, threads)
-	parts := split(n, w)
+	w := WorkersFor(n, threads)
+	parts := Split(n, w)
 	maps := make([][]uint64, w)
-	parallel(w, func(k int) {
+	Parallel(w, func(k int) {
 		m := make([]uint64, words)
 		for _, x := range idx[parts[k]:parts[k+1]] {
-			h := Mix(uint64(x)) >> (64 - lg)
+			h := Hash(uint64(x)) >> (64 - lg)
 			m[h>>6] |= 1 << (h & 63)
 		}
 		maps[k] = m

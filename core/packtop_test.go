@@ -87,9 +87,9 @@ func TestPackTop(t *testing.T) {
 			idx[j] = int64(r.IntN(n/2 + 1)) // about half the positions repeat an index
 		}
 		for _, d0 := range []int{1, 2, 3, 4, 5, 8, 16, 64, 100} {
-			var first topRows
+			var first Layer0Rows
 			for _, threads := range []int{1, 2, 4} {
-				tr := packTop(idx, d0, threads, new([]uint64))
+				tr := PackLayer0(idx, d0, threads, new([]uint64))
 				what := fmt.Sprintf("n=%d d0=%d threads=%d", n, d0, threads)
 				if threads == 1 {
 					first = tr
@@ -102,7 +102,7 @@ func TestPackTop(t *testing.T) {
 	}
 }
 
-func checkPackTop(t *testing.T, what string, idx []int64, tr topRows, d0 int) {
+func checkPackTop(t *testing.T, what string, idx []int64, tr Layer0Rows, d0 int) {
 	t.Helper()
 	b := subBits(d0)
 	n := len(idx)
@@ -118,7 +118,7 @@ func checkPackTop(t *testing.T, what string, idx []int64, tr topRows, d0 int) {
 			t.Fatalf("%s: position %d fills row %d: not a permutation", what, j, r)
 		}
 		pos[r] = j
-		if tr.keys[r] != Mix(uint64(idx[j])) {
+		if tr.keys[r] != Hash(uint64(idx[j])) {
 			t.Fatalf("%s: row %d holds %#x, not position %d's key", what, r, tr.keys[r], j)
 		}
 	}
@@ -132,7 +132,7 @@ func checkPackTop(t *testing.T, what string, idx []int64, tr topRows, d0 int) {
 			}
 		}
 	}
-	split := tr.split(d0)
+	split := tr.Split(d0)
 	for g := 0; g <= d0; g++ {
 		if split[g] != tr.bounds[g<<b] {
 			t.Fatalf("%s: member %d's rows start at %d, bucket %d at %d", what, g, split[g], g<<b, tr.bounds[g<<b])
@@ -151,11 +151,11 @@ func topLists(t testing.TB, r *rand.Rand, senders, n, d0, me int) ([][]uint64, [
 		for j := range idx {
 			idx[j] = int64(r.IntN(2*n/3 + 1))
 		}
-		tr := packTop(idx, d0, 1, new([]uint64))
-		sp := tr.split(d0)
+		tr := PackLayer0(idx, d0, 1, new([]uint64))
+		sp := tr.Split(d0)
 		lists[g] = tr.keys[sp[me]:sp[me+1]]
 		var err error
-		if bounds[g], err = rowBounds(lists[g], d0, me, g); err != nil {
+		if bounds[g], err = RowBounds(lists[g], d0, me, g); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -202,7 +202,7 @@ func TestSortTop(t *testing.T) {
 				what := fmt.Sprintf("d0=%d n=%d member %d appearance=%v hashed up to %d rows", d0, n, me, appearance, mode.hashRows)
 				var first [][]int32
 				for _, threads := range []int{1, 2, 4} {
-					merged, maps, mb, err := sortTop(lists, bounds, d0, me, threads, appearance, new(topScratch))
+					merged, maps, mb, err := SortLayer0(lists, bounds, d0, me, threads, appearance, new(Layer0Scratch))
 					if err != nil {
 						t.Fatalf("%s: %v", what, err)
 					}
@@ -248,7 +248,7 @@ func TestRowBounds(t *testing.T) {
 	foreign := slices.Clone(rows)
 	foreign[5] = 0 // member 0's
 	for what, bad := range map[string][]uint64{"swapped": swapped, "foreign": foreign} {
-		if _, err := rowBounds(bad, 4, 1, 6); err == nil || !strings.Contains(err.Error(), "rank 6") {
+		if _, err := RowBounds(bad, 4, 1, 6); err == nil || !strings.Contains(err.Error(), "rank 6") {
 			t.Fatalf("%s rows accepted (%v)", what, err)
 		}
 	}
@@ -267,7 +267,7 @@ func TestEstimateUnique(t *testing.T) {
 		u := slices.Clone(idx)
 		slices.Sort(u)
 		want := len(slices.Compact(u))
-		got := estimateUnique(idx, 1)
+		got := EstimateUnique(idx, 1)
 		tol := 0.005 // about 3 standard errors from 100K indices on, 2 at 5000
 		if n < 100_000 {
 			tol = 0.02
@@ -276,7 +276,7 @@ func TestEstimateUnique(t *testing.T) {
 			t.Fatalf("n=%d: estimated %d distinct, have %d", n, got, want)
 		}
 		for _, th := range []int{2, 4} {
-			if g := estimateUnique(idx, th); g != got {
+			if g := EstimateUnique(idx, th); g != got {
 				t.Fatalf("n=%d threads=%d: %d, threads=1: %d", n, th, g, got)
 			}
 		}
@@ -305,36 +305,36 @@ func TestConfigMsgRows(t *testing.T) {
 				so, si, op, ip := out, in, []int32(nil), []int32(nil)
 				if pack {
 					var err error
-					if so, op, err = setPerm(out, d0, me, 1, new(topScratch)); err == nil {
-						si, ip, err = setPerm(in, d0, me, 1, new(topScratch))
+					if so, op, err = SetPerm(out, d0, me, 1, new(Layer0Scratch)); err == nil {
+						si, ip, err = SetPerm(in, d0, me, 1, new(Layer0Scratch))
 					}
 					if err != nil {
 						t.Fatal(err)
 					}
 				}
-				b := bytes.Join(buildConfigMsg(so, si, same, true, op, ip, vals, pack).bufs, nil)
+				b := bytes.Join(BuildConfigMsg(so, si, same, true, op, ip, vals, pack).bufs, nil)
 				what := fmt.Sprintf("%d/%d rows pack=%v same=%v", len(out), len(in), pack, same)
-				m, _, err := parseConfigMsg(b, 8, 3, true)
+				m, _, err := ParseConfigMsg(b, 8, 3, true)
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
 				if !slices.Equal(m.out, out) || !slices.Equal(m.in, in) || !bytes.Equal(m.vals, vals) {
 					t.Fatalf("%s: round trip differs", what)
 				}
-				if _, _, err := parseConfigMsg(b, 8, 3, false); err == nil || !strings.Contains(err.Error(), "rank 3") {
+				if _, _, err := ParseConfigMsg(b, 8, 3, false); err == nil || !strings.Contains(err.Error(), "rank 3") {
 					t.Fatalf("%s: unexpected rows accepted (%v)", what, err)
 				}
 				if pack && len(op) > 0 { // a row naming a key past its set
 					bad := slices.Clone(op)
 					bad[len(bad)-1] = int32(len(so))
-					b := bytes.Join(buildConfigMsg(so, si, same, true, bad, ip, vals, pack).bufs, nil)
-					if _, _, err := parseConfigMsg(b, 8, 3, true); err == nil || !strings.Contains(err.Error(), "rank 3") {
+					b := bytes.Join(BuildConfigMsg(so, si, same, true, bad, ip, vals, pack).bufs, nil)
+					if _, _, err := ParseConfigMsg(b, 8, 3, true); err == nil || !strings.Contains(err.Error(), "rank 3") {
 						t.Fatalf("%s: a row outside its set accepted (%v)", what, err)
 					}
 				}
 				sorted := func(l []uint64) []uint64 { return sortedSet(l) }
-				plain := bytes.Join(buildConfigMsg(sorted(out), sorted(in), same, false, nil, nil, nil, pack).bufs, nil)
-				if _, _, err := parseConfigMsg(plain, 0, 3, true); err == nil || !strings.Contains(err.Error(), "rank 3") {
+				plain := bytes.Join(BuildConfigMsg(sorted(out), sorted(in), same, false, nil, nil, nil, pack).bufs, nil)
+				if _, _, err := ParseConfigMsg(plain, 0, 3, true); err == nil || !strings.Contains(err.Error(), "rank 3") {
 					t.Fatalf("%s: sorted keys accepted as rows (%v)", what, err)
 				}
 			}
@@ -363,15 +363,15 @@ func BenchmarkSortTop(b *testing.B) {
 		for j := range idx {
 			idx[j] = int64(r.IntN(10_000_000))
 		}
-		tr := packTop(idx, d0, 1, new([]uint64))
-		sp := tr.split(d0)
+		tr := PackLayer0(idx, d0, 1, new([]uint64))
+		sp := tr.Split(d0)
 		lists[g] = tr.keys[sp[me]:sp[me+1]]
-		bounds[g], _ = rowBounds(lists[g], d0, me, g)
+		bounds[g], _ = RowBounds(lists[g], d0, me, g)
 	}
-	buf := new(topScratch)
+	buf := new(Layer0Scratch)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, _, _, err := sortTop(lists, bounds, d0, me, 1, false, buf); err != nil {
+		if _, _, _, err := SortLayer0(lists, bounds, d0, me, 1, false, buf); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -387,17 +387,17 @@ func FuzzLayer0Msg(f *testing.F) {
 	for _, n := range []int{0, 3, 200} {
 		lists, _ := topLists(f, r, 2, n, d0, me)
 		out, in := lists[0], lists[1]
-		so, op, _ := setPerm(out, d0, me, 1, new(topScratch))
-		si, ip, _ := setPerm(in, d0, me, 1, new(topScratch))
-		f.Add(bytes.Join(buildConfigMsg(out, in, false, true, nil, nil, make([]byte, es*len(out)), false).bufs, nil))
-		f.Add(bytes.Join(buildConfigMsg(out, out, true, true, nil, nil, nil, false).bufs, nil))
+		so, op, _ := SetPerm(out, d0, me, 1, new(Layer0Scratch))
+		si, ip, _ := SetPerm(in, d0, me, 1, new(Layer0Scratch))
+		f.Add(bytes.Join(BuildConfigMsg(out, in, false, true, nil, nil, make([]byte, es*len(out)), false).bufs, nil))
+		f.Add(bytes.Join(BuildConfigMsg(out, out, true, true, nil, nil, nil, false).bufs, nil))
 		if len(so) > 0 && len(si) > 0 {
-			f.Add(bytes.Join(buildConfigMsg(so, si, false, true, op, ip, make([]byte, es*len(out)), true).bufs, nil))
+			f.Add(bytes.Join(BuildConfigMsg(so, si, false, true, op, ip, make([]byte, es*len(out)), true).bufs, nil))
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, e := range []int{0, es} {
-			m, _, err := parseConfigMsg(b, e, 7, true)
+			m, _, err := ParseConfigMsg(b, e, 7, true)
 			if err != nil {
 				if kx.CodeOf(err) != kx.CodeInternal || !strings.Contains(err.Error(), "rank 7") {
 					t.Fatalf("es=%d: %v", e, err)
@@ -408,7 +408,7 @@ func FuzzLayer0Msg(f *testing.F) {
 				t.Fatalf("es=%d: %d bytes of values for %d rows", e, len(m.vals), len(m.out))
 			}
 			for _, l := range [][]uint64{m.out, m.in} {
-				if _, err := rowBounds(l, d0, me, 7); err != nil && (kx.CodeOf(err) != kx.CodeInternal || !strings.Contains(err.Error(), "rank 7")) {
+				if _, err := RowBounds(l, d0, me, 7); err != nil && (kx.CodeOf(err) != kx.CodeInternal || !strings.Contains(err.Error(), "rank 7")) {
 					t.Fatalf("rowBounds: %v", err)
 				}
 			}

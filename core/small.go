@@ -10,7 +10,7 @@ func (c *Comm) allgatherSmall(seq uint64, words []uint64) ([]uint64, error) {
 	sg := c.sends()
 	for r := 0; r < m; r++ {
 		if r != me {
-			sg.send(r, tag, keyBytes(words))
+			sg.send(r, tag, WordBytes(words))
 		}
 	}
 	all := make([]uint64, m*k)
@@ -27,7 +27,7 @@ func (c *Comm) allgatherSmall(seq uint64, words []uint64) ([]uint64, error) {
 		case len(b) != 8*k:
 			rerr = kx.Errorf(kx.CodeInternal, "rank %d sent %d bytes in an agreement exchange, want %d", r, len(b), 8*k)
 		default:
-			copy(all[r*k:], bytesKeys(b))
+			copy(all[r*k:], BytesWords(b))
 		}
 	}
 	if err := sg.wait(); rerr == nil {

@@ -2,7 +2,7 @@ package core
 
 import "sync"
 
-// sortUnique hashes idx, sorts the hashed keys and removes repeats. It returns the sorted
+// SortUnique hashes idx, sorts the hashed keys and removes repeats. It returns the sorted
 // unique keys and, for every position of idx, the position of its key in that list — the map
 // that lets reduce combine repeated indices and answer in the caller's order.
 //
@@ -13,8 +13,8 @@ import "sync"
 // an insertion pass completes. Up to `threads` workers share every pass: each takes a
 // contiguous part of the input (pass 1) or of the buckets (pass 2, unique), so the output does
 // not depend on the number of workers.
-func sortUnique(idx []int64, threads int) (keys []uint64, pos []int32) {
-	s := sortUniqueInto(idx, threads, nil)
+func SortUnique(idx []int64, threads int) (keys []uint64, pos []int32) {
+	s := SortUniqueInto(idx, threads, nil)
 	return s.keys, s.pos
 }
 
@@ -27,10 +27,10 @@ type sorted struct {
 	first, rest []int32
 }
 
-// sortUniqueInto is sortUnique with the inverse map, and with the big scratch array taken from
+// SortUniqueInto is sortUnique with the inverse map, and with the big scratch array taken from
 // (and returned to) *buf, so repeated configs of one comm reuse memory instead of
 // page-faulting in a fresh array each time.
-func sortUniqueInto(idx []int64, threads int, buf *[]keyPos) sorted {
+func SortUniqueInto(idx []int64, threads int, buf *[]keyPos) sorted {
 	n := len(idx)
 	pos := make([]int32, n)
 	if n == 0 {
@@ -39,15 +39,15 @@ func sortUniqueInto(idx []int64, threads int, buf *[]keyPos) sorted {
 	const topBits = 11
 	const nb = 1 << topBits
 	const shift = 64 - topBits
-	w := workersFor(n, threads)
+	w := WorkersFor(n, threads)
 
 	// Pass 1: hash and count per worker, then scatter by the top bits, stably.
 	hist := make([][nb]int, w)
-	parts := split(n, w)
-	parallel(w, func(t int) {
+	parts := Split(n, w)
+	Parallel(w, func(t int) {
 		h := &hist[t]
 		for _, v := range idx[parts[t]:parts[t+1]] {
-			h[Mix(uint64(v))>>shift]++
+			h[Hash(uint64(v))>>shift]++
 		}
 	})
 	var start [nb + 1]int
@@ -71,11 +71,11 @@ func sortUniqueInto(idx []int64, threads int, buf *[]keyPos) sorted {
 			*buf = tmp
 		}
 	}
-	parallel(w, func(t int) {
+	Parallel(w, func(t int) {
 		o := &off[t]
 		lo := parts[t]
 		for i, v := range idx[lo:parts[t+1]] {
-			k := Mix(uint64(v))
+			k := Hash(uint64(v))
 			b := k >> shift
 			tmp[o[b]] = keyPos{k, int32(lo + i)}
 			o[b]++
@@ -86,7 +86,7 @@ func sortUniqueInto(idx []int64, threads int, buf *[]keyPos) sorted {
 	// and count its distinct keys. Workers take runs of buckets of about equal total size.
 	bparts := splitBuckets(start[:], w)
 	distinct := make([]int32, nb+1)
-	parallel(w, func(t int) {
+	Parallel(w, func(t int) {
 		scratch := make([]keyPos, biggest)
 		for b := bparts[t]; b < bparts[t+1]; b++ {
 			a := tmp[start[b]:start[b+1]]
@@ -112,7 +112,7 @@ func sortUniqueInto(idx []int64, threads int, buf *[]keyPos) sorted {
 	if int(distinct[nb]) < n {
 		repeat = make([]bool, n)
 	}
-	parallel(w, func(t int) {
+	Parallel(w, func(t int) {
 		for b := bparts[t]; b < bparts[t+1]; b++ {
 			u := distinct[b] - 1
 			a := tmp[start[b]:start[b+1]]
@@ -178,17 +178,17 @@ func insertionSort(a []keyPos) {
 
 // ---- workers ----
 
-// minPerWorker is the least work worth a goroutine of its own (a variable so that tests can
+// MinPerWorker is the least work worth a goroutine of its own (a variable so that tests can
 // make small inputs take the parallel paths).
-var minPerWorker = 1 << 16
+var MinPerWorker = 1 << 16
 
-// workersFor is how many workers share n items when up to threads may.
-func workersFor(n, threads int) int {
-	return max(1, min(threads, n/minPerWorker))
+// WorkersFor is how many workers share n items when up to threads may.
+func WorkersFor(n, threads int) int {
+	return max(1, min(threads, n/MinPerWorker))
 }
 
-// split cuts n items into w contiguous parts: part t is [b[t], b[t+1]).
-func split(n, w int) []int {
+// Split cuts n items into w contiguous parts: part t is [b[t], b[t+1]).
+func Split(n, w int) []int {
 	b := make([]int, w+1)
 	for t := range b {
 		b[t] = n * t / w
@@ -213,17 +213,17 @@ func splitBuckets(start []int, w int) []int {
 	return b
 }
 
-// parallelRanges cuts [0, n) into contiguous ranges, one per worker (up to threads), and runs
+// ParallelRanges cuts [0, n) into contiguous ranges, one per worker (up to threads), and runs
 // fn on each at once. A caller that makes every range's result depend only on the range gets
 // the same bits for every number of workers.
-func parallelRanges(n, threads int, fn func(lo, hi int)) {
-	w := workersFor(n, threads)
-	b := split(n, w)
-	parallel(w, func(t int) { fn(b[t], b[t+1]) })
+func ParallelRanges(n, threads int, fn func(lo, hi int)) {
+	w := WorkersFor(n, threads)
+	b := Split(n, w)
+	Parallel(w, func(t int) { fn(b[t], b[t+1]) })
 }
 
-// parallel runs fn(0..w-1), each on its own goroutine but the last, and waits for all.
-func parallel(w int, fn func(t int)) {
+// Parallel runs fn(0..w-1), each on its own goroutine but the last, and waits for all.
+func Parallel(w int, fn func(t int)) {
 	if w == 1 {
 		fn(0)
 		return

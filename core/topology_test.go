@@ -86,7 +86,7 @@ func TestDegreesMessageNamesTheProduct(t *testing.T) {
 
 func TestSortUnique(t *testing.T) {
 	idx := []int64{5, 3, 5, 0, 1 << 40, 3, 7, 0}
-	keys, pos := sortUnique(idx, 1)
+	keys, pos := SortUnique(idx, 1)
 	if len(keys) != 5 {
 		t.Fatalf("%d unique keys, want 5", len(keys))
 	}
@@ -96,18 +96,18 @@ func TestSortUnique(t *testing.T) {
 		}
 	}
 	for i, v := range idx {
-		if keys[pos[i]] != Mix(uint64(v)) {
+		if keys[pos[i]] != Hash(uint64(v)) {
 			t.Fatalf("pos[%d] points at the wrong key", i)
 		}
 	}
-	if k, p := sortUnique(nil, 1); len(k) != 0 || len(p) != 0 {
+	if k, p := SortUnique(nil, 1); len(k) != 0 || len(p) != 0 {
 		t.Fatal("empty input")
 	}
 }
 
 func TestTreeMerge(t *testing.T) {
 	lists := [][]uint64{{1, 5, 9}, {}, {2, 5, 10, 11}, {0, 9}, {5}}
-	u, maps := treeMerge(lists)
+	u, maps := TreeMerge(lists)
 	want := []uint64{0, 1, 2, 5, 9, 10, 11}
 	if !reflect.DeepEqual(u, want) {
 		t.Fatalf("union %v, want %v", u, want)
@@ -119,7 +119,7 @@ func TestTreeMerge(t *testing.T) {
 			}
 		}
 	}
-	if got := lookup([]uint64{0, 3, 10, 12}, u); !reflect.DeepEqual(got, []int32{0, -1, 5, -1}) {
+	if got := Lookup([]uint64{0, 3, 10, 12}, u); !reflect.DeepEqual(got, []int32{0, -1, 5, -1}) {
 		t.Fatalf("lookup %v", got)
 	}
 }
@@ -129,13 +129,13 @@ func TestTreeMerge(t *testing.T) {
 func BenchmarkSortUnique4M(b *testing.B) {
 	idx := make([]int64, 4<<20)
 	for i := range idx {
-		idx[i] = int64(Mix(uint64(i)) % 20000000)
+		idx[i] = int64(Hash(uint64(i)) % 20000000)
 	}
 	for _, th := range []int{1, 2} {
 		b.Run(fmt.Sprintf("threads=%d", th), func(b *testing.B) {
 			b.SetBytes(8 << 22)
 			for i := 0; i < b.N; i++ {
-				sortUnique(idx, th)
+				SortUnique(idx, th)
 			}
 		})
 	}
@@ -144,7 +144,7 @@ func BenchmarkSortUnique4M(b *testing.B) {
 		b.SetBytes(8 << 22)
 		for i := 0; i < b.N; i++ {
 			for j, v := range idx {
-				keys[j] = Mix(uint64(v))
+				keys[j] = Hash(uint64(v))
 			}
 			slices.Sort(keys)
 		}
@@ -156,12 +156,12 @@ func BenchmarkTreeMerge8x256K(b *testing.B) {
 	for l := range lists {
 		idx := make([]int64, 1<<18)
 		for i := range idx {
-			idx[i] = int64(Mix(uint64(i*8+l)) % 4000000)
+			idx[i] = int64(Hash(uint64(i*8+l)) % 4000000)
 		}
-		lists[l], _ = sortUnique(idx, 1)
+		lists[l], _ = SortUnique(idx, 1)
 	}
 	b.SetBytes(8 << 21)
 	for i := 0; i < b.N; i++ {
-		treeMerge(lists)
+		TreeMerge(lists)
 	}
 }

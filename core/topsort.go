@@ -8,7 +8,7 @@ import (
 	"slices"
 )
 
-// sortTop is a layer-0 member's merge of what its senders sent (packtop.go): lists[g] are
+// SortLayer0 is a layer-0 member's merge of what its senders sent (packtop.go): lists[g] are
 // sender g's rows for this member (member me of degree d0), in top-bucket order, and
 // bounds[g] where each of the member's 2^b sub-ranges starts and ends in them (rowBounds). It
 // returns the distinct keys of all rows, maps[g][r], the position of sender g's row r among
@@ -24,7 +24,7 @@ import (
 // `threads` workers take whole sub-ranges, so the result does not depend on their number.
 //
 // The entries are taken from *buf when it is large enough (and become it otherwise).
-func sortTop(lists [][]uint64, bounds [][]int, d0, me, threads int, appearance bool, buf *topScratch) (merged []uint64, maps [][]int32, mb []int, err error) {
+func SortLayer0(lists [][]uint64, bounds [][]int, d0, me, threads int, appearance bool, buf *Layer0Scratch) (merged []uint64, maps [][]int32, mb []int, err error) {
 	b := subBits(d0)
 	nsub := 1 << b
 	total := 0
@@ -52,7 +52,7 @@ func sortTop(lists [][]uint64, bounds [][]int, d0, me, threads int, appearance b
 		for g := range lists {
 			es[s+1] += bounds[g][s+1] - bounds[g][s]
 		}
-		hashed[s] = appearance && es[s+1]-es[s] <= hashMaxRows
+		hashed[s] = appearance && es[s+1]-es[s] <= HashMaxRows
 		sorts = sorts || !hashed[s]
 	}
 	var ent []keyPos
@@ -73,12 +73,12 @@ func sortTop(lists [][]uint64, bounds [][]int, d0, me, threads int, appearance b
 	// the maps of each sub-range's rows (a window of every sender's) get the sub-range's base.
 	uniq := make([]int, nsub+1)
 	merged = make([]uint64, total)
-	w := min(workersFor(total, threads), nsub)
+	w := min(WorkersFor(total, threads), nsub)
 	parts := splitBuckets(es, w)
 	for len(buf.tabs) < w {
 		buf.tabs = append(buf.tabs, new(hashTable))
 	}
-	parallel(w, func(t int) {
+	Parallel(w, func(t int) {
 		var scratch []keyPos
 		runs := make([]rowRun, len(lists))
 		for s := parts[t]; s < parts[t+1]; s++ {
@@ -101,7 +101,7 @@ func sortTop(lists [][]uint64, bounds [][]int, d0, me, threads int, appearance b
 		mb[s+1] = mb[s] + uniq[s+1]
 		copy(merged[mb[s]:mb[s+1]], merged[es[s]:es[s]+uniq[s+1]])
 	}
-	parallel(w, func(t int) {
+	Parallel(w, func(t int) {
 		for s := parts[t]; s < parts[t+1]; s++ {
 			if base := int32(mb[s]); base != 0 {
 				for g := range lists {
@@ -116,9 +116,9 @@ func sortTop(lists [][]uint64, bounds [][]int, d0, me, threads int, appearance b
 	return merged[:mb[nsub]:mb[nsub]], maps, mb, nil
 }
 
-// topScratch is sortTop's scratch, kept by the comm between configs so that each one does not
+// Layer0Scratch is sortTop's scratch, kept by the comm between configs so that each one does not
 // page-fault in fresh arrays: the sort's entries, and a hash table per worker.
-type topScratch struct {
+type Layer0Scratch struct {
 	ent  []keyPos
 	tabs []*hashTable
 }
@@ -133,13 +133,13 @@ type hashSlot struct {
 	v int32 // place + 1; 0: empty
 }
 
-// hashMaxRows bounds the rows of a sub-range that hashTable.firsts merges (a table of at most
+// HashMaxRows bounds the rows of a sub-range that hashTable.firsts merges (a table of at most
 // 4 MiB); larger ones are sorted, then put in order of first appearance (appearanceOrder). The
 // table's probes are random: measured alternating builds (kylix_sparse, config ms), hashing
 // won at 300K keys a rank (4 ranks: 17-29 against 28-34 sorting, tables of 2 MiB; 8 ranks:
 // 48-56 against 61-65, 4 MiB) and lost at 2M (8 ranks, 16 MiB tables: 362-376 against
 // 343-358). A variable so that tests can send small inputs down either path.
-var hashMaxRows = 1 << 18
+var HashMaxRows = 1 << 18
 
 // firsts is the merge of one sub-range when nothing needs its keys sorted (a plan of one layer
 // with in = out): the distinct keys of runs (all in [lo, lo+width), width 0: 2^64; rows of
@@ -285,7 +285,7 @@ func sortRange(runs []rowRun, lo, width uint64, ent, scratch []keyPos, keys []ui
 		// again or unused.
 		for _, e := range a {
 			keys[u] = e.k + lo
-			u += b2i(e.k != prev)
+			u += BoolInt(e.k != prev)
 			prev = e.k
 			flat[e.p] = int32(u - 1)
 		}
@@ -334,15 +334,15 @@ func sortSmall(a, scratch []keyPos, cnt *[1<<11 + 1]int32, shift int) []keyPos {
 	return scratch
 }
 
-// setPerm is what a compressed rows message sends for rows (one sender's rows for member g of
+// SetPerm is what a compressed rows message sends for rows (one sender's rows for member g of
 // layer-0 degree d0, in top-bucket order): the set of their keys, sorted, and each row's
 // position in it.
-func setPerm(rows []uint64, d0, g, threads int, buf *topScratch) ([]uint64, []int32, error) {
-	bd, err := rowBounds(rows, d0, g, -1)
+func SetPerm(rows []uint64, d0, g, threads int, buf *Layer0Scratch) ([]uint64, []int32, error) {
+	bd, err := RowBounds(rows, d0, g, -1)
 	if err != nil {
 		return nil, nil, err
 	}
-	set, maps, _, err := sortTop([][]uint64{rows}, [][]int{bd}, d0, g, threads, false, buf)
+	set, maps, _, err := SortLayer0([][]uint64{rows}, [][]int{bd}, d0, g, threads, false, buf)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -101,17 +101,17 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 		return p.configurePacked(seq, outIdx, inIdx, outVals, vs, same)
 	}
 	threads := c.threads()
-	so := SortUniqueInto(outIdx, threads, &c.top.ent)
-	outKeys, outPos := so.keys, so.pos
+	so := SortUniqueInto(outIdx, threads, &c.top.Ent)
+	outKeys, outPos := so.Keys, so.Pos
 	inKeys, inPos := outKeys, outPos
 	if !same { // in = out is common (PageRank, model sync): sort once
-		si := SortUniqueInto(inIdx, threads, &c.top.ent)
-		inKeys, inPos = si.keys, si.pos
+		si := SortUniqueInto(inIdx, threads, &c.top.Ent)
+		inKeys, inPos = si.Keys, si.Pos
 	}
 	p.outPos, p.inPos, p.out0, p.in0 = outPos, inPos, len(outKeys), len(inKeys)
-	p.outFirst, p.outRest = so.first, so.rest
-	p.outRestPos = make([]int32, len(so.rest))
-	for i, q := range so.rest {
+	p.outFirst, p.outRest = so.First, so.Rest
+	p.outRestPos = make([]int32, len(so.Rest))
+	for i, q := range so.Rest {
 		p.outRestPos[i] = outPos[q]
 	}
 	if err := p.chooseTopology(seq, outIdx, func() int { return len(outKeys) }, same, vs); err != nil {
@@ -150,11 +150,11 @@ func (p *Plan) configurePacked(seq uint64, outIdx, inIdx []int64, outVals []byte
 		in = PackLayer0(inIdx, d0, threads, &c.rowKeyBuf[1])
 	}
 	p.packed = true
-	p.outDst, p.inRow, p.out0, p.in0 = out.dst, in.dst, len(outIdx), len(inIdx)
+	p.outDst, p.inRow, p.out0, p.in0 = out.Dst, in.Dst, len(outIdx), len(inIdx)
 	var v []byte
 	if vs != nil { // every caller position is a row: its value moves, whatever the op
 		v = make([]byte, len(outIdx)*vs.es)
-		kernels.Scatter(v, outVals, out.dst, vs.es)
+		kernels.Scatter(v, outVals, out.Dst, vs.es)
 	}
 	p.layers = make([]layerMap, p.topo.Layers())
 	outKeys, inKeys, v, err := p.configTop(seq, out, in, same, v, vs)
@@ -226,7 +226,7 @@ func (p *Plan) configTop(seq uint64, out, in Layer0Rows, same bool, v []byte, vs
 	me := t.Digit(node, 0)
 	lm := &p.layers[0]
 	lm.outSplit, lm.inSplit = out.Split(d), in.Split(d)
-	lists, done, err := p.exchangeConfig(seq, 0, out.keys, in.keys, same, v, vs)
+	lists, done, err := p.exchangeConfig(seq, 0, out.Keys, in.Keys, same, v, vs)
 	defer done()
 	if err != nil {
 		return nil, nil, nil, err
@@ -236,7 +236,7 @@ func (p *Plan) configTop(seq uint64, out, in Layer0Rows, same bool, v []byte, vs
 	lm.outBounds = make([][]int, d)
 	inBounds := lm.outBounds
 	for g, m := range lists {
-		outLists[g], inLists[g] = m.out, m.in
+		outLists[g], inLists[g] = m.Out, m.In
 	}
 	sameIn := sameLists(inLists, outLists)
 	if !sameIn {
@@ -280,7 +280,7 @@ func combineConfigValues(lists []ConfigLists, maps [][]int32, n int, vs *valueSp
 	nv := make([]byte, n*vs.es)
 	cb := kernels.NewCombiner(vs.d, vs.o, vs.width, nv)
 	for g, m := range lists {
-		cb.Scatter(m.vals, maps[g])
+		cb.Scatter(m.Vals, maps[g])
 	}
 	return nv
 }
@@ -306,12 +306,12 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 	lists := make([]ConfigLists, d)
 	slice := func(g int) ConfigLists {
 		oa, ob := lm.outSplit[g], lm.outSplit[g+1]
-		m := ConfigLists{out: out[oa:ob], in: in[lm.inSplit[g]:lm.inSplit[g+1]]}
+		m := ConfigLists{Out: out[oa:ob], In: in[lm.inSplit[g]:lm.inSplit[g+1]]}
 		if same {
-			m.in = m.out
+			m.In = m.Out
 		}
 		if vs != nil {
-			m.vals = v[oa*es : ob*es]
+			m.Vals = v[oa*es : ob*es]
 		}
 		return m
 	}
@@ -323,22 +323,22 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 		}
 		m := slice(g)
 		to := t.Member(node, i, g)
-		keys := len(m.out)
+		keys := len(m.Out)
 		if !same {
-			keys += len(m.in)
+			keys += len(m.In)
 		}
 		pack := c.compressTo(to, keys)
 		var outPerm, inPerm []int32
 		if rows && pack {
-			rowsIn := m.in
-			if m.out, outPerm, serr = SetPerm(m.out, d, g, c.threads(), &c.top); serr == nil {
-				m.in, inPerm = m.out, outPerm
+			rowsIn := m.In
+			if m.Out, outPerm, serr = SetPerm(m.Out, d, g, c.threads(), &c.top); serr == nil {
+				m.In, inPerm = m.Out, outPerm
 				if !same {
-					m.in, inPerm, serr = SetPerm(rowsIn, d, g, c.threads(), &c.top)
+					m.In, inPerm, serr = SetPerm(rowsIn, d, g, c.threads(), &c.top)
 				}
 			}
 		}
-		msg := BuildConfigMsg(m.out, m.in, same, rows, outPerm, inPerm, m.vals, pack)
+		msg := BuildConfigMsg(m.Out, m.In, same, rows, outPerm, inPerm, m.Vals, pack)
 		c.noteConfigMsg(tag, msg.MsgFigures, true)
 		sg.send(to, tag, msg.bufs...)
 	}
@@ -392,7 +392,7 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 	outLists := make([][]uint64, len(lists))
 	inLists := make([][]uint64, len(lists))
 	for g, m := range lists {
-		outLists[g], inLists[g] = m.out, m.in
+		outLists[g], inLists[g] = m.Out, m.In
 	}
 	newOut, outMaps := TreeMerge(outLists)
 	newIn, inMaps := newOut, outMaps

@@ -59,9 +59,9 @@ type configMsg struct {
 // codec's running estimates: keys, their bytes before (raw) and after (wire) compression, and
 // the time encoding or decoding took (packed messages only).
 type MsgFigures struct {
-	keys, raw, wire int
-	packed          bool
-	took            time.Duration
+	Keys, Raw, Wire int
+	Packed          bool
+	Took            time.Duration
 }
 
 // BuildConfigMsg makes the message carrying out, in (ignored when same: the in keys are the out
@@ -91,7 +91,7 @@ func BuildConfigMsg(out, in []uint64, same bool, rows bool, outPerm, inPerm []in
 		if vals != nil {
 			bufs = append(bufs, vals)
 		}
-		return configMsg{bufs, MsgFigures{keys: keys, raw: raw, wire: raw}}
+		return configMsg{bufs, MsgFigures{Keys: keys, Raw: raw, Wire: raw}}
 	}
 	start := time.Now()
 	enc := encoders.Get().(*IndexEncoder)
@@ -128,14 +128,14 @@ func BuildConfigMsg(out, in []uint64, same bool, rows bool, outPerm, inPerm []in
 	if vals != nil {
 		bufs = append(bufs, vals)
 	}
-	return configMsg{bufs, MsgFigures{keys: keys, raw: raw, wire: ol + il, packed: true, took: time.Since(start)}}
+	return configMsg{bufs, MsgFigures{Keys: keys, Raw: raw, Wire: ol + il, Packed: true, Took: time.Since(start)}}
 }
 
 // ConfigLists is what a config message carries: the key lists (a rows message's rows, in the
 // sender's order) and the values (es bytes per out key or row).
 type ConfigLists struct {
-	out, in []uint64
-	vals    []byte
+	Out, In []uint64
+	Vals    []byte
 }
 
 // ParseConfigMsg splits a config message from rank `from`: out keys, in keys, then values (es
@@ -164,14 +164,14 @@ func ParseConfigMsg(b []byte, es, from int, wantRows bool) (m ConfigLists, fig M
 	}
 	ko := plainHdr + 8*no
 	ki := ko + 8*ni
-	m.out = BytesWords(b[plainHdr:ko])
-	m.in = m.out
+	m.Out = BytesWords(b[plainHdr:ko])
+	m.In = m.Out
 	if !same {
-		m.in = BytesWords(b[ko:ki])
+		m.In = BytesWords(b[ko:ki])
 	}
-	m.vals = b[ki:]
+	m.Vals = b[ki:]
 	k := int(no + ni)
-	return m, MsgFigures{keys: k, raw: 8 * k, wire: 8 * k}, nil
+	return m, MsgFigures{Keys: k, Raw: 8 * k, Wire: 8 * k}, nil
 }
 
 // rowsWord says what is wrong with a message whose rows flag is not the one expected.
@@ -234,30 +234,30 @@ func parsePackedMsg(b []byte, es, from int, wantRows bool) (m ConfigLists, fig M
 	start := time.Now()
 	dec := decoders.Get().(*IndexDecoder)
 	defer decoders.Put(dec)
-	if m.out, err = dec.DecodeList(b[hdr:hdr+ol], int(no), from); err != nil {
+	if m.Out, err = dec.DecodeList(b[hdr:hdr+ol], int(no), from); err != nil {
 		return m, fig, err
 	}
-	m.in = m.out
+	m.In = m.Out
 	if !same {
-		if m.in, err = dec.DecodeList(b[hdr+ol:hdr+ol+il], int(ni), from); err != nil {
+		if m.In, err = dec.DecodeList(b[hdr+ol:hdr+ol+il], int(ni), from); err != nil {
 			return m, fig, err
 		}
 	}
 	if rows { // each row's key from its set
-		setOut, setIn := m.out, m.in
-		if m.out, err = setRows(setOut, b[ps:ps+pw*ro], int(pw), from); err == nil {
-			m.in = m.out
+		setOut, setIn := m.Out, m.In
+		if m.Out, err = setRows(setOut, b[ps:ps+pw*ro], int(pw), from); err == nil {
+			m.In = m.Out
 			if !same {
-				m.in, err = setRows(setIn, b[ps+pw*ro:ps+pw*(ro+ri)], int(pw), from)
+				m.In, err = setRows(setIn, b[ps+pw*ro:ps+pw*(ro+ri)], int(pw), from)
 			}
 		}
 		if err != nil {
 			return m, fig, err
 		}
 	}
-	m.vals = b[vs:]
+	m.Vals = b[vs:]
 	k := int(no + ni)
-	return m, MsgFigures{keys: k, raw: 8 * k, wire: int(ol + il), packed: true, took: time.Since(start)}, nil
+	return m, MsgFigures{Keys: k, Raw: 8 * k, Wire: int(ol + il), Packed: true, Took: time.Since(start)}, nil
 }
 
 // setRows is the rows a compressed rows message describes: row r holds set[perm[r]], perm

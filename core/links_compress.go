@@ -73,21 +73,21 @@ func orPrior(v, prior float64) float64 {
 // compressed, folds its figures into the codec's estimates.
 func (c *Comm) noteConfigMsg(tag kx.Tag, f MsgFigures, sent bool) {
 	if s := c.rec; s != nil {
-		s.noteIndex(tag, f.raw, f.wire, sent)
+		s.noteIndex(tag, f.Raw, f.Wire, sent)
 	}
-	if !f.packed || f.keys == 0 || f.wire == 0 {
+	if !f.Packed || f.Keys == 0 || f.Wire == 0 {
 		return
 	}
 	n := &c.net
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	ns := float64(f.took.Nanoseconds()) / float64(f.keys)
+	ns := float64(f.Took.Nanoseconds()) / float64(f.Keys)
 	if sent {
 		n.encNs = least(n.encNs, ns)
 	} else {
 		n.decNs = least(n.decNs, ns)
 	}
-	n.ratio = ema(n.ratio, float64(f.raw)/float64(f.wire))
+	n.ratio = ema(n.ratio, float64(f.Raw)/float64(f.Wire))
 }
 
 func least(old, x float64) float64 {

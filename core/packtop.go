@@ -68,8 +68,8 @@ func bucketStart(q, d0, b int) (start uint64, end bool) {
 
 // Layer0Rows is one index list of a rank laid out as layer-0 rows in top-bucket order.
 type Layer0Rows struct {
-	keys   []uint64 // keys[r]: the hashed key row r holds
-	dst    []int32  // dst[j]: the row caller position j fills (out) or reads its answer from (in)
+	Keys   []uint64 // keys[r]: the hashed key row r holds
+	Dst    []int32  // dst[j]: the row caller position j fills (out) or reads its answer from (in)
 	bounds []int    // the rows of bucket q are [bounds[q], bounds[q+1]); d0<<b + 1 entries
 }
 
@@ -97,7 +97,7 @@ func PackLayer0(idx []int64, d0, threads int, buf *[]uint64) Layer0Rows {
 		keys = make([]uint64, n)
 		*buf = keys
 	}
-	t := Layer0Rows{keys: keys[:n], dst: make([]int32, n), bounds: make([]int, nb+1)}
+	t := Layer0Rows{Keys: keys[:n], Dst: make([]int32, n), bounds: make([]int, nb+1)}
 	w := WorkersFor(n, threads)
 	parts := Split(n, w)
 	counts := make([][]int, w)
@@ -126,8 +126,8 @@ func PackLayer0(idx []int64, d0, threads int, buf *[]uint64) Layer0Rows {
 			q := topBucket(key, d0, b)
 			r := o[q]
 			o[q]++
-			t.dst[lo+j] = int32(r)
-			t.keys[r] = key
+			t.Dst[lo+j] = int32(r)
+			t.Keys[r] = key
 		}
 	})
 	return t

@@ -94,7 +94,7 @@ func TestPackTop(t *testing.T) {
 				if threads == 1 {
 					first = tr
 					checkPackTop(t, what, idx, tr, d0)
-				} else if !slices.Equal(tr.keys, first.keys) || !slices.Equal(tr.dst, first.dst) || !slices.Equal(tr.bounds, first.bounds) {
+				} else if !slices.Equal(tr.Keys, first.Keys) || !slices.Equal(tr.Dst, first.Dst) || !slices.Equal(tr.bounds, first.bounds) {
 					t.Fatalf("%s: differs from threads=1", what)
 				}
 			}
@@ -106,25 +106,25 @@ func checkPackTop(t *testing.T, what string, idx []int64, tr Layer0Rows, d0 int)
 	t.Helper()
 	b := subBits(d0)
 	n := len(idx)
-	if len(tr.keys) != n || len(tr.dst) != n || len(tr.bounds) != d0<<b+1 || tr.bounds[0] != 0 || tr.bounds[d0<<b] != n {
-		t.Fatalf("%s: %d keys, %d rows, bounds %v for %d positions", what, len(tr.keys), len(tr.dst), tr.bounds, n)
+	if len(tr.Keys) != n || len(tr.Dst) != n || len(tr.bounds) != d0<<b+1 || tr.bounds[0] != 0 || tr.bounds[d0<<b] != n {
+		t.Fatalf("%s: %d keys, %d rows, bounds %v for %d positions", what, len(tr.Keys), len(tr.Dst), tr.bounds, n)
 	}
 	pos := make([]int, n) // the caller position of each row
 	for r := range pos {
 		pos[r] = -1
 	}
-	for j, r := range tr.dst {
+	for j, r := range tr.Dst {
 		if r < 0 || int(r) >= n || pos[r] >= 0 {
 			t.Fatalf("%s: position %d fills row %d: not a permutation", what, j, r)
 		}
 		pos[r] = j
-		if tr.keys[r] != Hash(uint64(idx[j])) {
-			t.Fatalf("%s: row %d holds %#x, not position %d's key", what, r, tr.keys[r], j)
+		if tr.Keys[r] != Hash(uint64(idx[j])) {
+			t.Fatalf("%s: row %d holds %#x, not position %d's key", what, r, tr.Keys[r], j)
 		}
 	}
 	for q := 0; q < d0<<b; q++ {
 		for r := tr.bounds[q]; r < tr.bounds[q+1]; r++ {
-			if got := topBucket(tr.keys[r], d0, b); got != q {
+			if got := topBucket(tr.Keys[r], d0, b); got != q {
 				t.Fatalf("%s: row %d of bucket %d holds a key of bucket %d", what, r, q, got)
 			}
 			if r > tr.bounds[q] && pos[r] < pos[r-1] {
@@ -153,7 +153,7 @@ func topLists(t testing.TB, r *rand.Rand, senders, n, d0, me int) ([][]uint64, [
 		}
 		tr := PackLayer0(idx, d0, 1, new([]uint64))
 		sp := tr.Split(d0)
-		lists[g] = tr.keys[sp[me]:sp[me+1]]
+		lists[g] = tr.Keys[sp[me]:sp[me+1]]
 		var err error
 		if bounds[g], err = RowBounds(lists[g], d0, me, g); err != nil {
 			t.Fatal(err)
@@ -318,7 +318,7 @@ func TestConfigMsgRows(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
-				if !slices.Equal(m.out, out) || !slices.Equal(m.in, in) || !bytes.Equal(m.vals, vals) {
+				if !slices.Equal(m.Out, out) || !slices.Equal(m.In, in) || !bytes.Equal(m.Vals, vals) {
 					t.Fatalf("%s: round trip differs", what)
 				}
 				if _, _, err := ParseConfigMsg(b, 8, 3, false); err == nil || !strings.Contains(err.Error(), "rank 3") {
@@ -365,7 +365,7 @@ func BenchmarkSortTop(b *testing.B) {
 		}
 		tr := PackLayer0(idx, d0, 1, new([]uint64))
 		sp := tr.Split(d0)
-		lists[g] = tr.keys[sp[me]:sp[me+1]]
+		lists[g] = tr.Keys[sp[me]:sp[me+1]]
 		bounds[g], _ = RowBounds(lists[g], d0, me, g)
 	}
 	buf := new(Layer0Scratch)
@@ -404,10 +404,10 @@ func FuzzLayer0Msg(f *testing.F) {
 				}
 				continue
 			}
-			if len(m.vals) != e*len(m.out) {
-				t.Fatalf("es=%d: %d bytes of values for %d rows", e, len(m.vals), len(m.out))
+			if len(m.Vals) != e*len(m.Out) {
+				t.Fatalf("es=%d: %d bytes of values for %d rows", e, len(m.Vals), len(m.Out))
 			}
-			for _, l := range [][]uint64{m.out, m.in} {
+			for _, l := range [][]uint64{m.Out, m.In} {
 				if _, err := RowBounds(l, d0, me, 7); err != nil && (kx.CodeOf(err) != kx.CodeInternal || !strings.Contains(err.Error(), "rank 7")) {
 					t.Fatalf("rowBounds: %v", err)
 				}

@@ -15,26 +15,26 @@ import "sync"
 // not depend on the number of workers.
 func SortUnique(idx []int64, threads int) (keys []uint64, pos []int32) {
 	s := SortUniqueInto(idx, threads, nil)
-	return s.keys, s.pos
+	return s.Keys, s.Pos
 }
 
-// sorted is what sortUniqueInto finds: the sorted unique keys, every input position's place
+// Sorted is what sortUniqueInto finds: the Sorted unique keys, every input position's place
 // among them (pos), and the inverse: first[u] is the first input position holding key u, and
 // rest lists the input positions that repeat an earlier one, ascending.
-type sorted struct {
-	keys        []uint64
-	pos         []int32
-	first, rest []int32
+type Sorted struct {
+	Keys        []uint64
+	Pos         []int32
+	First, Rest []int32
 }
 
 // SortUniqueInto is sortUnique with the inverse map, and with the big scratch array taken from
 // (and returned to) *buf, so repeated configs of one comm reuse memory instead of
 // page-faulting in a fresh array each time.
-func SortUniqueInto(idx []int64, threads int, buf *[]keyPos) sorted {
+func SortUniqueInto(idx []int64, threads int, buf *[]keyPos) Sorted {
 	n := len(idx)
 	pos := make([]int32, n)
 	if n == 0 {
-		return sorted{pos: pos}
+		return Sorted{Pos: pos}
 	}
 	const topBits = 11
 	const nb = 1 << topBits
@@ -134,7 +134,7 @@ func SortUniqueInto(idx []int64, threads int, buf *[]keyPos) sorted {
 			rest = append(rest, int32(q))
 		}
 	}
-	return sorted{keys: keys, pos: pos, first: first, rest: rest}
+	return Sorted{Keys: keys, Pos: pos, First: first, Rest: rest}
 }
 
 type keyPos struct {

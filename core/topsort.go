@@ -57,10 +57,10 @@ func SortLayer0(lists [][]uint64, bounds [][]int, d0, me, threads int, appearanc
 	}
 	var ent []keyPos
 	if sorts {
-		if cap(buf.ent) < total {
-			buf.ent = make([]keyPos, total)
+		if cap(buf.Ent) < total {
+			buf.Ent = make([]keyPos, total)
 		}
-		ent = buf.ent[:total]
+		ent = buf.Ent[:total]
 	}
 	ranges := make([][2]uint64, nsub) // start, width (0: 2^64)
 	for s := range ranges {
@@ -119,7 +119,7 @@ func SortLayer0(lists [][]uint64, bounds [][]int, d0, me, threads int, appearanc
 // Layer0Scratch is sortTop's scratch, kept by the comm between configs so that each one does not
 // page-fault in fresh arrays: the sort's entries, and a hash table per worker.
 type Layer0Scratch struct {
-	ent  []keyPos
+	Ent  []keyPos
 	tabs []*hashTable
 }
 

@@ -89,8 +89,8 @@ test: all examples
 	$(GO) vet ./...
 	KYLIX_BUILD=$(CURDIR)/$(BUILD) $(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -run '^$$' -fuzz FuzzDecodeHeader -fuzztime 10s ./netio
-	$(GO) test -run '^$$' -fuzz FuzzDecodeIndexList -fuzztime 10s -fuzzminimizetime 100x ./core
-	$(GO) test -run '^$$' -fuzz FuzzLayer0Msg -fuzztime 10s -fuzzminimizetime 100x ./core
+	$(GO) test -run '^$$' -fuzz FuzzDecodeIndexList -fuzztime 10s -fuzzminimizetime 100x ./core/keyset
+	$(GO) test -run '^$$' -fuzz FuzzLayer0Msg -fuzztime 10s -fuzzminimizetime 100x ./core/keyset
 	KYLIX_BUILD=$(CURDIR)/$(BUILD) bash bindings/python/run_tests.sh
 	@if [ -x bindings/java/run_tests.sh ] || [ -f bindings/java/run_tests.sh ]; then \
 	  KYLIX_BUILD=$(CURDIR)/$(BUILD) bash bindings/java/run_tests.sh; fi

@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"fmt"
+	"kylix/core/keyset"
 	"kylix/core/kx"
 	"sync"
 	"testing"
@@ -18,7 +19,7 @@ func benchSets(m, k, n int) [][]int64 {
 	for r := range sets {
 		sets[r] = make([]int64, k)
 		for i := range sets[r] {
-			sets[r][i] = int64(core.Hash(uint64(i*m+r)) % uint64(n))
+			sets[r][i] = int64(keyset.Hash(uint64(i*m+r)) % uint64(n))
 		}
 	}
 	return sets

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"kylix/core/keyset"
 	"kylix/core/kx"
 	"kylix/core/members"
 	"sync"
@@ -27,7 +28,7 @@ type Comm struct {
 	denseSwitchBytes int
 	// top is config's sort scratch (and sortTop's hash tables), kept between configs
 	// (config_reduce streams) so that each one does not page-fault in fresh arrays.
-	top Layer0Scratch
+	top keyset.Layer0Scratch
 	// rowKeyBuf is packTop's row → key scratch (out, in), likewise kept: config's layer-0
 	// messages carry slices of it, and it is free again once config has returned.
 	rowKeyBuf [2][]uint64

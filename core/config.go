@@ -2,6 +2,7 @@ package core
 
 import (
 	"kylix/core/kernels"
+	"kylix/core/keyset"
 	"kylix/core/kx"
 	"math"
 	"slices"
@@ -101,11 +102,11 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 		return p.configurePacked(seq, outIdx, inIdx, outVals, vs, same)
 	}
 	threads := c.threads()
-	so := SortUniqueInto(outIdx, threads, &c.top.Ent)
+	so := keyset.SortUniqueInto(outIdx, threads, &c.top.Ent)
 	outKeys, outPos := so.Keys, so.Pos
 	inKeys, inPos := outKeys, outPos
 	if !same { // in = out is common (PageRank, model sync): sort once
-		si := SortUniqueInto(inIdx, threads, &c.top.Ent)
+		si := keyset.SortUniqueInto(inIdx, threads, &c.top.Ent)
 		inKeys, inPos = si.Keys, si.Pos
 	}
 	p.outPos, p.inPos, p.out0, p.in0 = outPos, inPos, len(outKeys), len(inKeys)
@@ -140,14 +141,14 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 func (p *Plan) configurePacked(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *valueSpec, same bool) ([]byte, error) {
 	c := p.c
 	threads := c.threads()
-	if err := p.chooseTopology(seq, outIdx, func() int { return EstimateUnique(outIdx, threads) }, same, vs); err != nil {
+	if err := p.chooseTopology(seq, outIdx, func() int { return keyset.EstimateUnique(outIdx, threads) }, same, vs); err != nil {
 		return nil, err
 	}
 	d0 := p.topo.Degrees[0]
-	out := PackLayer0(outIdx, d0, threads, &c.rowKeyBuf[0])
+	out := keyset.PackLayer0(outIdx, d0, threads, &c.rowKeyBuf[0])
 	in := out
 	if !same {
-		in = PackLayer0(inIdx, d0, threads, &c.rowKeyBuf[1])
+		in = keyset.PackLayer0(inIdx, d0, threads, &c.rowKeyBuf[1])
 	}
 	p.packed = true
 	p.outDst, p.inRow, p.out0, p.in0 = out.Dst, in.Dst, len(outIdx), len(inIdx)
@@ -209,7 +210,7 @@ func (p *Plan) finish(outKeys, inKeys []uint64) {
 	p.bottomIdentity = len(inKeys) == len(outKeys) &&
 		(len(inKeys) == 0 || &inKeys[0] == &outKeys[0] || slices.Equal(inKeys, outKeys))
 	if !p.bottomIdentity { // in = out needs no bottom map
-		p.bottom = Lookup(inKeys, outKeys)
+		p.bottom = keyset.Lookup(inKeys, outKeys)
 	}
 	p.fusedUp = p.canFuseUp()
 	p.c.statsPlan(p) // stats.go: degrees and per-layer key counts
@@ -219,7 +220,7 @@ func (p *Plan) finish(outKeys, inKeys []uint64) {
 // are, and with vs the rows' values), and sorts the rows its senders sent into the merged keys
 // it holds below the layer, with the map of every sender's rows (sortTop, topsort.go) and the
 // sub-range bounds down combines by.
-func (p *Plan) configTop(seq uint64, out, in Layer0Rows, same bool, v []byte, vs *valueSpec) ([]uint64, []uint64, []byte, error) {
+func (p *Plan) configTop(seq uint64, out, in keyset.Layer0Rows, same bool, v []byte, vs *valueSpec) ([]uint64, []uint64, []byte, error) {
 	c, t := p.c, p.topo
 	d, threads := t.Degrees[0], c.threads()
 	node := c.node()
@@ -244,8 +245,8 @@ func (p *Plan) configTop(seq uint64, out, in Layer0Rows, same bool, v []byte, vs
 	}
 	for g := 0; g < d && err == nil; g++ {
 		from := t.Member(node, 0, g)
-		if lm.outBounds[g], err = RowBounds(outLists[g], d, me, from); err == nil && !sameIn {
-			inBounds[g], err = RowBounds(inLists[g], d, me, from)
+		if lm.outBounds[g], err = keyset.RowBounds(outLists[g], d, me, from); err == nil && !sameIn {
+			inBounds[g], err = keyset.RowBounds(inLists[g], d, me, from)
 		}
 	}
 	// With no layer below and in = out, nothing needs the merged keys sorted (no split points
@@ -256,11 +257,11 @@ func (p *Plan) configTop(seq uint64, out, in Layer0Rows, same bool, v []byte, vs
 	var newOut, newIn []uint64
 	var outMaps, inMaps [][]int32
 	if err == nil {
-		newOut, outMaps, lm.mergedBounds, err = SortLayer0(outLists, lm.outBounds, d, me, threads, appearance, &c.top)
+		newOut, outMaps, lm.mergedBounds, err = keyset.SortLayer0(outLists, lm.outBounds, d, me, threads, appearance, &c.top)
 	}
 	newIn, inMaps = newOut, outMaps
 	if err == nil && !sameIn {
-		newIn, inMaps, _, err = SortLayer0(inLists, inBounds, d, me, threads, false, &c.top)
+		newIn, inMaps, _, err = keyset.SortLayer0(inLists, inBounds, d, me, threads, false, &c.top)
 	}
 	if err != nil {
 		return nil, nil, nil, err
@@ -273,7 +274,7 @@ func (p *Plan) configTop(seq uint64, out, in Layer0Rows, same bool, v []byte, vs
 // combineConfigValues combines config_reduce's values as they came (lists[g].vals, mapped by
 // maps[g]) into a new vector of n merged keys, in source order, never arrival order: bitwise
 // reproducible. nil for a plain config.
-func combineConfigValues(lists []ConfigLists, maps [][]int32, n int, vs *valueSpec) []byte {
+func combineConfigValues(lists []keyset.ConfigLists, maps [][]int32, n int, vs *valueSpec) []byte {
 	if vs == nil {
 		return nil
 	}
@@ -291,7 +292,7 @@ func combineConfigValues(lists []ConfigLists, maps [][]int32, n int, vs *valueSp
 // share as views; done releases the received payloads once the caller is through with them.
 // Layer 0 of a packed plan sends rows (msgRows): a compressed message carries their sets and
 // each row's position in its set (setPerm).
-func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v []byte, vs *valueSpec) ([]ConfigLists, func(), error) {
+func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v []byte, vs *valueSpec) ([]keyset.ConfigLists, func(), error) {
 	c, t := p.c, p.topo
 	node, d := c.node(), t.Degrees[i]
 	me := t.Digit(node, i)
@@ -303,10 +304,10 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 		phase, es = kx.PhaseConfigDown, vs.es
 	}
 	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: phase}
-	lists := make([]ConfigLists, d)
-	slice := func(g int) ConfigLists {
+	lists := make([]keyset.ConfigLists, d)
+	slice := func(g int) keyset.ConfigLists {
 		oa, ob := lm.outSplit[g], lm.outSplit[g+1]
-		m := ConfigLists{Out: out[oa:ob], In: in[lm.inSplit[g]:lm.inSplit[g+1]]}
+		m := keyset.ConfigLists{Out: out[oa:ob], In: in[lm.inSplit[g]:lm.inSplit[g+1]]}
 		if same {
 			m.In = m.Out
 		}
@@ -331,16 +332,16 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 		var outPerm, inPerm []int32
 		if rows && pack {
 			rowsIn := m.In
-			if m.Out, outPerm, serr = SetPerm(m.Out, d, g, c.threads(), &c.top); serr == nil {
+			if m.Out, outPerm, serr = keyset.SetPerm(m.Out, d, g, c.threads(), &c.top); serr == nil {
 				m.In, inPerm = m.Out, outPerm
 				if !same {
-					m.In, inPerm, serr = SetPerm(rowsIn, d, g, c.threads(), &c.top)
+					m.In, inPerm, serr = keyset.SetPerm(rowsIn, d, g, c.threads(), &c.top)
 				}
 			}
 		}
-		msg := BuildConfigMsg(m.Out, m.In, same, rows, outPerm, inPerm, m.Vals, pack)
+		msg := keyset.BuildConfigMsg(m.Out, m.In, same, rows, outPerm, inPerm, m.Vals, pack)
 		c.noteConfigMsg(tag, msg.MsgFigures, true)
-		sg.send(to, tag, msg.bufs...)
+		sg.send(to, tag, msg.Bufs...)
 	}
 	payloads := make([][]byte, 0, d) // released once merged
 	done := func() {
@@ -361,7 +362,7 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 			break
 		}
 		payloads = append(payloads, b)
-		m, fig, err := ParseConfigMsg(b, es, from, rows)
+		m, fig, err := keyset.ParseConfigMsg(b, es, from, rows)
 		if err != nil {
 			rerr = err
 			break
@@ -381,8 +382,8 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *valueSpec) ([]uint64, []uint64, []byte, error) {
 	t := p.topo
 	lm := &p.layers[i]
-	lm.outSplit = SplitPoints(out, t.Degrees, i)
-	lm.inSplit = SplitPoints(in, t.Degrees, i)
+	lm.outSplit = keyset.SplitPoints(out, t.Degrees, i)
+	lm.inSplit = keyset.SplitPoints(in, t.Degrees, i)
 	same := len(in) == len(out) && (len(in) == 0 || &in[0] == &out[0]) // in = out, shared
 	lists, done, err := p.exchangeConfig(seq, i, out, in, same, v, vs)
 	defer done()
@@ -394,10 +395,10 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 	for g, m := range lists {
 		outLists[g], inLists[g] = m.Out, m.In
 	}
-	newOut, outMaps := TreeMerge(outLists)
+	newOut, outMaps := keyset.TreeMerge(outLists)
 	newIn, inMaps := newOut, outMaps
 	if !sameLists(inLists, outLists) {
-		newIn, inMaps = TreeMerge(inLists)
+		newIn, inMaps = keyset.TreeMerge(inLists)
 	}
 	nv := combineConfigValues(lists, outMaps, len(newOut), vs) // the values travel in sorted order
 	lm.outMaps, lm.inMaps, lm.outLen, lm.inLen = outMaps, inMaps, len(newOut), len(newIn)
@@ -449,7 +450,7 @@ func (c *Comm) autoDegrees(seq uint64, outIdx []int64, nUnique int, same bool, e
 	for _, x := range outIdx {
 		maxIdx = max(maxIdx, x)
 	}
-	all, err := c.allgatherSmall(seq, []uint64{uint64(nUnique), uint64(maxIdx + 1), uint64(BoolInt(same))})
+	all, err := c.allgatherSmall(seq, []uint64{uint64(nUnique), uint64(maxIdx + 1), uint64(keyset.BoolInt(same))})
 	if err != nil {
 		return nil, err
 	}

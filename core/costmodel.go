@@ -1,6 +1,9 @@
 package core
 
-import "math"
+import (
+	"kylix/core/keyset"
+	"math"
+)
 
 // A cost model for sizing clusters: the time of config and reduce, layer by layer, for given
 // degrees, from three inputs:
@@ -155,7 +158,7 @@ func PredictTime(degrees []int, layers []LayerPrediction, bottomElems float64, l
 		// (permWidth bytes, not compressed).
 		var perms, localPerms float64
 		if i == 0 && ratio > 1 {
-			perms = keys * float64(PermWidth(int(keys)))
+			perms = keys * float64(keyset.PermWidth(int(keys)))
 			if w.CompressLocal {
 				localPerms = perms
 			}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"kylix/core/kernels"
+	"kylix/core/keyset"
 	"kylix/core/kx"
 	"math/rand/v2"
 	"slices"
@@ -51,9 +52,9 @@ func measureRates(n, nv, reps int) ComputeRates {
 	}
 	var r ComputeRates
 	var keys []uint64
-	r.SortNs = best(func() { keys, _ = SortUnique(idx, 1) }) / float64(n)
+	r.SortNs = best(func() { keys, _ = keyset.SortUnique(idx, 1) }) / float64(n)
 	a, b := everyOther(keys, 0), everyOther(keys, 1)
-	r.MergeNs = best(func() { Merge2(a, b) }) / float64(len(keys))
+	r.MergeNs = best(func() { keyset.Merge2(a, b) }) / float64(len(keys))
 	src := make([]byte, 4*nv)
 	dst := make([]byte, 4*nv)
 	inc := make([]int32, nv) // increasing: the maps of a merge
@@ -64,8 +65,8 @@ func measureRates(n, nv, reps int) ComputeRates {
 	perm := slices.Clone(inc)
 	rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
 	r.GatherNs = best(func() { kernels.Gather(kx.F32, kx.Sum, dst, src, perm, 1) }) / float64(nv)
-	var enc IndexEncoder
-	var dec IndexDecoder
+	var enc keyset.IndexEncoder
+	var dec keyset.IndexDecoder
 	list := keys[:len(keys)/4] // a destination's share: a quarter of a rank's keys
 	var blob []byte
 	r.EncodeNs = best(func() { blob = enc.AppendList(blob[:0], list) }) / float64(len(list))

@@ -3,6 +3,7 @@ package core_test
 import (
 	"bytes"
 	"fmt"
+	"kylix/core/keyset"
 	"kylix/core/kx"
 	"strings"
 	"sync"
@@ -120,9 +121,9 @@ type corruptingTransport struct {
 }
 
 func (ct corruptingTransport) Send(to int, tag kx.Tag, bufs ...[]byte) error {
-	if ct.Rank() == ct.bad && tag.Phase == kx.PhaseConfig && len(bufs) > 0 && len(bufs[0]) > core.ConfigListStart(bufs[0])+8 {
+	if ct.Rank() == ct.bad && tag.Phase == kx.PhaseConfig && len(bufs) > 0 && len(bufs[0]) > keyset.ConfigListStart(bufs[0])+8 {
 		b := bytes.Clone(bufs[0])
-		b[core.ConfigListStart(b)+4] ^= 0xff // inside the out list's first chunk header
+		b[keyset.ConfigListStart(b)+4] ^= 0xff // inside the out list's first chunk header
 		bufs = append([][]byte{b}, bufs[1:]...)
 	}
 	return ct.Transport.Send(to, tag, bufs...)

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"kylix/core/keyset"
 	"kylix/core/kx"
 	"sync"
 )
@@ -71,7 +72,7 @@ func orPrior(v, prior float64) float64 {
 
 // noteConfigMsg counts a config message sent or received in the statistics and, when it was
 // compressed, folds its figures into the codec's estimates.
-func (c *Comm) noteConfigMsg(tag kx.Tag, f MsgFigures, sent bool) {
+func (c *Comm) noteConfigMsg(tag kx.Tag, f keyset.MsgFigures, sent bool) {
 	if s := c.rec; s != nil {
 		s.noteIndex(tag, f.Raw, f.Wire, sent)
 	}

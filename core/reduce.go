@@ -2,6 +2,7 @@ package core
 
 import (
 	"kylix/core/kernels"
+	"kylix/core/keyset"
 	"kylix/core/kx"
 	"slices"
 )
@@ -167,7 +168,7 @@ func (p *Plan) combineBuckets(i int, b *planBufs, vs *valueSpec, tag kx.Tag, dst
 	nsub := len(lm.mergedBounds) - 1
 	w := 1
 	if builtin {
-		w = min(WorkersFor(lm.outLen, c.threads()), nsub)
+		w = min(keyset.WorkersFor(lm.outLen, c.threads()), nsub)
 	}
 	// landed waits until every source's rows of the sub-ranges below s1 have landed.
 	landed := func(s1 int) error {
@@ -196,7 +197,7 @@ func (p *Plan) combineBuckets(i int, b *planBufs, vs *valueSpec, tag kx.Tag, dst
 			}
 			continue
 		}
-		Parallel(s1-s0, func(k int) { p.combineSub(i, s0+k, b, own, dst, vs, nil) })
+		keyset.Parallel(s1-s0, func(k int) { p.combineSub(i, s0+k, b, own, dst, vs, nil) })
 	}
 	return nil
 }
@@ -375,11 +376,11 @@ func (p *Plan) top(b *planBufs, outVals []byte, vs *valueSpec) {
 // position is a row of its own, so nothing is combined here, whatever the op.
 func (p *Plan) topPacked(v, outVals []byte, vs *valueSpec) {
 	es := vs.es
-	if WorkersFor(len(p.outDst), p.c.threads()) == 1 { // no closure to allocate
+	if keyset.WorkersFor(len(p.outDst), p.c.threads()) == 1 { // no closure to allocate
 		kernels.Scatter(v, outVals, p.outDst, es)
 		return
 	}
-	ParallelRanges(len(p.outDst), p.c.threads(), func(lo, hi int) {
+	keyset.ParallelRanges(len(p.outDst), p.c.threads(), func(lo, hi int) {
 		kernels.Scatter(v, outVals[lo*es:hi*es], p.outDst[lo:hi], es)
 	})
 }
@@ -387,11 +388,11 @@ func (p *Plan) topPacked(v, outVals []byte, vs *valueSpec) {
 // gather is Gather split by ranges of dst.
 func (p *Plan) gather(dst, src []byte, idx []int32, vs *valueSpec) {
 	es := vs.es
-	if WorkersFor(len(idx), p.c.threads()) == 1 { // no closure to allocate
+	if keyset.WorkersFor(len(idx), p.c.threads()) == 1 { // no closure to allocate
 		kernels.Gather(vs.d, vs.o, dst, src, idx, vs.width)
 		return
 	}
-	ParallelRanges(len(idx), p.c.threads(), func(lo, hi int) {
+	keyset.ParallelRanges(len(idx), p.c.threads(), func(lo, hi int) {
 		kernels.Gather(vs.d, vs.o, dst[lo*es:hi*es], src, idx[lo:hi], vs.width)
 	})
 }
@@ -399,11 +400,11 @@ func (p *Plan) gather(dst, src []byte, idx []int32, vs *valueSpec) {
 // identity fills dst with the op's identity, split by ranges.
 func (p *Plan) identity(dst []byte, vs *valueSpec) {
 	es := vs.es
-	if WorkersFor(len(dst)/es, p.c.threads()) == 1 {
+	if keyset.WorkersFor(len(dst)/es, p.c.threads()) == 1 {
 		kernels.Identity(vs.d, vs.o, dst)
 		return
 	}
-	ParallelRanges(len(dst)/es, p.c.threads(), func(lo, hi int) {
+	keyset.ParallelRanges(len(dst)/es, p.c.threads(), func(lo, hi int) {
 		kernels.Identity(vs.d, vs.o, dst[lo*es:hi*es])
 	})
 }
@@ -412,14 +413,14 @@ func (p *Plan) identity(dst []byte, vs *valueSpec) {
 // ranges of dst: the rows of src that land in a range are a contiguous run of src.
 func (p *Plan) scatterMonotone(dst, src []byte, idx []int32, vs *valueSpec) {
 	es := vs.es
-	w := WorkersFor(len(idx), p.c.threads())
+	w := keyset.WorkersFor(len(idx), p.c.threads())
 	if w == 1 {
 		kernels.ScatterCombine(vs.d, vs.o, dst, src, idx, vs.width)
 		return
 	}
 	first, span := int(idx[0]), int(idx[len(idx)-1])+1-int(idx[0]) // the rows idx touches
-	parts := Split(span, w)
-	Parallel(w, func(t int) {
+	parts := keyset.Split(span, w)
+	keyset.Parallel(w, func(t int) {
 		lo, _ := slices.BinarySearch(idx, int32(first+parts[t]))
 		hi, _ := slices.BinarySearch(idx, int32(first+parts[t+1]))
 		kernels.ScatterCombine(vs.d, vs.o, dst, src[lo*es:hi*es], idx[lo:hi], vs.width)

@@ -1,6 +1,9 @@
 package core
 
-import "kylix/core/kx"
+import (
+	"kylix/core/keyset"
+	"kylix/core/kx"
+)
 
 // allgatherSmall gives every rank every rank's few words, in rank order. Each rank sends its
 // words straight to every other: m-1 tiny messages, fine for the agreement exchanges it serves.
@@ -10,7 +13,7 @@ func (c *Comm) allgatherSmall(seq uint64, words []uint64) ([]uint64, error) {
 	sg := c.sends()
 	for r := 0; r < m; r++ {
 		if r != me {
-			sg.send(r, tag, WordBytes(words))
+			sg.send(r, tag, keyset.WordBytes(words))
 		}
 	}
 	all := make([]uint64, m*k)
@@ -27,7 +30,7 @@ func (c *Comm) allgatherSmall(seq uint64, words []uint64) ([]uint64, error) {
 		case len(b) != 8*k:
 			rerr = kx.Errorf(kx.CodeInternal, "rank %d sent %d bytes in an agreement exchange, want %d", r, len(b), 8*k)
 		default:
-			copy(all[r*k:], BytesWords(b))
+			copy(all[r*k:], keyset.BytesWords(b))
 		}
 	}
 	if err := sg.wait(); rerr == nil {

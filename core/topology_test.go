@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"kylix/core/keyset"
 	"kylix/core/kx"
 	"reflect"
 	"slices"
@@ -86,7 +87,7 @@ func TestDegreesMessageNamesTheProduct(t *testing.T) {
 
 func TestSortUnique(t *testing.T) {
 	idx := []int64{5, 3, 5, 0, 1 << 40, 3, 7, 0}
-	keys, pos := SortUnique(idx, 1)
+	keys, pos := keyset.SortUnique(idx, 1)
 	if len(keys) != 5 {
 		t.Fatalf("%d unique keys, want 5", len(keys))
 	}
@@ -96,18 +97,18 @@ func TestSortUnique(t *testing.T) {
 		}
 	}
 	for i, v := range idx {
-		if keys[pos[i]] != Hash(uint64(v)) {
+		if keys[pos[i]] != keyset.Hash(uint64(v)) {
 			t.Fatalf("pos[%d] points at the wrong key", i)
 		}
 	}
-	if k, p := SortUnique(nil, 1); len(k) != 0 || len(p) != 0 {
+	if k, p := keyset.SortUnique(nil, 1); len(k) != 0 || len(p) != 0 {
 		t.Fatal("empty input")
 	}
 }
 
 func TestTreeMerge(t *testing.T) {
 	lists := [][]uint64{{1, 5, 9}, {}, {2, 5, 10, 11}, {0, 9}, {5}}
-	u, maps := TreeMerge(lists)
+	u, maps := keyset.TreeMerge(lists)
 	want := []uint64{0, 1, 2, 5, 9, 10, 11}
 	if !reflect.DeepEqual(u, want) {
 		t.Fatalf("union %v, want %v", u, want)
@@ -119,7 +120,7 @@ func TestTreeMerge(t *testing.T) {
 			}
 		}
 	}
-	if got := Lookup([]uint64{0, 3, 10, 12}, u); !reflect.DeepEqual(got, []int32{0, -1, 5, -1}) {
+	if got := keyset.Lookup([]uint64{0, 3, 10, 12}, u); !reflect.DeepEqual(got, []int32{0, -1, 5, -1}) {
 		t.Fatalf("lookup %v", got)
 	}
 }
@@ -129,13 +130,13 @@ func TestTreeMerge(t *testing.T) {
 func BenchmarkSortUnique4M(b *testing.B) {
 	idx := make([]int64, 4<<20)
 	for i := range idx {
-		idx[i] = int64(Hash(uint64(i)) % 20000000)
+		idx[i] = int64(keyset.Hash(uint64(i)) % 20000000)
 	}
 	for _, th := range []int{1, 2} {
 		b.Run(fmt.Sprintf("threads=%d", th), func(b *testing.B) {
 			b.SetBytes(8 << 22)
 			for i := 0; i < b.N; i++ {
-				SortUnique(idx, th)
+				keyset.SortUnique(idx, th)
 			}
 		})
 	}
@@ -144,7 +145,7 @@ func BenchmarkSortUnique4M(b *testing.B) {
 		b.SetBytes(8 << 22)
 		for i := 0; i < b.N; i++ {
 			for j, v := range idx {
-				keys[j] = Hash(uint64(v))
+				keys[j] = keyset.Hash(uint64(v))
 			}
 			slices.Sort(keys)
 		}
@@ -156,12 +157,12 @@ func BenchmarkTreeMerge8x256K(b *testing.B) {
 	for l := range lists {
 		idx := make([]int64, 1<<18)
 		for i := range idx {
-			idx[i] = int64(Hash(uint64(i*8+l)) % 4000000)
+			idx[i] = int64(keyset.Hash(uint64(i*8+l)) % 4000000)
 		}
-		lists[l], _ = SortUnique(idx, 1)
+		lists[l], _ = keyset.SortUnique(idx, 1)
 	}
 	b.SetBytes(8 << 21)
 	for i := 0; i < b.N; i++ {
-		TreeMerge(lists)
+		keyset.TreeMerge(lists)
 	}
 }

@@ -1,4 +1,4 @@
-package core
+package keyset
 
 import (
 	"encoding/binary"

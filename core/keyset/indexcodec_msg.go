@@ -1,4 +1,4 @@
-package core
+package keyset
 
 import (
 	"kylix/core/kx"
@@ -49,9 +49,9 @@ var (
 	decoders = sync.Pool{New: func() any { return new(IndexDecoder) }}
 )
 
-// configMsg is one config message ready to send, with its figures.
-type configMsg struct {
-	bufs [][]byte
+// ConfigMsg is one config message ready to send, with its figures.
+type ConfigMsg struct {
+	Bufs [][]byte
 	MsgFigures
 }
 
@@ -69,7 +69,7 @@ type MsgFigures struct {
 // compressed, out and in are then the sets of the rows' keys and outPerm, inPerm each row's
 // position in its set (setPerm). The buffers it returns are its own (or the caller's keys and
 // values), so several messages may be in flight at once.
-func BuildConfigMsg(out, in []uint64, same bool, rows bool, outPerm, inPerm []int32, vals []byte, pack bool) configMsg {
+func BuildConfigMsg(out, in []uint64, same bool, rows bool, outPerm, inPerm []int32, vals []byte, pack bool) ConfigMsg {
 	ni := uint64(len(in))
 	keys := len(out) + len(in)
 	if same {
@@ -91,7 +91,7 @@ func BuildConfigMsg(out, in []uint64, same bool, rows bool, outPerm, inPerm []in
 		if vals != nil {
 			bufs = append(bufs, vals)
 		}
-		return configMsg{bufs, MsgFigures{Keys: keys, Raw: raw, Wire: raw}}
+		return ConfigMsg{bufs, MsgFigures{Keys: keys, Raw: raw, Wire: raw}}
 	}
 	start := time.Now()
 	enc := encoders.Get().(*IndexEncoder)
@@ -128,7 +128,7 @@ func BuildConfigMsg(out, in []uint64, same bool, rows bool, outPerm, inPerm []in
 	if vals != nil {
 		bufs = append(bufs, vals)
 	}
-	return configMsg{bufs, MsgFigures{Keys: keys, Raw: raw, Wire: ol + il, Packed: true, Took: time.Since(start)}}
+	return ConfigMsg{bufs, MsgFigures{Keys: keys, Raw: raw, Wire: ol + il, Packed: true, Took: time.Since(start)}}
 }
 
 // ConfigLists is what a config message carries: the key lists (a rows message's rows, in the
@@ -297,4 +297,13 @@ func packPerms(perms []int32, w int) []byte {
 		}
 	}
 	return b
+}
+
+// ConfigListStart is where the first index list starts in a compressed config message b: after
+// the longer header of a layer-0 rows message (msgRows), or the plain compressed one.
+func ConfigListStart(b []byte) int {
+	if getU64(b)&msgRows != 0 {
+		return rowsHdr
+	}
+	return packedHdr
 }

@@ -1,4 +1,4 @@
-package core
+package keyset
 
 // TreeMerge returns the sorted union of sorted, duplicate-free lists and, for each list, the
 // position of each of its elements in the union. Lists are merged pairwise up a balanced tree

@@ -1,4 +1,4 @@
-package core
+package keyset
 
 import (
 	"bytes"
@@ -79,7 +79,7 @@ func TestBucketStart(t *testing.T) {
 // bucket's and follow caller order, and the bounds are where the buckets start. The result
 // must not depend on the number of workers.
 func TestPackTop(t *testing.T) {
-	defer SetMinPerWorker(16)()
+	defer SetForTest(&MinPerWorker, 16)()
 	r := rand.New(rand.NewPCG(43, 44))
 	for _, n := range []int{0, 1, 50, 3000} {
 		idx := make([]int64, n)
@@ -167,7 +167,7 @@ func topLists(t testing.TB, r *rand.Rand, senders, n, d0, me int) ([][]uint64, [
 // sub-range), every row's map into them, the sub-range bounds, and that the result does not
 // depend on the number of workers.
 func TestSortTop(t *testing.T) {
-	defer SetMinPerWorker(16)()
+	defer SetForTest(&MinPerWorker, 16)()
 	r := rand.New(rand.NewPCG(47, 48))
 	for _, d0 := range []int{2, 3, 4, 5, 8, 16, 100} {
 		for _, n := range []int{0, 7, 4000} {
@@ -194,7 +194,7 @@ func TestSortTop(t *testing.T) {
 				hashRows   int // sub-ranges of at most this many rows are hashed
 			}{{false, 1 << 30}, {true, 1 << 30}, {true, 0}, {true, n / 2}} {
 				appearance := mode.appearance
-				defer SetHashMaxRows(mode.hashRows)()
+				defer SetForTest(&HashMaxRows, mode.hashRows)()
 				want := sorted
 				if appearance {
 					want = appeared
@@ -257,7 +257,7 @@ func TestRowBounds(t *testing.T) {
 // TestEstimateUnique checks degrees=auto's count of distinct indices: exact on small lists,
 // within 2% on 5000 and 0.5% from 100K on, and the same for every number of workers.
 func TestEstimateUnique(t *testing.T) {
-	defer SetMinPerWorker(1 << 10)()
+	defer SetForTest(&MinPerWorker, 1<<10)()
 	r := rand.New(rand.NewPCG(51, 52))
 	for _, n := range []int{0, 1, 100, 4096, 5000, 100_000, 1_000_000} {
 		idx := make([]int64, n)
@@ -312,7 +312,7 @@ func TestConfigMsgRows(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				b := bytes.Join(BuildConfigMsg(so, si, same, true, op, ip, vals, pack).bufs, nil)
+				b := bytes.Join(BuildConfigMsg(so, si, same, true, op, ip, vals, pack).Bufs, nil)
 				what := fmt.Sprintf("%d/%d rows pack=%v same=%v", len(out), len(in), pack, same)
 				m, _, err := ParseConfigMsg(b, 8, 3, true)
 				if err != nil {
@@ -327,13 +327,13 @@ func TestConfigMsgRows(t *testing.T) {
 				if pack && len(op) > 0 { // a row naming a key past its set
 					bad := slices.Clone(op)
 					bad[len(bad)-1] = int32(len(so))
-					b := bytes.Join(BuildConfigMsg(so, si, same, true, bad, ip, vals, pack).bufs, nil)
+					b := bytes.Join(BuildConfigMsg(so, si, same, true, bad, ip, vals, pack).Bufs, nil)
 					if _, _, err := ParseConfigMsg(b, 8, 3, true); err == nil || !strings.Contains(err.Error(), "rank 3") {
 						t.Fatalf("%s: a row outside its set accepted (%v)", what, err)
 					}
 				}
 				sorted := func(l []uint64) []uint64 { return sortedSet(l) }
-				plain := bytes.Join(BuildConfigMsg(sorted(out), sorted(in), same, false, nil, nil, nil, pack).bufs, nil)
+				plain := bytes.Join(BuildConfigMsg(sorted(out), sorted(in), same, false, nil, nil, nil, pack).Bufs, nil)
 				if _, _, err := ParseConfigMsg(plain, 0, 3, true); err == nil || !strings.Contains(err.Error(), "rank 3") {
 					t.Fatalf("%s: sorted keys accepted as rows (%v)", what, err)
 				}
@@ -389,10 +389,10 @@ func FuzzLayer0Msg(f *testing.F) {
 		out, in := lists[0], lists[1]
 		so, op, _ := SetPerm(out, d0, me, 1, new(Layer0Scratch))
 		si, ip, _ := SetPerm(in, d0, me, 1, new(Layer0Scratch))
-		f.Add(bytes.Join(BuildConfigMsg(out, in, false, true, nil, nil, make([]byte, es*len(out)), false).bufs, nil))
-		f.Add(bytes.Join(BuildConfigMsg(out, out, true, true, nil, nil, nil, false).bufs, nil))
+		f.Add(bytes.Join(BuildConfigMsg(out, in, false, true, nil, nil, make([]byte, es*len(out)), false).Bufs, nil))
+		f.Add(bytes.Join(BuildConfigMsg(out, out, true, true, nil, nil, nil, false).Bufs, nil))
 		if len(so) > 0 && len(si) > 0 {
-			f.Add(bytes.Join(BuildConfigMsg(so, si, false, true, op, ip, make([]byte, es*len(out)), true).bufs, nil))
+			f.Add(bytes.Join(BuildConfigMsg(so, si, false, true, op, ip, make([]byte, es*len(out)), true).Bufs, nil))
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -8,10 +8,6 @@ import (
 	"slices"
 )
 
-// DefaultAlpha is the power-law exponent degrees=auto assumes. Prop. 4.1's density curve
-// depends only weakly on it (paper Fig. 4), and the data does not reveal it cheaply.
-const DefaultAlpha = 1.0
-
 // values travelling with config (config_reduce), or nil for a plain config.
 type valueSpec struct {
 	d     kx.Dtype

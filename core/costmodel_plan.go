@@ -110,18 +110,3 @@ func planCandidates(m int) [][]int {
 	}
 	return out
 }
-
-// planFor is degrees=auto's choice: by predicted time on the measured links (with the rates
-// agreed with them), unless min_packet is given or nothing was measured, in which case
-// Proposition 4.1's rule keeps messages above min_packet. es is the bytes per value of the
-// reduces to come; same tells that every rank's in set is its out set.
-func (c *Comm) planFor(n int64, density float64, m int, same bool, es int) ([]int, error) {
-	if l := c.Links(); l != nil && c.opts.MinPacket <= 0 {
-		// Every node is taken for a host of its own: the measured figures are per rank.
-		ds, _, err := PlanDegreesByCost(n, density, m, DefaultAlpha, l, Cluster{RanksPerHost: 1}, l.Rates,
-			Workload{ValueBytes: es, InEqualsOut: same, IndexRatio: 1})
-		return ds, err
-	}
-	ds, _, err := PlanDegrees(n, density, m, DefaultAlpha, c.minPacket(), 8)
-	return ds, err
-}

@@ -21,10 +21,10 @@ func MeasureComputeRates() ComputeRates {
 	return rates
 }
 
-// quickComputeRates is MeasureComputeRates on 2^14 keys and 2^15 values, best of two: about
+// QuickComputeRates is MeasureComputeRates on 2^14 keys and 2^15 values, best of two: about
 // 3 ms, for the link measurement to hand the planner (cache-resident sizes flatter the
 // kernels a little; the planner compares plans, which share that bias).
-func quickComputeRates() ComputeRates {
+func QuickComputeRates() ComputeRates {
 	quickOnce.Do(func() { quick = measureRates(1<<14, 1<<15, 2) })
 	return quick
 }

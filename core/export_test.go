@@ -18,8 +18,8 @@ func LinkModelFor(latency, bytesPerSec float64) *Links {
 		sizes = append(sizes, b)
 		rtt = append(rtt, 2*latency+float64(b)/bytesPerSec)
 	}
-	l := &Links{LatencyS: latency, Points: curvePoints(sizes, rtt), Source: "test"}
-	l.finish()
+	l := &Links{LatencyS: latency, Points: CurvePoints(sizes, rtt), Source: "test"}
+	l.Finish()
 	return l
 }
 

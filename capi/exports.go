@@ -17,6 +17,7 @@ import "C"
 import (
 	"fmt"
 	"kylix/core/kx"
+	"kylix/core/planning"
 	"math"
 	"math/bits"
 	"os"
@@ -534,7 +535,7 @@ func kylixgo_plan_degrees(nFeatures C.int64_t, density C.double, ranks C.int32_t
 	case bytesPerValue < 1:
 		return fail(name, s, argErr("bytes_per_value: %d must be at least 1", int32(bytesPerValue)))
 	}
-	ds, _, err := core.PlanDegrees(int64(nFeatures), float64(density), int(ranks), float64(alpha),
+	ds, _, err := planning.PlanDegrees(int64(nFeatures), float64(density), int(ranks), float64(alpha),
 		int64(minPacket), int(bytesPerValue))
 	if err != nil {
 		return fail(name, s, err)

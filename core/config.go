@@ -4,6 +4,7 @@ import (
 	"kylix/core/kernels"
 	"kylix/core/keyset"
 	"kylix/core/kx"
+	"kylix/core/planning"
 	"math"
 	"slices"
 )
@@ -192,7 +193,7 @@ func (p *Plan) chooseTopology(seq uint64, outIdx []int64, nUnique func() int, sa
 			c.streamDegrees = degrees
 		}
 	}
-	topo, err := NewTopology(degrees, c.nodes())
+	topo, err := planning.NewTopology(degrees, c.nodes())
 	if err != nil {
 		return err
 	}

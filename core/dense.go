@@ -3,6 +3,7 @@ package core
 import (
 	"kylix/core/kernels"
 	"kylix/core/kx"
+	"kylix/core/planning"
 	"unsafe"
 )
 
@@ -44,7 +45,7 @@ func (c *Comm) allreduce(send, recv []byte, d kx.Dtype, o kx.Op, async bool) (*R
 		if n*es <= c.denseSwitch() {
 			return c.allreduceDirect(seq, recv, d, o)
 		}
-		topo, err := NewTopology(c.denseDegrees(), c.nodes())
+		topo, err := planning.NewTopology(c.denseDegrees(), c.nodes())
 		if err != nil {
 			return err
 		}
@@ -71,7 +72,7 @@ func (c *Comm) allreduce(send, recv []byte, d kx.Dtype, o kx.Op, async bool) (*R
 // denseSlots posts, for every layer, where each member's copy of this node's chunk lands: the
 // comm's scratch, one slot per member and layer (every layer's own memory, so that everything
 // can be posted up front and no message waits in a transport buffer). Returns slots[i][g].
-func (c *Comm) denseSlots(seq uint64, topo Topology, n, es int) [][][]byte {
+func (c *Comm) denseSlots(seq uint64, topo planning.Topology, n, es int) [][][]byte {
 	node := c.node()
 	lo, hi := 0, n
 	total := 0
@@ -134,7 +135,7 @@ const denseSegment = 256 << 10
 // denseDown sends each member its chunk of [lo,hi) of buf and combines the members' copies of
 // this node's chunk, which land in slots[g], in source order, segment by segment as they
 // arrive. It returns this node's chunk.
-func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi int, d kx.Dtype, o kx.Op, slots [][]byte) (int, int, error) {
+func (c *Comm) denseDown(seq uint64, topo planning.Topology, i int, buf []byte, lo, hi int, d kx.Dtype, o kx.Op, slots [][]byte) (int, int, error) {
 	node, deg, es := c.node(), topo.Degrees[i], d.Size()
 	me := topo.Digit(node, i)
 	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDense}
@@ -188,7 +189,7 @@ func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi in
 // denseUp sends this node's reduced chunk of [lo,hi) to every member and receives theirs,
 // straight into their place in buf (the caller's recv: the down phase's sends from there are
 // done, and a failed call quiesces its places before it returns, see Comm.run).
-func (c *Comm) denseUp(seq uint64, topo Topology, i int, buf []byte, lo, hi, es int) error {
+func (c *Comm) denseUp(seq uint64, topo planning.Topology, i int, buf []byte, lo, hi, es int) error {
 	node, deg := c.node(), topo.Degrees[i]
 	me := topo.Digit(node, i)
 	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}

@@ -3,6 +3,7 @@ package core
 import (
 	"kylix/core/keyset"
 	"kylix/core/kx"
+	"kylix/core/planning"
 )
 
 // SetMinPerWorker lets tests send small inputs down the multi-worker paths; it returns a
@@ -11,14 +12,14 @@ func SetMinPerWorker(n int) (restore func()) { return keyset.SetForTest(&keyset.
 
 // LinkModelFor is the model measured on a link of the given latency and throughput (bytes/s)
 // where a message of s bytes takes latency + s/throughput one way.
-func LinkModelFor(latency, bytesPerSec float64) *Links {
+func LinkModelFor(latency, bytesPerSec float64) *planning.Links {
 	sizes := []int{probeTinyBytes}
 	rtt := []float64{2 * latency}
 	for b := probeMinBytes; b <= probeMaxBytes; b *= 2 {
 		sizes = append(sizes, b)
 		rtt = append(rtt, 2*latency+float64(b)/bytesPerSec)
 	}
-	l := &Links{LatencyS: latency, Points: CurvePoints(sizes, rtt), Source: "test"}
+	l := &planning.Links{LatencyS: latency, Points: planning.CurvePoints(sizes, rtt), Source: "test"}
 	l.Finish()
 	return l
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"kylix/core/kx"
+	"kylix/core/planning"
 	"math"
 	"slices"
 	"time"
@@ -42,14 +43,14 @@ const (
 // MeasureLinks measures the links now (a collective: every rank calls it) and keeps the result
 // for planning (degrees=auto without min_packet) and compress=auto. A replicated comm cannot
 // agree on measured figures (needLinks) and gets CodeArg.
-func (c *Comm) MeasureLinks() (*Links, error) {
+func (c *Comm) MeasureLinks() (*planning.Links, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
 	if c.opts.Replication > 1 {
 		return nil, c.Reject(kx.Errorf(kx.CodeArg, "replication: links are not measured with replication %d > 1 (replicas' timings race)", c.opts.Replication))
 	}
-	var l *Links
+	var l *planning.Links
 	err := c.collective(kx.Fingerprint{Kind: kx.KindLinks}, func(seq uint64) error {
 		var err error
 		l, err = c.measureLinks(seq)
@@ -85,7 +86,7 @@ func (c *Comm) linksForConfig(seq uint64) error {
 }
 
 // measureLinks runs the probe rounds inside collective seq and keeps the agreed model.
-func (c *Comm) measureLinks(seq uint64) (*Links, error) {
+func (c *Comm) measureLinks(seq uint64) (*planning.Links, error) {
 	m, me := c.nodes(), c.node()
 	if m == 1 {
 		return nil, nil
@@ -138,7 +139,7 @@ func (c *Comm) measureLinks(seq uint64) (*Links, error) {
 		// The typical (median) round decides, not the slowest: on shared cores one rank's
 		// round can take milliseconds of scheduling, which says nothing of the link. The next
 		// size costs about twice this one's round, probeReps times per shift.
-		typical := time.Duration(1e9 * MedianRound(all, len(shifts), m))
+		typical := time.Duration(1e9 * planning.MedianRound(all, len(shifts), m))
 		if len(sizes) == 1 {
 			tiny = typical
 		} else if typical >= probeByteBound*tiny {
@@ -154,19 +155,19 @@ func (c *Comm) measureLinks(seq uint64) (*Links, error) {
 			s *= 2
 		}
 	}
-	l := LinksFrom(sizes, agreed, len(shifts), m)
+	l := planning.LinksFrom(sizes, agreed, len(shifts), m)
 	for h, k := range shifts {
 		peer := (me + k) % m
-		if slices.ContainsFunc(l.Peers, func(p LinkPeer) bool { return p.Rank == peer }) {
+		if slices.ContainsFunc(l.Peers, func(p planning.LinkPeer) bool { return p.Rank == peer }) {
 			continue
 		}
 		rtt := make([]float64, len(sizes))
 		for j := range sizes {
 			rtt[j] = own[h][j].Seconds()
 		}
-		l.Peers = append(l.Peers, LinkPeer{Rank: peer, Points: CurvePoints(sizes, rtt)})
+		l.Peers = append(l.Peers, planning.LinkPeer{Rank: peer, Points: planning.CurvePoints(sizes, rtt)})
 	}
-	rates, err := c.agreeRates(seq, QuickComputeRates())
+	rates, err := c.agreeRates(seq, planning.QuickComputeRates())
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +181,7 @@ func (c *Comm) measureLinks(seq uint64) (*Links, error) {
 
 // agreeRates gives every rank the median over ranks of each compute rate, so that all plan
 // alike.
-func (c *Comm) agreeRates(seq uint64, mine ComputeRates) (ComputeRates, error) {
+func (c *Comm) agreeRates(seq uint64, mine planning.ComputeRates) (planning.ComputeRates, error) {
 	f := []*float64{&mine.SortNs, &mine.MergeNs, &mine.CombineNs, &mine.GatherNs, &mine.EncodeNs, &mine.DecodeNs}
 	words := make([]uint64, len(f))
 	for i, p := range f {
@@ -188,7 +189,7 @@ func (c *Comm) agreeRates(seq uint64, mine ComputeRates) (ComputeRates, error) {
 	}
 	all, err := c.allgatherSmall(seq, words)
 	if err != nil {
-		return ComputeRates{}, err
+		return planning.ComputeRates{}, err
 	}
 	m := len(all) / len(f)
 	for i, p := range f {
@@ -236,7 +237,7 @@ func (c *Comm) probeRound(seq uint64, layer uint8, to, from int, b []byte) (time
 }
 
 // setLinks keeps a measured model; plans made with the old min_packet are forgotten.
-func (c *Comm) setLinks(l *Links) {
+func (c *Comm) setLinks(l *planning.Links) {
 	c.net.mu.Lock()
 	c.net.links = l
 	c.net.mu.Unlock()
@@ -245,7 +246,7 @@ func (c *Comm) setLinks(l *Links) {
 
 // Links returns the measured link model, or nil before it is measured. It is shared: do not
 // change it.
-func (c *Comm) Links() *Links {
+func (c *Comm) Links() *planning.Links {
 	c.net.mu.Lock()
 	defer c.net.mu.Unlock()
 	return c.net.links

@@ -3,6 +3,7 @@ package core
 import (
 	"kylix/core/keyset"
 	"kylix/core/kx"
+	"kylix/core/planning"
 	"sync"
 )
 
@@ -10,7 +11,7 @@ import (
 // codec, which compress=auto weighs against each other message by message.
 type netState struct {
 	mu    sync.Mutex // Stats reads these while a collective may be setting them
-	links *Links
+	links *planning.Links
 	tried bool // the first config's measurement ran (or was not needed)
 	// The codec's cost per key each way, the least seen over this comm's messages (its own
 	// speed: time lost to preemption on shared cores would inflate a mean, and one stalled

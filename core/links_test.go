@@ -3,6 +3,7 @@ package core_test
 import (
 	"fmt"
 	"kylix/core/kx"
+	"kylix/core/planning"
 	"math"
 	"reflect"
 	"testing"
@@ -76,7 +77,7 @@ func TestMeasureLinksOnDemand(t *testing.T) {
 			t.Fatalf("rank %d measured links it did not need: %+v", r, l)
 		}
 	}
-	models := make([]*core.Links, m)
+	models := make([]*planning.Links, m)
 	j.each(t, func(r int, c *core.Comm) (err error) {
 		models[r], err = c.MeasureLinks()
 		return err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"kylix/core/kernels"
 	"kylix/core/kx"
+	"kylix/core/planning"
 	"strings"
 )
 
@@ -24,7 +25,7 @@ import (
 // every rank with the global mean. It is at least 1 (a one-rank job has one layer that moves
 // nothing), so step % MixLayers() is always defined.
 func (c *Comm) MixLayers() int {
-	topo, err := NewTopology(c.mixDegrees(), c.nodes())
+	topo, err := planning.NewTopology(c.mixDegrees(), c.nodes())
 	if err != nil {
 		return 1
 	}
@@ -63,7 +64,7 @@ func (c *Comm) Mix(buf []byte, d kx.Dtype, step int64) error {
 	fp := kx.Fingerprint{Kind: kx.KindMix, Dtype: uint8(d), Count: int64(n),
 		Plan: uint32(step), Width: int32(uint32(uint64(step) >> 32))}
 	return c.collective(fp, func(seq uint64) error {
-		topo, err := NewTopology(c.mixDegrees(), c.nodes())
+		topo, err := planning.NewTopology(c.mixDegrees(), c.nodes())
 		if err != nil {
 			return err
 		}
@@ -96,7 +97,7 @@ func stepMismatch(err error) error {
 // that disagree on the step (and hence on the layer) still hear from each other in this
 // collective and fail with a mismatch, instead of one waiting for data the other never sends.
 // That is sum(d_i - 1) - (d - 1) empty frames per step, none for a one-layer butterfly.
-func (c *Comm) mixLayer(seq uint64, topo Topology, i int, buf []byte, d kx.Dtype) error {
+func (c *Comm) mixLayer(seq uint64, topo planning.Topology, i int, buf []byte, d kx.Dtype) error {
 	node, deg := c.node(), topo.Degrees[i]
 	me := topo.Digit(node, i)
 	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDense}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"kylix/core/kx"
+	"kylix/core/planning"
 	"math"
 	"math/rand"
 	"strings"
@@ -76,7 +77,7 @@ func mixRef(d kx.Dtype, members [][]byte) []byte {
 
 // mixTopo is the topology Mix must use: the fixed degrees, else direct up to 8 ranks and binary
 // beyond.
-func mixTopo(t *testing.T, m int, degrees string) core.Topology {
+func mixTopo(t *testing.T, m int, degrees string) planning.Topology {
 	t.Helper()
 	spec := degrees
 	if spec == "" || spec == "auto" {
@@ -86,7 +87,7 @@ func mixTopo(t *testing.T, m int, degrees string) core.Topology {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo, err := core.NewTopology(ds, m)
+	topo, err := planning.NewTopology(ds, m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package core
 import (
 	"kylix/core/kernels"
 	"kylix/core/kx"
+	"kylix/core/planning"
 )
 
 // Plan is a configured pair of index sets: the per-layer split points and position maps
@@ -10,7 +11,7 @@ import (
 type Plan struct {
 	c      *Comm
 	id     uint32
-	topo   Topology
+	topo   planning.Topology
 	nOut   int
 	nIn    int
 	outPos []int32 // caller's out position -> position in the rank's sorted unique out keys

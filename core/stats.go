@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"kylix/core/kernels"
 	"kylix/core/kx"
+	"kylix/core/planning"
 	"sync"
 	"time"
 	"weak"
@@ -226,7 +227,7 @@ type Stats struct {
 	Options       StatsOptions         `json:"options"` // the options in effect
 	SinceUnix     float64              `json:"since_unix_s"`
 	Compression   CompressionStats     `json:"compression"`
-	Links         *Links               `json:"links"` // measured link model; null before
+	Links         *planning.Links      `json:"links"` // measured link model; null before
 	Totals        Traffic              `json:"totals"`
 	PhaseSeconds  PhaseSeconds         `json:"phase_seconds"`
 	Collectives   map[string]KindStats `json:"collectives"`

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"kylix/core/kx"
+	"kylix/core/planning"
 	"math/rand/v2"
 	"os"
 	"runtime/pprof"
@@ -20,7 +21,7 @@ func benchCmd(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	n := fs.Float64("features", 1e7, "number of features")
 	density := fs.Float64("density", 0.2, "per-rank density")
-	alpha := fs.Float64("alpha", core.DefaultAlpha, "power-law exponent of the data")
+	alpha := fs.Float64("alpha", planning.DefaultAlpha, "power-law exponent of the data")
 	width := fs.Int("width", 1, "values per index (f32)")
 	iters := fs.Int("iters", 5, "reduces to time")
 	dense := fs.Bool("dense", false, "time dense allreduce (direct vs butterfly) instead")
@@ -104,7 +105,7 @@ func benchCmd(args []string) error {
 // powerLawSet is one rank's Poisson–power-law feature set (the simulator's sampler), ids
 // scattered over [0, n) by a bijection.
 func powerLawSet(n int64, density, alpha float64, seed int64) ([]int64, error) {
-	lambda, err := core.SolveLambda(n, density, alpha)
+	lambda, err := planning.SolveLambda(n, density, alpha)
 	if err != nil {
 		return nil, err
 	}

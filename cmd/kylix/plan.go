@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"io"
 	"kylix/core/kx"
+	"kylix/core/planning"
 	"math"
 	"os"
-
-	"kylix/core"
 )
 
 const planUsage = `usage: kylix plan --features N --density D --ranks M [flags]
@@ -56,7 +55,7 @@ func planMain(args []string, w io.Writer) error {
 	n := fs.Float64("features", 0, "number of features n")
 	density := fs.Float64("density", 0, "per-rank density of the initial shares")
 	ranks := fs.Int("ranks", 0, "number of ranks (nodes)")
-	alpha := fs.Float64("alpha", core.DefaultAlpha, "power-law exponent")
+	alpha := fs.Float64("alpha", planning.DefaultAlpha, "power-law exponent")
 	minPacket := fs.Int64("min-packet", kx.DefaultMinPacket, "smallest efficient message, bytes")
 	bpv := fs.Int("bytes-per-value", 8, "bytes sent per element (with --simulate: a multiple of 4, f32 values)")
 	degSpec := fs.String("degrees", "", "degrees to use instead of the planned ones")
@@ -83,7 +82,7 @@ func planMain(args []string, w io.Writer) error {
 		return fmt.Errorf("--features: %g is not a whole number of features", *n)
 	}
 	nf := int64(*n)
-	ds, _, err := core.PlanDegrees(nf, *density, *ranks, *alpha, *minPacket, *bpv)
+	ds, _, err := planning.PlanDegrees(nf, *density, *ranks, *alpha, *minPacket, *bpv)
 	if err != nil {
 		return err
 	}
@@ -93,7 +92,7 @@ func planMain(args []string, w io.Writer) error {
 			return err
 		}
 		if ds == nil { // auto
-			ds, _, _ = core.PlanDegrees(nf, *density, *ranks, *alpha, *minPacket, *bpv)
+			ds, _, _ = planning.PlanDegrees(nf, *density, *ranks, *alpha, *minPacket, *bpv)
 		} else {
 			how = "given"
 		}
@@ -132,7 +131,7 @@ func planMain(args []string, w io.Writer) error {
 		if *compressMode != "lz4" && *compressMode != "auto" {
 			return fmt.Errorf("--compress: %q is not lz4 or auto", *compressMode)
 		}
-		work := core.Workload{ValueBytes: *valueBytes, InEqualsOut: *inEqOut, IndexRatio: *indexRatio,
+		work := planning.Workload{ValueBytes: *valueBytes, InEqualsOut: *inEqOut, IndexRatio: *indexRatio,
 			CompressLocal: *compressMode == "lz4"}
 		ts, err := timeSetupFrom(*linkSpec, *localSpec, *rph, *cph, work, *ratesFile)
 		if err != nil {

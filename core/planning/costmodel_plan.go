@@ -1,4 +1,4 @@
-package core
+package planning
 
 import (
 	"kylix/core/kx"

@@ -171,8 +171,9 @@ func Open(fd int, opt Options) (*Segment, error) {
 	}
 	s := newSegment(mem, -1, 1, ringSize, opt)
 	if !s.sidePid(1).CompareAndSwap(0, int32(unix.Getpid())) {
+		other := s.sidePid(1).Load()
 		unix.Munmap(mem)
-		return nil, fmt.Errorf("%w: already opened by pid %d", ErrBadSegment, s.sidePid(1).Load())
+		return nil, fmt.Errorf("%w: already opened by pid %d", ErrBadSegment, other)
 	}
 	// The creator's pid is known now: pin it with a pidfd at once, so that a reused pid
 	// cannot pass for the creator later.
@@ -240,12 +241,14 @@ func (s *Segment) Close() error {
 		return nil
 	}
 	s.sideClosed(s.side).Store(1)
+	// closingBit before the wakes: a local waiter woken by them must see it, or it sleeps
+	// again. Our own count keeps the mapping until the wakes are done.
+	s.state.Or(closingBit)
 	for r := 0; r < 2; r++ {
 		base := offRing + r*ringHdr
 		futexWake(s.u32(base + offRSleep))
 		futexWake(s.u32(base + offWSleep))
 	}
-	s.state.Or(closingBit)
 	s.exit()
 	return nil
 }

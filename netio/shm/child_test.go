@@ -62,38 +62,21 @@ func runChild(role string) error {
 	var none Wait
 	switch role {
 	case "echo": // every frame back as it came, until the parent closes
-		buf := make([]byte, 0, 1<<20)
-		for {
-			n, err := seg.Reader().Next(none)
-			if err == io.EOF {
-				return nil
-			} else if err != nil {
-				return err
-			}
-			if n > cap(buf) {
+		buf := make([]byte, 1<<20)
+		return serve(seg, func(n int) error {
+			if n > len(buf) {
 				buf = make([]byte, n)
 			}
 			if err := seg.Reader().ReadFull(none, buf[:n]); err != nil {
 				return err
 			}
-			if err := seg.Writer().WriteFrame(none, buf[:n]); err != nil {
-				return err
-			}
-		}
-	case "sink": // swallow frames; answer an empty frame with an empty frame
+			return seg.Writer().WriteFrame(none, buf[:n])
+		})
+	case "sink": // receive frames into one buffer; answer an empty frame with an empty one
 		buf := make([]byte, 1<<20)
-		for {
-			n, err := seg.Reader().Next(none)
-			if err == io.EOF {
-				return nil
-			} else if err != nil {
-				return err
-			}
+		return serve(seg, func(n int) error {
 			if n == 0 {
-				if err := seg.Writer().WriteFrame(none); err != nil {
-					return err
-				}
-				continue
+				return seg.Writer().WriteFrame(none)
 			}
 			for n > 0 {
 				k := min(n, len(buf))
@@ -102,7 +85,8 @@ func runChild(role string) error {
 				}
 				n -= k
 			}
-		}
+			return nil
+		})
 	case "produce": // checksummed frames of random sizes, then Close
 		count, _ := strconv.Atoi(os.Getenv(countEnv))
 		return produce(seg.Writer(), count, 4*seg.RingSize(), 1)
@@ -115,6 +99,21 @@ func runChild(role string) error {
 		os.Exit(0)
 	}
 	return fmt.Errorf("unknown role %q", role)
+}
+
+// serve hands each frame's length to f until the parent closes the segment.
+func serve(seg *Segment, f func(n int) error) error {
+	for {
+		n, err := seg.Reader().Next(Wait{})
+		if err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if err := f(n); err != nil {
+			return err
+		}
+	}
 }
 
 // produce writes count frames: an 8-byte header (index, crc32 of the payload) and a

@@ -125,7 +125,7 @@ func (w *Writer) copyIn(p []byte) {
 
 func (w *Writer) publish() {
 	w.tail.Store(w.pos)
-	wake(w.rsleep)
+	w.s.wake(w.rsleep)
 }
 
 // reserve publishes what is written (the reader may be waiting for it) and waits until
@@ -275,7 +275,7 @@ func (r *Reader) ReadFrame(wt Wait, dst []byte) (int, error) {
 // sleeps for space; one store and one load when it does not.
 func (r *Reader) release() {
 	r.head.Store(r.pos)
-	wake(r.wsleep)
+	r.s.wake(r.wsleep)
 }
 
 // fill waits until need bytes are available, releasing first what was consumed (the

@@ -62,6 +62,11 @@ func TestRingGoroutines(t *testing.T) {
 			if _, err := b.Reader().Next(bounded()); err != io.EOF {
 				t.Fatalf("after the writer's Close: %v, want io.EOF", err)
 			}
+			// Spinning follows the option, read from the counters rather than a timing.
+			if st := b.Stats(); (st.Spins > 0) != (m.opt.Spin > 0) || st.SpinHits > st.Spins {
+				t.Fatalf("spin %v, stats %+v", m.opt.Spin, st)
+			}
+			t.Logf("reader %+v, writer %+v", b.Stats(), a.Stats())
 		})
 	}
 }

@@ -97,6 +97,8 @@ type Segment struct {
 	state     atomic.Int64
 	unmapOnce sync.Once
 
+	stats struct{ spins, spinHits, sleeps, wakes atomic.Uint64 }
+
 	peerMu    sync.Mutex
 	peerPid   int
 	peerPidfd int // -1: not opened yet; -2: pidfd unavailable, fall back to kill(0)
@@ -219,6 +221,21 @@ func (s *Segment) PeerPid() int { return int(s.sidePid(1 - s.side).Load()) }
 // PeerAttached reports whether the peer has opened the segment (the creator may then be
 // sure the fd reached it and that Close of the fd loses nothing).
 func (s *Segment) PeerAttached() bool { return s.PeerPid() != 0 }
+
+// Stats counts the slow paths of this side's waits; a wait that finds its data at once
+// counts nowhere. The transport can show from them that an oversubscribed host never
+// spins (Spins stays 0), without a timing.
+type Stats struct {
+	Spins     uint64 // waits that spun
+	SpinHits  uint64 // of those, satisfied while spinning
+	Sleeps    uint64 // futex sleeps (a wait may sleep more than once)
+	WakesSent uint64 // futex wakes sent to a peer that announced it sleeps
+}
+
+// Stats may be called from any goroutine, also after Close.
+func (s *Segment) Stats() Stats {
+	return Stats{s.stats.spins.Load(), s.stats.spinHits.Load(), s.stats.sleeps.Load(), s.stats.wakes.Load()}
+}
 
 // Interrupt wakes this process's sleeping waits on the segment so that they look at their
 // abort channels now rather than at the next poll.

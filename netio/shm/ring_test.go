@@ -389,3 +389,21 @@ func TestPidAliveFallback(t *testing.T) {
 		t.Fatalf("reaped child %d reported alive", pid)
 	}
 }
+
+// The data path allocates nothing: a plan's buffers go straight in and out (house style).
+func TestNoAllocs(t *testing.T) {
+	a, b := pair(t, 4096, Options{})
+	hdr, payload, dst := make([]byte, 16), make([]byte, 1000), make([]byte, 1016)
+	w, r := a.Writer(), b.Reader()
+	allocs := testing.AllocsPerRun(200, func() {
+		if err := w.WriteFrame(Wait{}, hdr, payload); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.ReadFrame(Wait{}, dst); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per frame", allocs)
+	}
+}

@@ -142,7 +142,11 @@ func TestPeerKilledWhileWriting(t *testing.T) {
 	// only once it has attached (a peer that never attached has no pid to watch: that
 	// is the handshake's deadline to catch).
 	for w.tail.Load() < ring || !c.seg.PeerAttached() {
-		time.Sleep(time.Millisecond)
+		select {
+		case err := <-errc:
+			t.Fatalf("writer ended before the kill: %v", err)
+		case <-time.After(time.Millisecond):
+		}
 	}
 	c.kill(t)
 	if err := <-errc; !errors.Is(err, ErrPeerDead) {

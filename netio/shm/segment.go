@@ -14,6 +14,23 @@
 // A sleeping wait wakes every Options.Poll to check the peer's pid (pidfd) and the caller's
 // abort channel: a peer killed mid-frame is reported as *PeerDeadError within about Poll.
 //
+// Use, once per pair of ranks of one host, in the handshake over a unix socket:
+//
+//	creator:  s, err := shm.Create(1<<18, shm.Options{Spin: spin}) // spin only if cpus.SpinAllowed
+//	          err = shm.SendFDs(uc, s.Fd()); s.CloseFD()
+//	attacher: fds, err := shm.RecvFDs(uc, 1); s, err := shm.Open(fds[0], opt); then an ack
+//	creator:  reads the ack: the peer's pid is now in the segment (PeerAttached), so its
+//	          death is seen; before that only the handshake's deadline covers it
+//	send:     s.Writer().WriteFrame(shm.Wait{Deadline: d, Abort: stop}, hdr, payload)
+//	receive:  n, err := r.Next(w); r.ReadFull(w, hdrBuf); r.ReadFull(w, dst) // dst: in place
+//
+// errors.Is(err, ErrPeerDead) maps to "PEER: rank N died" (the transport knows N);
+// ErrPeerClosed and io.EOF to an orderly close; ErrTimeout and ErrAborted to the call's
+// own bounds. A stopped (SIGSTOP) peer is alive: the transport's liveness (heartbeats,
+// liveness_ms) ends such a wait through Abort and Interrupt.
+//
+// A blocked wait holds its OS thread in futex(2) (the runtime starts another for the P).
+//
 // Endpoints: one goroutine at a time per Writer and per Reader; the Writer and the Reader of
 // a segment may be used concurrently. Close may be called from any goroutine at any time:
 // calls in flight return ErrClosed and the mapping goes away when the last one leaves.

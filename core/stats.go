@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"kylix/core/kernels"
 	"kylix/core/kx"
-	"kylix/core/planning"
+	"kylix/core/stats"
 	"sync"
 	"time"
 	"weak"
@@ -31,22 +31,6 @@ const (
 	statsVersion   = 1
 	maxPlanRecords = 64
 )
-
-// Traffic counts data messages: payload bytes and messages, each way.
-type Traffic struct {
-	BytesSent uint64 `json:"bytes_sent"`
-	BytesRecv uint64 `json:"bytes_recv"`
-	MsgsSent  uint64 `json:"msgs_sent"`
-	MsgsRecv  uint64 `json:"msgs_recv"`
-}
-
-// Add accumulates u into t.
-func (t *Traffic) Add(u Traffic) {
-	t.BytesSent += u.BytesSent
-	t.BytesRecv += u.BytesRecv
-	t.MsgsSent += u.MsgsSent
-	t.MsgsRecv += u.MsgsRecv
-}
 
 // Message slots of a plan: which collective moved the message and in which direction.
 const (
@@ -78,174 +62,15 @@ func slotOf(k kx.Kind, ph kx.Phase) int {
 	return -1
 }
 
-// PlanSeconds is the time a plan's collectives spent in each phase, in seconds. Config's time
-// includes the degrees=auto agreement and the final merge; a reduce's down phase runs from its
-// start to its first message going up, the up phase from there to its end.
-type PlanSeconds struct {
-	Config           float64 `json:"config"`
-	ReduceDown       float64 `json:"reduce_down"`
-	ReduceUp         float64 `json:"reduce_up"`
-	ConfigReduceDown float64 `json:"config_reduce_down"`
-	ConfigReduceUp   float64 `json:"config_reduce_up"`
+func planSeconds(s *[numSlots]time.Duration) stats.PlanSeconds {
+	return stats.PlanSeconds{Config: s[slotConfig].Seconds(), ReduceDown: s[slotReduceDown].Seconds(),
+		ReduceUp: s[slotReduceUp].Seconds(), ConfigReduceDown: s[slotCRDown].Seconds(),
+		ConfigReduceUp: s[slotCRUp].Seconds()}
 }
 
-func planSeconds(s *[numSlots]time.Duration) PlanSeconds {
-	return PlanSeconds{s[slotConfig].Seconds(), s[slotReduceDown].Seconds(), s[slotReduceUp].Seconds(),
-		s[slotCRDown].Seconds(), s[slotCRUp].Seconds()}
-}
-
-// PhaseSeconds is PlanSeconds summed over every plan (live and retired), plus the dense
-// allreduce.
-type PhaseSeconds struct {
-	PlanSeconds
-	Dense float64 `json:"dense"`
-}
-
-// PlanCalls counts a plan's collectives. Errors counts those that failed on this rank.
-type PlanCalls struct {
-	Config       uint64 `json:"config"`
-	Reduce       uint64 `json:"reduce"`
-	ConfigReduce uint64 `json:"config_reduce"`
-	Errors       uint64 `json:"errors"`
-}
-
-// LayerTraffic is the traffic of one butterfly layer of a plan, by collective and direction.
-type LayerTraffic struct {
-	Config           Traffic `json:"config"`
-	ReduceDown       Traffic `json:"reduce_down"`
-	ReduceUp         Traffic `json:"reduce_up"`
-	ConfigReduceDown Traffic `json:"config_reduce_down"`
-	ConfigReduceUp   Traffic `json:"config_reduce_up"`
-}
-
-func layerTraffic(s *[numSlots]Traffic) LayerTraffic {
-	return LayerTraffic{s[slotConfig], s[slotReduceDown], s[slotReduceUp], s[slotCRDown], s[slotCRUp]}
-}
-
-// IndexBytes are the index-list bytes of a layer's config messages (config and config_reduce)
-// before compression (raw: 8 per key) and as they travelled (wire), each way. Ratio is raw/wire
-// of what this rank sent (1 when it sent nothing or compressed nothing).
-type IndexBytes struct {
-	RawSent  uint64  `json:"raw_sent"`
-	WireSent uint64  `json:"wire_sent"`
-	RawRecv  uint64  `json:"raw_recv"`
-	WireRecv uint64  `json:"wire_recv"`
-	Ratio    float64 `json:"ratio"`
-}
-
-func (x *IndexBytes) add(raw, wire int, sent bool) {
-	if sent {
-		x.RawSent += uint64(raw)
-		x.WireSent += uint64(wire)
-	} else {
-		x.RawRecv += uint64(raw)
-		x.WireRecv += uint64(wire)
-	}
-}
-
-func (x IndexBytes) withRatio() IndexBytes {
-	x.Ratio = 1
-	if x.WireSent > 0 {
-		x.Ratio = float64(x.RawSent) / float64(x.WireSent)
-	}
-	return x
-}
-
-// LayerStats describes layer Layer of a plan on this rank: the keys (unique indices) this rank
-// held above the layer, sent to the other members of its group (the rest it keeps), received
-// from them, and held below the layer after merging, and the traffic of the layer.
-type LayerStats struct {
-	Layer        int `json:"layer"`
-	Degree       int `json:"degree"`
-	OutKeysAbove int `json:"out_keys_above"`
-	InKeysAbove  int `json:"in_keys_above"`
-	OutKeysSent  int `json:"out_keys_sent"`
-	InKeysSent   int `json:"in_keys_sent"`
-	OutKeysRecv  int `json:"out_keys_recv"`
-	InKeysRecv   int `json:"in_keys_recv"`
-	OutKeysBelow int `json:"out_keys_below"`
-	InKeysBelow  int `json:"in_keys_below"`
-	LayerTraffic
-	Index IndexBytes `json:"index_bytes"`
-}
-
-// PlanStats is one plan's record.
-type PlanStats struct {
-	ID         uint32       `json:"id"`
-	CreatedBy  string       `json:"created_by"` // "config" or "config_reduce"
-	Configured bool         `json:"configured"` // false: its configuration failed
-	Freed      bool         `json:"freed"`
-	Degrees    []int        `json:"degrees"`
-	NOut       int          `json:"n_out"` // the caller's indices, repeats included
-	NIn        int          `json:"n_in"`
-	OutKeys    int          `json:"out_keys"` // unique indices on this rank
-	InKeys     int          `json:"in_keys"`
-	BottomOut  int          `json:"bottom_out_keys"` // keys held below the last layer
-	BottomIn   int          `json:"bottom_in_keys"`
-	Calls      PlanCalls    `json:"calls"`
-	Seconds    PlanSeconds  `json:"seconds"`
-	Agree      Traffic      `json:"agree"` // degrees=auto agreement exchange
-	Links      Traffic      `json:"links"` // link measurement run by this plan's config
-	Layers     []LayerStats `json:"layers"`
-}
-
-// RetiredStats aggregates the plans whose records were dropped to bound memory.
-type RetiredStats struct {
-	Plans   int            `json:"plans"`
-	Calls   PlanCalls      `json:"calls"`
-	Seconds PlanSeconds    `json:"seconds"`
-	Agree   Traffic        `json:"agree"`
-	Layers  []LayerTraffic `json:"layers"`
-}
-
-// KindStats counts the collectives of one kind.
-type KindStats struct {
-	Calls   uint64  `json:"calls"`
-	Errors  uint64  `json:"errors"`
-	Seconds float64 `json:"seconds"`
-	Traffic Traffic `json:"traffic"`
-}
-
-// CompressionStats sum the index bytes of every config message (IndexBytes) since the last
-// reset. Active: some message travelled compressed. Ratio is raw/wire of what this rank sent.
-type CompressionStats struct {
-	Option string `json:"option"`
-	Active bool   `json:"active"`
-	IndexBytes
-	Note string `json:"note"`
-}
-
-// Stats is a snapshot of a comm's statistics; StatsJSON is its JSON form.
-type Stats struct {
-	Version       int                  `json:"version"`
-	Rank          int                  `json:"rank"`
-	Size          int                  `json:"size"`
-	DegreesOption string               `json:"degrees_option"`
-	Degrees       []int                `json:"degrees"` // fixed degrees; null for auto
-	Threads       int                  `json:"threads"` // worker threads of the data path
-	Kernels       string               `json:"kernels"` // SIMD level dispatched: avx512, avx2 or go
-	Options       StatsOptions         `json:"options"` // the options in effect
-	SinceUnix     float64              `json:"since_unix_s"`
-	Compression   CompressionStats     `json:"compression"`
-	Links         *planning.Links      `json:"links"` // measured link model; null before
-	Totals        Traffic              `json:"totals"`
-	PhaseSeconds  PhaseSeconds         `json:"phase_seconds"`
-	Collectives   map[string]KindStats `json:"collectives"`
-	Plans         []PlanStats          `json:"plans"`
-	Retired       RetiredStats         `json:"retired_plans"`
-	Replication   ReplicationStats     `json:"replication"` // stats_replicas.go
-}
-
-// StatsOptions are the comm's options in effect, as kylix_init parsed them.
-type StatsOptions struct {
-	TimeoutMS   int64  `json:"timeout_ms"`
-	LivenessMS  int64  `json:"liveness_ms"`
-	Threads     int    `json:"threads"`
-	Log         string `json:"log"`
-	MinPacket   int64  `json:"min_packet"`
-	Replication int    `json:"replication"`
-	Compress    string `json:"compress"`
-	Degrees     string `json:"degrees"`
+func layerTraffic(s *[numSlots]stats.Traffic) stats.LayerTraffic {
+	return stats.LayerTraffic{Config: s[slotConfig], ReduceDown: s[slotReduceDown], ReduceUp: s[slotReduceUp],
+		ConfigReduceDown: s[slotCRDown], ConfigReduceUp: s[slotCRUp]}
 }
 
 // ---- the recorder ---------------------------------------------------------------------------
@@ -256,13 +81,13 @@ type planRec struct {
 	ref        weak.Pointer[Plan]
 	configured bool
 	freed      bool
-	static     PlanStats // Degrees, counts and the key figures of Layers
-	calls      PlanCalls
+	static     stats.PlanStats // Degrees, counts and the key figures of Layers
+	calls      stats.PlanCalls
 	secs       [numSlots]time.Duration
-	agree      Traffic
-	links      Traffic
-	layers     [][numSlots]Traffic
-	index      []IndexBytes // per layer
+	agree      stats.Traffic
+	links      stats.Traffic
+	layers     [][numSlots]stats.Traffic
+	index      []stats.IndexBytes // per layer
 }
 
 // retirable: nobody can use the plan any more (it was freed or collected, or its
@@ -274,7 +99,7 @@ func (r *planRec) retirable() bool {
 type kindRec struct {
 	calls, errors uint64
 	secs          time.Duration
-	tr            Traffic
+	tr            stats.Traffic
 }
 
 type activeColl struct {
@@ -291,14 +116,14 @@ type recorder struct {
 	mu      sync.Mutex
 	since   time.Time
 	kinds   [kx.NumKinds]kindRec
-	orphan  Traffic // messages of no known collective (not expected)
+	orphan  stats.Traffic // messages of no known collective (not expected)
 	plans   map[uint32]*planRec
 	order   []*planRec // plans in creation order
 	retired planRec    // aggregate of dropped records (calls, secs, agree, layers)
 	nRetir  int
 	active  map[uint64]*activeColl
-	index   IndexBytes // every config message's, for CompressionStats
-	packed  bool       // some message travelled compressed
+	index   stats.IndexBytes // every config message's, for CompressionStats
+	packed  bool             // some message travelled compressed
 }
 
 func newRecorder() *recorder {
@@ -343,9 +168,9 @@ func (s *recorder) enter(tag kx.Tag) {
 }
 
 func (s *recorder) count(tag kx.Tag, n int, sent bool) {
-	u := Traffic{BytesRecv: uint64(n), MsgsRecv: 1}
+	u := stats.Traffic{BytesRecv: uint64(n), MsgsRecv: 1}
 	if sent {
-		u = Traffic{BytesSent: uint64(n), MsgsSent: 1}
+		u = stats.Traffic{BytesSent: uint64(n), MsgsSent: 1}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -368,7 +193,7 @@ func (s *recorder) count(tag kx.Tag, n int, sent bool) {
 	}
 	if sl := slotOf(a.kind, tag.Phase); sl >= 0 {
 		for int(tag.Layer) >= len(a.plan.layers) {
-			a.plan.layers = append(a.plan.layers, [numSlots]Traffic{})
+			a.plan.layers = append(a.plan.layers, [numSlots]stats.Traffic{})
 		}
 		a.plan.layers[tag.Layer][sl].Add(u)
 	}
@@ -459,7 +284,7 @@ func (s *recorder) fold(r *planRec) {
 	}
 	g.agree.Add(r.agree)
 	for len(g.layers) < len(r.layers) {
-		g.layers = append(g.layers, [numSlots]Traffic{})
+		g.layers = append(g.layers, [numSlots]stats.Traffic{})
 	}
 	for i := range r.layers {
 		for sl := range r.layers[i] {
@@ -472,27 +297,27 @@ func (s *recorder) fold(r *planRec) {
 func (s *recorder) noteIndex(tag kx.Tag, raw, wire int, sent bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.index.add(raw, wire, sent)
+	s.index.Add(raw, wire, sent)
 	s.packed = s.packed || wire != raw
 	a := s.active[tag.Seq]
 	if a == nil || a.plan == nil {
 		return
 	}
 	for int(tag.Layer) >= len(a.plan.index) {
-		a.plan.index = append(a.plan.index, IndexBytes{})
+		a.plan.index = append(a.plan.index, stats.IndexBytes{})
 	}
-	a.plan.index[tag.Layer].add(raw, wire, sent)
+	a.plan.index[tag.Layer].Add(raw, wire, sent)
 }
 
 // notePlan records the degrees and per-layer key counts of a freshly configured plan.
 func (s *recorder) notePlan(p *Plan, rank int) {
-	st := PlanStats{Degrees: p.Degrees(), NOut: p.nOut, NIn: p.nIn, OutKeys: p.out0, InKeys: p.in0,
-		BottomOut: p.out0, BottomIn: p.in0, Layers: make([]LayerStats, len(p.layers))}
+	st := stats.PlanStats{Degrees: p.Degrees(), NOut: p.nOut, NIn: p.nIn, OutKeys: p.out0, InKeys: p.in0,
+		BottomOut: p.out0, BottomIn: p.in0, Layers: make([]stats.LayerStats, len(p.layers))}
 	for i := range p.layers {
 		lm := &p.layers[i]
 		d := p.topo.Degrees[i]
 		me := p.topo.Digit(rank, i)
-		ls := LayerStats{Layer: i, Degree: d, OutKeysAbove: lm.outSplit[d], InKeysAbove: lm.inSplit[d],
+		ls := stats.LayerStats{Layer: i, Degree: d, OutKeysAbove: lm.outSplit[d], InKeysAbove: lm.inSplit[d],
 			OutKeysBelow: lm.outLen, InKeysBelow: lm.inLen}
 		ls.OutKeysSent = ls.OutKeysAbove - (lm.outSplit[me+1] - lm.outSplit[me])
 		ls.InKeysSent = ls.InKeysAbove - (lm.inSplit[me+1] - lm.inSplit[me])
@@ -529,27 +354,27 @@ func (s *recorder) reset() {
 	s.retire(true)
 	s.since = now
 	s.kinds = [kx.NumKinds]kindRec{}
-	s.orphan = Traffic{}
+	s.orphan = stats.Traffic{}
 	s.retired, s.nRetir = planRec{}, 0
-	s.index, s.packed = IndexBytes{}, false
+	s.index, s.packed = stats.IndexBytes{}, false
 	for _, r := range s.order {
-		r.calls, r.secs, r.agree, r.layers = PlanCalls{}, [numSlots]time.Duration{}, Traffic{}, nil
-		r.links, r.index = Traffic{}, nil
+		r.calls, r.secs, r.agree, r.layers = stats.PlanCalls{}, [numSlots]time.Duration{}, stats.Traffic{}, nil
+		r.links, r.index = stats.Traffic{}, nil
 	}
 	for _, a := range s.active {
 		a.start, a.slotStart = now, now
 	}
 }
 
-func (s *recorder) snapshot() Stats {
+func (s *recorder) snapshot() stats.Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Version: statsVersion, SinceUnix: float64(s.since.UnixNano()) / 1e9,
-		Collectives: map[string]KindStats{}, Plans: make([]PlanStats, 0, len(s.order))}
+	st := stats.Stats{Version: statsVersion, SinceUnix: float64(s.since.UnixNano()) / 1e9,
+		Collectives: map[string]stats.KindStats{}, Plans: make([]stats.PlanStats, 0, len(s.order))}
 	st.Totals = s.orphan
 	for k := range s.kinds {
 		r := &s.kinds[k]
-		st.Collectives[kx.Kind(k).String()] = KindStats{Calls: r.calls, Errors: r.errors, Seconds: r.secs.Seconds(), Traffic: r.tr}
+		st.Collectives[kx.Kind(k).String()] = stats.KindStats{Calls: r.calls, Errors: r.errors, Seconds: r.secs.Seconds(), Traffic: r.tr}
 		st.Totals.Add(r.tr)
 	}
 	var secs [numSlots]time.Duration
@@ -557,10 +382,10 @@ func (s *recorder) snapshot() Stats {
 		ps := r.static
 		ps.ID, ps.CreatedBy, ps.Configured, ps.Freed = r.id, r.createdBy.String(), r.configured, r.freed
 		ps.Calls, ps.Seconds, ps.Agree, ps.Links = r.calls, planSeconds(&r.secs), r.agree, r.links
-		ps.Layers = append([]LayerStats(nil), ps.Layers...)
+		ps.Layers = append([]stats.LayerStats(nil), ps.Layers...)
 		for i := range r.layers {
 			if i >= len(ps.Layers) {
-				ps.Layers = append(ps.Layers, LayerStats{Layer: i})
+				ps.Layers = append(ps.Layers, stats.LayerStats{Layer: i})
 			}
 			ps.Layers[i].LayerTraffic = layerTraffic(&r.layers[i])
 		}
@@ -568,7 +393,7 @@ func (s *recorder) snapshot() Stats {
 			if i < len(r.index) {
 				ps.Layers[i].Index = r.index[i]
 			}
-			ps.Layers[i].Index = ps.Layers[i].Index.withRatio()
+			ps.Layers[i].Index = ps.Layers[i].Index.WithRatio()
 		}
 		if ps.Degrees == nil {
 			ps.Degrees = []int{}
@@ -579,16 +404,16 @@ func (s *recorder) snapshot() Stats {
 		st.Plans = append(st.Plans, ps)
 	}
 	g := &s.retired
-	st.Retired = RetiredStats{Plans: s.nRetir, Calls: g.calls, Seconds: planSeconds(&g.secs), Agree: g.agree,
-		Layers: make([]LayerTraffic, len(g.layers))}
+	st.Retired = stats.RetiredStats{Plans: s.nRetir, Calls: g.calls, Seconds: planSeconds(&g.secs), Agree: g.agree,
+		Layers: make([]stats.LayerTraffic, len(g.layers))}
 	for i := range g.layers {
 		st.Retired.Layers[i] = layerTraffic(&g.layers[i])
 	}
 	for i := range secs {
 		secs[i] += g.secs[i]
 	}
-	st.PhaseSeconds = PhaseSeconds{PlanSeconds: planSeconds(&secs), Dense: s.kinds[kx.KindAllreduce].secs.Seconds()}
-	st.Compression = CompressionStats{Active: s.packed, IndexBytes: s.index.withRatio()}
+	st.PhaseSeconds = stats.PhaseSeconds{PlanSeconds: planSeconds(&secs), Dense: s.kinds[kx.KindAllreduce].secs.Seconds()}
+	st.Compression = stats.CompressionStats{Active: s.packed, IndexBytes: s.index.WithRatio()}
 	return st
 }
 
@@ -605,7 +430,7 @@ func (c *Comm) statsFreed(id uint32) { c.rec.noteFreed(id) }
 
 // Stats returns a snapshot of the comm's statistics, cumulative since NewComm or the last
 // ResetStats. Local: no communication. Safe to call while a collective is running.
-func (c *Comm) Stats() Stats {
+func (c *Comm) Stats() stats.Stats {
 	st := c.rec.snapshot()
 	st.Rank, st.Size = c.Rank(), c.Size()
 	st.DegreesOption = c.opts.Degrees
@@ -617,7 +442,7 @@ func (c *Comm) Stats() Stats {
 	}
 	st.Threads, st.Kernels = c.threads(), kernels.Level()
 	st.Replication = c.replicationStats()
-	st.Options = StatsOptions{TimeoutMS: c.opts.Timeout.Milliseconds(), LivenessMS: c.opts.Liveness.Milliseconds(), Threads: c.threads(),
+	st.Options = stats.StatsOptions{TimeoutMS: c.opts.Timeout.Milliseconds(), LivenessMS: c.opts.Liveness.Milliseconds(), Threads: c.threads(),
 		Log: c.opts.Log, MinPacket: c.opts.MinPacket, Replication: c.opts.Replication,
 		Compress: c.opts.Compress, Degrees: st.DegreesOption}
 	st.Compression.Option = c.opts.Compress

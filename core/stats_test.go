@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"kylix/core/kx"
+	"kylix/core/stats"
 	"sync"
 	"testing"
 
@@ -13,19 +14,19 @@ import (
 
 // memTotals sums a Mem transport's per-peer counters (self-sends included, as the transport
 // counts them; core never sends to itself in config and reduce).
-func memTotals(c *core.Comm) core.Traffic {
-	var t core.Traffic
+func memTotals(c *core.Comm) stats.Traffic {
+	var t stats.Traffic
 	for _, p := range core.ProcTransport(c).(*netio.Mem).Stats() {
-		t.Add(core.Traffic{BytesSent: p.BytesSent, BytesRecv: p.BytesRecv, MsgsSent: p.MsgsSent, MsgsRecv: p.MsgsRecv})
+		t.Add(stats.Traffic{BytesSent: p.BytesSent, BytesRecv: p.BytesRecv, MsgsSent: p.MsgsSent, MsgsRecv: p.MsgsRecv})
 	}
 	return t
 }
 
 // planTraffic sums every layer and phase of a plan record, with the agreement exchange.
-func planTraffic(p core.PlanStats) core.Traffic {
+func planTraffic(p stats.PlanStats) stats.Traffic {
 	t := p.Agree
 	for _, l := range p.Layers {
-		for _, x := range []core.Traffic{l.Config, l.ReduceDown, l.ReduceUp, l.ConfigReduceDown, l.ConfigReduceUp} {
+		for _, x := range []stats.Traffic{l.Config, l.ReduceDown, l.ReduceUp, l.ConfigReduceDown, l.ConfigReduceUp} {
 			t.Add(x)
 		}
 	}
@@ -43,7 +44,7 @@ func TestStatsMatchTransport(t *testing.T) {
 			const n, width = 20000, 3
 			es := width * kx.F32.Size()
 			var mu sync.Mutex
-			snaps := make([]core.Stats, tc.m)
+			snaps := make([]stats.Stats, tc.m)
 			errs := runJob(t, tc.m, tc.degrees, func(c *core.Comm) error {
 				rd := genRank(77, c.Rank(), n, 1500+100*c.Rank(), 1200+70*c.Rank(), width)
 				p, err := c.Config(rd.out, rd.in)
@@ -64,7 +65,7 @@ func TestStatsMatchTransport(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				var st core.Stats
+				var st stats.Stats
 				if err := json.Unmarshal(js, &st); err != nil {
 					return fmt.Errorf("stats JSON does not parse: %v\n%s", err, js)
 				}
@@ -74,7 +75,7 @@ func TestStatsMatchTransport(t *testing.T) {
 				if want := memTotals(c); got != want {
 					return fmt.Errorf("totals %+v, transport counted %+v", got, want)
 				}
-				var sum core.Traffic
+				var sum stats.Traffic
 				for _, ps := range st.Plans {
 					sum.Add(planTraffic(ps))
 				}
@@ -110,7 +111,7 @@ func TestStatsMatchTransport(t *testing.T) {
 				if tc.degrees != "auto" && kx.FormatDegrees(cfg.Degrees) != tc.degrees {
 					t.Errorf("rank %d: degrees %v, want %s", r, cfg.Degrees, tc.degrees)
 				}
-				for _, ps := range []core.PlanStats{cfg, cr} {
+				for _, ps := range []stats.PlanStats{cfg, cr} {
 					for _, l := range ps.Layers {
 						hdr := uint64(16 * (l.Degree - 1))
 						keys := uint64(8 * (l.OutKeysSent + l.InKeysSent))
@@ -164,10 +165,10 @@ func TestStatsMatchTransport(t *testing.T) {
 	}
 }
 
-func planTrafficRetired(r core.RetiredStats) core.Traffic {
+func planTrafficRetired(r stats.RetiredStats) stats.Traffic {
 	t := r.Agree
 	for _, l := range r.Layers {
-		for _, x := range []core.Traffic{l.Config, l.ReduceDown, l.ReduceUp, l.ConfigReduceDown, l.ConfigReduceUp} {
+		for _, x := range []stats.Traffic{l.Config, l.ReduceDown, l.ReduceUp, l.ConfigReduceDown, l.ConfigReduceUp} {
 			t.Add(x)
 		}
 	}
@@ -221,11 +222,11 @@ func TestStatsResetAndFields(t *testing.T) {
 		}
 		c.ResetStats()
 		st = c.Stats()
-		if st.Totals != (core.Traffic{}) || len(st.Plans) != 1 || st.Plans[0].Calls != (core.PlanCalls{}) {
+		if st.Totals != (stats.Traffic{}) || len(st.Plans) != 1 || st.Plans[0].Calls != (stats.PlanCalls{}) {
 			return fmt.Errorf("after reset: totals %+v, plans %+v", st.Totals, st.Plans)
 		}
 		pl := st.Plans[0]
-		if len(pl.Layers) != 2 || pl.Layers[0].OutKeysAbove != pl.OutKeys || pl.Layers[0].Config != (core.Traffic{}) {
+		if len(pl.Layers) != 2 || pl.Layers[0].OutKeysAbove != pl.OutKeys || pl.Layers[0].Config != (stats.Traffic{}) {
 			return fmt.Errorf("after reset: plan figures %+v", pl)
 		}
 		before := memTotals(c)

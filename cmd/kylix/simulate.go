@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"kylix/core/kx"
 	"kylix/core/planning"
+	"kylix/core/stats"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -179,7 +180,7 @@ func simulate(cfg simConfig) (simResult, error) {
 	if m == 1 {
 		degrees = "direct"
 	}
-	stats := make([]core.Stats, m)
+	stats := make([]stats.Stats, m)
 	errs := make([]error, m)
 	var genNS, topKeys int64
 	var mu sync.Mutex

@@ -1,0 +1,107 @@
+package rsum
+
+import "math/bits"
+
+// floatFormat describes an IEEE binary format for the final rounding.
+type floatFormat struct {
+	prec    int    // significand bits with the implicit one: 53, 24
+	qmin    int    // exponent of the lowest subnormal bit: -1074, -149
+	signBit uint   // 63, 31
+	inf     uint64 // bits of +Inf
+	nan     uint64 // bits of the canonical quiet NaN
+}
+
+var (
+	f64 = floatFormat{prec: 53, qmin: -1074, signBit: 63, inf: 0x7ff0000000000000, nan: 0x7ff8000000000000}
+	f32 = floatFormat{prec: 24, qmin: -149, signBit: 31, inf: 0x7f800000, nan: 0x7fc00000}
+)
+
+// finish turns one accumulator into the bits of its float: the flags decide NaN, ±Inf and the
+// sign of zero; otherwise the exact value l0*2^64 + l1*2^32 + l2, times 2^e2, is rounded to
+// nearest, ties to even, overflowing to ±Inf.
+func finish(h uint64, l0, l1, l2 int64, e2 int, f *floatFormat) uint64 {
+	if h&(flagNaN|flagPInf|flagNInf) != 0 {
+		switch {
+		case h&flagNaN != 0 || h&(flagPInf|flagNInf) == flagPInf|flagNInf:
+			return f.nan
+		case h&flagPInf != 0:
+			return f.inf
+		}
+		return f.inf | 1<<f.signBit
+	}
+	// Sum the limbs in 192-bit two's complement: the limbs are not normalised (each may carry
+	// up to 31 bits into the next), so the value may need more than 128 bits.
+	var w0, w1, w2, c uint64
+	w0 = uint64(l2)
+	w1 = uint64(l2 >> 63)
+	w2 = w1
+	w0, c = bits.Add64(w0, uint64(l1)<<32, 0)
+	w1, c = bits.Add64(w1, uint64(l1>>32), c)
+	w2, _ = bits.Add64(w2, uint64(l1>>63), c)
+	w1, c = bits.Add64(w1, uint64(l0), 0)
+	w2, _ = bits.Add64(w2, uint64(l0>>63), c)
+	if w0|w1|w2 == 0 {
+		if h&(flagNegZero|flagOther) == flagNegZero {
+			return 1 << f.signBit
+		}
+		return 0
+	}
+	sign := w2 >> 63
+	if sign != 0 {
+		w0, c = bits.Sub64(0, w0, 0)
+		w1, c = bits.Sub64(0, w1, c)
+		w2, _ = bits.Sub64(0, w2, c)
+	}
+	return roundBits(w2, w1, w0, e2, f) | sign<<f.signBit
+}
+
+// roundBits rounds the positive value (w2:w1:w0) * 2^e2 to the nearest float of format f,
+// ties to even, and returns its bits without the sign.
+func roundBits(w2, w1, w0 uint64, e2 int, f *floatFormat) uint64 {
+	// top holds the 64 highest bits, left-aligned; sticky says whether any bit below them is
+	// set; lead is the exponent of the leading bit.
+	var top uint64
+	var sticky bool
+	var lead int
+	switch {
+	case w2 != 0:
+		z := uint(bits.LeadingZeros64(w2))
+		top = w2<<z | w1>>(64-z)
+		sticky = w1<<z|w0 != 0
+		lead = e2 + 191 - int(z)
+	case w1 != 0:
+		z := uint(bits.LeadingZeros64(w1))
+		top = w1<<z | w0>>(64-z)
+		sticky = w0<<z != 0
+		lead = e2 + 127 - int(z)
+	default:
+		z := uint(bits.LeadingZeros64(w0))
+		top = w0 << z
+		lead = e2 + 63 - int(z)
+	}
+	// q is the exponent of the result's lowest bit: prec bits below the leading one, but not
+	// below the subnormal floor.
+	q := max(lead-f.prec+1, f.qmin)
+	keep := lead - q + 1
+	if keep < 0 {
+		return 0 // below half the smallest subnormal
+	}
+	drop := uint(64 - keep) // 11..64; Go's shifts of 64 give 0, which the next lines rely on
+	m := top >> drop
+	rem := top & (1<<drop - 1)
+	half := uint64(1) << (drop - 1)
+	if rem > half || rem == half && (sticky || m&1 != 0) {
+		m++
+		if m == 1<<f.prec {
+			m >>= 1
+			q++
+		}
+	}
+	// For a normal m the implicit bit adds the one that makes the biased exponent q-qmin+1; a
+	// subnormal has q == qmin and no implicit bit, so the same sum encodes both.
+	r := uint64(q-f.qmin)<<(f.prec-1) + m
+	if r >= f.inf {
+		return f.inf
+	}
+	return r
+}

@@ -45,21 +45,35 @@ func AccBytes(isF64 bool) int {
 // Identity sets every accumulator in acc to the empty sum (zero bytes).
 func Identity(acc []byte) { clear(acc) }
 
-// specialHeader returns the header of a zero, infinite or NaN contribution; such values
-// carry no limbs and leave the top bin at the floor, so the top bin stays the largest bin of
-// the finite nonzero contributions.
-func specialHeader(neg, isZero, isInf bool) uint64 {
+// writeSpecial writes the accumulator of a zero, infinite or NaN contribution: flags only, no
+// limbs, and the top bin at the floor, so the top bin stays the largest bin of the finite
+// nonzero contributions.
+func writeSpecial(a []byte, neg, isZero, isInf bool) {
+	h := uint64(flagNaN | flagOther)
 	switch {
 	case isZero && neg:
-		return flagNegZero
+		h = flagNegZero
 	case isZero:
-		return flagOther
+		h = flagOther
 	case isInf && neg:
-		return flagNInf | flagOther
+		h = flagNInf | flagOther
 	case isInf:
-		return flagPInf | flagOther
+		h = flagPInf | flagOther
 	}
-	return flagNaN | flagOther
+	le.PutUint64(a, h)
+	clear(a[8:])
+}
+
+// place returns, for a finite nonzero value's biased exponent e and stored fraction m, the top
+// bin, the absolute position of the significand's lowest bit (position 0 is the lowest
+// subnormal bit; subnormals share the lowest normal exponent, without the implicit bit) and
+// the significand.
+func place(e, m, implicit uint64) (top, pos, sig uint64) {
+	if e != 0 {
+		pos = e - 1
+		m |= implicit
+	}
+	return (pos + 63 - uint64(bits.LeadingZeros64(m))) / binBits, pos, m
 }
 
 // FromF64 writes the accumulator of each value of vals into acc (len(acc) must be
@@ -77,18 +91,10 @@ func from64(a []byte, x float64) {
 	e := b >> 52 & 0x7ff
 	m := b & (1<<52 - 1)
 	if e == 0x7ff || b<<1 == 0 {
-		le.PutUint64(a, specialHeader(b>>63 != 0, b<<1 == 0, m == 0))
-		clear(a[8:])
+		writeSpecial(a, b>>63 != 0, b<<1 == 0, m == 0)
 		return
 	}
-	// pos is the absolute position of the significand's lowest bit, in units of 2^-1074
-	// (subnormals share the lowest normal exponent, without the implicit bit).
-	pos := uint64(0)
-	if e != 0 {
-		pos = e - 1
-		m |= 1 << 52
-	}
-	top := (pos + 63 - uint64(bits.LeadingZeros64(m))) / binBits
+	top, pos, m := place(e, m, 1<<52)
 	// Place the significand against the window's bottom, 32*(top-2): at most 96 bits.
 	// Unsigned shifts of 64 or more give 0, which makes this a branch-free 128-bit shift.
 	sh := pos + 2*binBits - binBits*top
@@ -116,16 +122,10 @@ func from32(a []byte, x float32) {
 	e := uint64(b >> 23 & 0xff)
 	m := uint64(b & (1<<23 - 1))
 	if e == 0xff || b<<1 == 0 {
-		le.PutUint64(a, specialHeader(b>>31 != 0, b<<1 == 0, m == 0))
-		clear(a[8:])
+		writeSpecial(a, b>>31 != 0, b<<1 == 0, m == 0)
 		return
 	}
-	pos := uint64(0) // in units of 2^-149
-	if e != 0 {
-		pos = e - 1
-		m |= 1 << 23
-	}
-	top := (pos + 63 - uint64(bits.LeadingZeros64(m))) / binBits
+	top, pos, m := place(e, m, 1<<23)
 	v := m << (pos + binBits - binBits*top) // at most 64 bits against the bottom, 32*(top-1)
 	neg := -int64(b >> 31)
 	le.PutUint64(a, top|flagOther)

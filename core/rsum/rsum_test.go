@@ -137,8 +137,7 @@ func (t kind) round(acc []byte) []uint64 {
 	return out
 }
 
-// treeSum accumulates vals through a random merge tree: each value in its own accumulator,
-// then random pairs merged in random direction until one is left.
+// treeSum accumulates vals through a random merge tree, each value in its own accumulator.
 func (t kind) treeSum(rng *rand.Rand, vals []float64) []byte {
 	pool := make([][]byte, 0, len(vals)+1)
 	pool = append(pool, make([]byte, t.bytes)) // an identity joins the tree too
@@ -146,6 +145,11 @@ func (t kind) treeSum(rng *rand.Rand, vals []float64) []byte {
 	for i := range vals {
 		pool = append(pool, acc[i*t.bytes:(i+1)*t.bytes])
 	}
+	return t.mergeTree(rng, pool)
+}
+
+// mergeTree merges random pairs of pool, in random direction, until one is left.
+func (t kind) mergeTree(rng *rand.Rand, pool [][]byte) []byte {
 	for len(pool) > 1 {
 		i, j := rng.IntN(len(pool)), rng.IntN(len(pool)-1)
 		if j >= i {
@@ -180,16 +184,7 @@ func (t kind) scatterSum(rng *rand.Rand, idx []int32, vals []float64, n, ranks i
 		}
 		AddScatter(t.f64, local[r], t.from(v), ix)
 	}
-	for len(local) > 1 {
-		i, j := rng.IntN(len(local)), rng.IntN(len(local)-1)
-		if j >= i {
-			j++
-		}
-		Add(t.f64, local[i], local[j])
-		local[j] = local[len(local)-1]
-		local = local[:len(local)-1]
-	}
-	return local[0]
+	return t.mergeTree(rng, local)
 }
 
 // genSpread draws n values with exponents in [-spread, spread] and heavy cancellation: about

@@ -55,11 +55,18 @@
 //
 // # Format and cost
 //
-// An accumulator is little-endian 64-bit words: a header (bits 0-7 the top bin T, bit 8 NaN,
-// 9 +Inf, 10 -Inf, 11 saw -0, 12 saw anything other than -0), then the limbs from bin T down,
-// as two's-complement int64. F64: 32 bytes a value (4x a float64); F32: 24 bytes (6x a
-// float32). Zero bytes are the empty sum. Each limb holds 32 bits of payload and 31 of carry
-// headroom: up to 2^31 contributions to one index never overflow it.
+// An accumulator is K little-endian 64-bit words, the limbs from bin T down. Each word holds
+// its limb as a two's-complement integer in its low 60 bits (F64) or 59 bits (F32) and a
+// slice of the header above: 4 bits a word for F64, 5 for F32, the low slice in the first
+// word. The header is 5 flag bits (bit 0 NaN, 1 +Inf, 2 -Inf, 3 saw -0, 4 saw anything other
+// than -0) with the top bin T above them. F64: 24 bytes a value (3x a float64); F32: 16 bytes
+// (4x a float32). Zero bytes are the empty sum.
+//
+// A limb holds 32 bits of payload a contribution, so its headroom is 2^27 (F64) or 2^26
+// (F32) contributions to one index; past that a limb may wrap and the result is wrong. The
+// header rides in the limbs' top bits rather than in a word of its own because the bytes on
+// the wire are the cost that matters (a 4th word would make F64 32 bytes); the price is
+// headroom, 2^31 with a separate header word.
 //
 // Use the accumulator form only on the wire and in combine buffers: convert the inputs with
 // FromF64/FromF32, combine with Add/AddScatter, and round once at the end with ToF64/ToF32.

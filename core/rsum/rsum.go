@@ -7,34 +7,86 @@ import (
 )
 
 const (
-	// Acc32Bytes and Acc64Bytes are the sizes of one accumulator: a header word and two (F32)
-	// or three (F64) limbs of 8 bytes each. See doc.go for the layout.
-	Acc32Bytes = 8 + 8*limbs32
-	Acc64Bytes = 8 + 8*limbs64
+	// Acc32Bytes and Acc64Bytes are the sizes of one accumulator: two (F32) or three (F64)
+	// 64-bit words, each a limb with a slice of the header in its top bits. See doc.go.
+	Acc32Bytes = 8 * limbs32
+	Acc64Bytes = 8 * limbs64
 
 	limbs32 = 2
 	limbs64 = 3
 
-	// binBits is the payload width of a limb. 32 leaves 31 bits of carry headroom in an int64,
-	// so 2^31 contributions to one index never overflow a limb (see doc.go).
+	// binBits is the payload width of a limb: a part of one contribution is below 2^32.
 	binBits = 32
 	binMask = 1<<binBits - 1
 
-	// Header word: the top bin in the low byte, sticky flags above it. Zero bytes are the
+	// A limb is a two's-complement integer of limbBits bits; the header fills the bits above,
+	// 4 a word for F64 (12 bits, a top bin up to 65), 5 for F32 (10 bits, up to 8). What is
+	// left above the payload is carry headroom: 2^27 (F64) and 2^26 (F32) contributions to one
+	// index never overflow a limb.
+	limbBits64 = 60
+	limbBits32 = 59
+
+	// Header: sticky flags in the low bits, the top bin above them. Zero bytes are the
 	// identity: top bin 0 (the floor), no flags, zero limbs.
-	topMask  = 0xff
-	flagNaN  = 1 << 8
-	flagPInf = 1 << 9
-	flagNInf = 1 << 10
+	flagNaN  = 1 << 0
+	flagPInf = 1 << 1
+	flagNInf = 1 << 2
 	// flagNegZero and flagOther keep IEEE's sign of a zero sum without depending on order:
 	// the sum is -0 only when every contribution was -0.
-	flagNegZero = 1 << 11
-	flagOther   = 1 << 12
+	flagNegZero = 1 << 3
+	flagOther   = 1 << 4
+	flagMask    = 1<<5 - 1
+	topShift    = 5
 )
 
 var le = binary.LittleEndian
 
-// AccBytes returns the accumulator bytes per value: 32 for F64, 24 for F32.
+// word packs a limb and a header slice; limb and hdrSlice undo it.
+func word(limb int64, hdr uint64, lb uint) uint64 {
+	return uint64(limb)&(1<<lb-1) | hdr<<lb
+}
+
+func limb(w uint64, lb uint) int64 { return int64(w<<(64-lb)) >> (64 - lb) }
+
+// header64 and header32 gather the header slices of an accumulator's words.
+func header64(w0, w1, w2 uint64) uint64 {
+	return w0>>limbBits64 | w1>>limbBits64<<(64-limbBits64) | w2>>limbBits64<<(2*(64-limbBits64))
+}
+
+func header32(w0, w1 uint64) uint64 {
+	return w0>>limbBits32 | w1>>limbBits32<<(64-limbBits32)
+}
+
+// put64 and put32 write limbs and header into an accumulator.
+func put64(a []byte, h uint64, l0, l1, l2 int64) {
+	_ = a[Acc64Bytes-1]
+	const n = 64 - limbBits64
+	le.PutUint64(a, word(l0, h&(1<<n-1), limbBits64))
+	le.PutUint64(a[8:], word(l1, h>>n&(1<<n-1), limbBits64))
+	le.PutUint64(a[16:], word(l2, h>>(2*n), limbBits64))
+}
+
+func put32(a []byte, h uint64, l0, l1 int64) {
+	_ = a[Acc32Bytes-1]
+	const n = 64 - limbBits32
+	le.PutUint64(a, word(l0, h&(1<<n-1), limbBits32))
+	le.PutUint64(a[8:], word(l1, h>>n, limbBits32))
+}
+
+// get64 and get32 read an accumulator.
+func get64(a []byte) (h uint64, l0, l1, l2 int64) {
+	_ = a[Acc64Bytes-1]
+	w0, w1, w2 := le.Uint64(a), le.Uint64(a[8:]), le.Uint64(a[16:])
+	return header64(w0, w1, w2), limb(w0, limbBits64), limb(w1, limbBits64), limb(w2, limbBits64)
+}
+
+func get32(a []byte) (h uint64, l0, l1 int64) {
+	_ = a[Acc32Bytes-1]
+	w0, w1 := le.Uint64(a), le.Uint64(a[8:])
+	return header32(w0, w1), limb(w0, limbBits32), limb(w1, limbBits32)
+}
+
+// AccBytes returns the accumulator bytes per value: 24 for F64, 16 for F32.
 func AccBytes(isF64 bool) int {
 	if isF64 {
 		return Acc64Bytes
@@ -45,10 +97,10 @@ func AccBytes(isF64 bool) int {
 // Identity sets every accumulator in acc to the empty sum (zero bytes).
 func Identity(acc []byte) { clear(acc) }
 
-// writeSpecial writes the accumulator of a zero, infinite or NaN contribution: flags only, no
-// limbs, and the top bin at the floor, so the top bin stays the largest bin of the finite
-// nonzero contributions.
-func writeSpecial(a []byte, neg, isZero, isInf bool) {
+// special returns the header of a zero, infinite or NaN contribution: flags only, no limbs,
+// and the top bin at the floor, so the top bin stays the largest bin of the finite nonzero
+// contributions.
+func special(neg, isZero, isInf bool) uint64 {
 	h := uint64(flagNaN | flagOther)
 	switch {
 	case isZero && neg:
@@ -60,8 +112,7 @@ func writeSpecial(a []byte, neg, isZero, isInf bool) {
 	case isInf:
 		h = flagPInf | flagOther
 	}
-	le.PutUint64(a, h)
-	clear(a[8:])
+	return h
 }
 
 // place returns, for a finite nonzero value's biased exponent e and stored fraction m, the top
@@ -91,7 +142,7 @@ func from64(a []byte, x float64) {
 	e := b >> 52 & 0x7ff
 	m := b & (1<<52 - 1)
 	if e == 0x7ff || b<<1 == 0 {
-		writeSpecial(a, b>>63 != 0, b<<1 == 0, m == 0)
+		put64(a, special(b>>63 != 0, b<<1 == 0, m == 0), 0, 0, 0)
 		return
 	}
 	top, pos, m := place(e, m, 1<<52)
@@ -101,10 +152,8 @@ func from64(a []byte, x float64) {
 	lo := m << sh
 	hi := m<<(sh-64) | m>>(64-sh)
 	neg := -int64(b >> 63)
-	le.PutUint64(a, top|flagOther)
-	le.PutUint64(a[8:], uint64((int64(hi)^neg)-neg))
-	le.PutUint64(a[16:], uint64((int64(lo>>binBits)^neg)-neg))
-	le.PutUint64(a[24:], uint64((int64(lo&binMask)^neg)-neg))
+	put64(a, top<<topShift|flagOther,
+		(int64(hi)^neg)-neg, (int64(lo>>binBits)^neg)-neg, (int64(lo&binMask)^neg)-neg)
 }
 
 // FromF32 writes the accumulator of each value of vals into acc (len(acc) must be
@@ -122,19 +171,18 @@ func from32(a []byte, x float32) {
 	e := uint64(b >> 23 & 0xff)
 	m := uint64(b & (1<<23 - 1))
 	if e == 0xff || b<<1 == 0 {
-		writeSpecial(a, b>>31 != 0, b<<1 == 0, m == 0)
+		put32(a, special(b>>31 != 0, b<<1 == 0, m == 0), 0, 0)
 		return
 	}
 	top, pos, m := place(e, m, 1<<23)
 	v := m << (pos + binBits - binBits*top) // at most 64 bits against the bottom, 32*(top-1)
 	neg := -int64(b >> 31)
-	le.PutUint64(a, top|flagOther)
-	le.PutUint64(a[8:], uint64((int64(v>>binBits)^neg)-neg))
-	le.PutUint64(a[16:], uint64((int64(v&binMask)^neg)-neg))
+	put32(a, top<<topShift|flagOther, (int64(v>>binBits)^neg)-neg, (int64(v&binMask)^neg)-neg)
 }
 
 // Add adds src into dst element by element (dst[i] += src[i]); both hold the same number of
-// accumulators of the given type. The operation is exactly associative and commutative.
+// accumulators of the given type. The operation is exactly associative and commutative. dst
+// and src may be the same slice (doubling) but must not otherwise overlap.
 func Add(isF64 bool, dst, src []byte) {
 	if len(dst) != len(src) {
 		panic("rsum: Add: dst and src lengths differ")
@@ -168,21 +216,37 @@ func AddScatter(isF64 bool, dst, src []byte, idx []int32) {
 	}
 }
 
-// mergeHeader keeps the larger top bin and ORs the sticky flags.
-func mergeHeader(hd, hs uint64) uint64 {
-	return (hd|hs)&^topMask | max(hd&topMask, hs&topMask)
+// addSame adds two words of accumulators with the same top bin: the limbs add modulo
+// 2^lb in place and, the top bins being equal, the merged header is the OR of the slices.
+func addSame(a, b uint64, lb uint) uint64 {
+	const all = ^uint64(0)
+	return (a+b)&(all>>(64-lb)) | (a|b)&(all<<lb)
 }
 
-// add64 aligns the two windows on the higher top bin and adds limb by limb; the limbs of the
-// lower window that fall below the higher one's bottom are dropped. No carries move between
-// limbs, so every kept limb is the plain sum of the same per-contribution parts whatever the
-// grouping (doc.go has the argument).
+// add64 is the kernel of Add for F64. The common case, both windows on the same top bin,
+// works on the packed words; the others unpack (add64Shift).
 func add64(d, s []byte) {
 	_, _ = d[Acc64Bytes-1], s[Acc64Bytes-1]
-	hd, hs := le.Uint64(d), le.Uint64(s)
-	td, ts := hd&topMask, hs&topMask
-	d0, d1, d2 := int64(le.Uint64(d[8:])), int64(le.Uint64(d[16:])), int64(le.Uint64(d[24:]))
-	s0, s1, s2 := int64(le.Uint64(s[8:])), int64(le.Uint64(s[16:])), int64(le.Uint64(s[24:]))
+	a0, a1, a2 := le.Uint64(d), le.Uint64(d[8:]), le.Uint64(d[16:])
+	b0, b1, b2 := le.Uint64(s), le.Uint64(s[8:]), le.Uint64(s[16:])
+	// The top bin is header bits 5-11: the top 3 bits of the 2nd word and the top 4 of the 3rd.
+	if (a1^b1)>>61|(a2^b2)>>60 != 0 {
+		add64Shift(d, s)
+		return
+	}
+	le.PutUint64(d, addSame(a0, b0, limbBits64))
+	le.PutUint64(d[8:], addSame(a1, b1, limbBits64))
+	le.PutUint64(d[16:], addSame(a2, b2, limbBits64))
+}
+
+// add64Shift aligns the two windows on the higher top bin and adds limb by limb; the limbs of
+// the lower window that fall below the higher one's bottom are dropped. No carries move
+// between limbs, so every kept limb is the plain sum of the same per-contribution parts
+// whatever the grouping (doc.go has the argument).
+func add64Shift(d, s []byte) {
+	hd, d0, d1, d2 := get64(d)
+	hs, s0, s1, s2 := get64(s)
+	td, ts := hd>>topShift, hs>>topShift
 	switch {
 	case td == ts:
 		d0, d1, d2 = d0+s0, d1+s1, d2+s2
@@ -198,19 +262,27 @@ func add64(d, s []byte) {
 	default:
 		d0, d1, d2 = s0, s1, s2
 	}
-	le.PutUint64(d, mergeHeader(hd, hs))
-	le.PutUint64(d[8:], uint64(d0))
-	le.PutUint64(d[16:], uint64(d1))
-	le.PutUint64(d[24:], uint64(d2))
+	put64(d, mergeHeader(hd, hs), d0, d1, d2)
 }
 
 // add32 is add64 with two limbs.
 func add32(d, s []byte) {
 	_, _ = d[Acc32Bytes-1], s[Acc32Bytes-1]
-	hd, hs := le.Uint64(d), le.Uint64(s)
-	td, ts := hd&topMask, hs&topMask
-	d0, d1 := int64(le.Uint64(d[8:])), int64(le.Uint64(d[16:]))
-	s0, s1 := int64(le.Uint64(s[8:])), int64(le.Uint64(s[16:]))
+	a0, a1 := le.Uint64(d), le.Uint64(d[8:])
+	b0, b1 := le.Uint64(s), le.Uint64(s[8:])
+	// The top bin is header bits 5-9: the top 5 bits of the 2nd word.
+	if (a1^b1)>>59 != 0 {
+		add32Shift(d, s)
+		return
+	}
+	le.PutUint64(d, addSame(a0, b0, limbBits32))
+	le.PutUint64(d[8:], addSame(a1, b1, limbBits32))
+}
+
+func add32Shift(d, s []byte) {
+	hd, d0, d1 := get32(d)
+	hs, s0, s1 := get32(s)
+	td, ts := hd>>topShift, hs>>topShift
 	switch {
 	case td == ts:
 		d0, d1 = d0+s0, d1+s1
@@ -222,20 +294,20 @@ func add32(d, s []byte) {
 	default:
 		d0, d1 = s0, s1
 	}
-	le.PutUint64(d, mergeHeader(hd, hs))
-	le.PutUint64(d[8:], uint64(d0))
-	le.PutUint64(d[16:], uint64(d1))
+	put32(d, mergeHeader(hd, hs), d0, d1)
+}
+
+// mergeHeader keeps the larger top bin and ORs the sticky flags.
+func mergeHeader(hd, hs uint64) uint64 {
+	return (hd|hs)&flagMask | max(hd, hs)>>topShift<<topShift
 }
 
 // ToF64 rounds each accumulator of acc to the nearest float64 (ties to even) into dst.
 func ToF64(dst []float64, acc []byte) {
 	acc = acc[:len(dst)*Acc64Bytes]
 	for i := range dst {
-		a := acc[i*Acc64Bytes : i*Acc64Bytes+Acc64Bytes]
-		h := le.Uint64(a)
-		dst[i] = math.Float64frombits(finish(h,
-			int64(le.Uint64(a[8:])), int64(le.Uint64(a[16:])), int64(le.Uint64(a[24:])),
-			binBits*(int(h&topMask)-2)-1074, &f64))
+		h, l0, l1, l2 := get64(acc[i*Acc64Bytes : i*Acc64Bytes+Acc64Bytes])
+		dst[i] = math.Float64frombits(finish(h, l0, l1, l2, binBits*(int(h>>topShift)-2)-1074, &f64))
 	}
 }
 
@@ -244,10 +316,7 @@ func ToF64(dst []float64, acc []byte) {
 func ToF32(dst []float32, acc []byte) {
 	acc = acc[:len(dst)*Acc32Bytes]
 	for i := range dst {
-		a := acc[i*Acc32Bytes : i*Acc32Bytes+Acc32Bytes]
-		h := le.Uint64(a)
-		dst[i] = math.Float32frombits(uint32(finish(h,
-			0, int64(le.Uint64(a[8:])), int64(le.Uint64(a[16:])),
-			binBits*(int(h&topMask)-1)-149, &f32)))
+		h, l0, l1 := get32(acc[i*Acc32Bytes : i*Acc32Bytes+Acc32Bytes])
+		dst[i] = math.Float32frombits(uint32(finish(h, 0, l0, l1, binBits*(int(h>>topShift)-1)-149, &f32)))
 	}
 }

@@ -452,24 +452,24 @@ func TestSpecials(t *testing.T) {
 	}
 }
 
-// TestLimbHeadroom adds many contributions of the largest part to one index: the limbs must
-// carry them without a wrong result (doc.go promises 2^31; a million exercises the carries).
+// TestLimbHeadroom takes one index to the documented limit of contributions (2^27 for F64,
+// 2^26 for F32) of the largest parts, both signs, by doubling: Add(acc, acc).
 func TestLimbHeadroom(t *testing.T) {
 	for _, k := range []kind{k64, k32} {
-		// All significand bits set, the leading one at the top of bin 3: the largest part.
-		x := math.Nextafter(math.Ldexp(1, 32*4-1074), 0)
+		// All significand bits set, the leading one at the top of bin 3: the largest parts.
+		x, doublings := math.Nextafter(math.Ldexp(1, 32*4-1074), 0), 27
 		if !k.f64 {
-			x = float64(math.Nextafter32(float32(math.Ldexp(1, 32*4-149)), 0))
+			x, doublings = float64(math.Nextafter32(float32(math.Ldexp(1, 32*4-149)), 0)), 26
 		}
-		one := k.from([]float64{-x})
-		acc := make([]byte, k.bytes)
-		const n = 1 << 20
-		for range n {
-			Add(k.f64, acc, one)
-		}
-		want, _ := k.model([]float64{-x * n})
-		if got := k.round(acc)[0]; got != want {
-			t.Fatalf("%s: %d * %g = %#x, want %#x", k.name(), n, -x, got, want)
+		for _, v := range []float64{x, -x} {
+			acc := k.from([]float64{v})
+			for range doublings {
+				Add(k.f64, acc, acc)
+			}
+			want, _ := k.model([]float64{math.Ldexp(v, doublings)})
+			if got := k.round(acc)[0]; got != want {
+				t.Fatalf("%s: 2^%d * %g = %#x, want %#x", k.name(), doublings, v, got, want)
+			}
 		}
 	}
 }

@@ -2,13 +2,18 @@ package rsum
 
 import (
 	"math/rand/v2"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Benchmarks on 1M values, each next to the plain float loop it replaces; ns/value is the
 // figure to compare (SetBytes counts accumulator bytes for the rsum kernels, float bytes for
 // the plain loops). "Normal" values keep most windows in one bin; "Spread60" (exponents over
 // ±60) makes the windows differ, which exercises the shifting paths of Add.
+//
+// The machine is shared: wall time swings with the load, so each benchmark also reports the
+// process's CPU time a value (cpu-ns/value), which swings much less.
 
 const benchN = 1 << 20
 
@@ -33,28 +38,50 @@ func benchVals32(spread bool) []float32 {
 	return v
 }
 
-func perValue(b *testing.B) {
+// loop wraps b.Loop, counting iterations and the process's CPU time across them.
+type loop struct {
+	b    *testing.B
+	n    int
+	cpu0 time.Duration
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func newLoop(b *testing.B) *loop { return &loop{b: b, cpu0: cpuTime()} }
+
+func (l *loop) next() bool {
+	if l.b.Loop() {
+		l.n++
+		return true
+	}
+	b := l.b
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchN, "ns/value")
+	b.ReportMetric(float64(cpuTime()-l.cpu0)/float64(l.n)/benchN, "cpu-ns/value")
+	return false
 }
 
 func BenchmarkFromF64x1M(b *testing.B) {
 	v := benchVals(false)
 	acc := make([]byte, benchN*Acc64Bytes)
 	b.SetBytes(int64(len(acc)))
-	for b.Loop() {
+	for l := newLoop(b); l.next(); {
 		FromF64(acc, v)
 	}
-	perValue(b)
 }
 
 func BenchmarkFromF32x1M(b *testing.B) {
 	v := benchVals32(false)
 	acc := make([]byte, benchN*Acc32Bytes)
 	b.SetBytes(int64(len(acc)))
-	for b.Loop() {
+	for l := newLoop(b); l.next(); {
 		FromF32(acc, v)
 	}
-	perValue(b)
 }
 
 func benchAdd(b *testing.B, isF64, spread bool) {
@@ -77,10 +104,9 @@ func benchAdd(b *testing.B, isF64, spread bool) {
 		FromF32(src, v)
 	}
 	b.SetBytes(int64(len(src)))
-	for b.Loop() {
+	for l := newLoop(b); l.next(); {
 		Add(isF64, dst, src)
 	}
-	perValue(b)
 }
 
 func BenchmarkAddF64x1MNormal(b *testing.B)   { benchAdd(b, true, false) }
@@ -104,10 +130,9 @@ func BenchmarkAddScatterF64x1M(b *testing.B) {
 	FromF64(src, benchVals(false))
 	idx := benchPerm()
 	b.SetBytes(int64(len(src)))
-	for b.Loop() {
+	for l := newLoop(b); l.next(); {
 		AddScatter(true, dst, src, idx)
 	}
-	perValue(b)
 }
 
 func BenchmarkToF64x1M(b *testing.B) {
@@ -115,10 +140,9 @@ func BenchmarkToF64x1M(b *testing.B) {
 	FromF64(acc, benchVals(false))
 	dst := make([]float64, benchN)
 	b.SetBytes(int64(len(acc)))
-	for b.Loop() {
+	for l := newLoop(b); l.next(); {
 		ToF64(dst, acc)
 	}
-	perValue(b)
 }
 
 func BenchmarkToF32x1M(b *testing.B) {
@@ -126,10 +150,9 @@ func BenchmarkToF32x1M(b *testing.B) {
 	FromF32(acc, benchVals32(false))
 	dst := make([]float32, benchN)
 	b.SetBytes(int64(len(acc)))
-	for b.Loop() {
+	for l := newLoop(b); l.next(); {
 		ToF32(dst, acc)
 	}
-	perValue(b)
 }
 
 // The baselines: what KYLIX_SUM's combine does on the same data, in plain Go.
@@ -137,33 +160,39 @@ func BenchmarkToF32x1M(b *testing.B) {
 func BenchmarkPlainAddF64x1M(b *testing.B) {
 	dst, src := benchVals(false), benchVals(true)
 	b.SetBytes(8 * benchN)
-	for b.Loop() {
+	for l := newLoop(b); l.next(); {
 		for i, x := range src {
 			dst[i] += x
 		}
 	}
-	perValue(b)
 }
 
 func BenchmarkPlainAddF32x1M(b *testing.B) {
 	dst, src := benchVals32(false), benchVals32(true)
 	b.SetBytes(4 * benchN)
-	for b.Loop() {
+	for l := newLoop(b); l.next(); {
 		for i, x := range src {
 			dst[i] += x
 		}
 	}
-	perValue(b)
 }
 
 func BenchmarkPlainAddScatterF64x1M(b *testing.B) {
 	dst, src := make([]float64, benchN), benchVals(false)
 	idx := benchPerm()
 	b.SetBytes(8 * benchN)
-	for b.Loop() {
+	for l := newLoop(b); l.next(); {
 		for j, i := range idx {
 			dst[i] += src[j]
 		}
 	}
-	perValue(b)
+}
+
+func BenchmarkAddScatterValuesF64x1M(b *testing.B) {
+	dst, src := make([]byte, benchN*Acc64Bytes), benchVals(false)
+	idx := benchPerm()
+	b.SetBytes(8 * benchN)
+	for l := newLoop(b); l.next(); {
+		AddScatterF64(dst, src, idx)
+	}
 }

@@ -188,13 +188,9 @@ func Add(isF64 bool, dst, src []byte) {
 		panic("rsum: Add: dst and src lengths differ")
 	}
 	if isF64 {
-		for i := 0; i+Acc64Bytes <= len(dst); i += Acc64Bytes {
-			add64(dst[i:i+Acc64Bytes], src[i:i+Acc64Bytes])
-		}
-		return
-	}
-	for i := 0; i+Acc32Bytes <= len(dst); i += Acc32Bytes {
-		add32(dst[i:i+Acc32Bytes], src[i:i+Acc32Bytes])
+		addRows64(dst, src, nil)
+	} else {
+		addRows32(dst, src, nil)
 	}
 }
 
@@ -202,17 +198,31 @@ func Add(isF64 bool, dst, src []byte) {
 // Repeated indices accumulate; an index out of range panics.
 func AddScatter(isF64 bool, dst, src []byte, idx []int32) {
 	if isF64 {
-		src = src[:len(idx)*Acc64Bytes]
-		for j, i := range idx {
-			o := int(i) * Acc64Bytes
-			add64(dst[o:o+Acc64Bytes], src[j*Acc64Bytes:j*Acc64Bytes+Acc64Bytes])
-		}
-		return
+		addRows64(dst, src[:len(idx)*Acc64Bytes], idx)
+	} else {
+		addRows32(dst, src[:len(idx)*Acc32Bytes], idx)
 	}
-	src = src[:len(idx)*Acc32Bytes]
-	for j, i := range idx {
+}
+
+// AddScatterF64 adds each value into an accumulator of dst: dst[idx[j]] += vals[j]. It is
+// FromF64 and AddScatter without the intermediate buffer, for combining repeated indices on
+// one rank straight from the caller's values.
+func AddScatterF64(dst []byte, vals []float64, idx []int32) {
+	var t [Acc64Bytes]byte
+	for j, i := range idx[:len(vals)] {
+		from64(t[:], vals[j])
+		o := int(i) * Acc64Bytes
+		addRows64(dst[o:o+Acc64Bytes], t[:], nil)
+	}
+}
+
+// AddScatterF32 is AddScatterF64 for F32.
+func AddScatterF32(dst []byte, vals []float32, idx []int32) {
+	var t [Acc32Bytes]byte
+	for j, i := range idx[:len(vals)] {
+		from32(t[:], vals[j])
 		o := int(i) * Acc32Bytes
-		add32(dst[o:o+Acc32Bytes], src[j*Acc32Bytes:j*Acc32Bytes+Acc32Bytes])
+		addRows32(dst[o:o+Acc32Bytes], t[:], nil)
 	}
 }
 
@@ -223,20 +233,49 @@ func addSame(a, b uint64, lb uint) uint64 {
 	return (a+b)&(all>>(64-lb)) | (a|b)&(all<<lb)
 }
 
-// add64 is the kernel of Add for F64. The common case, both windows on the same top bin,
-// works on the packed words; the others unpack (add64Shift).
-func add64(d, s []byte) {
-	_, _ = d[Acc64Bytes-1], s[Acc64Bytes-1]
-	a0, a1, a2 := le.Uint64(d), le.Uint64(d[8:]), le.Uint64(d[16:])
-	b0, b1, b2 := le.Uint64(s), le.Uint64(s[8:]), le.Uint64(s[16:])
-	// The top bin is header bits 5-11: the top 3 bits of the 2nd word and the top 4 of the 3rd.
-	if (a1^b1)>>61|(a2^b2)>>60 != 0 {
-		add64Shift(d, s)
-		return
+// addRows64 adds src's accumulators into dst's, the j-th into the j-th or, with idx, into the
+// idx[j]-th. The common case, both windows on the same top bin, works on the packed words in
+// the loop (a call per value costs as much as the work); the others go to add64Shift.
+func addRows64(dst, src []byte, idx []int32) {
+	for j := range len(src) / Acc64Bytes {
+		o := j * Acc64Bytes
+		if idx != nil {
+			o = int(idx[j]) * Acc64Bytes
+		}
+		d := dst[o : o+Acc64Bytes : o+Acc64Bytes]
+		s := src[j*Acc64Bytes : j*Acc64Bytes+Acc64Bytes : j*Acc64Bytes+Acc64Bytes]
+		a0, a1, a2 := le.Uint64(d), le.Uint64(d[8:]), le.Uint64(d[16:])
+		b0, b1, b2 := le.Uint64(s), le.Uint64(s[8:]), le.Uint64(s[16:])
+		// The top bin is header bits 5-11: the top 3 bits of word 1 and the top 4 of word 2.
+		if (a1^b1)>>61|(a2^b2)>>60 != 0 {
+			add64Shift(d, s)
+			continue
+		}
+		le.PutUint64(d, addSame(a0, b0, limbBits64))
+		le.PutUint64(d[8:], addSame(a1, b1, limbBits64))
+		le.PutUint64(d[16:], addSame(a2, b2, limbBits64))
 	}
-	le.PutUint64(d, addSame(a0, b0, limbBits64))
-	le.PutUint64(d[8:], addSame(a1, b1, limbBits64))
-	le.PutUint64(d[16:], addSame(a2, b2, limbBits64))
+}
+
+// addRows32 is addRows64 for F32.
+func addRows32(dst, src []byte, idx []int32) {
+	for j := range len(src) / Acc32Bytes {
+		o := j * Acc32Bytes
+		if idx != nil {
+			o = int(idx[j]) * Acc32Bytes
+		}
+		d := dst[o : o+Acc32Bytes : o+Acc32Bytes]
+		s := src[j*Acc32Bytes : j*Acc32Bytes+Acc32Bytes : j*Acc32Bytes+Acc32Bytes]
+		a0, a1 := le.Uint64(d), le.Uint64(d[8:])
+		b0, b1 := le.Uint64(s), le.Uint64(s[8:])
+		// The top bin is header bits 5-9: the top 5 bits of word 1.
+		if (a1^b1)>>59 != 0 {
+			add32Shift(d, s)
+			continue
+		}
+		le.PutUint64(d, addSame(a0, b0, limbBits32))
+		le.PutUint64(d[8:], addSame(a1, b1, limbBits32))
+	}
 }
 
 // add64Shift aligns the two windows on the higher top bin and adds limb by limb; the limbs of
@@ -265,20 +304,7 @@ func add64Shift(d, s []byte) {
 	put64(d, mergeHeader(hd, hs), d0, d1, d2)
 }
 
-// add32 is add64 with two limbs.
-func add32(d, s []byte) {
-	_, _ = d[Acc32Bytes-1], s[Acc32Bytes-1]
-	a0, a1 := le.Uint64(d), le.Uint64(d[8:])
-	b0, b1 := le.Uint64(s), le.Uint64(s[8:])
-	// The top bin is header bits 5-9: the top 5 bits of the 2nd word.
-	if (a1^b1)>>59 != 0 {
-		add32Shift(d, s)
-		return
-	}
-	le.PutUint64(d, addSame(a0, b0, limbBits32))
-	le.PutUint64(d[8:], addSame(a1, b1, limbBits32))
-}
-
+// add32Shift is add64Shift with two limbs.
 func add32Shift(d, s []byte) {
 	hd, d0, d1 := get32(d)
 	hs, s0, s1 := get32(s)

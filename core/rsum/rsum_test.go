@@ -369,6 +369,25 @@ func TestScatterMatchesModel(t *testing.T) {
 				idx[j] = int32(rng.IntN(n))
 			}
 			first := k.scatterSum(rng, idx, vals, n, 1+rng.IntN(8))
+			// The values added straight in, in another order, give the same bytes.
+			direct := make([]byte, n*k.bytes)
+			perm := rng.Perm(m)
+			pv, pi := make([]float64, m), make([]int32, m)
+			for a, j := range perm {
+				pv[a], pi[a] = vals[j], idx[j]
+			}
+			if k.f64 {
+				AddScatterF64(direct, pv, pi)
+			} else {
+				pv32 := make([]float32, m)
+				for a, x := range pv {
+					pv32[a] = float32(x)
+				}
+				AddScatterF32(direct, pv32, pi)
+			}
+			if !bytes.Equal(direct, first) {
+				t.Fatalf("%s: AddScatter%s gave other accumulators", k.name(), k.name())
+			}
 			for range 3 {
 				if acc := k.scatterSum(rng, idx, vals, n, 1+rng.IntN(8)); !bytes.Equal(acc, first) {
 					t.Fatalf("%s: another deal and tree gave other accumulators", k.name())

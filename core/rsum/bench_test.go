@@ -2,18 +2,15 @@ package rsum
 
 import (
 	"math/rand/v2"
-	"syscall"
+	"runtime"
 	"testing"
-	"time"
 )
 
 // Benchmarks on 1M values, each next to the plain float loop it replaces; ns/value is the
 // figure to compare (SetBytes counts accumulator bytes for the rsum kernels, float bytes for
 // the plain loops). "Normal" values keep most windows in one bin; "Spread60" (exponents over
 // ±60) makes the windows differ, which exercises the shifting paths of Add.
-//
-// The machine is shared: wall time swings with the load, so each benchmark also reports the
-// process's CPU time a value (cpu-ns/value), which swings much less.
+// On a shared machine take the minimum of several runs (-count) and compare within one run.
 
 const benchN = 1 << 20
 
@@ -38,31 +35,19 @@ func benchVals32(spread bool) []float32 {
 	return v
 }
 
-// loop wraps b.Loop, counting iterations and the process's CPU time across them.
-type loop struct {
-	b    *testing.B
-	n    int
-	cpu0 time.Duration
+// loop wraps b.Loop to report ns/value at the end.
+type loop struct{ b *testing.B }
+
+func newLoop(b *testing.B) loop {
+	runtime.GC() // the setup's garbage, so that a collection does not land in the timing
+	return loop{b}
 }
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func newLoop(b *testing.B) *loop { return &loop{b: b, cpu0: cpuTime()} }
-
-func (l *loop) next() bool {
+func (l loop) next() bool {
 	if l.b.Loop() {
-		l.n++
 		return true
 	}
-	b := l.b
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchN, "ns/value")
-	b.ReportMetric(float64(cpuTime()-l.cpu0)/float64(l.n)/benchN, "cpu-ns/value")
+	l.b.ReportMetric(float64(l.b.Elapsed().Nanoseconds())/float64(l.b.N)/benchN, "ns/value")
 	return false
 }
 

@@ -46,33 +46,32 @@ func finish(h uint64, l0, l1, l2 int64, e2 int, f *floatFormat) uint64 {
 		}
 		return 0
 	}
+	// Magnitude without a branch: half the sums are negative, in no predictable order.
 	sign := w2 >> 63
-	if sign != 0 {
-		w0, c = bits.Sub64(0, w0, 0)
-		w1, c = bits.Sub64(0, w1, c)
-		w2, _ = bits.Sub64(0, w2, c)
-	}
+	mask := -sign
+	w0, c = bits.Add64(w0^mask, sign, 0)
+	w1, c = bits.Add64(w1^mask, 0, c)
+	w2, _ = bits.Add64(w2^mask, 0, c)
 	return roundBits(w2, w1, w0, e2, f) | sign<<f.signBit
 }
 
 // roundBits rounds the positive value (w2:w1:w0) * 2^e2 to the nearest float of format f,
 // ties to even, and returns its bits without the sign.
 func roundBits(w2, w1, w0 uint64, e2 int, f *floatFormat) uint64 {
-	// top holds the 64 highest bits, left-aligned; sticky says whether any bit below them is
-	// set; lead is the exponent of the leading bit.
+	// top holds the 64 highest bits, left-aligned; lead is the exponent of the leading bit.
 	var top uint64
-	var sticky bool
+	var low uint64 // nonzero when a bit below top is set
 	var lead int
 	switch {
 	case w2 != 0:
 		z := uint(bits.LeadingZeros64(w2))
 		top = w2<<z | w1>>(64-z)
-		sticky = w1<<z|w0 != 0
+		low = w1<<z | w0
 		lead = e2 + 191 - int(z)
 	case w1 != 0:
 		z := uint(bits.LeadingZeros64(w1))
 		top = w1<<z | w0>>(64-z)
-		sticky = w0<<z != 0
+		low = w0 << z
 		lead = e2 + 127 - int(z)
 	default:
 		z := uint(bits.LeadingZeros64(w0))
@@ -86,16 +85,17 @@ func roundBits(w2, w1, w0 uint64, e2 int, f *floatFormat) uint64 {
 	if keep < 0 {
 		return 0 // below half the smallest subnormal
 	}
+	// Round half to even without a data-dependent branch: adding half-1, plus one when the kept
+	// part is odd or bits below top are set, carries into the kept part exactly when it must
+	// round up. The sum may carry out of 64 bits, hence Add64.
 	drop := uint(64 - keep) // 11..64; Go's shifts of 64 give 0, which the next lines rely on
-	m := top >> drop
-	rem := top & (1<<drop - 1)
-	half := uint64(1) << (drop - 1)
-	if rem > half || rem == half && (sticky || m&1 != 0) {
-		m++
-		if m == 1<<f.prec {
-			m >>= 1
-			q++
-		}
+	sticky := (low | -low) >> 63
+	inc := uint64(1)<<(drop-1) - 1 + (top>>drop&1 | sticky)
+	sum, carry := bits.Add64(top, inc, 0)
+	m := sum>>drop | carry<<(64-drop)
+	if m == 1<<f.prec {
+		m >>= 1
+		q++
 	}
 	// For a normal m the implicit bit adds the one that makes the biased exponent q-qmin+1; a
 	// subnormal has q == qmin and no implicit bit, so the same sum encodes both.

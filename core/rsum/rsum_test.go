@@ -80,13 +80,17 @@ func (t kind) model(vals []float64) (want uint64, exact *big.Float) {
 		return 0, exact
 	}
 	r := new(big.Float).SetInt(sum)
-	r.SetMantExp(r, bottom)
+	return t.nearest(r.SetMantExp(r, bottom)), exact
+}
+
+// nearest returns the bits of the float nearest to r (big.Float rounds half to even).
+func (t kind) nearest(r *big.Float) uint64 {
 	if t.f64 {
 		f, _ := r.Float64()
-		return math.Float64bits(f), exact
+		return math.Float64bits(f)
 	}
 	f, _ := r.Float32()
-	return uint64(math.Float32bits(f)), exact
+	return uint64(math.Float32bits(f))
 }
 
 func (t kind) bits(x float64) uint64 {
@@ -298,14 +302,7 @@ func TestExactWhenInWindow(t *testing.T) {
 				vals[i] = math.Ldexp(vals[i], shift)
 			}
 			_, exact := k.model(vals)
-			var want uint64
-			if k.f64 {
-				f, _ := exact.Float64()
-				want = math.Float64bits(f)
-			} else {
-				f, _ := exact.Float32()
-				want = uint64(math.Float32bits(f))
-			}
+			want := k.nearest(exact)
 			if got := k.round(k.treeSum(rng, vals))[0]; got != want {
 				t.Fatalf("%s: got %#x, correctly rounded exact sum %#x", k.name(), got, want)
 			}
@@ -603,15 +600,7 @@ func TestRoundBits(t *testing.T) {
 			x.Lsh(x, 64).Or(x, new(big.Int).SetUint64(w[1]))
 			x.Lsh(x, 64).Or(x, new(big.Int).SetUint64(w[0]))
 			r := new(big.Float).SetInt(x)
-			r.SetMantExp(r, e2)
-			var want uint64
-			if k.f64 {
-				v, _ := r.Float64()
-				want = math.Float64bits(v)
-			} else {
-				v, _ := r.Float32()
-				want = uint64(math.Float32bits(v))
-			}
+			want := k.nearest(r.SetMantExp(r, e2))
 			if got != want {
 				t.Fatalf("%s: round(%x:%x:%x * 2^%d) = %#x, want %#x", k.name(), w[2], w[1], w[0], e2, got, want)
 			}

@@ -35,14 +35,15 @@
 // The final value is sum over S of x truncated toward zero at the window's bottom,
 // 2^(32(T-K+1)) in position units, rounded once to nearest, ties to even (no double rounding:
 // F32 rounds from the integer window directly). It is the correctly rounded exact sum
-// whenever every contribution's lowest set bit lies within the window, that is when the
-// contributions span no more than 65 binades below the largest's leading bit for F64 (33
-// for F32), or more when that leading bit sits high in its bin. Otherwise each truncation
+// whenever every contribution's lowest set bit lies within the window: surely when it is at
+// most 64 bit positions below the largest contribution's leading bit for F64 (32 for F32),
+// and up to 95 (63) when that leading bit sits high in its bin. Otherwise each truncation
 // loses less than 2^-64 (F64) or 2^-32 (F32) of max|x|, so
 //
 //	|result - exact| <= ulp(result)/2 + n * max|x| * 2^-64   (F64; 2^-32 for F32)
 //
-// against a plain sum's bound of about (n-1) * 2^-53 * sum|x| (2^-24 for F32): never worse.
+// against a plain sum's bound of (n-1) * 2^-53 * sum|x| (2^-24 for F32) plus its own last
+// rounding: never larger. TestErrorBound and TestExactWhenInWindow check both claims.
 //
 // # Special values and zeros
 //

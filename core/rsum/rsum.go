@@ -41,7 +41,7 @@ const (
 
 var le = binary.LittleEndian
 
-// word packs a limb and a header slice; limb and hdrSlice undo it.
+// word packs a limb and a header slice into a word; limb and header64/header32 undo it.
 func word(limb int64, hdr uint64, lb uint) uint64 {
 	return uint64(limb)&(1<<lb-1) | hdr<<lb
 }

@@ -115,16 +115,22 @@ func special(neg, isZero, isInf bool) uint64 {
 	return h
 }
 
-// place returns, for a finite nonzero value's biased exponent e and stored fraction m, the top
-// bin, the absolute position of the significand's lowest bit (position 0 is the lowest
-// subnormal bit; subnormals share the lowest normal exponent, without the implicit bit) and
-// the significand.
-func place(e, m, implicit uint64) (top, pos, sig uint64) {
+// place splits a finite nonzero value, given its biased exponent e and stored fraction m, at
+// the 32-bit bin boundaries: it returns the top bin (the bin of the leading bit), the value's
+// part in that bin, and the rest of the significand left-aligned in a word, so that its top
+// and bottom halves are the parts in the next two bins down. Positions count from the lowest
+// subnormal bit; subnormals share the lowest normal exponent, without the implicit bit.
+func place(e, m, implicit uint64) (top, part0, rest uint64) {
+	pos := uint64(0)
 	if e != 0 {
 		pos = e - 1
 		m |= implicit
 	}
-	return (pos + 63 - uint64(bits.LeadingZeros64(m))) / binBits, pos, m
+	lz := uint64(bits.LeadingZeros64(m))
+	lead := pos + 63 - lz // position of the leading bit
+	o := lead % binBits   // its offset in the top bin: the top part has o+1 bits
+	u := m << (lz & 63)   // left-aligned; the masks tell the compiler the shifts are below 64
+	return lead / binBits, u >> ((63 - o) & 63), u << ((o + 1) & 63)
 }
 
 // FromF64 writes the accumulator of each value of vals into acc (len(acc) must be
@@ -145,15 +151,10 @@ func from64(a []byte, x float64) {
 		put64(a, special(b>>63 != 0, b<<1 == 0, m == 0), 0, 0, 0)
 		return
 	}
-	top, pos, m := place(e, m, 1<<52)
-	// Place the significand against the window's bottom, 32*(top-2): at most 96 bits.
-	// Unsigned shifts of 64 or more give 0, which makes this a branch-free 128-bit shift.
-	sh := pos + 2*binBits - binBits*top
-	lo := m << sh
-	hi := m<<(sh-64) | m>>(64-sh)
-	neg := -int64(b >> 63)
+	top, p0, rest := place(e, m, 1<<52)
+	neg := -int64(b >> 63) // negate the parts without a branch: x^-1 - -1 == -x
 	put64(a, top<<topShift|flagOther,
-		(int64(hi)^neg)-neg, (int64(lo>>binBits)^neg)-neg, (int64(lo&binMask)^neg)-neg)
+		(int64(p0)^neg)-neg, (int64(rest>>binBits)^neg)-neg, (int64(rest&binMask)^neg)-neg)
 }
 
 // FromF32 writes the accumulator of each value of vals into acc (len(acc) must be
@@ -174,10 +175,10 @@ func from32(a []byte, x float32) {
 		put32(a, special(b>>31 != 0, b<<1 == 0, m == 0), 0, 0)
 		return
 	}
-	top, pos, m := place(e, m, 1<<23)
-	v := m << (pos + binBits - binBits*top) // at most 64 bits against the bottom, 32*(top-1)
+	top, p0, rest := place(e, m, 1<<23)
 	neg := -int64(b >> 31)
-	put32(a, top<<topShift|flagOther, (int64(v>>binBits)^neg)-neg, (int64(v&binMask)^neg)-neg)
+	// The 24-bit significand leaves at most 23 bits for the second bin: rest's top half.
+	put32(a, top<<topShift|flagOther, (int64(p0)^neg)-neg, (int64(rest>>binBits)^neg)-neg)
 }
 
 // Add adds src into dst element by element (dst[i] += src[i]); both hold the same number of

@@ -4,14 +4,13 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
-	"time"
 )
 
 // Benchmarks on 1M values, each next to the plain float loop it replaces; ns/value is the
 // figure to compare (SetBytes counts accumulator bytes for the rsum kernels, float bytes for
 // the plain loops). "Normal" values keep most windows in one bin; "Spread60" (exponents over
 // ±60) makes the windows differ, which exercises the shifting paths of Add.
-// On a shared machine compare within one run, best-ns/value first.
+// On a shared machine take the minimum over several runs (-count) and compare within a run.
 
 const benchN = 1 << 20
 
@@ -36,31 +35,19 @@ func benchVals32(spread bool) []float32 {
 	return v
 }
 
-// loop wraps b.Loop to report ns/value at the end, and best-ns/value, the fastest single
-// iteration: on a shared, oversubscribed machine most iterations lose time slices to other
-// processes, and the fastest one is the closest to the kernel's own cost.
-type loop struct {
-	b    *testing.B
-	t    time.Time
-	best time.Duration
-}
+// loop wraps b.Loop to report ns/value at the end.
+type loop struct{ b *testing.B }
 
-func newLoop(b *testing.B) *loop {
+func newLoop(b *testing.B) loop {
 	runtime.GC() // the setup's garbage, so that a collection does not land in the timing
-	return &loop{b: b, best: time.Hour}
+	return loop{b}
 }
 
-func (l *loop) next() bool {
-	now := time.Now()
-	if !l.t.IsZero() {
-		l.best = min(l.best, now.Sub(l.t))
-	}
+func (l loop) next() bool {
 	if l.b.Loop() {
-		l.t = time.Now()
 		return true
 	}
 	l.b.ReportMetric(float64(l.b.Elapsed().Nanoseconds())/float64(l.b.N)/benchN, "ns/value")
-	l.b.ReportMetric(float64(l.best.Nanoseconds())/benchN, "best-ns/value")
 	return false
 }
 

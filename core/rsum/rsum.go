@@ -206,26 +206,34 @@ func AddScatter(isF64 bool, dst, src []byte, idx []int32) {
 }
 
 // AddScatterF64 adds each value into an accumulator of dst: dst[idx[j]] += vals[j]. It is
-// FromF64 and AddScatter without the intermediate buffer, for combining repeated indices on
-// one rank straight from the caller's values.
-func AddScatterF64(dst []byte, vals []float64, idx []int32) {
-	var t [Acc64Bytes]byte
-	for j, i := range idx[:len(vals)] {
-		from64(t[:], vals[j])
-		o := int(i) * Acc64Bytes
-		addRows64(dst[o:o+Acc64Bytes], t[:], nil)
+// FromF64 and AddScatter without a caller's buffer, for combining repeated indices on one
+// rank straight from the caller's values.
+func AddScatterF64(dst []byte, vals []float64, idx []int32) { addScatterValues(dst, vals, idx) }
+
+// AddScatterF32 is AddScatterF64 for F32.
+func AddScatterF32(dst []byte, vals []float32, idx []int32) { addScatterValues(dst, vals, idx) }
+
+func addScatterValues[T float32 | float64](dst []byte, vals []T, idx []int32) {
+	// Through a stack buffer that stays in L1: one call per chunk rather than per value.
+	var buf [chunk * Acc64Bytes]byte
+	idx = idx[:len(vals)]
+	for len(vals) > 0 {
+		n := min(len(vals), chunk)
+		switch v := any(vals[:n]).(type) {
+		case []float64:
+			FromF64(buf[:n*Acc64Bytes], v)
+			addRows64(dst, buf[:n*Acc64Bytes], idx[:n])
+		case []float32:
+			FromF32(buf[:n*Acc32Bytes], v)
+			addRows32(dst, buf[:n*Acc32Bytes], idx[:n])
+		}
+		vals, idx = vals[n:], idx[n:]
 	}
 }
 
-// AddScatterF32 is AddScatterF64 for F32.
-func AddScatterF32(dst []byte, vals []float32, idx []int32) {
-	var t [Acc32Bytes]byte
-	for j, i := range idx[:len(vals)] {
-		from32(t[:], vals[j])
-		o := int(i) * Acc32Bytes
-		addRows32(dst[o:o+Acc32Bytes], t[:], nil)
-	}
-}
+// chunk is the number of values AddScatterF64/F32 convert at a time (6 KiB of F64
+// accumulators on the stack).
+const chunk = 256
 
 // addSame adds two words of accumulators with the same top bin: the limbs add modulo
 // 2^lb in place and, the top bins being equal, the merged header is the OR of the slices.

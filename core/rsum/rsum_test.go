@@ -607,3 +607,30 @@ func TestRoundBits(t *testing.T) {
 		}
 	}
 }
+
+// TestNoAllocs: every call streams over its arguments without allocating.
+func TestNoAllocs(t *testing.T) {
+	const n = 600 // more than one chunk of AddScatterF64/F32
+	v64, v32, idx := make([]float64, n), make([]float32, n), make([]int32, n)
+	for i := range n {
+		v64[i], v32[i], idx[i] = float64(i)-300.5, float32(i)*1e-3, int32(i*7%n)
+	}
+	a64, b64 := make([]byte, n*Acc64Bytes), make([]byte, n*Acc64Bytes)
+	a32, b32 := make([]byte, n*Acc32Bytes), make([]byte, n*Acc32Bytes)
+	allocs := testing.AllocsPerRun(10, func() {
+		FromF64(a64, v64)
+		FromF32(a32, v32)
+		Add(true, b64, a64)
+		Add(false, b32, a32)
+		AddScatter(true, b64, a64, idx)
+		AddScatter(false, b32, a32, idx)
+		AddScatterF64(b64, v64, idx)
+		AddScatterF32(b32, v32, idx)
+		ToF64(v64, b64)
+		ToF32(v32, b32)
+		Identity(b64)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations a run", allocs)
+	}
+}

@@ -29,55 +29,38 @@ func finish(h uint64, l0, l1, l2 int64, e2 int, f *floatFormat) uint64 {
 		}
 		return f.inf | 1<<f.signBit
 	}
-	// Sum the limbs in 192-bit two's complement: the limbs are not normalised (each may carry
-	// up to 31 bits into the next), so the value may need more than 128 bits.
-	var w0, w1, w2, c uint64
-	w0 = uint64(l2)
-	w1 = uint64(l2 >> 63)
-	w2 = w1
-	w0, c = bits.Add64(w0, uint64(l1)<<32, 0)
-	w1, c = bits.Add64(w1, uint64(l1>>32), c)
-	w2, _ = bits.Add64(w2, uint64(l1>>63), c)
-	w1, c = bits.Add64(w1, uint64(l0), 0)
-	w2, _ = bits.Add64(w2, uint64(l0>>63), c)
-	if w0|w1|w2 == 0 {
+	// Sum the limbs in 128-bit two's complement. The limbs are not normalised, but each is
+	// below 2^59 in magnitude (60-bit limbs), so |value| < 2^124.
+	lo, c := bits.Add64(uint64(l2), uint64(l1)<<32, 0)
+	hi := uint64(l2>>63) + uint64(l1>>32) + uint64(l0) + c
+	if hi|lo == 0 {
 		if h&(flagNegZero|flagOther) == flagNegZero {
 			return 1 << f.signBit
 		}
 		return 0
 	}
 	// Magnitude without a branch: half the sums are negative, in no predictable order.
-	sign := w2 >> 63
+	sign := hi >> 63
 	mask := -sign
-	w0, c = bits.Add64(w0^mask, sign, 0)
-	w1, c = bits.Add64(w1^mask, 0, c)
-	w2, _ = bits.Add64(w2^mask, 0, c)
-	return roundBits(w2, w1, w0, e2, f) | sign<<f.signBit
+	lo, c = bits.Add64(lo^mask, sign, 0)
+	hi = hi ^ mask + c
+	return roundBits(hi, lo, e2, f) | sign<<f.signBit
 }
 
-// roundBits rounds the positive value (w2:w1:w0) * 2^e2 to the nearest float of format f,
-// ties to even, and returns its bits without the sign.
-func roundBits(w2, w1, w0 uint64, e2 int, f *floatFormat) uint64 {
-	// top holds the 64 highest bits, left-aligned; lead is the exponent of the leading bit.
-	var top uint64
-	var low uint64 // nonzero when a bit below top is set
-	var lead int
-	switch {
-	case w2 != 0:
-		z := uint(bits.LeadingZeros64(w2))
-		top = w2<<z | w1>>(64-z)
-		low = w1<<z | w0
-		lead = e2 + 191 - int(z)
-	case w1 != 0:
-		z := uint(bits.LeadingZeros64(w1))
-		top = w1<<z | w0>>(64-z)
-		low = w0 << z
-		lead = e2 + 127 - int(z)
-	default:
-		z := uint(bits.LeadingZeros64(w0))
-		top = w0 << z
-		lead = e2 + 63 - int(z)
+// roundBits rounds the positive value (hi:lo) * 2^e2 to the nearest float of format f, ties
+// to even, and returns its bits without the sign.
+func roundBits(hi, lo uint64, e2 int, f *floatFormat) uint64 {
+	// Bring the leading bit into hi, so that top, the 64 highest bits left-aligned, and low,
+	// nonzero when a bit below them is set, come from one shift; lead is the leading bit's
+	// exponent.
+	lead := e2 + 127
+	if hi == 0 {
+		hi, lo, lead = lo, 0, lead-64
 	}
+	z := uint(bits.LeadingZeros64(hi))
+	top := hi<<z | lo>>(64-z)
+	low := lo << z
+	lead -= int(z)
 	// q is the exponent of the result's lowest bit: prec bits below the leading one, but not
 	// below the subnormal floor.
 	q := max(lead-f.prec+1, f.qmin)

@@ -352,6 +352,18 @@ func ToF32(dst []float32, acc []byte) {
 	acc = acc[:len(dst)*Acc32Bytes]
 	for i := range dst {
 		h, l0, l1 := get32(acc[i*Acc32Bytes : i*Acc32Bytes+Acc32Bytes])
-		dst[i] = math.Float32frombits(uint32(finish(h, 0, l0, l1, binBits*(int(h>>topShift)-1)-149, &f32)))
+		e2 := binBits*(int(h>>topShift)-1) - 149
+		// The common case through the FPU: when the value is an int64 v times 2^e2,
+		// float32(v) is the one correct rounding (the conversion rounds to nearest even) and
+		// the scaling through float64 is exact, or overflows to ±Inf exactly when the correctly
+		// rounded value would. A subnormal result needs no second rounding either: it is an
+		// integer below 2^23 times 2^-149 (no limb holds bits below that), so v is exact.
+		if h&(flagNaN|flagPInf|flagNInf) == 0 && uint64(l0+1<<30) < 1<<31 {
+			if v := l0<<binBits + l1; v != 0 {
+				dst[i] = float32(float64(float32(v)) * math.Float64frombits(uint64(e2+1023)<<52))
+				continue
+			}
+		}
+		dst[i] = math.Float32frombits(uint32(finish(h, 0, l0, l1, e2, &f32)))
 	}
 }

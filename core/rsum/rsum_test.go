@@ -458,6 +458,9 @@ func TestSpecials(t *testing.T) {
 		{"subnormal", []float64{math.Ldexp(1, -149), math.Ldexp(1, -149)}, math.Ldexp(1, -148)},
 		// The exact sum 1024 + 2^-14 + 2^-50 rounds up to the next float32; rounding through a
 		// float64 first would give 1024 + 2^-14, a tie, and then 1024.
+		// The same on ToF32's FPU path: the window holds 2^60 + 2^36 + 1 times 2^-21, which a
+		// conversion through float64 would round to 2^60, a tie, and then down.
+		{"no double rounding, FPU path", []float64{math.Ldexp(1, 39), math.Ldexp(1, 15), math.Ldexp(1, -21)}, math.Ldexp(1, 39) + math.Ldexp(1, 16)},
 		{"no double rounding", []float64{1024, math.Ldexp(1, -14), math.Ldexp(1, -50)}, float64(math.Nextafter32(1024, 2048))},
 	}
 	for _, c := range cases32 {

@@ -138,23 +138,25 @@ func place(e, m, implicit uint64) (top, part0, rest uint64) {
 func FromF64(acc []byte, vals []float64) {
 	acc = acc[:len(vals)*Acc64Bytes]
 	for i, x := range vals {
-		from64(acc[i*Acc64Bytes:i*Acc64Bytes+Acc64Bytes], x)
+		h, p0, rest, neg := split(math.Float64bits(x), 52, 63)
+		put64(acc[i*Acc64Bytes:i*Acc64Bytes+Acc64Bytes], h,
+			(int64(p0)^neg)-neg, (int64(rest>>binBits)^neg)-neg, (int64(rest&binMask)^neg)-neg)
 	}
 }
 
-func from64(a []byte, x float64) {
-	_ = a[Acc64Bytes-1]
-	b := math.Float64bits(x)
-	e := b >> 52 & 0x7ff
-	m := b & (1<<52 - 1)
-	if e == 0x7ff || b<<1 == 0 {
-		put64(a, special(b>>63 != 0, b<<1 == 0, m == 0), 0, 0, 0)
-		return
+// split decodes the bits b of a float with fracBits stored fraction bits and the sign at
+// signBit into the header of its accumulator, its parts in the top bin and below (see place)
+// and neg, -1 for a negative finite value, else 0 (x^-1 - -1 == -x negates without a branch).
+// Zeros, infinities and NaNs have flags only (see special).
+func split(b uint64, fracBits, signBit uint) (h, p0, rest uint64, neg int64) {
+	e := b >> fracBits & (1<<(signBit-fracBits) - 1)
+	m := b & (1<<fracBits - 1)
+	isNeg := b>>signBit != 0
+	if e == 1<<(signBit-fracBits)-1 || b<<(64-signBit) == 0 {
+		return special(isNeg, b<<(64-signBit) == 0, m == 0), 0, 0, 0
 	}
-	top, p0, rest := place(e, m, 1<<52)
-	neg := -int64(b >> 63) // negate the parts without a branch: x^-1 - -1 == -x
-	put64(a, top<<topShift|flagOther,
-		(int64(p0)^neg)-neg, (int64(rest>>binBits)^neg)-neg, (int64(rest&binMask)^neg)-neg)
+	top, p0, rest := place(e, m, 1<<fracBits)
+	return top<<topShift | flagOther, p0, rest, -int64(b >> signBit)
 }
 
 // FromF32 writes the accumulator of each value of vals into acc (len(acc) must be
@@ -162,23 +164,10 @@ func from64(a []byte, x float64) {
 func FromF32(acc []byte, vals []float32) {
 	acc = acc[:len(vals)*Acc32Bytes]
 	for i, x := range vals {
-		from32(acc[i*Acc32Bytes:i*Acc32Bytes+Acc32Bytes], x)
+		h, p0, rest, neg := split(uint64(math.Float32bits(x)), 23, 31)
+		// The 24-bit significand leaves at most 23 bits for the second bin: rest's top half.
+		put32(acc[i*Acc32Bytes:i*Acc32Bytes+Acc32Bytes], h, (int64(p0)^neg)-neg, (int64(rest>>binBits)^neg)-neg)
 	}
-}
-
-func from32(a []byte, x float32) {
-	_ = a[Acc32Bytes-1]
-	b := math.Float32bits(x)
-	e := uint64(b >> 23 & 0xff)
-	m := uint64(b & (1<<23 - 1))
-	if e == 0xff || b<<1 == 0 {
-		put32(a, special(b>>31 != 0, b<<1 == 0, m == 0), 0, 0)
-		return
-	}
-	top, p0, rest := place(e, m, 1<<23)
-	neg := -int64(b >> 31)
-	// The 24-bit significand leaves at most 23 bits for the second bin: rest's top half.
-	put32(a, top<<topShift|flagOther, (int64(p0)^neg)-neg, (int64(rest>>binBits)^neg)-neg)
 }
 
 // Add adds src into dst element by element (dst[i] += src[i]); both hold the same number of

@@ -69,7 +69,14 @@
 // the wire are the cost that matters (a 4th word would make F64 32 bytes); the price is
 // headroom, 2^31 with a separate header word.
 //
+// The words are little-endian on every host, so accumulators may cross between hosts as they
+// are.
+//
 // Use the accumulator form only on the wire and in combine buffers: convert the inputs with
-// FromF64/FromF32, combine with Add/AddScatter, and round once at the end with ToF64/ToF32.
-// Every function streams over its arguments and allocates nothing.
+// FromF64/FromF32 (or fold a rank's values, repeated indices included, straight into
+// accumulators with AddScatterF64/F32), combine with Add/AddScatter, and round once at the end
+// with ToF64/ToF32. Folding a received float with AddScatterF64 gives the same bytes as
+// receiving its accumulator, so a hop that carries single contributions (a rank's own values
+// with no repeats) may send plain floats. Every function streams over its arguments and
+// allocates nothing.
 package rsum

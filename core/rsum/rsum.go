@@ -174,8 +174,8 @@ func FromF32(acc []byte, vals []float32) {
 // accumulators of the given type. The operation is exactly associative and commutative. dst
 // and src may be the same slice (doubling) but must not otherwise overlap.
 func Add(isF64 bool, dst, src []byte) {
-	if len(dst) != len(src) {
-		panic("rsum: Add: dst and src lengths differ")
+	if len(dst) != len(src) || len(dst)%AccBytes(isF64) != 0 {
+		panic("rsum: Add: dst and src lengths differ or are not whole accumulators")
 	}
 	if isF64 {
 		addRows64(dst, src, nil)

@@ -279,7 +279,8 @@ func addRows32(dst, src []byte, idx []int32) {
 // add64Shift aligns the two windows on the higher top bin and adds limb by limb; the limbs of
 // the lower window that fall below the higher one's bottom are dropped. No carries move
 // between limbs, so every kept limb is the plain sum of the same per-contribution parts
-// whatever the grouping (doc.go has the argument).
+// whatever the grouping (doc.go has the argument). addRows64 handles equal top bins itself;
+// the case stays here so that the function is right for any pair.
 func add64Shift(d, s []byte) {
 	hd, d0, d1, d2 := get64(d)
 	hs, s0, s1, s2 := get64(s)

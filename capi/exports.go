@@ -442,7 +442,8 @@ func kylixgo_plan_free(h C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
 		return fail(name, s, err)
 	}
 	removePlan(pe)
-	return status(name, s, pe.p.Free())
+	pe.p.Free()
+	return 0
 }
 
 // ---- dense collectives ---------------------------------------------------------------------

@@ -29,7 +29,7 @@ type commEntry struct {
 	nextPlan uint32                // guarded by tab.mu; 0 is never a plan
 	logLevel int
 	// errmsg is the C copy of the last failure's message, returned by kylix_errmsg(c). Only the
-	// thread using the comm touches it (SPEC: one thread per comm at a time).
+	// thread using the comm touches it (include/kylix.h: one thread per comm at a time).
 	errmsg *C.char
 }
 

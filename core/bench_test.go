@@ -82,7 +82,7 @@ func BenchmarkConfig4x2M(b *testing.B) {
 		j.each(b, func(r int, c *core.Comm) error {
 			p, err := c.Config(sets[r], sets[r])
 			if err == nil {
-				err = p.Free()
+				p.Free()
 			}
 			return err
 		})
@@ -124,7 +124,7 @@ func BenchmarkConfig1x4M(b *testing.B) {
 				j.each(b, func(r int, c *core.Comm) error {
 					p, err := c.Config(sets[0], sets[1])
 					if err == nil {
-						err = p.Free()
+						p.Free()
 					}
 					return err
 				})

@@ -10,15 +10,14 @@ import (
 // Comm is one rank's membership in a job: a transport plus the agreed sequence of collectives.
 // One goroutine at a time may use a Comm (include/kylix.h); plans of one comm share its sequence.
 type Comm struct {
-	v        *members.View // who is in the comm and where they are (members/view.go)
-	rec      *recorder     // what the comm's collectives did (stats.go)
-	opts     kx.Options
-	degrees  []int // fixed degrees from the option, nil for auto
-	seq      uint64
-	fp       kx.Fingerprint // the running collective's (run), carried by its sends
-	nextPlan uint32
-	broken   error // set by a peer failure or timeout: later calls fail with CodeState
-	closed   bool
+	v       *members.View // who is in the comm and where they are (members/view.go)
+	rec     *recorder     // what the comm's collectives did (stats.go)
+	opts    kx.Options
+	degrees []int // fixed degrees from the option, nil for auto
+	seq     uint64
+	fp      kx.Fingerprint // the running collective's (run), carried by its sends
+	broken  error          // set by a peer failure or timeout: later calls fail with CodeState
+	closed  bool
 	// planCache memoises degrees=auto plans; streamDegrees are the degrees config_reduce
 	// chose on its first call and keeps for the rest of the stream.
 	planCache     map[planKey][]int

@@ -70,7 +70,8 @@ func TestMeasureLinksOnDemand(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return p.Free()
+		p.Free()
+		return nil
 	})
 	for r, c := range j.comms {
 		if l := c.Links(); l != nil {

@@ -60,15 +60,14 @@ func (p *Plan) Degrees() []int { return append([]int(nil), p.topo.Degrees...) }
 // Free releases the plan; later use fails with CodeState. A request already issued on the
 // plan still completes: while any collective is queued the maps are left to the garbage
 // collector instead of being dropped under the executor's feet.
-func (p *Plan) Free() error {
+func (p *Plan) Free() {
 	p.freed = true
 	p.c.statsFreed(p.id)
 	if p.c.ex.active() {
-		return nil
+		return
 	}
 	p.layers, p.outPos, p.inPos, p.bottom, p.vals, p.outFirst, p.outRest, p.outRestPos = nil, nil, nil, nil, nil, nil, nil, nil
 	p.outDst, p.inRow = nil, nil
-	return nil
 }
 
 func (p *Plan) usable() error {

@@ -7,7 +7,7 @@ import (
 )
 
 // The launcher names the rank whose failure started the job's end, and why, although other
-// ranks exit first (SPEC §4): a rank whose call was rejected (bad argument), and a rank that
+// ranks exit first: a rank whose call was rejected (bad argument), and a rank that
 // stopped (SIGSTOP) and was declared lost by its peers. On 2x2 degrees not every rank talks to
 // the culprit directly, so some blame the peer that told them; the launcher follows that.
 func TestLauncherNamesCause(t *testing.T) {

@@ -224,7 +224,7 @@ func simulate(cfg simConfig) (simResult, error) {
 				return
 			}
 			stats[r] = c.Stats()
-			errs[r] = p.Free()
+			p.Free()
 		}(r)
 	}
 	wg.Wait()

@@ -121,15 +121,6 @@ func groupAlive(pgid int) bool {
 	return false
 }
 
-// pidAlive tells whether pid exists and is not a zombie.
-func pidAlive(pid int) bool {
-	state, _, ok := procStat(strconv.Itoa(pid))
-	if !ok {
-		return syscall.Kill(pid, 0) == nil
-	}
-	return state != 'Z' && state != 'X'
-}
-
 // procStat reads the state and process group from /proc/<pid>/stat.
 func procStat(pid string) (state byte, pgrp int, ok bool) {
 	b, err := os.ReadFile("/proc/" + pid + "/stat")

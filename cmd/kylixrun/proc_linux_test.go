@@ -50,3 +50,12 @@ func TestTerminalForegroundNotTTY(t *testing.T) {
 		t.Error("descriptor -1 is taken for a terminal")
 	}
 }
+
+// pidAlive tells whether pid exists and is not a zombie.
+func pidAlive(pid int) bool {
+	state, _, ok := procStat(strconv.Itoa(pid))
+	if !ok {
+		return syscall.Kill(pid, 0) == nil
+	}
+	return state != 'Z' && state != 'X'
+}

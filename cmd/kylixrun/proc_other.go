@@ -31,5 +31,3 @@ func tcgetpgrp(fd int) (int, error) {
 }
 
 func groupAlive(pgid int) bool { return syscall.Kill(-pgid, 0) == nil }
-
-func pidAlive(pid int) bool { return syscall.Kill(pid, 0) == nil }

@@ -1,4 +1,4 @@
-// Package rsum is the numeric heart of KYLIX_RSUM (SPEC §2 "Reproducible sum"): an
+// Package rsum is the numeric heart of KYLIX_RSUM (include/kylix.h): an
 // accumulator whose value after any sequence of additions depends only on the multiset of
 // float contributions, never on their order or grouping, and its rounding to a float.
 //

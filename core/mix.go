@@ -47,7 +47,7 @@ func (c *Comm) Mix(buf []byte, d kx.Dtype, step int64) error {
 	case !d.Valid():
 		err = kx.Errorf(kx.CodeArg, "dtype: %d is not a kylix_dtype", int(d))
 	case !d.IsFloat():
-		err = kx.Errorf(kx.CodeArg, "dtype: mixing averages, so it needs a float dtype (f32 or f64), not %s", d)
+		err = kx.Errorf(kx.CodeArg, "dtype: mixing averages, so it needs KYLIX_F32 or KYLIX_F64, not %s", d)
 	case step < 0:
 		err = kx.Errorf(kx.CodeArg, "step: %d is negative", step)
 	case len(buf)%d.Size() != 0:

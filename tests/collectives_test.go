@@ -12,7 +12,6 @@ func TestBcastBarrier(t *testing.T) {
 		n       int
 		degrees string
 	}{{1, ""}, {2, ""}, {3, ""}, {4, "binary"}, {5, "direct"}} {
-		c := c
 		t.Run(fmt.Sprintf("n%d_%s", c.n, degName(c.degrees)), func(t *testing.T) {
 			t.Parallel()
 			r := run(t, job{N: c.n, Degrees: c.degrees, Prog: "bcast_barrier", Args: []string{fmt.Sprint(100 + c.n)}})

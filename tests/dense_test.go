@@ -12,7 +12,6 @@ func TestDenseAllreduce(t *testing.T) {
 		n       int
 		degrees string
 	}{{1, ""}, {2, ""}, {3, ""}, {4, "2x2"}, {5, ""}, {6, "3x2"}, {7, ""}, {8, "2x2x2"}} {
-		c := c
 		t.Run(fmt.Sprintf("n%d_%s", c.n, degName(c.degrees)), func(t *testing.T) {
 			t.Parallel()
 			r := run(t, job{N: c.n, Degrees: c.degrees, Prog: "dense", Args: []string{fmt.Sprint(30 + c.n)}})

@@ -29,7 +29,6 @@ func TestExtras(t *testing.T) {
 		{4, "", "shrink", nil, 3},
 	}
 	for _, c := range cs {
-		c := c
 		t.Run(fmt.Sprintf("n%d_%s_%s", c.n, degName(c.degrees), c.section), func(t *testing.T) {
 			t.Parallel()
 			j := job{N: c.n, Degrees: c.degrees, Prog: "extras", Args: append([]string{c.section}, c.args...)}

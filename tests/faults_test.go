@@ -14,7 +14,6 @@ func TestBadArgs(t *testing.T) {
 		n       int
 		degrees string
 	}{{1, ""}, {2, ""}, {3, "direct"}, {4, "2x2"}} {
-		c := c
 		t.Run(fmt.Sprintf("n%d_%s", c.n, degName(c.degrees)), func(t *testing.T) {
 			t.Parallel()
 			r := run(t, job{N: c.n, Degrees: c.degrees, Prog: "badargs"})
@@ -45,7 +44,6 @@ func TestMismatch(t *testing.T) {
 	cs = append(cs, mcase{2, "", "all", 1}, mcase{3, "direct", "all", 0}, mcase{5, "", "all", 4},
 		mcase{8, "2x2x2", "all", 6}, mcase{1, "", "all", 0})
 	for _, c := range cs {
-		c := c
 		t.Run(fmt.Sprintf("n%d_%s_%s_odd%d", c.n, degName(c.degrees), c.scenario, c.odd), func(t *testing.T) {
 			t.Parallel()
 			r := run(t, job{N: c.n, Degrees: c.degrees, Prog: "mismatch", Args: []string{c.scenario, fmt.Sprint(c.odd)}})
@@ -86,7 +84,6 @@ func TestKill(t *testing.T) {
 		{4, "", "hang", 0, 2000, 0, "bcast"},
 	}
 	for _, c := range cs {
-		c := c
 		if c.call == "" {
 			c.call = "reduce"
 		}
@@ -207,7 +204,6 @@ func TestAuth(t *testing.T) {
 		static bool
 	}
 	for _, c := range []acase{{2, 1, false}, {3, 1, false}, {4, 0, false}, {3, 1, true}, {4, 0, true}, {3, -1, true}} {
-		c := c
 		t.Run(fmt.Sprintf("n%d_odd%d_static%v", c.n, c.odd, c.static), func(t *testing.T) {
 			t.Parallel()
 			args := []string{fmt.Sprint(c.odd), "3000"}

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -319,10 +320,15 @@ func (r *result) has(rank int, kind, sub string) bool {
 	return false
 }
 
-// failures lists every FAIL line.
+// failures lists every FAIL line, of whatever rank printed it.
 func (r *result) failures() []string {
+	ranks := make([]int, 0, len(r.Lines))
+	for rk := range r.Lines {
+		ranks = append(ranks, rk)
+	}
+	slices.Sort(ranks)
 	var s []string
-	for rk := -1; rk < 256; rk++ {
+	for _, rk := range ranks {
 		for _, t := range r.find(rk, "FAIL") {
 			s = append(s, fmt.Sprintf("r%d: %s", rk, t))
 		}
@@ -330,7 +336,8 @@ func (r *result) failures() []string {
 	return s
 }
 
-// expectClean asserts exit 0, no FAIL line, and "DONE fails=0" from every rank in ranks.
+// expectClean asserts exit 0, no FAIL line, and at least one PASS line and "DONE fails=0" from
+// every rank in ranks: a program that checked nothing is not clean.
 func (r *result) expectClean(t *testing.T, ranks ...int) {
 	t.Helper()
 	var problems []string
@@ -341,6 +348,9 @@ func (r *result) expectClean(t *testing.T, ranks ...int) {
 	for _, rk := range ranks {
 		if !r.has(rk, "DONE", "fails=0") {
 			problems = append(problems, fmt.Sprintf("rank %d did not print DONE fails=0", rk))
+		}
+		if len(r.find(rk, "PASS")) == 0 {
+			problems = append(problems, fmt.Sprintf("rank %d printed no PASS line", rk))
 		}
 	}
 	if len(problems) > 0 {
@@ -367,4 +377,22 @@ func allRanks(n int) []int {
 func TestEnvironment(t *testing.T) {
 	dir := setup(t)
 	t.Logf("build dir %s, GOMAXPROCS %d", dir, runtime.GOMAXPROCS(0))
+	// The launcher and the header under test are of one version: a stale build dir fails here,
+	// not as puzzling differences further on.
+	h, err := os.ReadFile(filepath.Join(repoRoot(), "include", "kylix.h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v [3]string
+	for i, k := range []string{"MAJOR", "MINOR", "PATCH"} {
+		m := regexp.MustCompile(`#define KYLIX_VERSION_` + k + ` (\d+)`).FindSubmatch(h)
+		if m == nil {
+			t.Fatalf("include/kylix.h defines no KYLIX_VERSION_%s", k)
+		}
+		v[i] = string(m[1])
+	}
+	out, err := exec.Command(filepath.Join(dir, "kylixrun"), "--version").CombinedOutput()
+	if want := strings.Join(v[:], "."); err != nil || !strings.Contains(string(out), want) {
+		t.Errorf("kylixrun --version: %q (%v), want version %s from include/kylix.h", out, err, want)
+	}
 }

@@ -19,7 +19,6 @@ func TestMix(t *testing.T) {
 		{2, "", 1}, {4, "", 2}, {4, "2x2", 2}, {6, "3x2", 2}, {6, "2x3", 2},
 		{8, "2x2x2", 3}, {8, "4x2", 2}, {8, "binary", 3},
 	} {
-		c := c
 		t.Run(fmt.Sprintf("n%d_%s", c.n, degName(c.degrees)), func(t *testing.T) {
 			t.Parallel()
 			r := run(t, job{N: c.n, Degrees: c.degrees, Prog: "mix", Args: []string{c.degrees, fmt.Sprint(11 + c.n)}})

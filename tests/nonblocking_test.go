@@ -13,7 +13,6 @@ func TestNonblocking(t *testing.T) {
 		n       int
 		degrees string
 	}{{2, ""}, {3, ""}, {4, "2x2"}} {
-		c := c
 		t.Run(fmt.Sprintf("n%d_%s", c.n, degName(c.degrees)), func(t *testing.T) {
 			t.Parallel()
 			r := run(t, job{N: c.n, Degrees: c.degrees, Prog: "nonblocking", Args: []string{fmt.Sprint(10 + c.n)}})

@@ -68,7 +68,6 @@ func sparseMatrix() []sparseCase {
 
 func TestSparse(t *testing.T) {
 	for _, c := range sparseMatrix() {
-		c := c
 		t.Run(c.name(), func(t *testing.T) {
 			t.Parallel()
 			r := run(t, c.job())
@@ -130,7 +129,6 @@ func TestSparseDeterminism(t *testing.T) {
 		{n: 5, degrees: "direct", seed: 505, nfeat: 2000, density: "0.05", widths: "1", extra: []string{"--reps", "1", "--quick"}},
 	}
 	for _, c := range cases {
-		c := c
 		t.Run(c.name(), func(t *testing.T) {
 			t.Parallel()
 			var first map[int]map[string]string

@@ -13,7 +13,6 @@ func TestUserOp(t *testing.T) {
 		n       int
 		degrees string
 	}{{1, ""}, {3, ""}, {3, "direct"}, {4, "2x2"}, {4, "direct"}} {
-		c := c
 		t.Run(fmt.Sprintf("n%d_%s", c.n, degName(c.degrees)), func(t *testing.T) {
 			t.Parallel()
 			r := run(t, job{N: c.n, Degrees: c.degrees, Prog: "userop", Args: []string{fmt.Sprint(500 + c.n)}})

@@ -25,10 +25,10 @@ type Comm struct {
 	// denseSwitchBytes: Allreduce of up to this many bytes takes the direct exchange
 	// (negative: DefaultDenseSwitch).
 	denseSwitchBytes int
-	// top is config's sort scratch (and sortTop's hash tables), kept between configs
+	// layer0 is config's sort scratch (and SortLayer0's hash tables), kept between configs
 	// (config_reduce streams) so that each one does not page-fault in fresh arrays.
-	top keyset.Layer0Scratch
-	// rowKeyBuf is packTop's row → key scratch (out, in), likewise kept: config's layer-0
+	layer0 keyset.Layer0Scratch
+	// rowKeyBuf is PackLayer0's row → key scratch (out, in), likewise kept: config's layer-0
 	// messages carry slices of it, and it is free again once config has returned.
 	rowKeyBuf [2][]uint64
 	// denseBuf is where the members' copies of this rank's chunks land in dense allreduce.

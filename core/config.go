@@ -90,7 +90,7 @@ func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVal
 }
 
 // configure runs the configuration pass for p. With vs it also carries and reduces the values
-// and returns the fully reduced values of the bottom out keys. A plan with layers has its top
+// and returns the fully reduced values of the bottom out keys. A plan with layers has its layer 0
 // in bucket order (configurePacked); one node sorts its keys.
 func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *valueSpec) ([]byte, error) {
 	c := p.c
@@ -99,11 +99,11 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 		return p.configurePacked(seq, outIdx, inIdx, outVals, vs, same)
 	}
 	threads := c.threads()
-	so := keyset.SortUniqueInto(outIdx, threads, &c.top.Ent)
+	so := keyset.SortUniqueInto(outIdx, threads, &c.layer0.Ent)
 	outKeys, outPos := so.Keys, so.Pos
 	inKeys, inPos := outKeys, outPos
 	if !same { // in = out is common (PageRank, model sync): sort once
-		si := keyset.SortUniqueInto(inIdx, threads, &c.top.Ent)
+		si := keyset.SortUniqueInto(inIdx, threads, &c.layer0.Ent)
 		inKeys, inPos = si.Keys, si.Pos
 	}
 	p.outPos, p.inPos, p.out0, p.in0 = outPos, inPos, len(outKeys), len(inKeys)
@@ -132,8 +132,8 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 	return v, nil
 }
 
-// configurePacked is configure for a plan with layers and its top in bucket order: the rank
-// partitions its indices by top bucket without sorting them (packTop), and the layer-0 members
+// configurePacked is configure for a plan with layers and its layer 0 in bucket order: the rank
+// partitions its indices by layer-0 bucket without sorting them (PackLayer0), and the layer-0 members
 // sort what they receive (configTop); the layers below are configured as usual.
 func (p *Plan) configurePacked(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *valueSpec, same bool) ([]byte, error) {
 	c := p.c
@@ -215,7 +215,7 @@ func (p *Plan) finish(outKeys, inKeys []uint64) {
 
 // configTop is layer 0 of a packed plan: this rank sends each member its rows (keys as they
 // are, and with vs the rows' values), and sorts the rows its senders sent into the merged keys
-// it holds below the layer, with the map of every sender's rows (sortTop, topsort.go) and the
+// it holds below the layer, with the map of every sender's rows (SortLayer0, layer0_sort.go) and the
 // sub-range bounds down combines by.
 func (p *Plan) configTop(seq uint64, out, in keyset.Layer0Rows, same bool, v []byte, vs *valueSpec) ([]uint64, []uint64, []byte, error) {
 	c, t := p.c, p.topo
@@ -254,11 +254,11 @@ func (p *Plan) configTop(seq uint64, out, in keyset.Layer0Rows, same bool, v []b
 	var newOut, newIn []uint64
 	var outMaps, inMaps [][]int32
 	if err == nil {
-		newOut, outMaps, lm.mergedBounds, err = keyset.SortLayer0(outLists, lm.outBounds, d, me, threads, appearance, &c.top)
+		newOut, outMaps, lm.mergedBounds, err = keyset.SortLayer0(outLists, lm.outBounds, d, me, threads, appearance, &c.layer0)
 	}
 	newIn, inMaps = newOut, outMaps
 	if err == nil && !sameIn {
-		newIn, inMaps, _, err = keyset.SortLayer0(inLists, inBounds, d, me, threads, false, &c.top)
+		newIn, inMaps, _, err = keyset.SortLayer0(inLists, inBounds, d, me, threads, false, &c.layer0)
 	}
 	if err != nil {
 		return nil, nil, nil, err
@@ -329,10 +329,10 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 		var outPerm, inPerm []int32
 		if rows && pack {
 			rowsIn := m.In
-			if m.Out, outPerm, serr = keyset.SetPerm(m.Out, d, g, c.threads(), &c.top); serr == nil {
+			if m.Out, outPerm, serr = keyset.SetPerm(m.Out, d, g, c.threads(), &c.layer0); serr == nil {
 				m.In, inPerm = m.Out, outPerm
 				if !same {
-					m.In, inPerm, serr = keyset.SetPerm(rowsIn, d, g, c.threads(), &c.top)
+					m.In, inPerm, serr = keyset.SetPerm(rowsIn, d, g, c.threads(), &c.layer0)
 				}
 			}
 		}
@@ -404,7 +404,7 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 
 // checkConfigRoom refuses a config whose scratch cannot be had: per index about 16 bytes of
 // sort scratch, 4 of position map and 8 of key, then the keys and maps of the layers below (as
-// many again), plus for config_reduce es bytes of value per index at the top and per layer.
+// many again), plus for config_reduce es bytes of value per index at layer 0 and per layer.
 func checkConfigRoom(nOut, nIn, es int) error {
 	n := uint64(nOut) + uint64(nIn)
 	need := addSize(mulSize(n, 56, 1), mulSize(n, uint64(es), 4))

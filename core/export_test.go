@@ -31,7 +31,7 @@ func SetTestLinks(c *Comm, latency, bytesPerSec float64) {
 	c.setLinks(LinkModelFor(latency, bytesPerSec))
 }
 
-// SetHashMaxRows sets the largest sub-range a layer-0 member merges by hashing (topsort.go); it
+// SetHashMaxRows sets the largest sub-range a layer-0 member merges by hashing (layer0_sort.go); it
 // returns a function that restores the default.
 func SetHashMaxRows(n int) (restore func()) { return keyset.SetForTest(&keyset.HashMaxRows, n) }
 

@@ -28,7 +28,7 @@ type Plan struct {
 	// bottomIdentity: the bottom in keys are the bottom out keys (in = out), so the bottom
 	// map is skipped and the reduced out values are the in values.
 	bottomIdentity bool
-	// packed: the plan has layers and keeps its layer-0 vector in top-bucket order (packtop.go),
+	// packed: the plan has layers and keeps its layer-0 vector in layer-0 bucket order (layer0_pack.go),
 	// every caller position a row. outDst[j] is the row caller out position j fills, inRow[j]
 	// the row caller in position j reads its answer from.
 	packed        bool
@@ -46,8 +46,8 @@ type layerMap struct {
 	inMaps   [][]int32 // member g's in keys -> positions in the merged in keys below
 	outLen   int       // merged out keys below this layer
 	inLen    int
-	// Layer 0 of a packed plan: the senders' rows come in top-bucket order and the maps are of
-	// those rows, random inside each sub-range (sortTop). outBounds[g] are sender g's rows per sub-range
+	// Layer 0 of a packed plan: the senders' rows come in layer-0 bucket order and the maps are of
+	// those rows, random inside each sub-range (SortLayer0). outBounds[g] are sender g's rows per sub-range
 	// and mergedBounds the merged out keys' (down combines sub-range by sub-range); nil on
 	// the other layers, whose maps are increasing.
 	outBounds    [][]int

@@ -27,7 +27,7 @@ type planBufs struct {
 	slot  [][][]byte
 	above [][]byte
 	vin   []byte
-	rest  []byte // the caller's repeated out values, gathered to be folded in (top)
+	rest  []byte // the caller's repeated out values, gathered to be folded in (layer 0)
 	// cursor is the down phase's per-source progress (rows combined), one per member.
 	cursor []int
 }

@@ -37,7 +37,7 @@ func (p *Plan) reduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width int, as
 	fp := kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
 	return c.issue(fp, func(seq uint64) error {
 		p.expectAll(seq, b, vs.es, true)
-		p.top(b, outVals, vs)
+		p.fillLayer0(b, outVals, vs)
 		for i := range p.layers {
 			if err := p.down(seq, i, b, vs); err != nil {
 				return err
@@ -149,7 +149,7 @@ func (p *Plan) combineMonotone(i int, b *planBufs, vs *valueSpec, tag kx.Tag, ds
 }
 
 // combineBuckets combines the members' slices of layer 0 of a packed plan into dst, sub-range
-// by sub-range of the merged keys (packtop.go): each member's rows of a sub-range are a
+// by sub-range of the merged keys (layer0_pack.go): each member's rows of a sub-range are a
 // contiguous run of its message, mapped at random only inside the sub-range's part of dst, so
 // the writes stay in cache. A sub-range is combined in source order once every source's rows
 // of it have landed, while the rest streams in; with threads, consecutive sub-ranges go to
@@ -205,9 +205,7 @@ func (p *Plan) combineBuckets(i int, b *planBufs, vs *valueSpec, tag kx.Tag, dst
 // smallDown says whether what layer i's down phase receives is small enough (smallDownBytes)
 // to wait for whole before combining any of it. Combining sub-range by sub-range as the
 // messages land overlaps the two, but every wait that blocks costs a wake (30-45 µs one way
-// here, tests/bench/pingpong.c), which small messages do not earn back. 4 ranks, 300K keys a
-// rank (900 KB received), alternating builds over 6 runs of 3 x 200 reduces: 4.7-6.8 ms a
-// reduce (mean 5.6) -> 3.8-6.1 (mean 5.0); 8 ranks: no change measured.
+// here, tests/bench/pingpong.c), which small messages do not earn back (docs/measurements.md).
 func (p *Plan) smallDown(i, es int) bool {
 	lm := &p.layers[i]
 	n := 0
@@ -337,7 +335,7 @@ func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec, gath
 		}
 		vin = above
 	}
-	if p.packed { // the answers stream out of the top buckets
+	if p.packed { // the answers stream out of the layer-0 buckets
 		p.gather(inVals, vin, p.inRow, vs)
 	} else {
 		p.gather(inVals, vin, p.inPos, vs)
@@ -349,13 +347,13 @@ func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec, gath
 // so that every element is computed by the same operations in the same order whatever the
 // number of threads: the results are bitwise the same.
 
-// top fills v, the rank's values in sorted key order, from the caller's out values: a gather of
+// fillLayer0 fills v, the rank's values in sorted key order, from the caller's out values: a gather of
 // each key's first contribution (streaming writes, parallel by key range), then the repeats of
 // an index folded in in caller order. A user op goes through its Combiner.
-func (p *Plan) top(b *planBufs, outVals []byte, vs *valueSpec) {
+func (p *Plan) fillLayer0(b *planBufs, outVals []byte, vs *valueSpec) {
 	v := b.vec[0]
 	if p.packed {
-		p.topPacked(v, outVals, vs)
+		p.fillLayer0Packed(v, outVals, vs)
 		return
 	}
 	if !vs.o.Builtin() || p.outFirst == nil {
@@ -371,10 +369,10 @@ func (p *Plan) top(b *planBufs, outVals []byte, vs *valueSpec) {
 	}
 }
 
-// topPacked fills the top-bucket ordered layer-0 vector v of a packed plan: a stable
+// fillLayer0Packed fills the layer-0 bucket ordered layer-0 vector v of a packed plan: a stable
 // partition of the caller's values by row (streaming: a few dozen write heads). Every caller
 // position is a row of its own, so nothing is combined here, whatever the op.
-func (p *Plan) topPacked(v, outVals []byte, vs *valueSpec) {
+func (p *Plan) fillLayer0Packed(v, outVals []byte, vs *valueSpec) {
 	es := vs.es
 	if keyset.WorkersFor(len(p.outDst), p.c.threads()) == 1 { // no closure to allocate
 		kernels.Scatter(v, outVals, p.outDst, es)

@@ -11,32 +11,8 @@ package kernels
 // unless the compiler commutes it), so results are bitwise the Go loop's. kernels_simd_test.go
 // checks every length 0..257 on every path with sentinels past the end of dst.
 //
-// What won, on this machine (AMD EPYC Zen 4, 2 vCPUs, load average 7-12 from other jobs):
-// speedup over the Go loop, median of 5 counts of
-//   go test ./core -run '^$' -bench KernelVsGo -benchtime 1x -count 5
-// which interleaves the levels in 21 short rounds per case so that the load hits all alike.
-// AVX2 and AVX-512 levels agree within noise except where two numbers are given (avx2/avx512).
-// Gather idx: "mono" every other row of a 2n-row table, "perm" the same rows shuffled, w = 1.
-//
-//                       n = 4K      256K        4M (DRAM-bound: noisy under load)
-//   Sum f32 (Combine)   10.1        3.7         1.26
-//   Sum f64             2.3         2.0         1.02
-//   Sum i32             7.5         4.9         1.45
-//   Sum i64, u64        2.35        2.2         ~1 (0.2-1.8 run to run)
-//   Min, Max f32        14-15       13-14       3.4-3.6
-//   Min, Max f64        7.0-7.5     6.6-7.2     1.7-1.8
-//   Min, Max i32        12          7           2.1
-//   Min, Max i64, u64   4.0-6.5     3.3-5.2     0.9-1.3 (AVX-512 level only)
-//   Bxor i32 / i64      8.3 / 3.2   7.8 / 3.7   1.7 / 1.0 (Band, Bor: the same code)
-//   Gather f32 mono     2.0         1.5         1.35
-//   Gather f32 perm     1.35/1.45   1.26/1.29   1.15/1.21
-//   Gather f64 mono     2.5/2.6     3.2/2.5     Go loop (see kernGatherBigTable)
-//   Gather f64 perm     4.0/4.4     1.34/1.46   Go loop
-//
-// Dropped after measuring: AVX-512 dense Sum (equal to AVX2 in cache, since Zen 4 splits a zmm
-// op into two ymm halves, and 0.84x at 4M f64/i64); AVX-512 gather-add-scatter for a
-// ScatterCombine with distinct indices (0.36-0.74x at every size and shape: VSCATTERDPS/DPD
-// are slow here); prefetching every lane of a random gather (0.7x in cache, no gain at 4M).
+// What won and what was dropped after measuring (AVX-512 dense Sum, gather-add-scatter,
+// prefetching random gathers) is in docs/measurements.md, with the command that measured it.
 
 import (
 	"kylix/core/kx"

@@ -15,7 +15,7 @@ import (
 //              [out list][in list][zeros to a multiple of 8][values]
 //
 // At layer 0 of a plan with layers (msgRows set in the out count) the keys are the sender's
-// rows in its top-bucket order (packtop.go): unsorted, repeats included, one value per row. A
+// rows in its layer-0 bucket order (layer0_pack.go): unsorted, repeats included, one value per row. A
 // compressed list is a set, so a compressed rows message carries the sets of the rows' keys
 // (counts in the first two words), the row counts in two more header words, and after the
 // lists each row's position in its set (perms: w bytes each, little-endian, the fewest that

@@ -8,8 +8,8 @@ import (
 	"slices"
 )
 
-// SortLayer0 is a layer-0 member's merge of what its senders sent (packtop.go): lists[g] are
-// sender g's rows for this member (member me of degree d0), in top-bucket order, and
+// SortLayer0 is a layer-0 member's merge of what its senders sent (layer0_pack.go): lists[g] are
+// sender g's rows for this member (member me of degree d0), in layer-0 bucket order, and
 // bounds[g] where each of the member's 2^b sub-ranges starts and ends in them (rowBounds). It
 // returns the distinct keys of all rows, maps[g][r], the position of sender g's row r among
 // them, and where each sub-range starts in the merged keys (2^b + 1 bounds). Inside each
@@ -116,7 +116,7 @@ func SortLayer0(lists [][]uint64, bounds [][]int, d0, me, threads int, appearanc
 	return merged[:mb[nsub]:mb[nsub]], maps, mb, nil
 }
 
-// Layer0Scratch is sortTop's scratch, kept by the comm between configs so that each one does not
+// Layer0Scratch is SortLayer0's scratch, kept by the comm between configs so that each one does not
 // page-fault in fresh arrays: the sort's entries, and a hash table per worker.
 type Layer0Scratch struct {
 	Ent  []keyPos
@@ -335,7 +335,7 @@ func sortSmall(a, scratch []keyPos, cnt *[1<<11 + 1]int32, shift int) []keyPos {
 }
 
 // SetPerm is what a compressed rows message sends for rows (one sender's rows for member g of
-// layer-0 degree d0, in top-bucket order): the set of their keys, sorted, and each row's
+// layer-0 degree d0, in layer-0 bucket order): the set of their keys, sorted, and each row's
 // position in it.
 func SetPerm(rows []uint64, d0, g, threads int, buf *Layer0Scratch) ([]uint64, []int32, error) {
 	bd, err := RowBounds(rows, d0, g, -1)

@@ -7,7 +7,7 @@ import (
 	"slices"
 )
 
-// The top of the butterfly in destination order, as the paper's direct all-to-all does it.
+// Layer 0 of the butterfly in destination order, as the paper's direct all-to-all does it.
 //
 // A rank's values come in the caller's order, and the answers go back in it. Keeping the
 // rank's layer-0 vector in sorted key order would cost a random permutation of the whole vector
@@ -18,41 +18,41 @@ import (
 // stably, which streams, and only the home sorts what it received.
 //
 // So, in a plan with layers, every caller position is a row of the rank's layer-0 vector, and
-// the rows are grouped by "top bucket" — the layer-0 member a key goes to and one of 2^b
-// sub-ranges of the key below that digit — and inside a bucket in caller order (packTop).
+// the rows are grouped by "layer-0 bucket" — the layer-0 member a key goes to and one of 2^b
+// sub-ranges of the key below that digit — and inside a bucket in caller order (PackLayer0).
 // Filling the vector from the caller's values is a stable partition into at most topStreams
 // write streams, and answering in caller order reads from as many streams. The config message
 // carries the rows' keys as they are, unsorted and with any repeats (msgRows). The member sorts
-// what its senders sent, sub-range by sub-range (sortTop, topsort.go): that gives the merged
+// what its senders sent, sub-range by sub-range (SortLayer0, layer0_sort.go): that gives the merged
 // keys and, for every sender's row, its merged position. Those maps are random only inside the
 // sub-range's part of the merged vector (about 1/2^b of it, a few hundred KiB: L2), so down
 // combines and up gathers sub-range by sub-range. A repeated index costs its own row (as in the
 // direct all-to-all); the member folds it in, in caller order.
 
-// topStreams bounds the buckets of the top. Fewer streams partition faster (2M f32, quiet:
+// layer0Streams bounds the layer-0 buckets. Fewer streams partition faster (2M f32, quiet:
 // 1.1 ms with 4-16 write streams, 1.4 ms with 64, 2.0 ms with 256), more make the members'
 // sub-ranges smaller. Measured end to end (4 ranks on 2 cores, 2M keys each, reduce wall
 // time): 4 streams 39.5 ms, 8: 37.5, 16: 35.5, 32: 40.5, 64: 44.
-const topStreams = 16
+const layer0Streams = 16
 
 // subBits is b for layer-0 degree d0: each member's key range is cut into 2^b sub-ranges, so
 // that d0<<b buckets stay within topStreams (b = 0 when d0 alone exceeds it).
 func subBits(d0 int) int {
 	b := 0
-	for d0<<(b+1) <= topStreams && b < 16 {
+	for d0<<(b+1) <= layer0Streams && b < 16 {
 		b++
 	}
 	return b
 }
 
-// topBucket is key k's top bucket: layer-0 digit g, then the top b bits of the rest. It is
+// layer0Bucket is key k's layer-0 bucket: layer-0 digit g, then the top b bits of the rest. It is
 // floor(k·d0 / 2^(64-b)), so buckets are ranges of keys in ascending order (bucketStart).
-func topBucket(k uint64, d0, b int) int {
+func layer0Bucket(k uint64, d0, b int) int {
 	g, r := Digit(k, d0)
 	return g<<b | int(r>>(64-b)) // r >> 64 is 0 when b = 0
 }
 
-// bucketStart is the least key of top bucket q (q = d0<<b: 2^64, returned as 0 with end set):
+// bucketStart is the least key of layer-0 bucket q (q = d0<<b: 2^64, returned as 0 with end set):
 // ceil(q·2^(64-b) / d0), the inverse of topBucket.
 func bucketStart(q, d0, b int) (start uint64, end bool) {
 	hi, lo := uint64(q)>>b, uint64(q)<<(64-b) // q·2^(64-b) as 128 bits (b = 0: lo = 0)
@@ -66,7 +66,7 @@ func bucketStart(q, d0, b int) (start uint64, end bool) {
 	return s, false
 }
 
-// Layer0Rows is one index list of a rank laid out as layer-0 rows in top-bucket order.
+// Layer0Rows is one index list of a rank laid out as layer-0 rows in layer-0 bucket order.
 type Layer0Rows struct {
 	Keys   []uint64 // keys[r]: the hashed key row r holds
 	Dst    []int32  // dst[j]: the row caller position j fills (out) or reads its answer from (in)
@@ -83,7 +83,7 @@ func (t Layer0Rows) Split(d0 int) []int {
 	return s
 }
 
-// PackLayer0 lays idx out in top-bucket order for layer-0 degree d0: a stable partition of the
+// PackLayer0 lays idx out in layer-0 bucket order for layer-0 degree d0: a stable partition of the
 // caller's positions by bucket, every position a row. Workers take contiguous parts of idx and
 // every row is fixed by counts, so the result does not depend on the number of workers. The
 // keys are taken from *buf when it is large enough (and become it otherwise): repeated configs
@@ -104,7 +104,7 @@ func PackLayer0(idx []int64, d0, threads int, buf *[]uint64) Layer0Rows {
 	Parallel(w, func(k int) {
 		c := make([]int, nb)
 		for _, x := range idx[parts[k]:parts[k+1]] {
-			c[topBucket(Hash(uint64(x)), d0, b)]++
+			c[layer0Bucket(Hash(uint64(x)), d0, b)]++
 		}
 		counts[k] = c
 	})
@@ -123,7 +123,7 @@ func PackLayer0(idx []int64, d0, threads int, buf *[]uint64) Layer0Rows {
 		lo := parts[k]
 		for j, x := range idx[lo:parts[k+1]] {
 			key := Hash(uint64(x))
-			q := topBucket(key, d0, b)
+			q := layer0Bucket(key, d0, b)
 			r := o[q]
 			o[q]++
 			t.Dst[lo+j] = int32(r)
@@ -134,7 +134,7 @@ func PackLayer0(idx []int64, d0, threads int, buf *[]uint64) Layer0Rows {
 }
 
 // RowBounds checks that rows (a sender's rows for member me of a layer of degree d0, from its
-// config message) are in top-bucket order inside the member's range, and returns where each of
+// config message) are in layer-0 bucket order inside the member's range, and returns where each of
 // the member's 2^b sub-ranges starts and ends in them. Corrupt input gives an error naming the
 // sender, never bounds the member's sort could overrun.
 func RowBounds(rows []uint64, d0, me, from int) ([]int, error) {
@@ -143,9 +143,9 @@ func RowBounds(rows []uint64, d0, me, from int) ([]int, error) {
 	bd := make([]int, 1<<b+1)
 	q := first
 	for r, k := range rows {
-		kq := topBucket(k, d0, b)
+		kq := layer0Bucket(k, d0, b)
 		if kq < q || kq >= first+1<<b {
-			return nil, kx.Errorf(kx.CodeInternal, "rank %d sent a malformed config message: row %d holds a key of bucket %d, not in top-bucket order within buckets %d..%d",
+			return nil, kx.Errorf(kx.CodeInternal, "rank %d sent a malformed config message: row %d holds a key of bucket %d, not in layer-0 bucket order within buckets %d..%d",
 				kx.RankRef(from), r, kq, first, first+1<<b-1)
 		}
 		for ; q < kq; q++ {

@@ -56,8 +56,8 @@ func TestScatterReference(t *testing.T) {
 func TestBucketStart(t *testing.T) {
 	for _, d0 := range []int{1, 2, 3, 4, 5, 7, 8, 16, 64, 100, 1000, 1 << 20} {
 		b := subBits(d0)
-		if d0<<b > max(topStreams, d0) {
-			t.Fatalf("d0=%d: %d buckets exceed topStreams %d", d0, d0<<b, topStreams)
+		if d0<<b > max(layer0Streams, d0) {
+			t.Fatalf("d0=%d: %d buckets exceed topStreams %d", d0, d0<<b, layer0Streams)
 		}
 		if s, end := bucketStart(0, d0, b); s != 0 || end {
 			t.Fatalf("d0=%d: bucket 0 starts at %d (end %v)", d0, s, end)
@@ -67,14 +67,14 @@ func TestBucketStart(t *testing.T) {
 		}
 		for q := 1; q < d0<<b; q++ {
 			s, end := bucketStart(q, d0, b)
-			if end || topBucket(s, d0, b) != q || topBucket(s-1, d0, b) != q-1 {
-				t.Fatalf("d0=%d: bucket %d starts at %#x, which is in bucket %d (the key before: %d)", d0, q, s, topBucket(s, d0, b), topBucket(s-1, d0, b))
+			if end || layer0Bucket(s, d0, b) != q || layer0Bucket(s-1, d0, b) != q-1 {
+				t.Fatalf("d0=%d: bucket %d starts at %#x, which is in bucket %d (the key before: %d)", d0, q, s, layer0Bucket(s, d0, b), layer0Bucket(s-1, d0, b))
 			}
 		}
 	}
 }
 
-// TestPackTop checks the top-bucket order on data with repeated indices, for several layer-0
+// TestPackTop checks the layer-0 bucket order on data with repeated indices, for several layer-0
 // degrees: every caller position is a row holding its key, the rows of a bucket are the
 // bucket's and follow caller order, and the bounds are where the buckets start. The result
 // must not depend on the number of workers.
@@ -124,7 +124,7 @@ func checkPackTop(t *testing.T, what string, idx []int64, tr Layer0Rows, d0 int)
 	}
 	for q := 0; q < d0<<b; q++ {
 		for r := tr.bounds[q]; r < tr.bounds[q+1]; r++ {
-			if got := topBucket(tr.Keys[r], d0, b); got != q {
+			if got := layer0Bucket(tr.Keys[r], d0, b); got != q {
 				t.Fatalf("%s: row %d of bucket %d holds a key of bucket %d", what, r, q, got)
 			}
 			if r > tr.bounds[q] && pos[r] < pos[r-1] {
@@ -141,7 +141,7 @@ func checkPackTop(t *testing.T, what string, idx []int64, tr Layer0Rows, d0 int)
 }
 
 // topLists is what the senders of member me of a layer of degree d0 send it: each sender's
-// rows of the member's range (packTop of random indices, about a third of them repeated, some
+// rows of the member's range (PackLayer0 of random indices, about a third of them repeated, some
 // shared between senders), with their sub-range bounds.
 func topLists(t testing.TB, r *rand.Rand, senders, n, d0, me int) ([][]uint64, [][]int) {
 	lists := make([][]uint64, senders)
@@ -218,7 +218,7 @@ func TestSortTop(t *testing.T) {
 					}
 					for s := 0; s < 1<<b; s++ {
 						for _, k := range merged[mb[s]:mb[s+1]] {
-							if topBucket(k, d0, b) != me<<b+s {
+							if layer0Bucket(k, d0, b) != me<<b+s {
 								t.Fatalf("%s: merged key %#x is outside sub-range %d", what, k, s)
 							}
 						}
@@ -234,7 +234,7 @@ func TestSortTop(t *testing.T) {
 	}
 }
 
-// TestRowBounds checks that rows out of top-bucket order, or of another member's range, are
+// TestRowBounds checks that rows out of layer-0 bucket order, or of another member's range, are
 // refused naming the sender.
 func TestRowBounds(t *testing.T) {
 	r := rand.New(rand.NewPCG(49, 50))

@@ -22,6 +22,7 @@ import (
 	"math/bits"
 	"os"
 	"runtime/debug"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -165,6 +166,9 @@ func debugf(ce *commEntry, format string, args ...any) {
 
 // ---- membership ----------------------------------------------------------------------------
 
+// envOnce: a misspelled KYLIX_ variable is reported at the first kylix_init of the process.
+var envOnce sync.Once
+
 //export kylixgo_init
 func kylixgo_init(options *C.char, out *C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
 	const name = "kylix_init"
@@ -182,6 +186,11 @@ func kylixgo_init(options *C.char, out *C.uintptr_t, eb *C.char, ecap C.size_t) 
 		return fail(name, s, err)
 	}
 	lvl := parseLogLevel(o.Log)
+	envOnce.Do(func() {
+		for _, w := range kx.UnknownEnv(os.Environ()) {
+			logf(logWarn, lvl, o.Rank, "%s", w)
+		}
+	})
 	failLog := func(err error) C.int {
 		if kx.CodeOf(err) != kx.CodeArg {
 			logf(logError, lvl, o.Rank, "%s: %v", name, err)

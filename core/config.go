@@ -93,6 +93,14 @@ func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVal
 // and returns the fully reduced values of the bottom out keys. A plan with layers has its layer 0
 // in bucket order (configurePacked); one node sorts its keys.
 func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *valueSpec) ([]byte, error) {
+	// Replicas given different indices would make each other's results wrong in silence.
+	// (The values are not compared: only what configures the plan.)
+	if p.c.v.Replication() > 1 {
+		digest := keyset.Hash(keyset.Digest(outIdx)) ^ keyset.Digest(inIdx)
+		if err := p.c.v.CheckReplicas(seq, p.c.fp, "index lists (out_idx or in_idx)", digest); err != nil {
+			return nil, err
+		}
+	}
 	c := p.c
 	same := sameIndices(inIdx, outIdx)
 	if c.nodes() > 1 {

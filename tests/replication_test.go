@@ -134,3 +134,17 @@ func TestLivenessLateRankIsWaitedFor(t *testing.T) {
 		t.Errorf("no stall report names rank 2\n%s", r.dump())
 	}
 }
+
+// Replicas that were given different index lists (here the same in indices in another order)
+// make config fail with KYLIX_ERR_MISMATCH on every rank, naming both replicas, instead of
+// giving wrong sums with status OK; the comm stays usable.
+func TestReplicasGivenDifferentIndices(t *testing.T) {
+	t.Parallel()
+	r := run(t, job{N: 4, Replicas: 2, Prog: "replica_mismatch"})
+	r.expectClean(t, allRanks(4)...)
+	for rk := 0; rk < 4; rk++ {
+		if !r.has(rk, "PASS", "diverging replicas: KYLIX_ERR_MISMATCH") || !r.has(rk, "PASS", "agreeing replicas") {
+			t.Errorf("rank %d did not pass\n%s", rk, r.dump())
+		}
+	}
+}

@@ -74,3 +74,13 @@ func SplitPoints(keys []uint64, ds []int, layer int) []int {
 	b[d] = len(keys)
 	return b
 }
+
+// Digest is a digest of idx in order: two lists with the same digest are, with overwhelming
+// odds, the same list (replicas compare theirs, members.View.CheckReplicas).
+func Digest(idx []int64) uint64 {
+	h := uint64(len(idx))
+	for _, x := range idx {
+		h = Hash(h ^ uint64(x))
+	}
+	return h
+}

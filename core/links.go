@@ -98,11 +98,13 @@ func (c *Comm) measureLinks(seq uint64) (*planning.Links, error) {
 	}
 	buf := make([]byte, probeMaxBytes)
 	layer := 0
+	var moved int64 // probe bytes this rank sent and received
 	round := func(s, k int) (time.Duration, error) {
 		best := time.Duration(math.MaxInt64)
 		for range probeReps {
 			d, err := c.probeRound(seq, uint8(layer), (me+k)%m, (me-k+m)%m, buf[:s])
 			layer += 2
+			moved += 2 * int64(s)
 			if err != nil {
 				return 0, err
 			}
@@ -173,6 +175,7 @@ func (c *Comm) measureLinks(seq uint64) (*planning.Links, error) {
 	}
 	l.Rates = rates
 	l.ProbeS = time.Since(start).Seconds()
+	l.ProbeBytes = moved
 	l.Source = "measured"
 	l.Finish()
 	c.setLinks(l)

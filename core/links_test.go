@@ -47,6 +47,10 @@ func TestLinksAgree(t *testing.T) {
 				if !reflect.DeepEqual(degrees[r], degrees[0]) {
 					t.Errorf("rank %d planned %v, rank 0 %v", r, degrees[r], degrees[0])
 				}
+				// The probe's own bytes, as the plan's traffic counts them.
+				if pb := st.Plans[0].Links.BytesSent + st.Plans[0].Links.BytesRecv; l.ProbeBytes <= 0 || uint64(l.ProbeBytes) > pb {
+					t.Errorf("rank %d: probe_bytes %d, the plan's link traffic %d bytes", r, l.ProbeBytes, pb)
+				}
 				// Measured by the first config only.
 				if len(st.Plans) != 2 || st.Plans[0].Links.MsgsSent == 0 || st.Plans[1].Links.MsgsSent != 0 {
 					t.Errorf("rank %d: link probes by plan: %+v", r, st.Plans)
@@ -59,8 +63,9 @@ func TestLinksAgree(t *testing.T) {
 	}
 }
 
-// With min_packet given and compress not auto, nothing is measured; MeasureLinks measures on
-// demand, on every rank alike.
+// With min_packet given and compress not auto, nothing is measured (nor with fixed degrees and
+// compress not auto, TestFixedDegreesDoNotProbe); MeasureLinks measures on demand, on every rank
+// alike.
 func TestMeasureLinksOnDemand(t *testing.T) {
 	const m = 3
 	j := newLiveJob(t, m, kx.Options{Degrees: "auto", MinPacket: 4096, Compress: "lz4"})
@@ -108,6 +113,27 @@ func TestLinkCurve(t *testing.T) {
 		want := lat + s/bw
 		if got := l.Time(s); math.Abs(got-want) > 1e-6*want {
 			t.Errorf("Time(%g) = %g, want %g", s, got, want)
+		}
+	}
+}
+
+// Fixed degrees and a compress option other than auto need no link model: no probe runs.
+func TestFixedDegreesDoNotProbe(t *testing.T) {
+	for _, compress := range []string{"off", "lz4"} {
+		j := newLiveJob(t, 4, kx.Options{Degrees: "2x2", Compress: compress})
+		j.each(t, func(r int, c *core.Comm) error {
+			sets := benchSets(4, 1000, 50000)
+			p, err := c.Config(sets[r], sets[r])
+			if err != nil {
+				return err
+			}
+			p.Free()
+			return nil
+		})
+		for r, c := range j.comms {
+			if st := c.Stats(); st.Links != nil || st.Plans[0].Links.MsgsSent != 0 {
+				t.Errorf("compress=%s, rank %d probed: %+v", compress, r, st.Links)
+			}
 		}
 	}
 }

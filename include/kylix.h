@@ -652,10 +652,15 @@ int kylix_shrink(kylix_comm *c, kylix_comm **survivors);     /* survivors renumb
  *   links           the link model measured on the job's links (null until
  *                   measured): {"latency_s","overhead_s","bytes_per_s",
  *                   "min_packet","points":[{"bytes","seconds",
- *                   "bytes_per_s"}],"links_measured","probe_s","peers",
- *                   "source"}: a message of s bytes takes overhead_s +
- *                   s/bytes_per_s one way; the same on every rank but for
- *                   probe_s and peers (this rank's own links)
+ *                   "bytes_per_s"}],"links_measured","probe_s",
+ *                   "probe_bytes","peers","source"}: a message of s bytes
+ *                   takes overhead_s + s/bytes_per_s one way; the same on
+ *                   every rank but for probe_s, probe_bytes (what the probe
+ *                   cost this rank: up to ~24 MB in tens of ms on
+ *                   loopback) and peers (this rank's own links). The first
+ *                   config measures the links when degrees=auto without
+ *                   min_packet, or compress=auto; fixed degrees with
+ *                   compress=off or lz4 never probe.
  *   totals          traffic of every collective of c
  *   phase_seconds   {"config","reduce_down","reduce_up","config_reduce_down",
  *                   "config_reduce_up","dense"}: time in each phase, summed

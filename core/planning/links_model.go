@@ -28,6 +28,7 @@ type Links struct {
 	Points      []LinkPoint `json:"points"`          // ascending sizes
 	Measured    int         `json:"links_measured"`  // links per size (ranks x shifts)
 	ProbeS      float64     `json:"probe_s"`         // how long the measurement took (this rank)
+	ProbeBytes  int64       `json:"probe_bytes"`     // probe bytes this rank sent and received
 	Peers       []LinkPeer  `json:"peers,omitempty"` // this rank's own measured links
 	Source      string      `json:"source,omitempty"`
 	// Rates are the compute rates every rank plans with (degrees=auto): each rank's quick

@@ -2,6 +2,7 @@ package kx
 
 import (
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,6 +44,25 @@ var optionKeys = []string{"rank", "size", "peers", "rendezvous", "degrees", "rep
 // KYLIX_<KEY>; the string wins. Rank and size also come from Open MPI, PMI and Slurm variables.
 // getenv is os.Getenv in production and a map in tests.
 func ParseOptions(s string, getenv func(string) string) (Options, error) {
+	vals, err := optionValues(s, getenv)
+	if err != nil {
+		return Options{}, err
+	}
+	o := Options{Rank: -1, Size: -1, Degrees: "auto", Replication: 1, Timeout: DefaultTimeout,
+		Liveness: DefaultLiveness, Compress: "auto", Threads: runtime.NumCPU(), Log: "warn",
+		Rendezvous: vals["rendezvous"], Secret: vals["secret"]}
+	for _, step := range []func(*Options, map[string]string) error{parseNumbers, checkRankSize,
+		parsePeers, parseWords} {
+		if err := step(&o, vals); err != nil {
+			return Options{}, err
+		}
+	}
+	return o, nil
+}
+
+// optionValues gathers the raw values: the environment's KYLIX_<KEY>, overridden by the
+// string's key=value pairs; rank and size also from Open MPI, PMI and Slurm.
+func optionValues(s string, getenv func(string) string) (map[string]string, error) {
 	vals := map[string]string{}
 	for _, k := range optionKeys {
 		if v := getenv("KYLIX_" + strings.ToUpper(k)); v != "" {
@@ -57,10 +77,14 @@ func ParseOptions(s string, getenv func(string) string) (Options, error) {
 		k, v, ok := strings.Cut(part, "=")
 		k = strings.ToLower(strings.TrimSpace(k))
 		if !ok {
-			return Options{}, Errorf(CodeArg, "options: %q is not key=value", part)
+			return nil, Errorf(CodeArg, "options: %q is not key=value", part)
 		}
 		if !knownKey(k) {
-			return Options{}, Errorf(CodeArg, "options: unknown key %q (known: %s)", k,
+			hint := ""
+			if near := nearest(k, optionKeys); near != "" {
+				hint = " (did you mean " + near + "?)"
+			}
+			return nil, Errorf(CodeArg, "options: unknown key %q%s (known: %s)", k, hint,
 				strings.Join(optionKeys, ", "))
 		}
 		vals[k] = strings.TrimSpace(v)
@@ -74,10 +98,11 @@ func ParseOptions(s string, getenv func(string) string) (Options, error) {
 			vals["size"] = getenv(pair[1])
 		}
 	}
+	return vals, nil
+}
 
-	o := Options{Rank: -1, Size: -1, Degrees: "auto", Replication: 1, Timeout: DefaultTimeout,
-		Liveness: DefaultLiveness, Compress: "auto",
-		Threads: runtime.NumCPU(), Log: "warn"}
+// parseNumbers reads the integer options.
+func parseNumbers(o *Options, vals map[string]string) error {
 	var err error
 	intOpt := func(key string, dst *int, min int) {
 		if err != nil || vals[key] == "" {
@@ -98,9 +123,6 @@ func ParseOptions(s string, getenv func(string) string) (Options, error) {
 	intOpt("timeout_ms", &ms, 1)
 	intOpt("liveness_ms", &lms, 1)
 	intOpt("min_packet", &mp, 1)
-	if err != nil {
-		return Options{}, err
-	}
 	if ms > 0 {
 		o.Timeout = time.Duration(ms) * time.Millisecond
 	}
@@ -110,54 +132,70 @@ func ParseOptions(s string, getenv func(string) string) (Options, error) {
 	if mp > 0 {
 		o.MinPacket = int64(mp)
 	}
-	if o.Size < 0 {
-		return Options{}, Errorf(CodeArg, "options: size is not set: run under kylixrun -n N, or set KYLIX_RANK/KYLIX_SIZE and peers or a rendezvous (or rank= and size= in the options)")
+	return err
+}
+
+// checkRankSize checks that this rank has a place in a job of a known size.
+func checkRankSize(o *Options, _ map[string]string) error {
+	switch {
+	case o.Size < 0:
+		return Errorf(CodeArg, "options: size is not set: run under kylixrun -n N, or set KYLIX_RANK/KYLIX_SIZE and peers or a rendezvous (or rank= and size= in the options)")
+	case o.Rank < 0:
+		return Errorf(CodeArg, "options: rank is not set (rank=, KYLIX_RANK, or a launcher's variables)")
+	case o.Rank >= o.Size:
+		return Errorf(CodeArg, "options: rank=%d must be below size=%d", o.Rank, o.Size)
+	case o.Size%o.Replication != 0:
+		return Errorf(CodeArg, "options: size=%d is not a multiple of replication=%d", o.Size, o.Replication)
 	}
-	if o.Rank < 0 {
-		return Options{}, Errorf(CodeArg, "options: rank is not set (rank=, KYLIX_RANK, or a launcher's variables)")
-	}
-	if o.Rank >= o.Size {
-		return Options{}, Errorf(CodeArg, "options: rank=%d must be below size=%d", o.Rank, o.Size)
-	}
-	if o.Size%o.Replication != 0 {
-		return Options{}, Errorf(CodeArg, "options: size=%d is not a multiple of replication=%d", o.Size, o.Replication)
-	}
+	return nil
+}
+
+// parsePeers reads the static peer table; without one, a job of several ranks needs a
+// rendezvous.
+func parsePeers(o *Options, vals map[string]string) error {
 	if v := vals["peers"]; v != "" {
 		o.Peers = strings.Split(v, ",")
 		if len(o.Peers) != o.Size {
-			return Options{}, Errorf(CodeArg, "options: peers lists %d addresses for size=%d", len(o.Peers), o.Size)
+			return Errorf(CodeArg, "options: peers lists %d addresses for size=%d", len(o.Peers), o.Size)
 		}
 		for i, p := range o.Peers {
 			o.Peers[i] = strings.TrimSpace(p)
 			if !strings.Contains(o.Peers[i], ":") {
-				return Options{}, Errorf(CodeArg, "options: peers entry %d (%q) is not host:port", i, p)
+				return Errorf(CodeArg, "options: peers entry %d (%q) is not host:port", i, p)
 			}
 		}
 	}
-	o.Rendezvous = vals["rendezvous"]
 	if o.Size > 1 && o.Peers == nil && o.Rendezvous == "" {
-		return Options{}, Errorf(CodeArg, "options: size=%d needs peers= or rendezvous= (or run under kylixrun)", o.Size)
+		return Errorf(CodeArg, "options: size=%d needs peers= or rendezvous= (or run under kylixrun)", o.Size)
 	}
-	o.Secret = vals["secret"]
+	return nil
+}
+
+// parseWords reads the options whose values are words: degrees, compress, log.
+func parseWords(o *Options, vals map[string]string) error {
 	if v := vals["degrees"]; v != "" {
 		if _, e := ParseDegreesSpec(v, o.Size/o.Replication); e != nil {
-			return Options{}, e
+			return e
 		}
 		o.Degrees = v
 	}
-	if v := vals["compress"]; v != "" {
-		if v != "off" && v != "lz4" && v != "auto" {
-			return Options{}, Errorf(CodeArg, "options: compress=%q must be off, lz4 or auto", v)
+	for _, w := range []struct {
+		key   string
+		dst   *string
+		words []string
+	}{{"compress", &o.Compress, []string{"off", "lz4", "auto"}},
+		{"log", &o.Log, []string{"off", "error", "warn", "info", "debug"}}} {
+		v := vals[w.key]
+		if v == "" {
+			continue
 		}
-		o.Compress = v
-	}
-	if v := vals["log"]; v != "" {
-		if v != "off" && v != "error" && v != "warn" && v != "info" && v != "debug" {
-			return Options{}, Errorf(CodeArg, "options: log=%q must be off, error, warn, info or debug", v)
+		if !slices.Contains(w.words, v) {
+			return Errorf(CodeArg, "options: %s=%q must be %s or %s", w.key, v,
+				strings.Join(w.words[:len(w.words)-1], ", "), w.words[len(w.words)-1])
 		}
-		o.Log = v
+		*w.dst = v
 	}
-	return o, nil
+	return nil
 }
 
 func knownKey(k string) bool {

@@ -116,16 +116,7 @@ func planMain(args []string, w io.Writer) error {
 	if len(shown) == 0 {
 		shown = []int{1}
 	}
-	fmt.Fprintf(w, "degrees %s (%s) for n=%.4g density=%g ranks=%d alpha=%g min_packet=%d bytes_per_value=%d\n",
-		kx.FormatDegrees(shown), how, *n, *density, *ranks, *alpha, *minPacket, *bpv)
-	fmt.Fprintf(w, "%-7s %-7s %-10s %-14s %-16s %s\n", "layer", "degree", "density", "keys/node", "message bytes", "layer volume")
-	m := float64(*ranks)
-	for i, p := range md.Layers {
-		fmt.Fprintf(w, "%-7d %-7d %-10.4g %-14.6g %-16.6g %s\n", i+1, p.Degree, p.Density, p.ElemsPerNode,
-			p.MessageBytes, fmtBytes(m*p.ElemsPerNode*float64(*bpv)))
-	}
-	fmt.Fprintf(w, "%-7s %-7s %-10.4g %-14.6g %-16s %s\n", "bottom", "-", md.BottomDens, md.BottomElems, "-",
-		fmtBytes(m*md.BottomElems*float64(*bpv)))
+	printPlanTable(w, md, shown, how, *n, *density, *ranks, *alpha, *minPacket, *bpv)
 
 	if *sim || *linkSpec != "" {
 		if *compressMode != "lz4" && *compressMode != "auto" {
@@ -207,4 +198,20 @@ func fmtBytes(b float64) string {
 		i++
 	}
 	return fmt.Sprintf("%.4g %s", b, units[i])
+}
+
+// printPlanTable prints the planned layers: degree, density, keys a node, message and layer
+// bytes.
+func printPlanTable(w io.Writer, md layerModel, shown []int, how string, n, density float64,
+	ranks int, alpha float64, minPacket int64, bpv int) {
+	fmt.Fprintf(w, "degrees %s (%s) for n=%.4g density=%g ranks=%d alpha=%g min_packet=%d bytes_per_value=%d\n",
+		kx.FormatDegrees(shown), how, n, density, ranks, alpha, minPacket, bpv)
+	fmt.Fprintf(w, "%-7s %-7s %-10s %-14s %-16s %s\n", "layer", "degree", "density", "keys/node", "message bytes", "layer volume")
+	m := float64(ranks)
+	for i, p := range md.Layers {
+		fmt.Fprintf(w, "%-7d %-7d %-10.4g %-14.6g %-16.6g %s\n", i+1, p.Degree, p.Density, p.ElemsPerNode,
+			p.MessageBytes, fmtBytes(m*p.ElemsPerNode*float64(bpv)))
+	}
+	fmt.Fprintf(w, "%-7s %-7s %-10.4g %-14.6g %-16s %s\n", "bottom", "-", md.BottomDens, md.BottomElems, "-",
+		fmtBytes(m*md.BottomElems*float64(bpv)))
 }

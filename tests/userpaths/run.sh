@@ -26,11 +26,7 @@ start=$(date +%s)
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   sh "$ROOT/tests/netns/deps.sh" mpi
-  if ! command -v pkg-config >/dev/null 2>&1; then
-    log "installing pkgconf with apt-get"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pkgconf >/dev/null 2>&1 ||
-      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pkgconf >/dev/null; }
-  fi
+  sh "$ROOT/tests/netns/deps.sh" pkg
 fi
 for tool in pkg-config mpirun java javac jar mvn readelf; do
   command -v "$tool" >/dev/null 2>&1 || { log "$tool is not on PATH"; exit 1; }
@@ -44,6 +40,7 @@ if ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
 fi
 if [ ! -e "$VENV/.reqs" ] || [ "$HERE/requirements.txt" -nt "$VENV/.reqs" ]; then
   t=$(date +%s)
+  log "installing requirements.txt (PySpark, mpi4py, ...) in $VENV: about 450 MB the first time"
   "$VENV/bin/python" -m pip install "${PIPQ[@]}" -r "$HERE/requirements.txt"
   touch "$VENV/.reqs"
   log "requirements installed in $(( $(date +%s) - t )) s"

@@ -3,13 +3,14 @@
 #
 #   1. says what is missing and installs it (tests/deps.sh): apt packages as root, and which
 #      virtualenvs the suites will fill on their first run;
-#   2. runs two lanes at once, since most of the run waits on timeouts, sleeps and child
-#      processes rather than on the 2 cores:
-#        Go:    go test ./... (live, through tests/testsum: each package's counts as it ends, and
-#               what still runs during a long one), then the short fuzz runs;
-#        other: go vet, the Python binding tests, the Java binding tests, tests/userpaths, each
-#               into build/test-results/<suite>.log, announced when it starts and counted when it
-#               ends; the whole log is printed when a suite fails;
+#   2. runs three lanes at once, since most of the run waits on timeouts, sleeps and child
+#      processes rather than on the 2 cores (make test used about half of one core before):
+#        Go:        go test ./... (live, through tests/testsum: each package's counts as it ends,
+#                   and what still runs during a long one), then the short fuzz runs;
+#        userpaths: tests/userpaths, the longest suite;
+#        bindings:  go vet, the Python binding tests, the Java binding tests;
+#      the suites of the last two write build/test-results/<suite>.log, are announced when they
+#      start and counted when they end, and their whole log is printed when they fail;
 #   3. ends with each suite's counts and one plain `N passed, N failed, N skipped` line, and
 #      fails when any suite failed.
 #
@@ -37,7 +38,7 @@ suite() { # suite <name> <command...>
   local name=$1 s
   shift
   s=$(date +%s)
-  echo "$name $s" >"$RES/current"
+  echo "$s" >"$RES/running.$name"
   echo "== $name: started ($*)"
   if "$@" >"$RES/$name.log" 2>&1; then
     echo "== $name: finished in $(secs "$s") s"
@@ -47,28 +48,32 @@ suite() { # suite <name> <command...>
     echo "== end of $name's output"
     touch "$RES/failed.$name"
   fi
+  rm -f "$RES/running.$name"
 }
 
-other_lane() {
+bindings_lane() {
   suite vet "$GO" vet ./...
   [ -e "$RES/failed.vet" ] && echo "vet 0 1 0" >"$RES/vet.counts" || echo "vet 1 0 0" >"$RES/vet.counts"
   suite python bash bindings/python/run_tests.sh --junitxml="$RES/python.xml"
   rm -rf bindings/java/target/surefire-reports # so an earlier run's reports cannot count
   suite java bash bindings/java/run_tests.sh
-  suite userpaths bash tests/userpaths/run.sh --junitxml="$RES/userpaths.xml"
 }
 
-# The other lane says it is still there when nothing else has been printed for a while.
+# Every minute, which of those suites still run.
 heartbeat() {
-  local name s
+  local f s
   while sleep 60; do
-    read -r name s <"$RES/current" 2>/dev/null || continue
-    echo "    ... $name still running, $(secs "$s") s in"
+    for f in "$RES"/running.*; do
+      read -r s <"$f" 2>/dev/null || continue
+      echo "    ... ${f##*/running.} still running, $(secs "$s") s in"
+    done
   done
 }
 
-other_lane &
-other=$!
+suite userpaths bash tests/userpaths/run.sh --junitxml="$RES/userpaths.xml" &
+userpaths=$!
+bindings_lane &
+bindings=$!
 heartbeat &
 beat=$!
 
@@ -78,10 +83,10 @@ for f in "FuzzDecodeHeader ./netio" "FuzzDecodeIndexList ./core" "FuzzLayer0Msg 
   set -- $f
   echo "== fuzz $1 (10 s)"
   "$GO" test -json -run '^$' -fuzz "$1" -fuzztime 10s -fuzzminimizetime 100x "$2" |
-    testsum go -counts "$RES/fuzz-$1.counts" || go_ok=0
+    testsum go -name fuzz -counts "$RES/fuzz-$1.counts" || go_ok=0
 done
 
-wait "$other"
+wait "$userpaths" "$bindings"
 kill "$beat" 2>/dev/null
 wait "$beat" 2>/dev/null
 

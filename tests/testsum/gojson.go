@@ -45,6 +45,7 @@ type goReport struct {
 
 func runGo(args []string, in io.Reader, out io.Writer) int {
 	fs := flag.NewFlagSet("testsum go", flag.ExitOnError)
+	name := fs.String("name", "go", "the `word` before the run's counts")
 	countsFile := fs.String("counts", "", "write `FILE` with the run's counts for testsum total")
 	every := fs.Duration("every", 30*time.Second, "after this long without a line, say what still runs")
 	fs.Parse(args)
@@ -53,9 +54,9 @@ func runGo(args []string, in io.Reader, out io.Writer) int {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	r.follow(scanLines(in), tick.C, *every)
-	r.printf("go: %s\n", r.total)
+	r.printf("%s: %s\n", *name, r.total)
 	if *countsFile != "" {
-		if err := os.WriteFile(*countsFile, []byte("go "+r.total.fields()+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(*countsFile, []byte(*name+" "+r.total.fields()+"\n"), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "testsum:", err)
 			return 1
 		}

@@ -1,6 +1,6 @@
 // Command testsum makes `make test` talkative and countable.
 //
-//	go test -json ./... | testsum go [-counts FILE] [-every 30s]
+//	go test -json ./... | testsum go [-name go] [-counts FILE] [-every 30s]
 //	testsum total [NAME=]PATTERN...
 //
 // `testsum go` prints go test's usual lines (the full output of a failing test, `ok  pkg 1.2s`,
@@ -30,6 +30,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: go test -json ./... | testsum go [-counts FILE] [-every 30s]\n       testsum total [NAME=]PATTERN...")
+	fmt.Fprintln(os.Stderr, "usage: go test -json ./... | testsum go [-name go] [-counts FILE] [-every 30s]\n       testsum total [NAME=]PATTERN...")
 	os.Exit(2)
 }

@@ -10,6 +10,7 @@
 #                   and tests/userpaths: the README examples verbatim, make install + pkg-config,
 #                   the Python wheel, mpi4py under Open MPI, PySpark and spark-submit barrier
 #                   stages; per-suite counts as they finish, one total line at the end
+#   make wheel      build/dist/kylix-*-manylinux_*.whl: the Python package, installable without Go
 #   make install PREFIX=/usr/local   lib/libkylix.so (stripped), lib/pkgconfig/kylix.pc,
 #                   include/kylix.h, bin/kylixrun, bin/kylix (DESTDIR= for staged installs)
 #   make uninstall PREFIX=/usr/local
@@ -31,7 +32,7 @@ EXAMPLE_SRCS := $(wildcard examples/c/*.c)
 EXAMPLES     := $(patsubst examples/c/%.c,$(BUILD)/examples/%,$(EXAMPLE_SRCS))
 KYLIX_TOOL   := $(if $(wildcard cmd/kylix/*.go),$(BUILD)/kylix)
 
-.PHONY: all examples demo test clean check-tools install uninstall FORCE
+.PHONY: all examples demo test clean check-tools install uninstall wheel FORCE
 
 all: $(LIB) $(BUILD)/include/kylix.h $(BUILD)/kylixrun $(KYLIX_TOOL)
 
@@ -88,6 +89,10 @@ demo: all examples $(BUILD)/graph.el
 # printing each package's and suite's counts, and ends with `N passed, N failed, N skipped`.
 test: all examples
 	KYLIX_BUILD=$(CURDIR)/$(BUILD) GO=$(GO) bash tests/make_test.sh
+
+# auditwheel (in build/wheel-venv, installed by the script) checks and retags the wheel.
+wheel: all
+	KYLIX_BUILD=$(CURDIR)/$(BUILD) bash bindings/python/build_wheel.sh
 
 # ---- install ---------------------------------------------------------------------------------
 PREFIX  ?= /usr/local

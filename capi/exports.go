@@ -16,6 +16,8 @@ import "C"
 
 import (
 	"fmt"
+	"kylix/core/kx"
+	"kylix/core/planning"
 	"math"
 	"math/bits"
 	"os"
@@ -31,22 +33,24 @@ func main() {}
 
 // ---- helpers -------------------------------------------------------------------------------
 
-func argErr(format string, args ...any) error { return core.Errorf(core.CodeArg, format, args...) }
+func argErr(format string, args ...any) error { return kx.Errorf(kx.CodeArg, format, args...) }
 
 // fail records err as the failure of call name and returns its status.
 func fail(name string, s *sink, err error) C.int {
-	code := core.CodeOf(err)
+	code := kx.CodeOf(err)
 	msg := name + ": " + err.Error()
 	s.set(msg)
 	// log=error reports what the job cannot recover from (peers lost, timeouts, refused
 	// handshakes, internal faults). Bad arguments, misuse and mismatches are the caller's to
 	// handle from the status; they show at log=info.
 	level := logError
-	if code == core.CodeArg || code == core.CodeState || code == core.CodeMismatch {
+	if code == kx.CodeArg || code == kx.CodeState || code == kx.CodeMismatch {
 		level = logInfo
 	}
 	if s.ce != nil {
 		logf(level, s.ce.logLevel, s.ce.c.Rank(), "%s", msg)
+		// Under kylixrun the launcher hears why, to name the rank that started a job's end.
+		netio.ReportFailure(s.ce.c.Rank(), msg, err)
 	}
 	return C.int(code)
 }
@@ -58,7 +62,7 @@ func rec(name string, st *C.int, s *sink) {
 	if r == nil {
 		return
 	}
-	*st = C.int(core.CodeInternal)
+	*st = C.int(kx.CodeInternal)
 	msg := fmt.Sprintf("%s: internal error: panic: %v", name, r)
 	s.set(msg)
 	if s.ce == nil || s.ce.logLevel >= logError {
@@ -96,7 +100,7 @@ func idxSlice(p *C.int64_t, n C.int64_t, name, nName string) ([]int64, error) {
 }
 
 // valSlice views n rows of width elements of dtype d at p (C memory) without copying.
-func valSlice(p unsafe.Pointer, n int64, width int, d core.Dtype, name, nName string) ([]byte, error) {
+func valSlice(p unsafe.Pointer, n int64, width int, d kx.Dtype, name, nName string) ([]byte, error) {
 	hi, es := bits.Mul64(uint64(width), uint64(d.Size()))
 	if hi != 0 {
 		return nil, argErr("%s: width %d x %d bytes overflows", name, width, d.Size())
@@ -137,7 +141,7 @@ func checkSpan(p unsafe.Pointer, n, size uint64, name, nName string) error {
 
 // reduceArgs checks dtype, op and width as far as the C integer types allow before they are
 // narrowed to core's types (op 65537 must not become op 1). core checks the rest.
-func reduceArgs(dtype, op C.int, width C.int32_t) (core.Dtype, core.Op, int, error) {
+func reduceArgs(dtype, op C.int, width C.int32_t) (kx.Dtype, kx.Op, int, error) {
 	// Only what the conversion to Go needs is checked here (C integer ranges); whether the
 	// dtype, op and width make sense is core's to say, once.
 	if dtype < 0 || dtype > math.MaxUint8 {
@@ -146,12 +150,12 @@ func reduceArgs(dtype, op C.int, width C.int32_t) (core.Dtype, core.Op, int, err
 	if op < 0 || op > math.MaxUint16 {
 		return 0, 0, 0, argErr("op: %d is not a kylix_op", int(op))
 	}
-	return core.Dtype(dtype), core.Op(op), int(width), nil
+	return kx.Dtype(dtype), kx.Op(op), int(width), nil
 }
 
 // viewable reports whether buffers of rows of w elements of d can be sized; when not, capi
 // passes no buffers and core rejects the dtype or width, naming it.
-func viewable(d core.Dtype, w int) bool { return d.Valid() && w >= 1 }
+func viewable(d kx.Dtype, w int) bool { return d.Valid() && w >= 1 }
 
 func debugf(ce *commEntry, format string, args ...any) {
 	if ce.logLevel >= logDebug {
@@ -173,13 +177,13 @@ func kylixgo_init(options *C.char, out *C.uintptr_t, eb *C.char, ecap C.size_t) 
 	if options != nil {
 		str = C.GoString(options)
 	}
-	o, err := core.ParseOptions(str, os.Getenv)
+	o, err := kx.ParseOptions(str, os.Getenv)
 	if err != nil {
 		return fail(name, s, err)
 	}
 	lvl := parseLogLevel(o.Log)
 	failLog := func(err error) C.int {
-		if core.CodeOf(err) != core.CodeArg {
+		if kx.CodeOf(err) != kx.CodeArg {
 			logf(logError, lvl, o.Rank, "%s: %v", name, err)
 		}
 		return fail(name, s, err)
@@ -306,7 +310,7 @@ func onPlan(name string, h C.uintptr_t, eb *C.char, ecap C.size_t, body func(s *
 }
 
 // reduceBufs checks the arguments of kylix_reduce and kylix_ireduce and views their C buffers.
-func reduceBufs(pe *planEntry, outVals, inVals unsafe.Pointer, dtype, op C.int, width C.int32_t) (d core.Dtype, o core.Op, w int, ob, ib []byte, err error) {
+func reduceBufs(pe *planEntry, outVals, inVals unsafe.Pointer, dtype, op C.int, width C.int32_t) (d kx.Dtype, o kx.Op, w int, ob, ib []byte, err error) {
 	if d, o, w, err = reduceArgs(dtype, op, width); err != nil || !viewable(d, w) {
 		return
 	}
@@ -319,7 +323,7 @@ func reduceBufs(pe *planEntry, outVals, inVals unsafe.Pointer, dtype, op C.int, 
 
 // denseBufs checks the arguments of kylix_allreduce and kylix_iallreduce and views their C
 // buffers.
-func denseBufs(send, recv unsafe.Pointer, count C.int64_t, dtype, op C.int) (d core.Dtype, o core.Op, sb, rb []byte, err error) {
+func denseBufs(send, recv unsafe.Pointer, count C.int64_t, dtype, op C.int) (d kx.Dtype, o kx.Op, sb, rb []byte, err error) {
 	if d, o, _, err = reduceArgs(dtype, op, 1); err != nil || !viewable(d, 1) {
 		return
 	}
@@ -375,7 +379,7 @@ func kylixgo_reduce(h C.uintptr_t, outVals, inVals unsafe.Pointer, dtype, op C.i
 		}
 		t0 := time.Now()
 		err = pe.p.Reduce(ob, ib, d, o, w)
-		debugf(ce, "%s: plan %#x %s/%s width %d: %v in %v", name, pe.h, d, o, w, core.CodeOf(err), time.Since(t0))
+		debugf(ce, "%s: plan %#x %s/%s width %d: %v in %v", name, pe.h, d, o, w, kx.CodeOf(err), time.Since(t0))
 		return status(name, s, err)
 	})
 }
@@ -389,8 +393,8 @@ func kylixgo_config_reduce(h C.uintptr_t, outIdx *C.int64_t, nOut C.int64_t, out
 		out, err := idxSlice(outIdx, nOut, "out_idx", "n_out")
 		var in []int64
 		var ob, ib []byte
-		var d core.Dtype
-		var o core.Op
+		var d kx.Dtype
+		var o kx.Op
 		var w int
 		if err == nil {
 			in, err = idxSlice(inIdx, nIn, "in_idx", "n_in")
@@ -491,7 +495,7 @@ func kylixgo_failed_ranks(h C.uintptr_t, ranks *C.int32_t, capacity C.int32_t, n
 		case ranks == nil && capacity > 0:
 			return fail(name, s, argErr("ranks is NULL but cap=%d", int32(capacity)))
 		}
-		failed := ce.c.Transport().FailedRanks()
+		failed := ce.c.FailedRanks()
 		*n = C.int32_t(len(failed))
 		if capacity > 0 {
 			dst := unsafe.Slice((*int32)(unsafe.Pointer(ranks)), int(capacity))
@@ -531,7 +535,7 @@ func kylixgo_plan_degrees(nFeatures C.int64_t, density C.double, ranks C.int32_t
 	case bytesPerValue < 1:
 		return fail(name, s, argErr("bytes_per_value: %d must be at least 1", int32(bytesPerValue)))
 	}
-	ds, _, err := core.PlanDegrees(int64(nFeatures), float64(density), int(ranks), float64(alpha),
+	ds, _, err := planning.PlanDegrees(int64(nFeatures), float64(density), int(ranks), float64(alpha),
 		int64(minPacket), int(bytesPerValue))
 	if err != nil {
 		return fail(name, s, err)
@@ -544,7 +548,7 @@ func kylixgo_plan_degrees(nFeatures C.int64_t, density C.double, ranks C.int32_t
 		}
 	}
 	if int(capacity) < len(ds) {
-		return fail(name, s, argErr("cap: %d is too small for %d layers (%s)", int32(capacity), len(ds), core.FormatDegrees(ds)))
+		return fail(name, s, argErr("cap: %d is too small for %d layers (%s)", int32(capacity), len(ds), kx.FormatDegrees(ds)))
 	}
 	return 0
 }

@@ -7,9 +7,8 @@ package main
 import "C"
 
 import (
+	"kylix/core/kx"
 	"unsafe"
-
-	"kylix/core"
 )
 
 // ---- butterfly mixing ----------------------------------------------------------------------
@@ -20,10 +19,10 @@ func kylixgo_mix(h C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dtype C.int
 	return onComm("kylix_mix", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
 		const name = "kylix_mix"
 		// Checked before narrowing to core.Dtype (a uint8): dtype 257 must not become F32.
-		if dtype < C.int(core.F32) || dtype > C.int(core.U64) {
+		if dtype < C.int(kx.F32) || dtype > C.int(kx.U64) {
 			return reject(name, s, argErr("dtype: %d is not a kylix_dtype", int(dtype)))
 		}
-		d := core.Dtype(dtype)
+		d := kx.Dtype(dtype)
 		if !d.IsFloat() {
 			return reject(name, s, argErr("dtype: mixing averages, so it needs KYLIX_F32 or KYLIX_F64, not %s", d))
 		}

@@ -7,9 +7,8 @@ package main
 import "C"
 
 import (
+	"kylix/core/kx"
 	"unsafe"
-
-	"kylix/core"
 )
 
 // Non-blocking calls. ireduce/iallreduce check their arguments like the blocking forms (a bad
@@ -68,7 +67,7 @@ func opStatus(name string, s *sink, re *reqEntry, err error) C.int {
 	if err == nil {
 		return 0
 	}
-	return fail(name, s, core.Errorf(core.CodeOf(err), "%s: %v", re.name, err))
+	return fail(name, s, kx.Errorf(kx.CodeOf(err), "%s: %v", re.name, err))
 }
 
 //export kylixgo_wait
@@ -104,7 +103,7 @@ func kylixgo_test(h C.uintptr_t, done *C.int, eb *C.char, ecap C.size_t) (st C.i
 	}
 	if !removeRequest(re) { // completed by a call on another thread meanwhile (a misuse)
 		*done = 0
-		return fail(name, s, core.Errorf(core.CodeState, "r: request was already completed and freed"))
+		return fail(name, s, kx.Errorf(kx.CodeState, "r: request was already completed and freed"))
 	}
 	*done = 1
 	return opStatus(name, s, re, err)

@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"kylix/core/kx"
 	"sync"
 	"unsafe"
 
@@ -49,7 +50,7 @@ func addComm(c *core.Comm, logLevel int) (*commEntry, error) {
 	tab.mu.Lock()
 	defer tab.mu.Unlock()
 	if tab.next >= 1<<31 {
-		return nil, core.Errorf(core.CodeNoMem, "too many comms created in this process")
+		return nil, kx.Errorf(kx.CodeNoMem, "too many comms created in this process")
 	}
 	ce := &commEntry{id: tab.next, c: c, plans: map[uint32]*planEntry{}, nextPlan: 1, logLevel: logLevel}
 	tab.next++
@@ -60,7 +61,7 @@ func addComm(c *core.Comm, logLevel int) (*commEntry, error) {
 // lookupComm finds a live comm; arg names the C argument for the message.
 func lookupComm(h uint64, arg string) (*commEntry, error) {
 	if h == 0 {
-		return nil, core.Errorf(core.CodeArg, "%s is NULL", arg)
+		return nil, kx.Errorf(kx.CodeArg, "%s is NULL", arg)
 	}
 	tab.mu.Lock()
 	defer tab.mu.Unlock()
@@ -68,9 +69,9 @@ func lookupComm(h uint64, arg string) (*commEntry, error) {
 		return ce, nil
 	}
 	if h < tab.next {
-		return nil, core.Errorf(core.CodeState, "%s: comm was finalized", arg)
+		return nil, kx.Errorf(kx.CodeState, "%s: comm was finalized", arg)
 	}
-	return nil, core.Errorf(core.CodeArg, "%s (%#x) is not a kylix_comm handle", arg, h)
+	return nil, kx.Errorf(kx.CodeArg, "%s (%#x) is not a kylix_comm handle", arg, h)
 }
 
 // removeComm takes the comm and its plans out of the table; it returns the plans so the caller
@@ -91,10 +92,10 @@ func addPlan(ce *commEntry, p *core.Plan, nOut, nIn int64) (uint64, error) {
 	tab.mu.Lock()
 	defer tab.mu.Unlock()
 	if ce.plans == nil {
-		return 0, core.Errorf(core.CodeState, "comm was finalized")
+		return 0, kx.Errorf(kx.CodeState, "comm was finalized")
 	}
 	if ce.nextPlan == 1<<32-1 {
-		return 0, core.Errorf(core.CodeNoMem, "too many plans created on this comm")
+		return 0, kx.Errorf(kx.CodeNoMem, "too many plans created on this comm")
 	}
 	n := ce.nextPlan
 	ce.nextPlan++
@@ -107,23 +108,23 @@ func addPlan(ce *commEntry, p *core.Plan, nOut, nIn int64) (uint64, error) {
 // (so the message can go to kylix_errmsg(comm)), else nil.
 func lookupPlan(h uint64, arg string) (pe *planEntry, ce *commEntry, err error) {
 	if h == 0 {
-		return nil, nil, core.Errorf(core.CodeArg, "%s is NULL", arg)
+		return nil, nil, kx.Errorf(kx.CodeArg, "%s is NULL", arg)
 	}
 	cid, n := h>>planShift, uint32(h)
 	tab.mu.Lock()
 	defer tab.mu.Unlock()
 	if cid == 0 || cid >= tab.next || n == 0 {
-		return nil, nil, core.Errorf(core.CodeArg, "%s (%#x) is not a kylix_plan handle", arg, h)
+		return nil, nil, kx.Errorf(kx.CodeArg, "%s (%#x) is not a kylix_plan handle", arg, h)
 	}
 	ce = tab.comms[cid]
 	if ce == nil {
-		return nil, nil, core.Errorf(core.CodeState, "%s: plan was freed (kylix_finalize of its comm frees its plans)", arg)
+		return nil, nil, kx.Errorf(kx.CodeState, "%s: plan was freed (kylix_finalize of its comm frees its plans)", arg)
 	}
 	if n >= ce.nextPlan {
-		return nil, ce, core.Errorf(core.CodeArg, "%s (%#x) is not a kylix_plan handle", arg, h)
+		return nil, ce, kx.Errorf(kx.CodeArg, "%s (%#x) is not a kylix_plan handle", arg, h)
 	}
 	if pe = ce.plans[n]; pe == nil {
-		return nil, ce, core.Errorf(core.CodeState, "%s: plan was freed", arg)
+		return nil, ce, kx.Errorf(kx.CodeState, "%s: plan was freed", arg)
 	}
 	return pe, ce, nil
 }
@@ -171,7 +172,7 @@ func addRequest(ce *commEntry, r *core.Request, name string) uint64 {
 // only this caller completes it.
 func lookupRequest(h uint64, arg string, take bool) (*reqEntry, error) {
 	if h == 0 {
-		return nil, core.Errorf(core.CodeArg, "%s is NULL", arg)
+		return nil, kx.Errorf(kx.CodeArg, "%s is NULL", arg)
 	}
 	reqs.mu.Lock()
 	defer reqs.mu.Unlock()
@@ -182,9 +183,9 @@ func lookupRequest(h uint64, arg string, take bool) (*reqEntry, error) {
 		return re, nil
 	}
 	if h&reqBit != 0 && h&^reqBit != 0 && h&^reqBit < reqs.next {
-		return nil, core.Errorf(core.CodeState, "%s: request was already completed and freed (by kylix_wait, by kylix_test reporting done, or by kylix_finalize of its comm)", arg)
+		return nil, kx.Errorf(kx.CodeState, "%s: request was already completed and freed (by kylix_wait, by kylix_test reporting done, or by kylix_finalize of its comm)", arg)
 	}
-	return nil, core.Errorf(core.CodeArg, "%s (%#x) is not a kylix_request handle", arg, h)
+	return nil, kx.Errorf(kx.CodeArg, "%s (%#x) is not a kylix_request handle", arg, h)
 }
 
 // removeRequest takes re out of the table; false if someone else already did.
@@ -252,17 +253,17 @@ func putC(buf *C.char, size C.size_t, msg string) {
 
 // The log levels and line format are core's (core/logging.go).
 const (
-	logOff   = core.LogOff
-	logError = core.LogError
-	logWarn  = core.LogWarn
-	logInfo  = core.LogInfo
-	logDebug = core.LogDebug
+	logOff   = kx.LogOff
+	logError = kx.LogError
+	logWarn  = kx.LogWarn
+	logInfo  = kx.LogInfo
+	logDebug = kx.LogDebug
 )
 
-func parseLogLevel(s string) int { return core.ParseLogLevel(s) }
+func parseLogLevel(s string) int { return kx.ParseLogLevel(s) }
 
 // logf prints one line to stderr, prefixed with the time and the rank, when the comm's level
 // allows.
 func logf(level, cur, rank int, format string, args ...any) {
-	core.Logf(level, cur, rank, format, args...)
+	kx.Logf(level, cur, rank, format, args...)
 }

@@ -2,6 +2,8 @@ package core_test
 
 import (
 	"fmt"
+	"kylix/core/keyset"
+	"kylix/core/kx"
 	"sync"
 	"testing"
 	"time"
@@ -17,7 +19,7 @@ func benchSets(m, k, n int) [][]int64 {
 	for r := range sets {
 		sets[r] = make([]int64, k)
 		for i := range sets[r] {
-			sets[r][i] = int64(core.Mix(uint64(i*m+r)) % uint64(n))
+			sets[r][i] = int64(keyset.Hash(uint64(i*m+r)) % uint64(n))
 		}
 	}
 	return sets
@@ -27,7 +29,7 @@ func benchSets(m, k, n int) [][]int64 {
 // benchmark times one collective, not the set-up.
 type liveJob struct{ comms []*core.Comm }
 
-func newLiveJob(b testing.TB, m int, opts core.Options) *liveJob {
+func newLiveJob(b testing.TB, m int, opts kx.Options) *liveJob {
 	b.Helper()
 	ts := netio.NewMemJob(m, 30*time.Second)
 	j := &liveJob{comms: make([]*core.Comm, m)}
@@ -74,7 +76,7 @@ func (j *liveJob) each(b testing.TB, fn func(r int, c *core.Comm) error) {
 // BenchmarkConfig4x2M configures 2M-index sets (in = out) on 4 in-memory ranks, direct.
 func BenchmarkConfig4x2M(b *testing.B) {
 	sets := benchSets(4, 2_000_000, 10_000_000)
-	j := newLiveJob(b, 4, core.Options{Degrees: "direct", Threads: 1})
+	j := newLiveJob(b, 4, kx.Options{Degrees: "direct", Threads: 1})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		j.each(b, func(r int, c *core.Comm) error {
@@ -90,7 +92,7 @@ func BenchmarkConfig4x2M(b *testing.B) {
 // BenchmarkReduceF32x4x2M reduces f32 values of 2M-index sets on 4 in-memory ranks, direct.
 func BenchmarkReduceF32x4x2M(b *testing.B) {
 	sets := benchSets(4, 2_000_000, 10_000_000)
-	j := newLiveJob(b, 4, core.Options{Degrees: "direct", Threads: 1})
+	j := newLiveJob(b, 4, kx.Options{Degrees: "direct", Threads: 1})
 	plans := make([]*core.Plan, 4)
 	j.each(b, func(r int, c *core.Comm) (err error) {
 		plans[r], err = c.Config(sets[r], sets[r])
@@ -106,7 +108,7 @@ func BenchmarkReduceF32x4x2M(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		j.each(b, func(r int, c *core.Comm) error {
-			return plans[r].Reduce(vals[r], res[r], core.F32, core.Sum, 1)
+			return plans[r].Reduce(vals[r], res[r], kx.F32, kx.Sum, 1)
 		})
 	}
 }
@@ -117,7 +119,7 @@ func BenchmarkConfig1x4M(b *testing.B) {
 	sets := benchSets(2, 4_000_000, 20_000_000)
 	for _, th := range []int{1, 2} {
 		b.Run(fmt.Sprintf("threads=%d", th), func(b *testing.B) {
-			j := newLiveJob(b, 1, core.Options{Degrees: "auto", Threads: th})
+			j := newLiveJob(b, 1, kx.Options{Degrees: "auto", Threads: th})
 			for i := 0; i < b.N; i++ {
 				j.each(b, func(r int, c *core.Comm) error {
 					p, err := c.Config(sets[0], sets[1])
@@ -135,7 +137,7 @@ func BenchmarkConfig1x4M(b *testing.B) {
 // in-memory ranks, direct: the mini-batch path.
 func BenchmarkConfigReduceOneShot4x2M(b *testing.B) {
 	sets := benchSets(4, 2_000_000, 10_000_000)
-	j := newLiveJob(b, 4, core.Options{Degrees: "direct", Threads: 1})
+	j := newLiveJob(b, 4, kx.Options{Degrees: "direct", Threads: 1})
 	vals := make([][]byte, 4)
 	res := make([][]byte, 4)
 	for r := range vals {
@@ -145,7 +147,7 @@ func BenchmarkConfigReduceOneShot4x2M(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		j.each(b, func(r int, c *core.Comm) error {
-			_, err := c.ConfigReduce(sets[r], vals[r], sets[r], res[r], core.F32, core.Sum, 1, false)
+			_, err := c.ConfigReduce(sets[r], vals[r], sets[r], res[r], kx.F32, kx.Sum, 1, false)
 			return err
 		})
 	}

@@ -3,6 +3,7 @@ package core_test
 import (
 	"encoding/binary"
 	"fmt"
+	"kylix/core/kx"
 	"math"
 	"math/rand"
 	"sync"
@@ -46,28 +47,28 @@ func genRank(seed int64, rank, n, nOut, nIn, width int) rankData {
 }
 
 // valueFor keeps products exact in every order: PROD sees only -1, 1 and 2.
-func valueFor(o core.Op, v float64) float64 {
-	if o == core.Prod && v != -1 && v != 2 {
+func valueFor(o kx.Op, v float64) float64 {
+	if o == kx.Prod && v != -1 && v != 2 {
 		return 1
 	}
 	return v
 }
 
 // encode writes float64 test values, as op o sees them, as dtype d.
-func encode(d core.Dtype, o core.Op, vals []float64) []byte {
+func encode(d kx.Dtype, o kx.Op, vals []float64) []byte {
 	b := make([]byte, len(vals)*d.Size())
 	for i, v := range vals {
 		v = valueFor(o, v)
 		switch d {
-		case core.F32:
+		case kx.F32:
 			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(v)))
-		case core.F64:
+		case kx.F64:
 			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(v))
-		case core.I32:
+		case kx.I32:
 			binary.LittleEndian.PutUint32(b[4*i:], uint32(int32(v)))
-		case core.I64:
+		case kx.I64:
 			binary.LittleEndian.PutUint64(b[8*i:], uint64(int64(v)))
-		case core.U64:
+		case kx.U64:
 			binary.LittleEndian.PutUint64(b[8*i:], uint64(int64(v)))
 		}
 	}
@@ -75,108 +76,108 @@ func encode(d core.Dtype, o core.Op, vals []float64) []byte {
 }
 
 // refOp applies op to two values held as the dtype's bit pattern in a uint64.
-func refOp(d core.Dtype, o core.Op, a, b uint64) uint64 {
+func refOp(d kx.Dtype, o kx.Op, a, b uint64) uint64 {
 	switch d {
-	case core.F32, core.F64:
+	case kx.F32, kx.F64:
 		fa, fb := math.Float64frombits(a), math.Float64frombits(b)
 		var r float64
 		switch o {
-		case core.Sum:
+		case kx.Sum:
 			r = fa + fb
-		case core.Prod:
+		case kx.Prod:
 			r = fa * fb
-		case core.Min:
+		case kx.Min:
 			r = math.Min(fa, fb)
-		case core.Max:
+		case kx.Max:
 			r = math.Max(fa, fb)
 		}
-		if d == core.F32 {
+		if d == kx.F32 {
 			r = float64(float32(r))
 		}
 		return math.Float64bits(r)
-	case core.I32:
+	case kx.I32:
 		x, y := int32(a), int32(b)
 		switch o {
-		case core.Sum:
+		case kx.Sum:
 			return uint64(uint32(x + y))
-		case core.Prod:
+		case kx.Prod:
 			return uint64(uint32(x * y))
-		case core.Min:
+		case kx.Min:
 			return uint64(uint32(min(x, y)))
-		case core.Max:
+		case kx.Max:
 			return uint64(uint32(max(x, y)))
 		}
-	case core.I64:
+	case kx.I64:
 		x, y := int64(a), int64(b)
 		switch o {
-		case core.Sum:
+		case kx.Sum:
 			return uint64(x + y)
-		case core.Prod:
+		case kx.Prod:
 			return uint64(x * y)
-		case core.Min:
+		case kx.Min:
 			return uint64(min(x, y))
-		case core.Max:
+		case kx.Max:
 			return uint64(max(x, y))
 		}
-	case core.U64:
+	case kx.U64:
 		switch o {
-		case core.Sum:
+		case kx.Sum:
 			return a + b
-		case core.Prod:
+		case kx.Prod:
 			return a * b
-		case core.Min:
+		case kx.Min:
 			return min(a, b)
-		case core.Max:
+		case kx.Max:
 			return max(a, b)
 		}
 	}
 	switch o {
-	case core.Band:
+	case kx.Band:
 		return a & b
-	case core.Bor:
+	case kx.Bor:
 		return a | b
-	case core.Bxor:
+	case kx.Bxor:
 		return a ^ b
 	}
 	panic("refOp")
 }
 
 // refIdentity is the value an index nobody contributes must get.
-func refIdentity(d core.Dtype, o core.Op) uint64 {
+func refIdentity(d kx.Dtype, o kx.Op) uint64 {
 	switch o {
-	case core.Sum, core.Bor, core.Bxor:
+	case kx.Sum, kx.Bor, kx.Bxor:
 		if d.IsFloat() {
 			return math.Float64bits(0)
 		}
 		return 0
-	case core.Prod:
+	case kx.Prod:
 		if d.IsFloat() {
 			return math.Float64bits(1)
 		}
 		return 1
-	case core.Band:
-		if d == core.I32 {
+	case kx.Band:
+		if d == kx.I32 {
 			return uint64(^uint32(0))
 		}
 		return ^uint64(0)
-	case core.Min:
+	case kx.Min:
 		switch d {
-		case core.F32, core.F64:
+		case kx.F32, kx.F64:
 			return math.Float64bits(math.Inf(1))
-		case core.I32:
+		case kx.I32:
 			return uint64(uint32(math.MaxInt32))
-		case core.I64:
+		case kx.I64:
 			return math.MaxInt64
 		default:
 			return math.MaxUint64
 		}
-	case core.Max:
+	case kx.Max:
 		switch d {
-		case core.F32, core.F64:
+		case kx.F32, kx.F64:
 			return math.Float64bits(math.Inf(-1))
-		case core.I32:
+		case kx.I32:
 			return uint64(uint32(1 << 31))
-		case core.I64:
+		case kx.I64:
 			return 1 << 63
 		default:
 			return 0
@@ -186,11 +187,11 @@ func refIdentity(d core.Dtype, o core.Op) uint64 {
 }
 
 // toBits turns a test value into the refOp representation.
-func toBits(d core.Dtype, v float64) uint64 {
+func toBits(d kx.Dtype, v float64) uint64 {
 	switch d {
-	case core.F32, core.F64:
+	case kx.F32, kx.F64:
 		return math.Float64bits(v)
-	case core.I32:
+	case kx.I32:
 		return uint64(uint32(int32(v)))
 	default:
 		return uint64(int64(v))
@@ -198,11 +199,11 @@ func toBits(d core.Dtype, v float64) uint64 {
 }
 
 // decodeBits reads element i of a dtype buffer into the refOp representation.
-func decodeBits(d core.Dtype, b []byte, i int) uint64 {
+func decodeBits(d kx.Dtype, b []byte, i int) uint64 {
 	switch d {
-	case core.F32:
+	case kx.F32:
 		return math.Float64bits(float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))))
-	case core.I32:
+	case kx.I32:
 		return uint64(binary.LittleEndian.Uint32(b[4*i:]))
 	default:
 		return binary.LittleEndian.Uint64(b[8*i:])
@@ -210,7 +211,7 @@ func decodeBits(d core.Dtype, b []byte, i int) uint64 {
 }
 
 // reference computes, by brute force over every rank's data, what rank r must receive.
-func reference(all []rankData, r int, d core.Dtype, o core.Op, width int) []uint64 {
+func reference(all []rankData, r int, d kx.Dtype, o kx.Op, width int) []uint64 {
 	acc := map[int64][]uint64{}
 	for _, rd := range all {
 		for p, idx := range rd.out {
@@ -283,14 +284,14 @@ const (
 
 func runJob(t testing.TB, m int, degrees string, fn func(c *core.Comm) error) []error {
 	t.Helper()
-	return runMem(t, m, func(r int) core.Options {
-		return core.Options{Rank: r, Size: m, Degrees: degrees, Replication: 1, MinPacket: 4096, Timeout: jobTimeout}
+	return runMem(t, m, func(r int) kx.Options {
+		return kx.Options{Rank: r, Size: m, Degrees: degrees, Replication: 1, MinPacket: 4096, Timeout: jobTimeout}
 	}, func(c *core.Comm, _ *netio.Mem) error { return fn(c) })
 }
 
 // runMem runs fn on every rank of an in-memory job of size ranks at once, rank r's comm made
 // with opts(r), and returns the errors by rank. fn gets the rank's transport too (to kill it).
-func runMem(t testing.TB, size int, opts func(r int) core.Options, fn func(c *core.Comm, mem *netio.Mem) error) []error {
+func runMem(t testing.TB, size int, opts func(r int) kx.Options, fn func(c *core.Comm, mem *netio.Mem) error) []error {
 	t.Helper()
 	ts := netio.NewMemJob(size, jobTimeout)
 	errs := make([]error, size)
@@ -318,17 +319,17 @@ func runMem(t testing.TB, size int, opts func(r int) core.Options, fn func(c *co
 	return errs
 }
 
-var allDtypes = []core.Dtype{core.F32, core.F64, core.I32, core.I64, core.U64}
+var allDtypes = []kx.Dtype{kx.F32, kx.F64, kx.I32, kx.I64, kx.U64}
 
-func opsFor(d core.Dtype) []core.Op {
-	ops := []core.Op{core.Sum, core.Prod, core.Min, core.Max}
+func opsFor(d kx.Dtype) []kx.Op {
+	ops := []kx.Op{kx.Sum, kx.Prod, kx.Min, kx.Max}
 	if !d.IsFloat() {
-		ops = append(ops, core.Band, core.Bor, core.Bxor)
+		ops = append(ops, kx.Band, kx.Bor, kx.Bxor)
 	}
 	return ops
 }
 
-func checkResult(t *testing.T, label string, all []rankData, r int, d core.Dtype, o core.Op, width int, got []byte) {
+func checkResult(t *testing.T, label string, all []rankData, r int, d kx.Dtype, o kx.Op, width int, got []byte) {
 	t.Helper()
 	want := reference(all, r, d, o, width)
 	for i, w := range want {

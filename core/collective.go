@@ -2,6 +2,8 @@ package core
 
 import (
 	"errors"
+	"kylix/core/kx"
+	"kylix/core/members"
 	"sync"
 )
 
@@ -10,10 +12,10 @@ func (c *Comm) usable() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return Errorf(CodeState, "comm was finalized")
+		return kx.Errorf(kx.CodeState, "comm was finalized")
 	}
 	if c.broken != nil {
-		return Errorf(CodeState, "comm is broken by an earlier failure: %v", c.broken)
+		return kx.Errorf(kx.CodeState, "comm is broken by an earlier failure: %v", c.broken)
 	}
 	return nil
 }
@@ -28,7 +30,7 @@ func (c *Comm) usable() error {
 // always queues on the comm's executor (request.go). A blocking one queues behind requests in
 // flight, and otherwise runs at once on the caller's goroutine: no hand-off when nothing is
 // queued.
-func (c *Comm) issue(fp Fingerprint, body func(seq uint64) error, async bool) (*Request, error) {
+func (c *Comm) issue(fp kx.Fingerprint, body func(seq uint64) error, async bool) (*Request, error) {
 	if err := c.usable(); err != nil {
 		c.revoke()
 		return nil, err
@@ -42,7 +44,7 @@ func (c *Comm) issue(fp Fingerprint, body func(seq uint64) error, async bool) (*
 }
 
 // collective is a blocking collective: issue, then wait.
-func (c *Comm) collective(fp Fingerprint, body func(seq uint64) error) error {
+func (c *Comm) collective(fp kx.Fingerprint, body func(seq uint64) error) error {
 	return wait(c.issue(fp, body, false))
 }
 
@@ -63,51 +65,22 @@ var closedChan = func() chan struct{} {
 
 // run executes collective seq on the transport. Only one runs at a time on a comm: the caller
 // is either the issuing goroutine with the executor idle, or the executor.
-func (c *Comm) run(seq uint64, fp Fingerprint, body func(seq uint64) error) error {
-	c.t.Begin(seq, fp)
+func (c *Comm) run(seq uint64, fp kx.Fingerprint, body func(seq uint64) error) error {
+	c.begin(seq, fp)
 	c.fp = fp // what this collective's sends carry (sends)
 	err := body(seq)
 	c.statsEnd(seq, err) // stats.go: time and outcome of the collective
 	if err != nil {
-		c.t.Abort(seq, err)
-		quiesce(c.t, seq) // no byte may land in a posted place once this call returns
-		switch CodeOf(err) {
-		case CodeTimeout, CodePeer, CodeNet:
+		c.abort(seq, err)
+		c.v.Quiesce(seq) // no byte may land in a posted place once this call returns
+		switch kx.CodeOf(err) {
+		case kx.CodeTimeout, kx.CodePeer, kx.CodeNet:
 			c.mu.Lock()
 			c.broken = err
 			c.mu.Unlock()
 		}
 	}
 	return err
-}
-
-// quiescer is implemented by the transports that own landing places (netio's TCP and Mem).
-type quiescer interface {
-	Quiesce(seq uint64)
-}
-
-// quiesce ends the landing places collective seq posted (Expect), which failed: places nobody
-// writes yet are withdrawn, a place a reader is filling is waited for, so that neither the
-// caller's memory nor a plan's (which the next call reuses) is written after the call returns.
-func quiesce(t Transport, seq uint64) {
-	for t != nil {
-		if q, ok := t.(quiescer); ok {
-			q.Quiesce(seq)
-			return
-		}
-		switch w := t.(type) {
-		case *statsTransport:
-			t = w.inner
-		case *replicaTransport:
-			t = w.raw
-		case *subTransport:
-			t = w.raw
-		case *transportLease:
-			t = w.Transport
-		default:
-			return
-		}
-	}
 }
 
 // revoke tells the peers, when this comm is broken, that this rank will not take part in the
@@ -126,15 +99,15 @@ func (c *Comm) revoke() {
 	seq := c.seq
 	c.seq++
 	c.mu.Unlock()
-	code := CodeOf(cause)
-	c.t.Abort(seq, &Error{Code: code, Msg: "a peer's comm is broken by an earlier failure: " + cause.Error()})
+	code := kx.CodeOf(cause)
+	c.abort(seq, &kx.Error{Code: code, Msg: "a peer's comm is broken by an earlier failure: " + cause.Error()})
 }
 
 // Reject is for a call whose arguments failed validation: it still takes this collective's
 // sequence number, so the ranks stay in step, and tells the peers, whose matching call fails
 // with CodeMismatch naming this rank instead of waiting for it. It returns err.
 func (c *Comm) Reject(err error) error {
-	c.reject(Errorf(CodeMismatch, "rank %d rejected its arguments: %v", c.Rank(), err))
+	c.reject(kx.Errorf(kx.CodeMismatch, "rank %d rejected its arguments: %v", c.Rank(), err))
 	return err
 }
 
@@ -146,7 +119,7 @@ func (c *Comm) RejectCall(reason string) error {
 	if err := c.usable(); err != nil {
 		return err
 	}
-	c.reject(Errorf(CodeMismatch, "rank %d rejected its call: %s", c.Rank(), reason))
+	c.reject(kx.Errorf(kx.CodeMismatch, "rank %d rejected its call: %s", c.Rank(), reason))
 	return nil
 }
 
@@ -158,46 +131,42 @@ func (c *Comm) reject(abort error) {
 	}
 	seq := c.seq
 	c.seq++
-	fp := Fingerprint{Kind: KindInvalid}
+	fp := kx.Fingerprint{Kind: kx.KindInvalid}
 	body := func(uint64) error { return abort } // run aborts seq with it, as for any failure
 	if c.submit(seq, fp, body, false) == nil {  // queued behind requests in flight: not waited for
 		c.run(seq, fp, body)
 	}
 }
 
-// sendAll sends to several ranks at once and waits for every send, so no goroutine touches
+// sendGroup sends to several nodes at once and waits for every send, so no goroutine touches
 // the buffers after it returns. It returns the first error.
 type sendGroup struct {
 	wg  sync.WaitGroup
 	mu  sync.Mutex
 	err error
-	t   Transport
-	fp  Fingerprint // the collective's, set on every message
+	c   *Comm
+	fp  kx.Fingerprint // the collective's, set on every message
 }
 
 // sends is a sendGroup for the running collective.
-func (c *Comm) sends() sendGroup { return sendGroup{t: c.t, fp: c.fp} }
+func (c *Comm) sends() sendGroup { return sendGroup{c: c, fp: c.fp} }
 
-func (g *sendGroup) send(to int, tag Tag, bufs ...[]byte) {
+func (g *sendGroup) send(to int, tag kx.Tag, bufs ...[]byte) {
 	tag.FP = g.fp
 	n := 0
 	for _, b := range bufs {
 		n += len(b)
 	}
-	if n <= inlineSend { // fits the socket buffer: the write returns at once, no goroutine
-		g.fail(g.t.Send(to, tag, bufs...))
+	if n <= members.InlineSendBytes { // fits the socket buffer: the write returns at once, no goroutine
+		g.fail(g.c.send(to, tag, bufs...))
 		return
 	}
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		g.fail(g.t.Send(to, tag, bufs...))
+		g.fail(g.c.send(to, tag, bufs...))
 	}()
 }
-
-// inlineSend is the largest message sent on the caller's goroutine: small enough that the
-// kernel takes it at once, so a goroutine hand-off would only add latency.
-const inlineSend = 64 << 10
 
 func (g *sendGroup) fail(err error) {
 	if err != nil {
@@ -217,6 +186,6 @@ func (g *sendGroup) wait() error {
 // release hands a payload of Recv back to the transport (pooled receive buffers).
 func (c *Comm) release(b []byte) {
 	if b != nil {
-		c.t.Release(b)
+		c.v.Release(b)
 	}
 }

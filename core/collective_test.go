@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"kylix/core/kx"
 	"strings"
 	"testing"
 	"time"
@@ -61,9 +62,9 @@ func TestMismatchOnEveryRank(t *testing.T) {
 		if c.Rank() == 3 {
 			err = c.Barrier()
 		} else {
-			err = p.Reduce(out, in, core.F64, core.Sum, 1)
+			err = p.Reduce(out, in, kx.F64, kx.Sum, 1)
 		}
-		if !errors.Is(err, core.ErrMismatch) {
+		if !errors.Is(err, kx.ErrMismatch) {
 			return fmt.Errorf("got %v, want a mismatch", err)
 		}
 		if time.Since(start) > 5*time.Second {
@@ -74,11 +75,11 @@ func TestMismatchOnEveryRank(t *testing.T) {
 		if c.Rank() == 0 {
 			w = 2
 		}
-		err = p.Reduce(make([]byte, 8*w), make([]byte, 24*w), core.F64, core.Sum, w)
-		if !errors.Is(err, core.ErrMismatch) {
+		err = p.Reduce(make([]byte, 8*w), make([]byte, 24*w), kx.F64, kx.Sum, w)
+		if !errors.Is(err, kx.ErrMismatch) {
 			return fmt.Errorf("width: got %v, want a mismatch", err)
 		}
-		return p.Reduce(out, in, core.F64, core.Sum, 1) // still usable
+		return p.Reduce(out, in, kx.F64, kx.Sum, 1) // still usable
 	})
 	for r, err := range errs {
 		if err != nil {
@@ -100,23 +101,23 @@ func TestBadArgumentsLeaveCommUsable(t *testing.T) {
 			err  error
 		}{
 			{"negative index", func() error { _, e := c.Config([]int64{-1}, nil); return e }()},
-			{"width 0", p.Reduce(out, in, core.F64, core.Sum, 0)},
-			{"bor on floats", p.Reduce(out, in, core.F64, core.Bor, 1)},
-			{"bad dtype", p.Reduce(out, in, core.Dtype(99), core.Sum, 1)},
-			{"bad op", p.Reduce(out, in, core.F64, core.Op(99), 1)},
-			{"short buffer", p.Reduce(out[:8], in, core.F64, core.Sum, 1)},
+			{"width 0", p.Reduce(out, in, kx.F64, kx.Sum, 0)},
+			{"bor on floats", p.Reduce(out, in, kx.F64, kx.Bor, 1)},
+			{"bad dtype", p.Reduce(out, in, kx.Dtype(99), kx.Sum, 1)},
+			{"bad op", p.Reduce(out, in, kx.F64, kx.Op(99), 1)},
+			{"short buffer", p.Reduce(out[:8], in, kx.F64, kx.Sum, 1)},
 			{"bad root", c.Bcast(out, 7)},
 		}
 		for _, b := range bad {
-			if !errors.Is(b.err, core.ErrArg) {
+			if !errors.Is(b.err, kx.ErrArg) {
 				return fmt.Errorf("%s: got %v, want CodeArg", b.name, b.err)
 			}
 		}
-		if err := p.Reduce(out, in, core.F64, core.Sum, 1); err != nil {
+		if err := p.Reduce(out, in, kx.F64, kx.Sum, 1); err != nil {
 			return fmt.Errorf("after bad calls: %v", err)
 		}
 		p.Free()
-		if err := p.Reduce(out, in, core.F64, core.Sum, 1); !errors.Is(err, core.ErrState) {
+		if err := p.Reduce(out, in, kx.F64, kx.Sum, 1); !errors.Is(err, kx.ErrState) {
 			return fmt.Errorf("freed plan: got %v, want CodeState", err)
 		}
 		return nil
@@ -136,7 +137,7 @@ func TestDeadRankReported(t *testing.T) {
 	errs := make(chan error, m)
 	for r := 0; r < m; r++ {
 		go func(r int) {
-			c, err := core.NewComm(ts[r], core.Options{Rank: r, Size: m, Degrees: "2x2", Replication: 1, Timeout: 3 * time.Second})
+			c, err := core.NewComm(ts[r], kx.Options{Rank: r, Size: m, Degrees: "2x2", Replication: 1, Timeout: 3 * time.Second})
 			if err != nil {
 				errs <- err
 				return
@@ -152,8 +153,8 @@ func TestDeadRankReported(t *testing.T) {
 				errs <- fmt.Errorf("rank %d: barrier succeeded with a dead rank", r)
 				return
 			}
-			code := core.CodeOf(err)
-			if code != core.CodePeer && code != core.CodeTimeout {
+			code := kx.CodeOf(err)
+			if code != kx.CodePeer && code != kx.CodeTimeout {
 				errs <- fmt.Errorf("rank %d: %v (code %v)", r, err, code)
 				return
 			}
@@ -165,7 +166,7 @@ func TestDeadRankReported(t *testing.T) {
 				errs <- fmt.Errorf("rank %d: message does not name a rank: %v", r, err)
 				return
 			}
-			if err := c.Barrier(); !errors.Is(err, core.ErrState) {
+			if err := c.Barrier(); !errors.Is(err, kx.ErrState) {
 				errs <- fmt.Errorf("rank %d: after failure got %v, want CodeState", r, err)
 				return
 			}
@@ -200,7 +201,7 @@ func TestDeterministicBits(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if err := p.Reduce(encode(core.F32, core.Sum, vals), in, core.F32, core.Sum, 1); err != nil {
+			if err := p.Reduce(encode(kx.F32, kx.Sum, vals), in, kx.F32, kx.Sum, 1); err != nil {
 				return err
 			}
 			res[c.Rank()] = in
@@ -233,7 +234,7 @@ func TestDenseAllreduce(t *testing.T) {
 			errs := runJob(t, pl.m, pl.degrees, func(c *core.Comm) error {
 				for _, d := range allDtypes {
 					for _, o := range opsFor(d) {
-						if n > 1000 && !(d == core.F64 && o == core.Sum) && !(d == core.I32 && o == core.Max) {
+						if n > 1000 && !(d == kx.F64 && o == kx.Sum) && !(d == kx.I32 && o == kx.Max) {
 							continue // the large size checks chunking; two dtype/op pairs suffice
 						}
 						all := make([]rankData, pl.m)

@@ -1,17 +1,21 @@
 package core
 
 import (
+	"kylix/core/keyset"
+	"kylix/core/kx"
+	"kylix/core/members"
 	"sync"
 )
 
 // Comm is one rank's membership in a job: a transport plus the agreed sequence of collectives.
 // One goroutine at a time may use a Comm (include/kylix.h); plans of one comm share its sequence.
 type Comm struct {
-	t        Transport
-	opts     Options
+	v        *members.View // who is in the comm and where they are (members/view.go)
+	rec      *recorder     // what the comm's collectives did (stats.go)
+	opts     kx.Options
 	degrees  []int // fixed degrees from the option, nil for auto
 	seq      uint64
-	fp       Fingerprint // the running collective's (run), carried by its sends
+	fp       kx.Fingerprint // the running collective's (run), carried by its sends
 	nextPlan uint32
 	broken   error // set by a peer failure or timeout: later calls fail with CodeState
 	closed   bool
@@ -24,14 +28,14 @@ type Comm struct {
 	denseSwitchBytes int
 	// top is config's sort scratch (and sortTop's hash tables), kept between configs
 	// (config_reduce streams) so that each one does not page-fault in fresh arrays.
-	top topScratch
+	top keyset.Layer0Scratch
 	// rowKeyBuf is packTop's row → key scratch (out, in), likewise kept: config's layer-0
 	// messages carry slices of it, and it is free again once config has returned.
 	rowKeyBuf [2][]uint64
 	// denseBuf is where the members' copies of this rank's chunks land in dense allreduce.
 	denseBuf []byte
 	// raceBase: the transport's racing counts at the last ResetStats (stats_replicas.go).
-	raceBase []RacePeerStats
+	raceBase []kx.RacePeerStats
 	mu       sync.Mutex // guards broken/closed/raceBase against other goroutines
 	// ex queues collectives issued while others are in flight (request.go).
 	ex executor
@@ -39,39 +43,41 @@ type Comm struct {
 	net netState // link model and index-codec estimates (links.go, links_compress.go)
 }
 
-// NewComm wraps a connected transport. opts.Degrees and opts.MinPacket steer planning.
-func NewComm(t Transport, opts Options) (*Comm, error) {
-	m := t.Size() / max(opts.Replication, 1)
-	ds, err := ParseDegreesSpec(opts.Degrees, m)
+// NewComm makes the original comm of a connected transport, which it takes over (Close closes
+// it). opts.Degrees and opts.MinPacket steer planning, opts.Replication groups the ranks into
+// nodes.
+func NewComm(t kx.Transport, opts kx.Options) (*Comm, error) {
+	v, err := members.New(members.NewProc(t), max(opts.Replication, 1))
 	if err != nil {
 		return nil, err
 	}
-	if opts.Replication > 1 {
-		rt, err := newReplicaTransport(t, opts.Replication)
-		if err != nil {
-			return nil, err
-		}
-		t = rt // the algorithms see nodes (replicas.go)
+	return newComm(v, opts)
+}
+
+// newComm makes the comm of view v.
+func newComm(v *members.View, opts kx.Options) (*Comm, error) {
+	ds, err := kx.ParseDegreesSpec(opts.Degrees, v.Nodes())
+	if err != nil {
+		return nil, err
 	}
-	t = newStatsTransport(t) // stats.go: counts traffic per collective, plan, layer, phase
-	return &Comm{t: t, opts: opts, degrees: ds, denseSwitchBytes: -1}, nil
+	return &Comm{v: v, rec: newRecorder(), opts: opts, degrees: ds, denseSwitchBytes: -1, seq: v.Base()}, nil
 }
 
 // Rank and Size count processes, replicas included (kylix_rank, kylix_size).
-func (c *Comm) Rank() int { return c.Transport().Rank() }
-func (c *Comm) Size() int { return c.Transport().Size() }
+func (c *Comm) Rank() int { return c.v.Rank() }
+func (c *Comm) Size() int { return c.v.Size() }
 
 // node and nodes are what the algorithms work with: with replication s, this rank's node and
 // the number of nodes (size/s); without, the rank and the size.
-func (c *Comm) node() int  { return c.t.Rank() }
-func (c *Comm) nodes() int { return c.t.Size() }
+func (c *Comm) node() int  { return c.v.Node() }
+func (c *Comm) nodes() int { return c.v.Nodes() }
 
 // threads is how many workers the data path may use (the threads option, at least 1).
 func (c *Comm) threads() int { return max(c.opts.Threads, 1) }
 
-// Transport exposes the process-level transport (stats, failed ranks, shrink, tests): beneath
-// the counting and, with replication, beneath the node-level view.
-func (c *Comm) Transport() Transport { return unwrapTransport(c.t) }
+// FailedRanks lists the ranks of this comm that have crashed or finalized, ascending
+// (kylix_failed_ranks).
+func (c *Comm) FailedRanks() []int { return c.v.FailedRanks() }
 
 // Close ends the comm and its transport. Plans of a closed comm fail with CodeState.
 // Requests in flight are finished first, in order: each wait in them is bounded by the
@@ -85,23 +91,5 @@ func (c *Comm) Close() error {
 		return nil
 	}
 	c.closed = true
-	return c.t.Close()
-}
-
-// setProcTransport replaces the process-level transport under the counting and node layers.
-func (c *Comm) setProcTransport(t Transport) {
-	s, counted := c.t.(*statsTransport)
-	inner := c.t
-	if counted {
-		inner = s.inner
-	}
-	if r, ok := inner.(*replicaTransport); ok {
-		r.raw = t
-		return
-	}
-	if counted {
-		s.inner = t
-	} else {
-		c.t = t
-	}
+	return c.v.Close()
 }

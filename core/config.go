@@ -1,18 +1,18 @@
 package core
 
 import (
+	"kylix/core/kernels"
+	"kylix/core/keyset"
+	"kylix/core/kx"
+	"kylix/core/planning"
 	"math"
 	"slices"
 )
 
-// DefaultAlpha is the power-law exponent degrees=auto assumes. Prop. 4.1's density curve
-// depends only weakly on it (paper Fig. 4), and the data does not reveal it cheaply.
-const DefaultAlpha = 1.0
-
 // values travelling with config (config_reduce), or nil for a plain config.
 type valueSpec struct {
-	d     Dtype
-	o     Op
+	d     kx.Dtype
+	o     kx.Op
 	width int
 	es    int // bytes per index: width * element size
 }
@@ -32,7 +32,7 @@ func (c *Comm) Config(outIdx, inIdx []int64) (*Plan, error) {
 		return nil, c.Reject(err)
 	}
 	p := &Plan{c: c, id: uint32(c.seq), nOut: len(outIdx), nIn: len(inIdx)}
-	err := c.collective(Fingerprint{Kind: KindConfig, Plan: p.id}, func(seq uint64) error {
+	err := c.collective(kx.Fingerprint{Kind: kx.KindConfig, Plan: p.id}, func(seq uint64) error {
 		_, err := p.configure(seq, outIdx, inIdx, nil, nil)
 		return err
 	})
@@ -45,7 +45,7 @@ func (c *Comm) Config(outIdx, inIdx []int64) (*Plan, error) {
 // ConfigReduce configures and reduces in one pass down and one up: indices and values travel
 // together (mini-batches whose indices change every step). The plan is returned when keep.
 func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVals []byte,
-	d Dtype, o Op, width int, keep bool) (*Plan, error) {
+	d kx.Dtype, o kx.Op, width int, keep bool) (*Plan, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVal
 	}
 	p := &Plan{c: c, id: uint32(c.seq), nOut: len(outIdx), nIn: len(inIdx)}
 	vs := &valueSpec{d: d, o: o, width: width, es: width * d.Size()}
-	fp := Fingerprint{Kind: KindConfigReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
+	fp := kx.Fingerprint{Kind: kx.KindConfigReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
 	err = c.collective(fp, func(seq uint64) error {
 		v, err := p.configure(seq, outIdx, inIdx, outVals, vs)
 		if err != nil {
@@ -99,17 +99,17 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 		return p.configurePacked(seq, outIdx, inIdx, outVals, vs, same)
 	}
 	threads := c.threads()
-	so := sortUniqueInto(outIdx, threads, &c.top.ent)
-	outKeys, outPos := so.keys, so.pos
+	so := keyset.SortUniqueInto(outIdx, threads, &c.top.Ent)
+	outKeys, outPos := so.Keys, so.Pos
 	inKeys, inPos := outKeys, outPos
 	if !same { // in = out is common (PageRank, model sync): sort once
-		si := sortUniqueInto(inIdx, threads, &c.top.ent)
-		inKeys, inPos = si.keys, si.pos
+		si := keyset.SortUniqueInto(inIdx, threads, &c.top.Ent)
+		inKeys, inPos = si.Keys, si.Pos
 	}
 	p.outPos, p.inPos, p.out0, p.in0 = outPos, inPos, len(outKeys), len(inKeys)
-	p.outFirst, p.outRest = so.first, so.rest
-	p.outRestPos = make([]int32, len(so.rest))
-	for i, q := range so.rest {
+	p.outFirst, p.outRest = so.First, so.Rest
+	p.outRestPos = make([]int32, len(so.Rest))
+	for i, q := range so.Rest {
 		p.outRestPos[i] = outPos[q]
 	}
 	if err := p.chooseTopology(seq, outIdx, func() int { return len(outKeys) }, same, vs); err != nil {
@@ -118,8 +118,8 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 	var v []byte
 	if vs != nil {
 		v = make([]byte, len(outKeys)*vs.es)
-		cb := newCombiner(vs.d, vs.o, vs.width, v)
-		cb.scatter(outVals, outPos)
+		cb := kernels.NewCombiner(vs.d, vs.o, vs.width, v)
+		cb.Scatter(outVals, outPos)
 	}
 	p.layers = make([]layerMap, p.topo.Layers())
 	var err error
@@ -138,21 +138,21 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 func (p *Plan) configurePacked(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *valueSpec, same bool) ([]byte, error) {
 	c := p.c
 	threads := c.threads()
-	if err := p.chooseTopology(seq, outIdx, func() int { return estimateUnique(outIdx, threads) }, same, vs); err != nil {
+	if err := p.chooseTopology(seq, outIdx, func() int { return keyset.EstimateUnique(outIdx, threads) }, same, vs); err != nil {
 		return nil, err
 	}
 	d0 := p.topo.Degrees[0]
-	out := packTop(outIdx, d0, threads, &c.rowKeyBuf[0])
+	out := keyset.PackLayer0(outIdx, d0, threads, &c.rowKeyBuf[0])
 	in := out
 	if !same {
-		in = packTop(inIdx, d0, threads, &c.rowKeyBuf[1])
+		in = keyset.PackLayer0(inIdx, d0, threads, &c.rowKeyBuf[1])
 	}
 	p.packed = true
-	p.outDst, p.inRow, p.out0, p.in0 = out.dst, in.dst, len(outIdx), len(inIdx)
+	p.outDst, p.inRow, p.out0, p.in0 = out.Dst, in.Dst, len(outIdx), len(inIdx)
 	var v []byte
 	if vs != nil { // every caller position is a row: its value moves, whatever the op
 		v = make([]byte, len(outIdx)*vs.es)
-		Scatter(v, outVals, out.dst, vs.es)
+		kernels.Scatter(v, outVals, out.Dst, vs.es)
 	}
 	p.layers = make([]layerMap, p.topo.Layers())
 	outKeys, inKeys, v, err := p.configTop(seq, out, in, same, v, vs)
@@ -193,7 +193,7 @@ func (p *Plan) chooseTopology(seq uint64, outIdx []int64, nUnique func() int, sa
 			c.streamDegrees = degrees
 		}
 	}
-	topo, err := NewTopology(degrees, c.nodes())
+	topo, err := planning.NewTopology(degrees, c.nodes())
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func (p *Plan) finish(outKeys, inKeys []uint64) {
 	p.bottomIdentity = len(inKeys) == len(outKeys) &&
 		(len(inKeys) == 0 || &inKeys[0] == &outKeys[0] || slices.Equal(inKeys, outKeys))
 	if !p.bottomIdentity { // in = out needs no bottom map
-		p.bottom = lookup(inKeys, outKeys)
+		p.bottom = keyset.Lookup(inKeys, outKeys)
 	}
 	p.fusedUp = p.canFuseUp()
 	p.c.statsPlan(p) // stats.go: degrees and per-layer key counts
@@ -217,14 +217,14 @@ func (p *Plan) finish(outKeys, inKeys []uint64) {
 // are, and with vs the rows' values), and sorts the rows its senders sent into the merged keys
 // it holds below the layer, with the map of every sender's rows (sortTop, topsort.go) and the
 // sub-range bounds down combines by.
-func (p *Plan) configTop(seq uint64, out, in topRows, same bool, v []byte, vs *valueSpec) ([]uint64, []uint64, []byte, error) {
+func (p *Plan) configTop(seq uint64, out, in keyset.Layer0Rows, same bool, v []byte, vs *valueSpec) ([]uint64, []uint64, []byte, error) {
 	c, t := p.c, p.topo
 	d, threads := t.Degrees[0], c.threads()
 	node := c.node()
 	me := t.Digit(node, 0)
 	lm := &p.layers[0]
-	lm.outSplit, lm.inSplit = out.split(d), in.split(d)
-	lists, done, err := p.exchangeConfig(seq, 0, out.keys, in.keys, same, v, vs)
+	lm.outSplit, lm.inSplit = out.Split(d), in.Split(d)
+	lists, done, err := p.exchangeConfig(seq, 0, out.Keys, in.Keys, same, v, vs)
 	defer done()
 	if err != nil {
 		return nil, nil, nil, err
@@ -234,7 +234,7 @@ func (p *Plan) configTop(seq uint64, out, in topRows, same bool, v []byte, vs *v
 	lm.outBounds = make([][]int, d)
 	inBounds := lm.outBounds
 	for g, m := range lists {
-		outLists[g], inLists[g] = m.out, m.in
+		outLists[g], inLists[g] = m.Out, m.In
 	}
 	sameIn := sameLists(inLists, outLists)
 	if !sameIn {
@@ -242,8 +242,8 @@ func (p *Plan) configTop(seq uint64, out, in topRows, same bool, v []byte, vs *v
 	}
 	for g := 0; g < d && err == nil; g++ {
 		from := t.Member(node, 0, g)
-		if lm.outBounds[g], err = rowBounds(outLists[g], d, me, from); err == nil && !sameIn {
-			inBounds[g], err = rowBounds(inLists[g], d, me, from)
+		if lm.outBounds[g], err = keyset.RowBounds(outLists[g], d, me, from); err == nil && !sameIn {
+			inBounds[g], err = keyset.RowBounds(inLists[g], d, me, from)
 		}
 	}
 	// With no layer below and in = out, nothing needs the merged keys sorted (no split points
@@ -254,11 +254,11 @@ func (p *Plan) configTop(seq uint64, out, in topRows, same bool, v []byte, vs *v
 	var newOut, newIn []uint64
 	var outMaps, inMaps [][]int32
 	if err == nil {
-		newOut, outMaps, lm.mergedBounds, err = sortTop(outLists, lm.outBounds, d, me, threads, appearance, &c.top)
+		newOut, outMaps, lm.mergedBounds, err = keyset.SortLayer0(outLists, lm.outBounds, d, me, threads, appearance, &c.top)
 	}
 	newIn, inMaps = newOut, outMaps
 	if err == nil && !sameIn {
-		newIn, inMaps, _, err = sortTop(inLists, inBounds, d, me, threads, false, &c.top)
+		newIn, inMaps, _, err = keyset.SortLayer0(inLists, inBounds, d, me, threads, false, &c.top)
 	}
 	if err != nil {
 		return nil, nil, nil, err
@@ -271,14 +271,14 @@ func (p *Plan) configTop(seq uint64, out, in topRows, same bool, v []byte, vs *v
 // combineConfigValues combines config_reduce's values as they came (lists[g].vals, mapped by
 // maps[g]) into a new vector of n merged keys, in source order, never arrival order: bitwise
 // reproducible. nil for a plain config.
-func combineConfigValues(lists []configLists, maps [][]int32, n int, vs *valueSpec) []byte {
+func combineConfigValues(lists []keyset.ConfigLists, maps [][]int32, n int, vs *valueSpec) []byte {
 	if vs == nil {
 		return nil
 	}
 	nv := make([]byte, n*vs.es)
-	cb := newCombiner(vs.d, vs.o, vs.width, nv)
+	cb := kernels.NewCombiner(vs.d, vs.o, vs.width, nv)
 	for g, m := range lists {
-		cb.scatter(m.vals, maps[g])
+		cb.Scatter(m.Vals, maps[g])
 	}
 	return nv
 }
@@ -289,27 +289,27 @@ func combineConfigValues(lists []configLists, maps [][]int32, n int, vs *valueSp
 // share as views; done releases the received payloads once the caller is through with them.
 // Layer 0 of a packed plan sends rows (msgRows): a compressed message carries their sets and
 // each row's position in its set (setPerm).
-func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v []byte, vs *valueSpec) ([]configLists, func(), error) {
+func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v []byte, vs *valueSpec) ([]keyset.ConfigLists, func(), error) {
 	c, t := p.c, p.topo
 	node, d := c.node(), t.Degrees[i]
 	me := t.Digit(node, i)
 	lm := &p.layers[i]
 	rows := p.packed && i == 0
-	phase := PhaseConfig
+	phase := kx.PhaseConfig
 	es := 0
 	if vs != nil {
-		phase, es = PhaseConfigDown, vs.es
+		phase, es = kx.PhaseConfigDown, vs.es
 	}
-	tag := Tag{Seq: seq, Layer: uint8(i), Phase: phase}
-	lists := make([]configLists, d)
-	slice := func(g int) configLists {
+	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: phase}
+	lists := make([]keyset.ConfigLists, d)
+	slice := func(g int) keyset.ConfigLists {
 		oa, ob := lm.outSplit[g], lm.outSplit[g+1]
-		m := configLists{out: out[oa:ob], in: in[lm.inSplit[g]:lm.inSplit[g+1]]}
+		m := keyset.ConfigLists{Out: out[oa:ob], In: in[lm.inSplit[g]:lm.inSplit[g+1]]}
 		if same {
-			m.in = m.out
+			m.In = m.Out
 		}
 		if vs != nil {
-			m.vals = v[oa*es : ob*es]
+			m.Vals = v[oa*es : ob*es]
 		}
 		return m
 	}
@@ -321,24 +321,24 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 		}
 		m := slice(g)
 		to := t.Member(node, i, g)
-		keys := len(m.out)
+		keys := len(m.Out)
 		if !same {
-			keys += len(m.in)
+			keys += len(m.In)
 		}
 		pack := c.compressTo(to, keys)
 		var outPerm, inPerm []int32
 		if rows && pack {
-			rowsIn := m.in
-			if m.out, outPerm, serr = setPerm(m.out, d, g, c.threads(), &c.top); serr == nil {
-				m.in, inPerm = m.out, outPerm
+			rowsIn := m.In
+			if m.Out, outPerm, serr = keyset.SetPerm(m.Out, d, g, c.threads(), &c.top); serr == nil {
+				m.In, inPerm = m.Out, outPerm
 				if !same {
-					m.in, inPerm, serr = setPerm(rowsIn, d, g, c.threads(), &c.top)
+					m.In, inPerm, serr = keyset.SetPerm(rowsIn, d, g, c.threads(), &c.top)
 				}
 			}
 		}
-		msg := buildConfigMsg(m.out, m.in, same, rows, outPerm, inPerm, m.vals, pack)
-		c.noteConfigMsg(tag, msg.msgFigures, true)
-		sg.send(to, tag, msg.bufs...)
+		msg := keyset.BuildConfigMsg(m.Out, m.In, same, rows, outPerm, inPerm, m.Vals, pack)
+		c.noteConfigMsg(tag, msg.MsgFigures, true)
+		sg.send(to, tag, msg.Bufs...)
 	}
 	payloads := make([][]byte, 0, d) // released once merged
 	done := func() {
@@ -353,13 +353,13 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 			continue
 		}
 		from := t.Member(node, i, g)
-		b, err := c.t.Recv(from, tag)
+		b, err := c.recv(from, tag)
 		if err != nil {
 			rerr = err
 			break
 		}
 		payloads = append(payloads, b)
-		m, fig, err := parseConfigMsg(b, es, from, rows)
+		m, fig, err := keyset.ParseConfigMsg(b, es, from, rows)
 		if err != nil {
 			rerr = err
 			break
@@ -379,8 +379,8 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *valueSpec) ([]uint64, []uint64, []byte, error) {
 	t := p.topo
 	lm := &p.layers[i]
-	lm.outSplit = SplitPoints(out, t.Degrees, i)
-	lm.inSplit = SplitPoints(in, t.Degrees, i)
+	lm.outSplit = keyset.SplitPoints(out, t.Degrees, i)
+	lm.inSplit = keyset.SplitPoints(in, t.Degrees, i)
 	same := len(in) == len(out) && (len(in) == 0 || &in[0] == &out[0]) // in = out, shared
 	lists, done, err := p.exchangeConfig(seq, i, out, in, same, v, vs)
 	defer done()
@@ -390,12 +390,12 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 	outLists := make([][]uint64, len(lists))
 	inLists := make([][]uint64, len(lists))
 	for g, m := range lists {
-		outLists[g], inLists[g] = m.out, m.in
+		outLists[g], inLists[g] = m.Out, m.In
 	}
-	newOut, outMaps := treeMerge(outLists)
+	newOut, outMaps := keyset.TreeMerge(outLists)
 	newIn, inMaps := newOut, outMaps
 	if !sameLists(inLists, outLists) {
-		newIn, inMaps = treeMerge(inLists)
+		newIn, inMaps = keyset.TreeMerge(inLists)
 	}
 	nv := combineConfigValues(lists, outMaps, len(newOut), vs) // the values travel in sorted order
 	lm.outMaps, lm.inMaps, lm.outLen, lm.inLen = outMaps, inMaps, len(newOut), len(newIn)
@@ -447,7 +447,7 @@ func (c *Comm) autoDegrees(seq uint64, outIdx []int64, nUnique int, same bool, e
 	for _, x := range outIdx {
 		maxIdx = max(maxIdx, x)
 	}
-	all, err := c.allgatherSmall(seq, []uint64{uint64(nUnique), uint64(maxIdx + 1), uint64(b2i(same))})
+	all, err := c.allgatherSmall(seq, []uint64{uint64(nUnique), uint64(maxIdx + 1), uint64(keyset.BoolInt(same))})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package core_test
 import (
 	"bytes"
 	"fmt"
+	"kylix/core/kx"
 	"math"
 	"math/rand"
 	"runtime"
@@ -18,7 +19,7 @@ import (
 // reduceAllocs is the heap allocations of one reduce on every rank of an m-rank in-memory job
 // with k indices per rank (averaged by testing.AllocsPerRun, which counts the whole process).
 func reduceAllocs(t *testing.T, m, k int, degrees string) (allocs, bytes float64) {
-	j := newLiveJob(t, m, core.Options{Degrees: degrees, Threads: 1})
+	j := newLiveJob(t, m, kx.Options{Degrees: degrees, Threads: 1})
 	sets := benchSets(m, k, 20*k)
 	plans := make([]*core.Plan, m)
 	j.each(t, func(r int, c *core.Comm) (err error) {
@@ -33,7 +34,7 @@ func reduceAllocs(t *testing.T, m, k int, degrees string) (allocs, bytes float64
 	}
 	run := func() {
 		j.each(t, func(r int, c *core.Comm) error {
-			return plans[r].Reduce(vals[r], res[r], core.F32, core.Sum, 1)
+			return plans[r].Reduce(vals[r], res[r], kx.F32, kx.Sum, 1)
 		})
 	}
 	run() // sizes the plans' buffers
@@ -89,15 +90,15 @@ func randomData(seed int64, rank, n, k, width int) rankData {
 }
 
 // encodeRaw writes float64 values as dtype d without valueFor's exactness clamp.
-func encodeRaw(d core.Dtype, vals []float64) []byte {
+func encodeRaw(d kx.Dtype, vals []float64) []byte {
 	b := make([]byte, len(vals)*d.Size())
 	for i, v := range vals {
 		switch d {
-		case core.F32:
+		case kx.F32:
 			putU32(b[4*i:], math.Float32bits(float32(v)))
-		case core.F64:
+		case kx.F64:
 			putU64(b[8*i:], math.Float64bits(v))
-		case core.I32:
+		case kx.I32:
 			putU32(b[4*i:], uint32(int32(v*1000)))
 		default:
 			putU64(b[8*i:], uint64(int64(v*1e6)))
@@ -125,7 +126,7 @@ func TestThreadsBitwise(t *testing.T) {
 			const n, k = 3000, 700
 			var want [][]byte // per (rank, case), from threads=1
 			for _, threads := range []int{1, 2, 4, 2} {
-				j := newLiveJob(t, pl.m, core.Options{Degrees: pl.degrees, Threads: threads})
+				j := newLiveJob(t, pl.m, kx.Options{Degrees: pl.degrees, Threads: threads})
 				got := make([][][]byte, pl.m)
 				j.each(t, func(r int, c *core.Comm) error {
 					for _, width := range []int{1, 3} {

@@ -1,6 +1,11 @@
 package core
 
-import "unsafe"
+import (
+	"kylix/core/kernels"
+	"kylix/core/kx"
+	"kylix/core/planning"
+	"unsafe"
+)
 
 // Allreduce combines every rank's send vector elementwise and leaves the result in recv on
 // every rank (send and recv may be the same buffer). It runs the same nested butterfly as the
@@ -8,21 +13,21 @@ import "unsafe"
 // the members' copies of it (reduce-scatter), then the ranges travel back up (allgather). Every
 // rank moves about 2(m-1)/m of the vector, and each element is combined by one owner in source
 // order, so all ranks get the same bits.
-func (c *Comm) Allreduce(send, recv []byte, d Dtype, o Op) error {
+func (c *Comm) Allreduce(send, recv []byte, d kx.Dtype, o kx.Op) error {
 	return wait(c.allreduce(send, recv, d, o, false))
 }
 
 // allreduce checks an allreduce's arguments and issues it (IAllreduce with async).
-func (c *Comm) allreduce(send, recv []byte, d Dtype, o Op, async bool) (*Request, error) {
+func (c *Comm) allreduce(send, recv []byte, d kx.Dtype, o kx.Op, async bool) (*Request, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
-	err := CheckDtypeOp(d, o)
+	err := kernels.CheckDtypeOp(d, o)
 	if err == nil && len(send) != len(recv) {
-		err = Errorf(CodeArg, "send holds %d bytes but recv %d", len(send), len(recv))
+		err = kx.Errorf(kx.CodeArg, "send holds %d bytes but recv %d", len(send), len(recv))
 	}
 	if err == nil && len(send)%d.Size() != 0 {
-		err = Errorf(CodeArg, "send holds %d bytes, not a whole number of %s", len(send), d)
+		err = kx.Errorf(kx.CodeArg, "send holds %d bytes, not a whole number of %s", len(send), d)
 	}
 	if err == nil { // the members' copies of this rank's chunks, or the direct exchange's
 		err = checkRoom(uint64(len(send)), "count", "allreduce's receive scratch")
@@ -32,7 +37,7 @@ func (c *Comm) allreduce(send, recv []byte, d Dtype, o Op, async bool) (*Request
 	}
 	es := d.Size()
 	n := len(send) / es
-	fp := Fingerprint{Kind: KindAllreduce, Dtype: uint8(d), Op: uint16(o), Count: int64(n)}
+	fp := kx.Fingerprint{Kind: kx.KindAllreduce, Dtype: uint8(d), Op: uint16(o), Count: int64(n)}
 	return c.issue(fp, func(seq uint64) error {
 		if len(send) > 0 && unsafe.SliceData(send) != unsafe.SliceData(recv) {
 			copy(recv, send)
@@ -40,7 +45,7 @@ func (c *Comm) allreduce(send, recv []byte, d Dtype, o Op, async bool) (*Request
 		if n*es <= c.denseSwitch() {
 			return c.allreduceDirect(seq, recv, d, o)
 		}
-		topo, err := NewTopology(c.denseDegrees(), c.nodes())
+		topo, err := planning.NewTopology(c.denseDegrees(), c.nodes())
 		if err != nil {
 			return err
 		}
@@ -67,7 +72,7 @@ func (c *Comm) allreduce(send, recv []byte, d Dtype, o Op, async bool) (*Request
 // denseSlots posts, for every layer, where each member's copy of this node's chunk lands: the
 // comm's scratch, one slot per member and layer (every layer's own memory, so that everything
 // can be posted up front and no message waits in a transport buffer). Returns slots[i][g].
-func (c *Comm) denseSlots(seq uint64, topo Topology, n, es int) [][][]byte {
+func (c *Comm) denseSlots(seq uint64, topo planning.Topology, n, es int) [][][]byte {
 	node := c.node()
 	lo, hi := 0, n
 	total := 0
@@ -78,7 +83,7 @@ func (c *Comm) denseSlots(seq uint64, topo Topology, n, es int) [][][]byte {
 		lo, hi = a, b
 	}
 	if len(c.denseBuf) < total {
-		c.denseBuf = alignedBytes(total)
+		c.denseBuf = kernels.AlignedBytes(total)
 	}
 	slots := make([][][]byte, topo.Layers())
 	off := 0
@@ -95,7 +100,7 @@ func (c *Comm) denseSlots(seq uint64, topo Topology, n, es int) [][][]byte {
 			}
 			slots[i][g] = c.denseBuf[off : off+size : off+size]
 			off += roundUp(size)
-			c.t.Expect(topo.Member(node, i, g), Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDense}, slots[i][g])
+			c.expect(topo.Member(node, i, g), kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDense}, slots[i][g])
 		}
 		lo, hi = a, b
 	}
@@ -113,7 +118,7 @@ func (c *Comm) denseDegrees() []int {
 	if m > 8 {
 		spec = "binary"
 	}
-	ds, _ := ParseDegreesSpec(spec, m)
+	ds, _ := kx.ParseDegreesSpec(spec, m)
 	return ds
 }
 
@@ -130,10 +135,10 @@ const denseSegment = 256 << 10
 // denseDown sends each member its chunk of [lo,hi) of buf and combines the members' copies of
 // this node's chunk, which land in slots[g], in source order, segment by segment as they
 // arrive. It returns this node's chunk.
-func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi int, d Dtype, o Op, slots [][]byte) (int, int, error) {
+func (c *Comm) denseDown(seq uint64, topo planning.Topology, i int, buf []byte, lo, hi int, d kx.Dtype, o kx.Op, slots [][]byte) (int, int, error) {
 	node, deg, es := c.node(), topo.Degrees[i], d.Size()
 	me := topo.Digit(node, i)
-	tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDense}
+	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDense}
 	sg := c.sends()
 	for g := 0; g < deg; g++ {
 		if g != me {
@@ -157,13 +162,13 @@ func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi in
 		for g := 0; g < deg; g++ {
 			src := mine
 			if g != me {
-				if rerr = c.t.AwaitPrefix(topo.Member(node, i, g), tag, end); rerr != nil {
+				if rerr = c.awaitPrefix(topo.Member(node, i, g), tag, end); rerr != nil {
 					break
 				}
 				src = slots[g]
 			}
 			if g > 0 {
-				Combine(d, o, acc[off:end], src[off:end])
+				kernels.Combine(d, o, acc[off:end], src[off:end])
 			}
 		}
 		if rerr == nil && me != 0 {
@@ -172,7 +177,7 @@ func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi in
 	}
 	for g := 0; g < deg && rerr == nil; g++ {
 		if g != me { // landed whole by now: counts the message
-			_, rerr = c.t.Await(topo.Member(node, i, g), tag)
+			_, rerr = c.await(topo.Member(node, i, g), tag)
 		}
 	}
 	if err := sg.wait(); rerr == nil {
@@ -184,14 +189,14 @@ func (c *Comm) denseDown(seq uint64, topo Topology, i int, buf []byte, lo, hi in
 // denseUp sends this node's reduced chunk of [lo,hi) to every member and receives theirs,
 // straight into their place in buf (the caller's recv: the down phase's sends from there are
 // done, and a failed call quiesces its places before it returns, see Comm.run).
-func (c *Comm) denseUp(seq uint64, topo Topology, i int, buf []byte, lo, hi, es int) error {
+func (c *Comm) denseUp(seq uint64, topo planning.Topology, i int, buf []byte, lo, hi, es int) error {
 	node, deg := c.node(), topo.Degrees[i]
 	me := topo.Digit(node, i)
-	tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseUp}
+	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}
 	for g := 0; g < deg; g++ {
 		if g != me {
 			ga, gb := chunk(lo, hi, g, deg)
-			c.t.Expect(topo.Member(node, i, g), tag, buf[ga*es:gb*es])
+			c.expect(topo.Member(node, i, g), tag, buf[ga*es:gb*es])
 		}
 	}
 	a, b := chunk(lo, hi, me, deg)
@@ -204,7 +209,7 @@ func (c *Comm) denseUp(seq uint64, topo Topology, i int, buf []byte, lo, hi, es 
 	var rerr error
 	for g := 0; g < deg && rerr == nil; g++ {
 		if g != me {
-			_, rerr = c.t.Await(topo.Member(node, i, g), tag)
+			_, rerr = c.await(topo.Member(node, i, g), tag)
 		}
 	}
 	if err := sg.wait(); rerr == nil {
@@ -232,12 +237,12 @@ func (c *Comm) denseSwitch() int {
 
 // allreduceDirect sends the whole vector to every rank in one round; each rank combines all m
 // copies in rank order, so every rank computes the same bits.
-func (c *Comm) allreduceDirect(seq uint64, buf []byte, d Dtype, o Op) error {
+func (c *Comm) allreduceDirect(seq uint64, buf []byte, d kx.Dtype, o kx.Op) error {
 	m, me := c.nodes(), c.node()
 	if m == 1 {
 		return nil
 	}
-	tag := Tag{Seq: seq, Phase: PhaseSmall}
+	tag := kx.Tag{Seq: seq, Phase: kx.PhaseSmall}
 	mine := append([]byte(nil), buf...)
 	sg := c.sends()
 	for r := 0; r < m; r++ {
@@ -245,20 +250,20 @@ func (c *Comm) allreduceDirect(seq uint64, buf []byte, d Dtype, o Op) error {
 			sg.send(r, tag, mine)
 		}
 	}
-	cb := newCombiner(d, o, 1, buf) // a user op starts from rank 0's copy, not an identity
+	cb := kernels.NewCombiner(d, o, 1, buf) // a user op starts from rank 0's copy, not an identity
 	var rerr error
 	for r := 0; r < m && rerr == nil; r++ {
 		src := mine
 		if r != me {
-			if src, rerr = c.t.Recv(r, tag); rerr != nil {
+			if src, rerr = c.recv(r, tag); rerr != nil {
 				break
 			}
 			if len(src) != len(mine) {
-				rerr = Errorf(CodeMismatch, "rank %d sent %d bytes, this rank %d: counts differ", r, len(src), len(mine))
+				rerr = kx.Errorf(kx.CodeMismatch, "rank %d sent %d bytes, this rank %d: counts differ", r, len(src), len(mine))
 				break
 			}
 		}
-		cb.combine(src)
+		cb.Combine(src)
 		if r != me {
 			c.release(src)
 		}

@@ -1,24 +1,26 @@
 package core
 
+import (
+	"kylix/core/keyset"
+	"kylix/core/kx"
+	"kylix/core/planning"
+)
+
 // SetMinPerWorker lets tests send small inputs down the multi-worker paths; it returns a
 // function that restores the default.
-func SetMinPerWorker(n int) (restore func()) {
-	old := minPerWorker
-	minPerWorker = n
-	return func() { minPerWorker = old }
-}
+func SetMinPerWorker(n int) (restore func()) { return keyset.SetForTest(&keyset.MinPerWorker, n) }
 
 // LinkModelFor is the model measured on a link of the given latency and throughput (bytes/s)
 // where a message of s bytes takes latency + s/throughput one way.
-func LinkModelFor(latency, bytesPerSec float64) *Links {
+func LinkModelFor(latency, bytesPerSec float64) *planning.Links {
 	sizes := []int{probeTinyBytes}
 	rtt := []float64{2 * latency}
 	for b := probeMinBytes; b <= probeMaxBytes; b *= 2 {
 		sizes = append(sizes, b)
 		rtt = append(rtt, 2*latency+float64(b)/bytesPerSec)
 	}
-	l := &Links{LatencyS: latency, Points: curvePoints(sizes, rtt), Source: "test"}
-	l.finish()
+	l := &planning.Links{LatencyS: latency, Points: planning.CurvePoints(sizes, rtt), Source: "test"}
+	l.Finish()
 	return l
 }
 
@@ -29,28 +31,15 @@ func SetTestLinks(c *Comm, latency, bytesPerSec float64) {
 	c.setLinks(LinkModelFor(latency, bytesPerSec))
 }
 
-// ConfigListStart is where the first index list starts in a compressed config message b: after
-// the longer header of a layer-0 rows message (msgRows), or the plain compressed one.
-func ConfigListStart(b []byte) int {
-	if getU64(b)&msgRows != 0 {
-		return rowsHdr
-	}
-	return packedHdr
-}
-
 // SetHashMaxRows sets the largest sub-range a layer-0 member merges by hashing (topsort.go); it
 // returns a function that restores the default.
-func SetHashMaxRows(n int) (restore func()) {
-	old := hashMaxRows
-	hashMaxRows = n
-	return func() { hashMaxRows = old }
-}
+func SetHashMaxRows(n int) (restore func()) { return keyset.SetForTest(&keyset.HashMaxRows, n) }
 
 // SetSmallDownBytes sets the largest down layer reduce receives whole before combining
 // (smallDown; -1: none, every layer streams sub-range by sub-range); it returns a function that
 // restores the default.
-func SetSmallDownBytes(n int) (restore func()) {
-	old := smallDownBytes
-	smallDownBytes = n
-	return func() { smallDownBytes = old }
-}
+func SetSmallDownBytes(n int) (restore func()) { return keyset.SetForTest(&smallDownBytes, n) }
+
+// ProcTransport is the process transport under c's view, whose own counters tests compare with
+// the comm's statistics.
+func ProcTransport(c *Comm) kx.Transport { return c.v.Transport() }

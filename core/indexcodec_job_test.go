@@ -3,6 +3,8 @@ package core_test
 import (
 	"bytes"
 	"fmt"
+	"kylix/core/keyset"
+	"kylix/core/kx"
 	"strings"
 	"sync"
 	"testing"
@@ -27,7 +29,7 @@ func TestCompressBitwise(t *testing.T) {
 			var want [][]byte
 			for _, mode := range modes {
 				compress := strings.TrimSuffix(mode, "-slow")
-				j := newLiveJob(t, pl.m, core.Options{Degrees: pl.degrees, Compress: compress, Threads: 2})
+				j := newLiveJob(t, pl.m, kx.Options{Degrees: pl.degrees, Compress: compress, Threads: 2})
 				if mode == "auto-slow" {
 					for _, c := range j.comms {
 						core.SetTestLinks(c, 100e-6, 25e6) // 200 Mbit/s
@@ -41,13 +43,13 @@ func TestCompressBitwise(t *testing.T) {
 						if err != nil {
 							return err
 						}
-						for _, d := range []core.Dtype{core.F32, core.F64} {
+						for _, d := range []kx.Dtype{kx.F32, kx.F64} {
 							in := make([]byte, len(rd.in)*width*d.Size())
-							if err := p.Reduce(encodeRaw(d, rd.vals), in, d, core.Sum, width); err != nil {
+							if err := p.Reduce(encodeRaw(d, rd.vals), in, d, kx.Sum, width); err != nil {
 								return err
 							}
 							in2 := make([]byte, len(in))
-							if _, err := c.ConfigReduce(rd.out, encodeRaw(d, rd.vals), rd.in, in2, d, core.Sum, width, false); err != nil {
+							if _, err := c.ConfigReduce(rd.out, encodeRaw(d, rd.vals), rd.in, in2, d, kx.Sum, width, false); err != nil {
 								return err
 							}
 							got[r] = append(got[r], in, in2)
@@ -106,7 +108,7 @@ func TestCompressAgainstBruteForce(t *testing.T) {
 		for r := range all {
 			all[r] = genRank(int64(pl.m), r, n, 400+50*r, 300+30*r, 2)
 		}
-		j := newLiveJob(t, pl.m, core.Options{Degrees: pl.degrees, Compress: "lz4"})
+		j := newLiveJob(t, pl.m, kx.Options{Degrees: pl.degrees, Compress: "lz4"})
 		j.each(t, func(_ int, c *core.Comm) error { return checkEveryDtypeOp(t, c, all, 2, true) })
 	}
 }
@@ -114,14 +116,14 @@ func TestCompressAgainstBruteForce(t *testing.T) {
 // corruptingTransport flips a byte in the compressed index list of every config message rank
 // `bad` sends.
 type corruptingTransport struct {
-	core.Transport
+	kx.Transport
 	bad int
 }
 
-func (ct corruptingTransport) Send(to int, tag core.Tag, bufs ...[]byte) error {
-	if ct.Rank() == ct.bad && tag.Phase == core.PhaseConfig && len(bufs) > 0 && len(bufs[0]) > core.ConfigListStart(bufs[0])+8 {
+func (ct corruptingTransport) Send(to int, tag kx.Tag, bufs ...[]byte) error {
+	if ct.Rank() == ct.bad && tag.Phase == kx.PhaseConfig && len(bufs) > 0 && len(bufs[0]) > keyset.ConfigListStart(bufs[0])+8 {
 		b := bytes.Clone(bufs[0])
-		b[core.ConfigListStart(b)+4] ^= 0xff // inside the out list's first chunk header
+		b[keyset.ConfigListStart(b)+4] ^= 0xff // inside the out list's first chunk header
 		bufs = append([][]byte{b}, bufs[1:]...)
 	}
 	return ct.Transport.Send(to, tag, bufs...)
@@ -138,7 +140,7 @@ func TestCompressCorruptPayload(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			opts := core.Options{Rank: r, Size: m, Degrees: "direct", Replication: 1, Timeout: jobTimeout, Compress: "lz4"}
+			opts := kx.Options{Rank: r, Size: m, Degrees: "direct", Replication: 1, Timeout: jobTimeout, Compress: "lz4"}
 			c, err := core.NewComm(corruptingTransport{ts[r], bad}, opts)
 			if err != nil {
 				errs[r] = err
@@ -155,7 +157,7 @@ func TestCompressCorruptPayload(t *testing.T) {
 		if err == nil && r != bad { // the sender may finish before the receivers' abort reaches it
 			t.Fatalf("rank %d: config succeeded on a corrupt message", r)
 		}
-		if core.CodeOf(err) == core.CodeInternal && strings.Contains(err.Error(), fmt.Sprintf("rank %d sent a corrupt", bad)) {
+		if kx.CodeOf(err) == kx.CodeInternal && strings.Contains(err.Error(), fmt.Sprintf("rank %d sent a corrupt", bad)) {
 			named++
 		}
 	}

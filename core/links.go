@@ -1,6 +1,8 @@
 package core
 
 import (
+	"kylix/core/kx"
+	"kylix/core/planning"
 	"math"
 	"slices"
 	"time"
@@ -36,111 +38,20 @@ const (
 	probeReps       = 3
 	probeBudget     = 40 * time.Millisecond
 	probeStepBudget = 8 * time.Millisecond
-	peakFraction    = 0.8
 )
-
-// LinkPoint is one size of the link curve: the one-way time of a message of Bytes (round trip
-// less the acknowledgement's latency) and the throughput it gives.
-type LinkPoint struct {
-	Bytes       int64   `json:"bytes"`
-	Seconds     float64 `json:"seconds"`
-	BytesPerSec float64 `json:"bytes_per_s"`
-}
-
-// Links is the link model, the same on every rank of the job: the measured points and the
-// textbook model fitted to them, a message of s bytes taking OverheadS + s/BytesPerSec one way.
-// The fit, not the noisy points themselves, prices messages and gives min_packet: at
-// s = 4·OverheadS·BytesPerSec a message reaches peakFraction (80%) of the link's throughput.
-type Links struct {
-	LatencyS    float64     `json:"latency_s"`       // one-way time of a tiny message
-	OverheadS   float64     `json:"overhead_s"`      // fitted per-message cost
-	BytesPerSec float64     `json:"bytes_per_s"`     // fitted throughput of large messages
-	MinPacket   int64       `json:"min_packet"`      // smallest size reaching peakFraction of it
-	Points      []LinkPoint `json:"points"`          // ascending sizes
-	Measured    int         `json:"links_measured"`  // links per size (ranks x shifts)
-	ProbeS      float64     `json:"probe_s"`         // how long the measurement took (this rank)
-	Peers       []LinkPeer  `json:"peers,omitempty"` // this rank's own measured links
-	Source      string      `json:"source,omitempty"`
-	// Rates are the compute rates every rank plans with (degrees=auto): each rank's quick
-	// measurement, the median over ranks.
-	Rates   ComputeRates `json:"compute_rates"`
-	peerIdx map[int]int  // rank -> index in Peers
-}
-
-// LinkPeer is one link this rank measured itself, fitted as Links is: for decisions about
-// messages to that peer (compress=auto), which need no agreement.
-type LinkPeer struct {
-	Rank        int         `json:"rank"`
-	OverheadS   float64     `json:"overhead_s"`
-	BytesPerSec float64     `json:"bytes_per_s"`
-	Points      []LinkPoint `json:"points"`
-}
-
-// Time is the model's one-way time of a message of b bytes.
-func (l *Links) Time(b float64) float64 { return l.OverheadS + max(b, 0)/l.BytesPerSec }
-
-// PeerBytesPerSec is the throughput of the link to rank: this rank's own measurement of it when
-// it made one, else the job's.
-func (l *Links) PeerBytesPerSec(rank int) float64 {
-	if i, ok := l.peerIdx[rank]; ok {
-		return l.Peers[i].BytesPerSec
-	}
-	return l.BytesPerSec
-}
-
-// fitLink fits t = L + s/B to the points by least squares, with L at least lat (the tiny
-// message's time; below it the fit goes through (0, lat)). Plain least squares lets the large
-// sizes, whose times are mostly bytes, set the rate: a small message's time says little about
-// it (on a shaped link it may pass in the shaper's burst at memory speed). Points that give no
-// positive rate fall back to the best measured throughput.
-func fitLink(lat float64, pts []LinkPoint) (overhead, bytesPerSec float64) {
-	var n, ss, sss, st, sst, best float64
-	for _, p := range pts {
-		x := float64(p.Bytes)
-		n, ss, sss, st, sst = n+1, ss+x, sss+x*x, st+p.Seconds, sst+x*p.Seconds
-		best = max(best, p.BytesPerSec)
-	}
-	if len(pts) == 0 {
-		return lat, 0
-	}
-	det := n*sss - ss*ss
-	l, inv := 0.0, 0.0
-	if len(pts) >= 2 && det > 0 {
-		l, inv = (st*sss-ss*sst)/det, (n*sst-ss*st)/det
-	}
-	if l < lat || inv <= 0 { // through (0, lat)
-		l, inv = lat, (sst-lat*ss)/sss
-	}
-	if inv <= 0 {
-		return l, best
-	}
-	return l, 1 / inv
-}
-
-// finish fits the model to the points, derives min_packet and indexes the peers.
-func (l *Links) finish() {
-	l.OverheadS, l.BytesPerSec = fitLink(l.LatencyS, l.Points)
-	l.MinPacket = max(1, int64(math.Ceil(peakFraction/(1-peakFraction)*l.OverheadS*l.BytesPerSec)))
-	l.peerIdx = map[int]int{}
-	for i := range l.Peers {
-		p := &l.Peers[i]
-		p.OverheadS, p.BytesPerSec = fitLink(l.LatencyS, p.Points)
-		l.peerIdx[p.Rank] = i
-	}
-}
 
 // MeasureLinks measures the links now (a collective: every rank calls it) and keeps the result
 // for planning (degrees=auto without min_packet) and compress=auto. A replicated comm cannot
 // agree on measured figures (needLinks) and gets CodeArg.
-func (c *Comm) MeasureLinks() (*Links, error) {
+func (c *Comm) MeasureLinks() (*planning.Links, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
 	if c.opts.Replication > 1 {
-		return nil, c.Reject(Errorf(CodeArg, "replication: links are not measured with replication %d > 1 (replicas' timings race)", c.opts.Replication))
+		return nil, c.Reject(kx.Errorf(kx.CodeArg, "replication: links are not measured with replication %d > 1 (replicas' timings race)", c.opts.Replication))
 	}
-	var l *Links
-	err := c.collective(Fingerprint{Kind: KindLinks}, func(seq uint64) error {
+	var l *planning.Links
+	err := c.collective(kx.Fingerprint{Kind: kx.KindLinks}, func(seq uint64) error {
 		var err error
 		l, err = c.measureLinks(seq)
 		return err
@@ -175,7 +86,7 @@ func (c *Comm) linksForConfig(seq uint64) error {
 }
 
 // measureLinks runs the probe rounds inside collective seq and keeps the agreed model.
-func (c *Comm) measureLinks(seq uint64) (*Links, error) {
+func (c *Comm) measureLinks(seq uint64) (*planning.Links, error) {
 	m, me := c.nodes(), c.node()
 	if m == 1 {
 		return nil, nil
@@ -228,7 +139,7 @@ func (c *Comm) measureLinks(seq uint64) (*Links, error) {
 		// The typical (median) round decides, not the slowest: on shared cores one rank's
 		// round can take milliseconds of scheduling, which says nothing of the link. The next
 		// size costs about twice this one's round, probeReps times per shift.
-		typical := time.Duration(1e9 * medianRound(all, len(shifts), m))
+		typical := time.Duration(1e9 * planning.MedianRound(all, len(shifts), m))
 		if len(sizes) == 1 {
 			tiny = typical
 		} else if typical >= probeByteBound*tiny {
@@ -244,33 +155,33 @@ func (c *Comm) measureLinks(seq uint64) (*Links, error) {
 			s *= 2
 		}
 	}
-	l := linksFrom(sizes, agreed, len(shifts), m)
+	l := planning.LinksFrom(sizes, agreed, len(shifts), m)
 	for h, k := range shifts {
 		peer := (me + k) % m
-		if slices.ContainsFunc(l.Peers, func(p LinkPeer) bool { return p.Rank == peer }) {
+		if slices.ContainsFunc(l.Peers, func(p planning.LinkPeer) bool { return p.Rank == peer }) {
 			continue
 		}
 		rtt := make([]float64, len(sizes))
 		for j := range sizes {
 			rtt[j] = own[h][j].Seconds()
 		}
-		l.Peers = append(l.Peers, LinkPeer{Rank: peer, Points: curvePoints(sizes, rtt)})
+		l.Peers = append(l.Peers, planning.LinkPeer{Rank: peer, Points: planning.CurvePoints(sizes, rtt)})
 	}
-	rates, err := c.agreeRates(seq, quickComputeRates())
+	rates, err := c.agreeRates(seq, planning.QuickComputeRates())
 	if err != nil {
 		return nil, err
 	}
 	l.Rates = rates
 	l.ProbeS = time.Since(start).Seconds()
 	l.Source = "measured"
-	l.finish()
+	l.Finish()
 	c.setLinks(l)
 	return l, nil
 }
 
 // agreeRates gives every rank the median over ranks of each compute rate, so that all plan
 // alike.
-func (c *Comm) agreeRates(seq uint64, mine ComputeRates) (ComputeRates, error) {
+func (c *Comm) agreeRates(seq uint64, mine planning.ComputeRates) (planning.ComputeRates, error) {
 	f := []*float64{&mine.SortNs, &mine.MergeNs, &mine.CombineNs, &mine.GatherNs, &mine.EncodeNs, &mine.DecodeNs}
 	words := make([]uint64, len(f))
 	for i, p := range f {
@@ -278,7 +189,7 @@ func (c *Comm) agreeRates(seq uint64, mine ComputeRates) (ComputeRates, error) {
 	}
 	all, err := c.allgatherSmall(seq, words)
 	if err != nil {
-		return ComputeRates{}, err
+		return planning.ComputeRates{}, err
 	}
 	m := len(all) / len(f)
 	for i, p := range f {
@@ -292,64 +203,29 @@ func (c *Comm) agreeRates(seq uint64, mine ComputeRates) (ComputeRates, error) {
 	return mine, nil
 }
 
-// linksFrom turns the gathered round trips into the agreed model: per size the median over all
-// (rank, shift) links. Every rank computes it from the same numbers in the same order.
-func linksFrom(sizes []int, agreed [][]uint64, nShifts, m int) *Links {
-	med := make([]float64, len(sizes))
-	for j, all := range agreed {
-		med[j] = medianRound(all, nShifts, m)
-	}
-	return &Links{LatencyS: med[0] / 2, Points: curvePoints(sizes, med), Measured: m * nShifts}
-}
-
-// medianRound is the median, in seconds, of one size's round trips gathered from m ranks
-// (nShifts round trips and the elapsed time per rank).
-func medianRound(all []uint64, nShifts, m int) float64 {
-	var v []float64
-	for r := 0; r < m; r++ {
-		for h := 0; h < nShifts; h++ {
-			v = append(v, float64(all[r*(nShifts+1)+h])/1e9)
-		}
-	}
-	slices.Sort(v)
-	return (v[(len(v)-1)/2] + v[len(v)/2]) / 2
-}
-
-// curvePoints turns round trips (sizes[0] the tiny probe) into one-way points: the round trip
-// less the acknowledgement's latency (half the tiny round trip), never below the latency.
-func curvePoints(sizes []int, rtt []float64) []LinkPoint {
-	lat := rtt[0] / 2
-	var pts []LinkPoint
-	for j := 1; j < len(sizes); j++ {
-		t := max(rtt[j]-lat, lat)
-		pts = append(pts, LinkPoint{Bytes: int64(sizes[j]), Seconds: t, BytesPerSec: float64(sizes[j]) / t})
-	}
-	return pts
-}
-
 // probeRound sends b to rank `to` and times it until to's acknowledgement is back, while
 // receiving and acknowledging the probe of rank `from`. Probes use layer, acks layer+1: with
 // two ranks to and from are the same peer.
 func (c *Comm) probeRound(seq uint64, layer uint8, to, from int, b []byte) (time.Duration, error) {
-	probe := Tag{Seq: seq, Layer: layer, Phase: PhaseLinks, FP: c.fp}
-	ack := Tag{Seq: seq, Layer: layer + 1, Phase: PhaseLinks}
+	probe := kx.Tag{Seq: seq, Layer: layer, Phase: kx.PhaseLinks, FP: c.fp}
+	ack := kx.Tag{Seq: seq, Layer: layer + 1, Phase: kx.PhaseLinks}
 	start := time.Now()
 	// The probe goes out on a goroutine of its own whatever its size (sendGroup writes small
 	// messages inline): on a slow link the write blocks until the socket buffer drains, and
 	// this rank must meanwhile receive and acknowledge its own incoming probe, or the peer
 	// that sent it would time the wait for this rank's link as its own.
 	sent := make(chan error, 1)
-	go func() { sent <- c.t.Send(to, probe, b) }()
-	p, err := c.t.Recv(from, probe)
+	go func() { sent <- c.send(to, probe, b) }()
+	p, err := c.recv(from, probe)
 	if err == nil {
 		c.release(p)
 		ack.FP = c.fp
-		err = c.t.Send(from, ack)
+		err = c.send(from, ack)
 	}
 	var d time.Duration
 	if err == nil {
 		var a []byte
-		if a, err = c.t.Recv(to, ack); err == nil {
+		if a, err = c.recv(to, ack); err == nil {
 			d = time.Since(start)
 			c.release(a)
 		}
@@ -361,7 +237,7 @@ func (c *Comm) probeRound(seq uint64, layer uint8, to, from int, b []byte) (time
 }
 
 // setLinks keeps a measured model; plans made with the old min_packet are forgotten.
-func (c *Comm) setLinks(l *Links) {
+func (c *Comm) setLinks(l *planning.Links) {
 	c.net.mu.Lock()
 	c.net.links = l
 	c.net.mu.Unlock()
@@ -370,7 +246,7 @@ func (c *Comm) setLinks(l *Links) {
 
 // Links returns the measured link model, or nil before it is measured. It is shared: do not
 // change it.
-func (c *Comm) Links() *Links {
+func (c *Comm) Links() *planning.Links {
 	c.net.mu.Lock()
 	defer c.net.mu.Unlock()
 	return c.net.links
@@ -385,5 +261,5 @@ func (c *Comm) minPacket() int64 {
 	if l := c.Links(); l != nil && l.MinPacket > 0 {
 		return l.MinPacket
 	}
-	return DefaultMinPacket
+	return kx.DefaultMinPacket
 }

@@ -1,12 +1,17 @@
 package core
 
-import "sync"
+import (
+	"kylix/core/keyset"
+	"kylix/core/kx"
+	"kylix/core/planning"
+	"sync"
+)
 
 // netState is what a comm knows of its network: the link model and the rates of its own index
 // codec, which compress=auto weighs against each other message by message.
 type netState struct {
 	mu    sync.Mutex // Stats reads these while a collective may be setting them
-	links *Links
+	links *planning.Links
 	tried bool // the first config's measurement ran (or was not needed)
 	// The codec's cost per key each way, the least seen over this comm's messages (its own
 	// speed: time lost to preemption on shared cores would inflate a mean, and one stalled
@@ -40,7 +45,10 @@ func (c *Comm) compressTo(to, keys int) bool {
 	default:
 		return false
 	}
-	if h, ok := c.Transport().(sameHoster); ok && c.opts.Replication <= 1 && h.SameHost(to) {
+	// On one host a message is a copy through the kernel: a key's coding (tens of ns) costs
+	// more than copying the bytes it saves (a few ns), whatever the probe measured (on shared
+	// cores it measures the scheduler as much as the copy).
+	if c.opts.Replication <= 1 && c.v.SameHost(to) {
 		return false
 	}
 	n := &c.net
@@ -56,12 +64,6 @@ func (c *Comm) compressTo(to, keys int) bool {
 	return saved > float64(keys)*(encNs+decNs)*1e-9
 }
 
-// sameHoster is a transport that knows which peers run on this host (netio's TCP). There a
-// message is a copy through the kernel: a key's coding (tens of ns) costs more than copying the
-// bytes it saves (a few ns), so compress=auto leaves such messages alone whatever the probe
-// measured (on shared cores it measures the scheduler as much as the copy).
-type sameHoster interface{ SameHost(rank int) bool }
-
 func orPrior(v, prior float64) float64 {
 	if v == 0 {
 		return prior
@@ -71,23 +73,23 @@ func orPrior(v, prior float64) float64 {
 
 // noteConfigMsg counts a config message sent or received in the statistics and, when it was
 // compressed, folds its figures into the codec's estimates.
-func (c *Comm) noteConfigMsg(tag Tag, f msgFigures, sent bool) {
-	if s := c.statsT(); s != nil {
-		s.noteIndex(tag, f.raw, f.wire, sent)
+func (c *Comm) noteConfigMsg(tag kx.Tag, f keyset.MsgFigures, sent bool) {
+	if s := c.rec; s != nil {
+		s.noteIndex(tag, f.Raw, f.Wire, sent)
 	}
-	if !f.packed || f.keys == 0 || f.wire == 0 {
+	if !f.Packed || f.Keys == 0 || f.Wire == 0 {
 		return
 	}
 	n := &c.net
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	ns := float64(f.took.Nanoseconds()) / float64(f.keys)
+	ns := float64(f.Took.Nanoseconds()) / float64(f.Keys)
 	if sent {
 		n.encNs = least(n.encNs, ns)
 	} else {
 		n.decNs = least(n.decNs, ns)
 	}
-	n.ratio = ema(n.ratio, float64(f.raw)/float64(f.wire))
+	n.ratio = ema(n.ratio, float64(f.Raw)/float64(f.Wire))
 }
 
 func least(old, x float64) float64 {

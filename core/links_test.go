@@ -2,6 +2,8 @@ package core_test
 
 import (
 	"fmt"
+	"kylix/core/kx"
+	"kylix/core/planning"
 	"math"
 	"reflect"
 	"testing"
@@ -14,7 +16,7 @@ import (
 func TestLinksAgree(t *testing.T) {
 	for _, m := range []int{2, 4, 5} {
 		t.Run(fmt.Sprint(m), func(t *testing.T) {
-			j := newLiveJob(t, m, core.Options{Degrees: "auto", MinPacket: -1, Compress: "off"})
+			j := newLiveJob(t, m, kx.Options{Degrees: "auto", MinPacket: -1, Compress: "off"})
 			degrees := make([][]int, m)
 			j.each(t, func(r int, c *core.Comm) error {
 				sets := benchSets(m, 20000, 400000)
@@ -61,7 +63,7 @@ func TestLinksAgree(t *testing.T) {
 // demand, on every rank alike.
 func TestMeasureLinksOnDemand(t *testing.T) {
 	const m = 3
-	j := newLiveJob(t, m, core.Options{Degrees: "auto", MinPacket: 4096, Compress: "lz4"})
+	j := newLiveJob(t, m, kx.Options{Degrees: "auto", MinPacket: 4096, Compress: "lz4"})
 	j.each(t, func(r int, c *core.Comm) error {
 		sets := benchSets(m, 1000, 50000)
 		p, err := c.Config(sets[r], sets[r])
@@ -75,7 +77,7 @@ func TestMeasureLinksOnDemand(t *testing.T) {
 			t.Fatalf("rank %d measured links it did not need: %+v", r, l)
 		}
 	}
-	models := make([]*core.Links, m)
+	models := make([]*planning.Links, m)
 	j.each(t, func(r int, c *core.Comm) (err error) {
 		models[r], err = c.MeasureLinks()
 		return err

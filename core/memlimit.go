@@ -2,6 +2,7 @@ package core
 
 import (
 	"bufio"
+	"kylix/core/kx"
 	"math"
 	"math/bits"
 	"os"
@@ -119,7 +120,7 @@ func checkRoom(need uint64, arg, what string) error {
 		return nil
 	}
 	if room := memRoom(); need > room {
-		return Errorf(CodeNoMem, "%s: %s would take %s, but the process can have only %s more (its rlimits, cgroup memory.max, MemAvailable)",
+		return kx.Errorf(kx.CodeNoMem, "%s: %s would take %s, but the process can have only %s more (its rlimits, cgroup memory.max, MemAvailable)",
 			arg, what, fmtBytes(need), fmtBytes(room))
 	}
 	return nil

@@ -2,6 +2,9 @@ package core
 
 import (
 	"errors"
+	"kylix/core/kernels"
+	"kylix/core/kx"
+	"kylix/core/planning"
 	"strings"
 )
 
@@ -22,7 +25,7 @@ import (
 // every rank with the global mean. It is at least 1 (a one-rank job has one layer that moves
 // nothing), so step % MixLayers() is always defined.
 func (c *Comm) MixLayers() int {
-	topo, err := NewTopology(c.mixDegrees(), c.nodes())
+	topo, err := planning.NewTopology(c.mixDegrees(), c.nodes())
 	if err != nil {
 		return 1
 	}
@@ -35,20 +38,20 @@ func (c *Comm) MixLayers() int {
 // never arrival order), then divides by d, so all members end with the bitwise-same vector.
 // The step is part of the fingerprint: ranks that disagree on it fail with CodeMismatch, never
 // a timeout. Integer dtypes and a negative step are CodeArg. On failure buf is unchanged.
-func (c *Comm) Mix(buf []byte, d Dtype, step int64) error {
+func (c *Comm) Mix(buf []byte, d kx.Dtype, step int64) error {
 	if err := c.usable(); err != nil {
 		return err
 	}
 	var err error
 	switch {
 	case !d.Valid():
-		err = Errorf(CodeArg, "dtype: %d is not a kylix_dtype", int(d))
+		err = kx.Errorf(kx.CodeArg, "dtype: %d is not a kylix_dtype", int(d))
 	case !d.IsFloat():
-		err = Errorf(CodeArg, "dtype: mixing averages, so it needs a float dtype (f32 or f64), not %s", d)
+		err = kx.Errorf(kx.CodeArg, "dtype: mixing averages, so it needs a float dtype (f32 or f64), not %s", d)
 	case step < 0:
-		err = Errorf(CodeArg, "step: %d is negative", step)
+		err = kx.Errorf(kx.CodeArg, "step: %d is negative", step)
 	case len(buf)%d.Size() != 0:
-		err = Errorf(CodeArg, "buf holds %d bytes, not a whole number of %s", len(buf), d)
+		err = kx.Errorf(kx.CodeArg, "buf holds %d bytes, not a whole number of %s", len(buf), d)
 	}
 	if err != nil {
 		return c.Reject(err)
@@ -58,10 +61,10 @@ func (c *Comm) Mix(buf []byte, d Dtype, step int64) error {
 	// which mix does not otherwise use. A rank on another step (or count, dtype, collective)
 	// fails the call on itself and on its butterfly neighbours (see mixLayer), which tell all
 	// the others; a rank that has finished its step by then keeps a correct mix with its group.
-	fp := Fingerprint{Kind: KindMix, Dtype: uint8(d), Count: int64(n),
+	fp := kx.Fingerprint{Kind: kx.KindMix, Dtype: uint8(d), Count: int64(n),
 		Plan: uint32(step), Width: int32(uint32(uint64(step) >> 32))}
 	return c.collective(fp, func(seq uint64) error {
-		topo, err := NewTopology(c.mixDegrees(), c.nodes())
+		topo, err := planning.NewTopology(c.mixDegrees(), c.nodes())
 		if err != nil {
 			return err
 		}
@@ -76,8 +79,8 @@ func (c *Comm) Mix(buf []byte, d Dtype, step int64) error {
 // 2 disagrees on plan: 5 vs 4 (collective 9, mix)" becomes "... on step: 5 vs 4 ..."), before the
 // error is passed on to the peers. Any other error is returned as is.
 func stepMismatch(err error) error {
-	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeMismatch || !strings.Contains(e.Msg, ", "+KindMix.String()+")") {
+	var e *kx.Error
+	if !errors.As(err, &e) || e.Code != kx.CodeMismatch || !strings.Contains(e.Msg, ", "+kx.KindMix.String()+")") {
 		return err
 	}
 	msg := strings.Replace(e.Msg, "disagrees on plan: ", "disagrees on step: ", 1)
@@ -85,9 +88,7 @@ func stepMismatch(err error) error {
 	if msg == e.Msg {
 		return err
 	}
-	out := *e
-	out.Msg, out.format = msg, "" // the text is final (already renumbered below core)
-	return &out
+	return e.Reworded(msg) // the text is final (already renumbered below core)
 }
 
 // mixLayer averages buf with the members of this node's layer-i group. It also sends an empty
@@ -96,10 +97,10 @@ func stepMismatch(err error) error {
 // that disagree on the step (and hence on the layer) still hear from each other in this
 // collective and fail with a mismatch, instead of one waiting for data the other never sends.
 // That is sum(d_i - 1) - (d - 1) empty frames per step, none for a one-layer butterfly.
-func (c *Comm) mixLayer(seq uint64, topo Topology, i int, buf []byte, d Dtype) error {
+func (c *Comm) mixLayer(seq uint64, topo planning.Topology, i int, buf []byte, d kx.Dtype) error {
 	node, deg := c.node(), topo.Degrees[i]
 	me := topo.Digit(node, i)
-	tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDense}
+	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDense}
 	sg := c.sends()
 	for g := 0; g < deg; g++ {
 		if g != me {
@@ -109,7 +110,7 @@ func (c *Comm) mixLayer(seq uint64, topo Topology, i int, buf []byte, d Dtype) e
 	for j := 0; j < topo.Layers(); j++ {
 		for g := 0; j != i && g < topo.Degrees[j]; g++ {
 			if g != topo.Digit(node, j) {
-				sg.send(topo.Member(node, j, g), Tag{Seq: seq, Layer: uint8(j), Phase: PhaseSmall})
+				sg.send(topo.Member(node, j, g), kx.Tag{Seq: seq, Layer: uint8(j), Phase: kx.PhaseSmall})
 			}
 		}
 	}
@@ -122,11 +123,11 @@ func (c *Comm) mixLayer(seq uint64, topo Topology, i int, buf []byte, d Dtype) e
 		src := buf
 		if g != me {
 			from := topo.Member(node, i, g)
-			if src, rerr = c.t.Recv(from, tag); rerr != nil {
+			if src, rerr = c.recv(from, tag); rerr != nil {
 				break
 			}
 			if len(src) != len(buf) {
-				rerr = Errorf(CodeMismatch, "rank %d sent %d bytes to mix with %d: counts differ", from, len(src), len(buf))
+				rerr = kx.Errorf(kx.CodeMismatch, "rank %d sent %d bytes to mix with %d: counts differ", from, len(src), len(buf))
 				c.release(src)
 				break
 			}
@@ -137,7 +138,7 @@ func (c *Comm) mixLayer(seq uint64, topo Topology, i int, buf []byte, d Dtype) e
 		case g == 0:
 			acc, accOwned = src, true
 		default:
-			Combine(d, Sum, acc, src)
+			kernels.Combine(d, kx.Sum, acc, src)
 			if g != me {
 				c.release(src)
 			}
@@ -149,12 +150,12 @@ func (c *Comm) mixLayer(seq uint64, topo Topology, i int, buf []byte, d Dtype) e
 				continue
 			}
 			from := topo.Member(node, j, g)
-			b, err := c.t.Recv(from, Tag{Seq: seq, Layer: uint8(j), Phase: PhaseSmall})
+			b, err := c.recv(from, kx.Tag{Seq: seq, Layer: uint8(j), Phase: kx.PhaseSmall})
 			switch {
 			case err != nil:
 				rerr = err
 			case len(b) != 0:
-				rerr = Errorf(CodeInternal, "rank %d sent %d bytes where mix expects an empty message", from, len(b))
+				rerr = kx.Errorf(kx.CodeInternal, "rank %d sent %d bytes where mix expects an empty message", from, len(b))
 			}
 			c.release(b)
 		}
@@ -163,7 +164,7 @@ func (c *Comm) mixLayer(seq uint64, topo Topology, i int, buf []byte, d Dtype) e
 		rerr = err
 	}
 	if rerr == nil {
-		mixScale(d, acc, deg)
+		kernels.Divide(d, acc, deg)
 		copy(buf, acc) // only now: the sends read buf until sg.wait returned
 	}
 	if accOwned {
@@ -172,34 +173,11 @@ func (c *Comm) mixLayer(seq uint64, topo Topology, i int, buf []byte, d Dtype) e
 	return rerr
 }
 
-// mixScale divides every element of b by deg (correctly rounded: deg is exact in either type).
-func mixScale(d Dtype, b []byte, deg int) {
-	switch d {
-	case F32:
-		scaleFloats[float32](b, deg)
-	case F64:
-		scaleFloats[float64](b, deg)
-	default:
-		kernPanic("mixScale: %s is not a float dtype", d)
-	}
-}
-
-func scaleFloats[T kernFloat](b []byte, deg int) {
-	x, aligned := kernView[T](b)
-	dv := T(deg)
-	for i := range x {
-		x[i] /= dv
-	}
-	if !aligned {
-		copy(b, kernBytes(x))
-	}
-}
-
 // mixDegrees: the fixed degrees option, else binary.
 func (c *Comm) mixDegrees() []int {
 	if c.degrees != nil {
 		return c.degrees
 	}
-	ds, _ := ParseDegreesSpec("binary", c.nodes())
+	ds, _ := kx.ParseDegreesSpec("binary", c.nodes())
 	return ds
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"kylix/core/kx"
+	"kylix/core/planning"
 	"math"
 	"math/rand"
 	"strings"
@@ -16,12 +18,12 @@ import (
 
 // mixVector is rank r's starting vector: n values in [-scale, scale), as float64 (exactly
 // representable in d).
-func mixVector(seed int64, r, n int, d core.Dtype) []float64 {
+func mixVector(seed int64, r, n int, d kx.Dtype) []float64 {
 	rng := rand.New(rand.NewSource(seed*7919 + int64(r)))
 	v := make([]float64, n)
 	for i := range v {
 		x := (rng.Float64()*2 - 1) * float64(1+r%3) * 100
-		if d == core.F32 {
+		if d == kx.F32 {
 			x = float64(float32(x))
 		}
 		v[i] = x
@@ -29,10 +31,10 @@ func mixVector(seed int64, r, n int, d core.Dtype) []float64 {
 	return v
 }
 
-func mixEncode(d core.Dtype, v []float64) []byte {
+func mixEncode(d kx.Dtype, v []float64) []byte {
 	b := make([]byte, len(v)*d.Size())
 	for i, x := range v {
-		if d == core.F32 {
+		if d == kx.F32 {
 			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(x)))
 		} else {
 			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
@@ -41,8 +43,8 @@ func mixEncode(d core.Dtype, v []float64) []byte {
 	return b
 }
 
-func mixDecode(d core.Dtype, b []byte, i int) float64 {
-	if d == core.F32 {
+func mixDecode(d kx.Dtype, b []byte, i int) float64 {
+	if d == kx.F32 {
 		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
 	}
 	return math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
@@ -50,11 +52,11 @@ func mixDecode(d core.Dtype, b []byte, i int) float64 {
 
 // mixRef is the group average as the library must compute it: the members' vectors summed in
 // member order in the dtype's own arithmetic, then divided by the group size.
-func mixRef(d core.Dtype, members [][]byte) []byte {
+func mixRef(d kx.Dtype, members [][]byte) []byte {
 	n := len(members[0]) / d.Size()
 	out := make([]byte, len(members[0]))
 	for i := 0; i < n; i++ {
-		if d == core.F32 {
+		if d == kx.F32 {
 			acc := float32(mixDecode(d, members[0], i))
 			for _, m := range members[1:] {
 				acc += float32(mixDecode(d, m, i))
@@ -75,17 +77,17 @@ func mixRef(d core.Dtype, members [][]byte) []byte {
 
 // mixTopo is the topology Mix must use: the fixed degrees, else direct up to 8 ranks and binary
 // beyond.
-func mixTopo(t *testing.T, m int, degrees string) core.Topology {
+func mixTopo(t *testing.T, m int, degrees string) planning.Topology {
 	t.Helper()
 	spec := degrees
 	if spec == "" || spec == "auto" {
 		spec = "binary" // mixing's default (core/mix.go)
 	}
-	ds, err := core.ParseDegreesSpec(spec, m)
+	ds, err := kx.ParseDegreesSpec(spec, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo, err := core.NewTopology(ds, m)
+	topo, err := planning.NewTopology(ds, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ func TestMixConverges(t *testing.T) {
 		{8, "2x1x4", 2}, {12, "", 3},
 	}
 	for _, tc := range cases {
-		for _, d := range []core.Dtype{core.F32, core.F64} {
+		for _, d := range []kx.Dtype{kx.F32, kx.F64} {
 			for _, start := range []int64{0, 5} {
 				name := fmt.Sprintf("m%d_%s_%s_from%d", tc.m, degName(tc.degrees), d, start)
 				t.Run(name, func(t *testing.T) {
@@ -124,7 +126,7 @@ func degName(d string) string {
 	return d
 }
 
-func mixConverges(t *testing.T, m int, degrees string, wantLayers int, d core.Dtype, start int64) {
+func mixConverges(t *testing.T, m int, degrees string, wantLayers int, d kx.Dtype, start int64) {
 	const n = 1001
 	topo := mixTopo(t, m, degrees)
 	L := max(1, topo.Layers())
@@ -176,7 +178,7 @@ func mixConverges(t *testing.T, m int, degrees string, wantLayers int, d core.Dt
 	}
 	// After L steps: the global mean within float tolerance, the same bits on every rank.
 	tol := 1e-12
-	if d == core.F32 {
+	if d == kx.F32 {
 		tol = 2e-6
 	}
 	for i := 0; i < n; i++ {
@@ -208,17 +210,17 @@ func TestMixBadArgs(t *testing.T) {
 			name, word string
 			err        error
 		}{
-			{"i32", "dtype", c.Mix(buf, core.I32, 0)},
-			{"i64", "dtype", c.Mix(buf, core.I64, 0)},
-			{"u64", "dtype", c.Mix(buf, core.U64, 0)},
-			{"dtype 99", "dtype", c.Mix(buf, core.Dtype(99), 0)},
-			{"dtype 0", "dtype", c.Mix(buf, core.Dtype(0), 0)},
-			{"negative step", "step", c.Mix(buf, core.F64, -1)},
-			{"min step", "step", c.Mix(buf, core.F32, math.MinInt64)},
-			{"ragged buf", "buf", c.Mix(buf[:12], core.F64, 0)},
+			{"i32", "dtype", c.Mix(buf, kx.I32, 0)},
+			{"i64", "dtype", c.Mix(buf, kx.I64, 0)},
+			{"u64", "dtype", c.Mix(buf, kx.U64, 0)},
+			{"dtype 99", "dtype", c.Mix(buf, kx.Dtype(99), 0)},
+			{"dtype 0", "dtype", c.Mix(buf, kx.Dtype(0), 0)},
+			{"negative step", "step", c.Mix(buf, kx.F64, -1)},
+			{"min step", "step", c.Mix(buf, kx.F32, math.MinInt64)},
+			{"ragged buf", "buf", c.Mix(buf[:12], kx.F64, 0)},
 		}
 		for _, b := range bad {
-			if !errors.Is(b.err, core.ErrArg) {
+			if !errors.Is(b.err, kx.ErrArg) {
 				return fmt.Errorf("%s: got %v, want CodeArg", b.name, b.err)
 			}
 			if !strings.Contains(b.err.Error(), b.word) {
@@ -229,14 +231,14 @@ func TestMixBadArgs(t *testing.T) {
 			binary.LittleEndian.PutUint64(buf[8*i:], math.Float64bits(float64(c.Rank())))
 		}
 		for s := int64(0); s < 2; s++ {
-			if err := c.Mix(buf, core.F64, math.MaxInt64-1+s); err != nil { // huge steps are fine
+			if err := c.Mix(buf, kx.F64, math.MaxInt64-1+s); err != nil { // huge steps are fine
 				return fmt.Errorf("after bad calls: %v", err)
 			}
 		}
-		if got := mixDecode(core.F64, buf, 7); got != 1.5 {
+		if got := mixDecode(kx.F64, buf, 7); got != 1.5 {
 			return fmt.Errorf("after two steps: %v, want the mean 1.5", got)
 		}
-		return c.Mix(nil, core.F32, 3) // empty vectors are fine
+		return c.Mix(nil, kx.F32, 3) // empty vectors are fine
 	})
 	for r, err := range errs {
 		if err != nil {
@@ -275,21 +277,21 @@ func mixMismatch(t *testing.T, m int, degrees string) {
 			return a
 		}
 		calls := []func() error{
-			func() error { return c.Mix(buf, core.F64, pick(4, 4+int64(6*c.MixLayers()))) },
-			func() error { return c.Mix(buf, core.F64, pick(1, 1+1<<32)) },
-			func() error { return c.Mix(buf, core.F64, pick(0, 1)) },
-			func() error { return c.Mix(buf[:pick(80, 72)], core.F64, 0) },
+			func() error { return c.Mix(buf, kx.F64, pick(4, 4+int64(6*c.MixLayers()))) },
+			func() error { return c.Mix(buf, kx.F64, pick(1, 1+1<<32)) },
+			func() error { return c.Mix(buf, kx.F64, pick(0, 1)) },
+			func() error { return c.Mix(buf[:pick(80, 72)], kx.F64, 0) },
 			func() error {
 				if r == odd {
-					return c.Mix(buf, core.F32, 0)
+					return c.Mix(buf, kx.F32, 0)
 				}
-				return c.Mix(buf, core.F64, 0)
+				return c.Mix(buf, kx.F64, 0)
 			},
 			func() error {
 				if r == odd {
-					return c.Allreduce(buf, buf, core.F64, core.Sum)
+					return c.Allreduce(buf, buf, kx.F64, kx.Sum)
 				}
-				return c.Mix(buf, core.F64, 0)
+				return c.Mix(buf, kx.F64, 0)
 			},
 		}
 		for k, call := range calls {
@@ -300,7 +302,7 @@ func mixMismatch(t *testing.T, m int, degrees string) {
 				return fmt.Errorf("%s: took %v: it waited for a timeout", names[k], el)
 			}
 		}
-		return c.Mix(buf, core.F64, 9)
+		return c.Mix(buf, kx.F64, 9)
 	})
 	for r, err := range errs {
 		if err != nil {
@@ -320,7 +322,7 @@ func mixMismatch(t *testing.T, m int, degrees string) {
 	for r := 0; r < m; r++ {
 		for k, err := range got[r] {
 			switch {
-			case errors.Is(err, core.ErrMismatch):
+			case errors.Is(err, kx.ErrMismatch):
 				if strings.HasPrefix(names[k], "step") && !strings.Contains(err.Error(), "disagrees on step") {
 					t.Errorf("%s: rank %d: message %q does not name the step", names[k], r, err)
 				}

@@ -1,11 +1,17 @@
 package core
 
+import (
+	"kylix/core/kernels"
+	"kylix/core/kx"
+	"kylix/core/planning"
+)
+
 // Plan is a configured pair of index sets: the per-layer split points and position maps
 // computed once by config, so every reduce is pure streaming (paper §III-A).
 type Plan struct {
 	c      *Comm
 	id     uint32
-	topo   Topology
+	topo   planning.Topology
 	nOut   int
 	nIn    int
 	outPos []int32 // caller's out position -> position in the rank's sorted unique out keys
@@ -67,7 +73,7 @@ func (p *Plan) Free() error {
 
 func (p *Plan) usable() error {
 	if p.freed {
-		return Errorf(CodeState, "plan was freed")
+		return kx.Errorf(kx.CodeState, "plan was freed")
 	}
 	return p.c.usable()
 }
@@ -76,24 +82,24 @@ func (p *Plan) usable() error {
 func checkIndices(name string, idx []int64) error {
 	for i, v := range idx {
 		if v < 0 {
-			return Errorf(CodeArg, "%s[%d] = %d is negative", name, i, v)
+			return kx.Errorf(kx.CodeArg, "%s[%d] = %d is negative", name, i, v)
 		}
 	}
 	return nil
 }
 
 // checkValues validates a value buffer's length for n indices.
-func checkValues(name string, b []byte, n int, d Dtype, width int) error {
+func checkValues(name string, b []byte, n int, d kx.Dtype, width int) error {
 	if want := n * width * d.Size(); len(b) != want {
-		return Errorf(CodeArg, "%s holds %d bytes, want %d (%d indices x width %d x %d bytes)",
+		return kx.Errorf(kx.CodeArg, "%s holds %d bytes, want %d (%d indices x width %d x %d bytes)",
 			name, len(b), want, n, width, d.Size())
 	}
 	return nil
 }
 
-func checkReduceArgs(d Dtype, o Op, width int) error {
+func checkReduceArgs(d kx.Dtype, o kx.Op, width int) error {
 	if width < 1 {
-		return Errorf(CodeArg, "width: %d is below 1", width)
+		return kx.Errorf(kx.CodeArg, "width: %d is below 1", width)
 	}
-	return CheckDtypeOp(d, o)
+	return kernels.CheckDtypeOp(d, o)
 }

@@ -1,6 +1,9 @@
 package core
 
-import "slices"
+import (
+	"kylix/core/kernels"
+	"slices"
+)
 
 // planBufs is the value memory a plan owns, sized for es bytes per index by the first reduce
 // and reused by every later one (gloo's algorithms register their buffers once, in the
@@ -49,7 +52,7 @@ func (p *Plan) bufs(es int, arg string) (*planBufs, error) {
 	if err := checkRoom(need, arg, "the plan's value buffers"); err != nil {
 		return nil, err
 	}
-	return p.carve(alignedBytes(int(need)), es), nil
+	return p.carve(kernels.AlignedBytes(int(need)), es), nil
 }
 
 // bufSizes lists the index counts of the pieces in carve order (each takes count*es bytes,

@@ -1,15 +1,20 @@
 package core
 
-import "slices"
+import (
+	"kylix/core/kernels"
+	"kylix/core/keyset"
+	"kylix/core/kx"
+	"slices"
+)
 
 // Reduce sends this rank's out values down the configured butterfly and writes the op over
 // all ranks into inVals, in the caller's in-index order.
-func (p *Plan) Reduce(outVals, inVals []byte, d Dtype, o Op, width int) error {
+func (p *Plan) Reduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width int) error {
 	return wait(p.reduce(outVals, inVals, d, o, width, false))
 }
 
 // reduce checks a reduce's arguments and issues it (IReduce with async).
-func (p *Plan) reduce(outVals, inVals []byte, d Dtype, o Op, width int, async bool) (*Request, error) {
+func (p *Plan) reduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width int, async bool) (*Request, error) {
 	if err := p.usable(); err != nil {
 		return nil, err
 	}
@@ -29,7 +34,7 @@ func (p *Plan) reduce(outVals, inVals []byte, d Dtype, o Op, width int, async bo
 		return nil, c.Reject(err)
 	}
 	vs := &valueSpec{d: d, o: o, width: width, es: width * d.Size()}
-	fp := Fingerprint{Kind: KindReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
+	fp := kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
 	return c.issue(fp, func(seq uint64) error {
 		p.expectAll(seq, b, vs.es, true)
 		p.top(b, outVals, vs)
@@ -58,9 +63,9 @@ func (p *Plan) expectAll(seq uint64, b *planBufs, es int, down bool) {
 			}
 			from := t.Member(node, i, g)
 			if down {
-				c.t.Expect(from, Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDown}, b.slot[i][g][:len(lm.outMaps[g])*es])
+				c.expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDown}, b.slot[i][g][:len(lm.outMaps[g])*es])
 			}
-			c.t.Expect(from, Tag{Seq: seq, Layer: uint8(i), Phase: PhaseUp}, b.above[i][lm.inSplit[g]*es:lm.inSplit[g+1]*es])
+			c.expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}, b.above[i][lm.inSplit[g]*es:lm.inSplit[g+1]*es])
 		}
 	}
 }
@@ -74,7 +79,7 @@ func (p *Plan) down(seq uint64, i int, b *planBufs, vs *valueSpec) error {
 	node, d, es := c.node(), t.Degrees[i], vs.es
 	me := t.Digit(node, i)
 	v := b.vec[i]
-	tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseDown}
+	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDown}
 	sg := c.sends()
 	for g := 0; g < d; g++ {
 		if g != me {
@@ -90,7 +95,7 @@ func (p *Plan) down(seq uint64, i int, b *planBufs, vs *valueSpec) error {
 	}
 	for g := 0; g < d && rerr == nil; g++ {
 		if g != me { // landed whole by now (an empty tail included): counts the message
-			_, rerr = c.t.Await(t.Member(node, i, g), tag)
+			_, rerr = c.await(t.Member(node, i, g), tag)
 		}
 	}
 	if err := sg.wait(); rerr == nil {
@@ -100,16 +105,16 @@ func (p *Plan) down(seq uint64, i int, b *planBufs, vs *valueSpec) error {
 }
 
 // combineMonotone combines the members' slices of a layer whose maps are increasing into dst.
-func (p *Plan) combineMonotone(i int, b *planBufs, vs *valueSpec, tag Tag, dst []byte) error {
+func (p *Plan) combineMonotone(i int, b *planBufs, vs *valueSpec, tag kx.Tag, dst []byte) error {
 	c, t, lm := p.c, p.topo, &p.layers[i]
 	node, d, es := c.node(), t.Degrees[i], vs.es
 	me := t.Digit(node, i)
 	v := b.vec[i]
-	var cb combiner
+	var cb kernels.Combiner
 	if vs.o.Builtin() {
 		p.identity(dst, vs)
 	} else {
-		cb = newCombiner(vs.d, vs.o, vs.width, dst)
+		cb = kernels.NewCombiner(vs.d, vs.o, vs.width, dst)
 	}
 	// Segment by segment of the merged vector: every source's rows that land in the segment
 	// (a contiguous run, the maps being increasing) are combined in source order as soon as
@@ -127,7 +132,7 @@ func (p *Plan) combineMonotone(i int, b *planBufs, vs *valueSpec, tag Tag, dst [
 			hi := lo + segmentEnd(m[lo:], end)
 			src := v[lm.outSplit[me]*es : lm.outSplit[me+1]*es]
 			if g != me {
-				if rerr = c.t.AwaitPrefix(t.Member(node, i, g), tag, hi*es); rerr != nil {
+				if rerr = c.awaitPrefix(t.Member(node, i, g), tag, hi*es); rerr != nil {
 					break
 				}
 				src = b.slot[i][g]
@@ -135,7 +140,7 @@ func (p *Plan) combineMonotone(i int, b *planBufs, vs *valueSpec, tag Tag, dst [
 			if vs.o.Builtin() {
 				p.scatterMonotone(dst, src[lo*es:hi*es], m[lo:hi], vs)
 			} else {
-				cb.scatter(src[lo*es:hi*es], m[lo:hi])
+				cb.Scatter(src[lo*es:hi*es], m[lo:hi])
 			}
 			cur[g] = hi
 		}
@@ -149,27 +154,27 @@ func (p *Plan) combineMonotone(i int, b *planBufs, vs *valueSpec, tag Tag, dst [
 // the writes stay in cache. A sub-range is combined in source order once every source's rows
 // of it have landed, while the rest streams in; with threads, consecutive sub-ranges go to
 // different workers (each is combined whole by one, so the bits do not depend on threads).
-func (p *Plan) combineBuckets(i int, b *planBufs, vs *valueSpec, tag Tag, dst []byte) error {
+func (p *Plan) combineBuckets(i int, b *planBufs, vs *valueSpec, tag kx.Tag, dst []byte) error {
 	c, t, lm := p.c, p.topo, &p.layers[i]
 	node, d, es := c.node(), t.Degrees[i], vs.es
 	me := t.Digit(node, i)
 	v := b.vec[i]
 	own := v[lm.outSplit[me]*es : lm.outSplit[me+1]*es]
 	builtin := vs.o.Builtin()
-	var cb combiner
+	var cb kernels.Combiner
 	if !builtin {
-		cb = newCombiner(vs.d, vs.o, vs.width, dst)
+		cb = kernels.NewCombiner(vs.d, vs.o, vs.width, dst)
 	}
 	nsub := len(lm.mergedBounds) - 1
 	w := 1
 	if builtin {
-		w = min(workersFor(lm.outLen, c.threads()), nsub)
+		w = min(keyset.WorkersFor(lm.outLen, c.threads()), nsub)
 	}
 	// landed waits until every source's rows of the sub-ranges below s1 have landed.
 	landed := func(s1 int) error {
 		for g := 0; g < d; g++ {
 			if g != me {
-				if err := c.t.AwaitPrefix(t.Member(node, i, g), tag, lm.outBounds[g][s1]*es); err != nil {
+				if err := c.awaitPrefix(t.Member(node, i, g), tag, lm.outBounds[g][s1]*es); err != nil {
 					return err
 				}
 			}
@@ -192,7 +197,7 @@ func (p *Plan) combineBuckets(i int, b *planBufs, vs *valueSpec, tag Tag, dst []
 			}
 			continue
 		}
-		parallel(s1-s0, func(k int) { p.combineSub(i, s0+k, b, own, dst, vs, nil) })
+		keyset.Parallel(s1-s0, func(k int) { p.combineSub(i, s0+k, b, own, dst, vs, nil) })
 	}
 	return nil
 }
@@ -218,14 +223,14 @@ var smallDownBytes = 2 << 20
 
 // combineSub combines every source's rows of sub-range s into dst, in source order; a
 // built-in op starts the sub-range from its identity, a user op folds through cb.
-func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec, cb *combiner) {
+func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec, cb *kernels.Combiner) {
 	lm := &p.layers[i]
 	me := p.topo.Digit(p.c.node(), i)
 	es := vs.es
-	user := cb != nil && cb.u != nil
+	user := cb != nil && cb.User()
 	if !user {
 		lo, hi := lm.mergedBounds[s], lm.mergedBounds[s+1]
-		Identity(vs.d, vs.o, dst[lo*es:hi*es])
+		kernels.Identity(vs.d, vs.o, dst[lo*es:hi*es])
 	}
 	for g := range lm.outMaps {
 		src := own
@@ -234,9 +239,9 @@ func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec,
 		}
 		a, e := lm.outBounds[g][s], lm.outBounds[g][s+1]
 		if user {
-			cb.scatter(src[a*es:e*es], lm.outMaps[g][a:e])
+			cb.Scatter(src[a*es:e*es], lm.outMaps[g][a:e])
 		} else {
-			ScatterCombine(vs.d, vs.o, dst, src[a*es:e*es], lm.outMaps[g][a:e], vs.width)
+			kernels.ScatterCombine(vs.d, vs.o, dst, src[a*es:e*es], lm.outMaps[g][a:e], vs.width)
 		}
 	}
 	if !p.fusedUp || !vs.o.Builtin() { // a user op's rows are final only at the end
@@ -251,7 +256,7 @@ func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec,
 		if g == me {
 			out = b.above[i][lm.inSplit[me]*es:]
 		}
-		Gather(vs.d, vs.o, out[a*es:e*es], dst, lm.outMaps[g][a:e], vs.width)
+		kernels.Gather(vs.d, vs.o, out[a*es:e*es], dst, lm.outMaps[g][a:e], vs.width)
 	}
 }
 
@@ -302,7 +307,7 @@ func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec, gath
 		lm := &p.layers[i]
 		d := t.Degrees[i]
 		me := t.Digit(node, i)
-		tag := Tag{Seq: seq, Layer: uint8(i), Phase: PhaseUp}
+		tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}
 		sg := c.sends()
 		for g := 0; g < d; g++ {
 			if g == me {
@@ -321,7 +326,7 @@ func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec, gath
 		var rerr error
 		for g := 0; g < d && rerr == nil; g++ {
 			if g != me {
-				_, rerr = c.t.Await(t.Member(node, i, g), tag)
+				_, rerr = c.await(t.Member(node, i, g), tag)
 			}
 		}
 		if err := sg.wait(); rerr == nil {
@@ -346,7 +351,7 @@ func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec, gath
 
 // top fills v, the rank's values in sorted key order, from the caller's out values: a gather of
 // each key's first contribution (streaming writes, parallel by key range), then the repeats of
-// an index folded in in caller order. A user op goes through its combiner.
+// an index folded in in caller order. A user op goes through its Combiner.
 func (p *Plan) top(b *planBufs, outVals []byte, vs *valueSpec) {
 	v := b.vec[0]
 	if p.packed {
@@ -354,15 +359,15 @@ func (p *Plan) top(b *planBufs, outVals []byte, vs *valueSpec) {
 		return
 	}
 	if !vs.o.Builtin() || p.outFirst == nil {
-		cb := newCombiner(vs.d, vs.o, vs.width, v)
-		cb.scatter(outVals, p.outPos)
+		cb := kernels.NewCombiner(vs.d, vs.o, vs.width, v)
+		cb.Scatter(outVals, p.outPos)
 		return
 	}
 	p.gather(v, outVals, p.outFirst, vs)
 	if len(p.outRest) > 0 {
 		rest := b.rest // b, not p.vals: a request issued later may have carved p.vals anew
-		Gather(vs.d, vs.o, rest, outVals, p.outRest, vs.width)
-		ScatterCombine(vs.d, vs.o, v, rest, p.outRestPos, vs.width)
+		kernels.Gather(vs.d, vs.o, rest, outVals, p.outRest, vs.width)
+		kernels.ScatterCombine(vs.d, vs.o, v, rest, p.outRestPos, vs.width)
 	}
 }
 
@@ -371,36 +376,36 @@ func (p *Plan) top(b *planBufs, outVals []byte, vs *valueSpec) {
 // position is a row of its own, so nothing is combined here, whatever the op.
 func (p *Plan) topPacked(v, outVals []byte, vs *valueSpec) {
 	es := vs.es
-	if workersFor(len(p.outDst), p.c.threads()) == 1 { // no closure to allocate
-		Scatter(v, outVals, p.outDst, es)
+	if keyset.WorkersFor(len(p.outDst), p.c.threads()) == 1 { // no closure to allocate
+		kernels.Scatter(v, outVals, p.outDst, es)
 		return
 	}
-	parallelRanges(len(p.outDst), p.c.threads(), func(lo, hi int) {
-		Scatter(v, outVals[lo*es:hi*es], p.outDst[lo:hi], es)
+	keyset.ParallelRanges(len(p.outDst), p.c.threads(), func(lo, hi int) {
+		kernels.Scatter(v, outVals[lo*es:hi*es], p.outDst[lo:hi], es)
 	})
 }
 
 // gather is Gather split by ranges of dst.
 func (p *Plan) gather(dst, src []byte, idx []int32, vs *valueSpec) {
 	es := vs.es
-	if workersFor(len(idx), p.c.threads()) == 1 { // no closure to allocate
-		Gather(vs.d, vs.o, dst, src, idx, vs.width)
+	if keyset.WorkersFor(len(idx), p.c.threads()) == 1 { // no closure to allocate
+		kernels.Gather(vs.d, vs.o, dst, src, idx, vs.width)
 		return
 	}
-	parallelRanges(len(idx), p.c.threads(), func(lo, hi int) {
-		Gather(vs.d, vs.o, dst[lo*es:hi*es], src, idx[lo:hi], vs.width)
+	keyset.ParallelRanges(len(idx), p.c.threads(), func(lo, hi int) {
+		kernels.Gather(vs.d, vs.o, dst[lo*es:hi*es], src, idx[lo:hi], vs.width)
 	})
 }
 
 // identity fills dst with the op's identity, split by ranges.
 func (p *Plan) identity(dst []byte, vs *valueSpec) {
 	es := vs.es
-	if workersFor(len(dst)/es, p.c.threads()) == 1 {
-		Identity(vs.d, vs.o, dst)
+	if keyset.WorkersFor(len(dst)/es, p.c.threads()) == 1 {
+		kernels.Identity(vs.d, vs.o, dst)
 		return
 	}
-	parallelRanges(len(dst)/es, p.c.threads(), func(lo, hi int) {
-		Identity(vs.d, vs.o, dst[lo*es:hi*es])
+	keyset.ParallelRanges(len(dst)/es, p.c.threads(), func(lo, hi int) {
+		kernels.Identity(vs.d, vs.o, dst[lo*es:hi*es])
 	})
 }
 
@@ -408,16 +413,16 @@ func (p *Plan) identity(dst []byte, vs *valueSpec) {
 // ranges of dst: the rows of src that land in a range are a contiguous run of src.
 func (p *Plan) scatterMonotone(dst, src []byte, idx []int32, vs *valueSpec) {
 	es := vs.es
-	w := workersFor(len(idx), p.c.threads())
+	w := keyset.WorkersFor(len(idx), p.c.threads())
 	if w == 1 {
-		ScatterCombine(vs.d, vs.o, dst, src, idx, vs.width)
+		kernels.ScatterCombine(vs.d, vs.o, dst, src, idx, vs.width)
 		return
 	}
 	first, span := int(idx[0]), int(idx[len(idx)-1])+1-int(idx[0]) // the rows idx touches
-	parts := split(span, w)
-	parallel(w, func(t int) {
+	parts := keyset.Split(span, w)
+	keyset.Parallel(w, func(t int) {
 		lo, _ := slices.BinarySearch(idx, int32(first+parts[t]))
 		hi, _ := slices.BinarySearch(idx, int32(first+parts[t+1]))
-		ScatterCombine(vs.d, vs.o, dst, src[lo*es:hi*es], idx[lo:hi], vs.width)
+		kernels.ScatterCombine(vs.d, vs.o, dst, src[lo*es:hi*es], idx[lo:hi], vs.width)
 	})
 }

@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"fmt"
+	"kylix/core/kx"
 	"strings"
 	"sync"
 	"testing"
@@ -15,8 +16,8 @@ import (
 // returns the errors by rank.
 func runReplicated(t *testing.T, s, m int, degrees string, fn func(c *core.Comm, mem *netio.Mem) error) []error {
 	t.Helper()
-	return runMem(t, s*m, func(r int) core.Options {
-		return core.Options{Rank: r, Size: s * m, Degrees: degrees, Replication: s, MinPacket: 4096, Timeout: jobTimeout}
+	return runMem(t, s*m, func(r int) kx.Options {
+		return kx.Options{Rank: r, Size: s * m, Degrees: degrees, Replication: s, MinPacket: 4096, Timeout: jobTimeout}
 	}, fn)
 }
 
@@ -97,8 +98,8 @@ func TestReplicaKilledMidJob(t *testing.T) {
 				}
 				return fmt.Errorf("iteration %d config: %w", it, err)
 			}
-			in := make([]byte, len(rd.in)*width*core.F64.Size())
-			err = p.Reduce(encode(core.F64, core.Sum, rd.vals), in, core.F64, core.Sum, width)
+			in := make([]byte, len(rd.in)*width*kx.F64.Size())
+			err = p.Reduce(encode(kx.F64, kx.Sum, rd.vals), in, kx.F64, kx.Sum, width)
 			p.Free()
 			if _, victim := victims[r]; victim && err != nil {
 				return nil
@@ -106,9 +107,9 @@ func TestReplicaKilledMidJob(t *testing.T) {
 			if err != nil {
 				return fmt.Errorf("iteration %d reduce: %w", it, err)
 			}
-			checkResult(t, fmt.Sprintf("iteration %d", it), all, r%m, core.F64, core.Sum, width, in)
+			checkResult(t, fmt.Sprintf("iteration %d", it), all, r%m, kx.F64, kx.Sum, width, in)
 			dense := make([]byte, 1000*8)
-			if err := c.Allreduce(encode(core.F64, core.Sum, make([]float64, 1000)), dense, core.F64, core.Sum); err != nil {
+			if err := c.Allreduce(encode(kx.F64, kx.Sum, make([]float64, 1000)), dense, kx.F64, kx.Sum); err != nil {
 				if _, victim := victims[r]; victim {
 					return nil
 				}
@@ -124,7 +125,7 @@ func TestReplicaKilledMidJob(t *testing.T) {
 		}
 		kills.Wait() // the kills may come after the last call a survivor needed a victim for
 		// Ranks that finished already may show as finalized too; the victims must.
-		failed := fmt.Sprint(c.Transport().FailedRanks())
+		failed := fmt.Sprint(c.FailedRanks())
 		if !strings.Contains(failed, "2") || !strings.Contains(failed, "5") {
 			return fmt.Errorf("FailedRanks = %v, want 2 and 5 among them", failed)
 		}
@@ -147,7 +148,7 @@ func TestEveryReplicaOfANodeKilled(t *testing.T) {
 		for err == nil && time.Since(start) < 5*time.Second {
 			err = c.Barrier() // the kill may land after a first barrier completed
 		}
-		if core.CodeOf(err) != core.CodePeer {
+		if kx.CodeOf(err) != kx.CodePeer {
 			return fmt.Errorf("got %v, want CodePeer", err)
 		}
 		if !strings.Contains(err.Error(), "1") || !strings.Contains(err.Error(), "4") {
@@ -198,10 +199,10 @@ func TestShrinkReplicated(t *testing.T) {
 		}
 		defer p.Free()
 		in := make([]byte, len(rd.in)*width*8)
-		if err := p.Reduce(encode(core.F64, core.Sum, rd.vals), in, core.F64, core.Sum, width); err != nil {
+		if err := p.Reduce(encode(kx.F64, kx.Sum, rd.vals), in, kx.F64, kx.Sum, width); err != nil {
 			return fmt.Errorf("reduce on the shrunk comm: %w", err)
 		}
-		checkResult(t, "shrunk", left, nc.Rank()%3, core.F64, core.Sum, width, in)
+		checkResult(t, "shrunk", left, nc.Rank()%3, kx.F64, kx.Sum, width, in)
 		return nc.Barrier()
 	})
 	expectNoErrors(t, errs)

@@ -1,6 +1,9 @@
 package core
 
-import "sync"
+import (
+	"kylix/core/kx"
+	"sync"
+)
 
 // Non-blocking collectives.
 //
@@ -19,7 +22,7 @@ type Request struct {
 	done chan struct{} // closed once err is set
 	err  error
 	seq  uint64
-	fp   Fingerprint
+	fp   kx.Fingerprint
 	body func(seq uint64) error
 }
 
@@ -45,12 +48,12 @@ func (r *Request) Test() (done bool, err error) {
 // IReduce starts Reduce and returns at once. Arguments are checked now: an error is returned
 // (and the slot given up through Reject, as the blocking call does) without a request. outVals
 // and inVals belong to the request until Wait returns or Test reports done.
-func (p *Plan) IReduce(outVals, inVals []byte, d Dtype, o Op, width int) (*Request, error) {
+func (p *Plan) IReduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width int) (*Request, error) {
 	return p.reduce(outVals, inVals, d, o, width, true)
 }
 
 // IAllreduce starts Allreduce and returns at once; arguments and buffers as for IReduce.
-func (c *Comm) IAllreduce(send, recv []byte, d Dtype, o Op) (*Request, error) {
+func (c *Comm) IAllreduce(send, recv []byte, d kx.Dtype, o kx.Op) (*Request, error) {
 	return c.allreduce(send, recv, d, o, true)
 }
 
@@ -65,7 +68,7 @@ type executor struct {
 // submit queues a collective and starts the drain goroutine if none runs. Unless always, it
 // queues only when the executor is busy and returns nil otherwise: the caller runs it inline
 // (issue).
-func (c *Comm) submit(seq uint64, fp Fingerprint, body func(uint64) error, always bool) *Request {
+func (c *Comm) submit(seq uint64, fp kx.Fingerprint, body func(uint64) error, always bool) *Request {
 	e := &c.ex
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -112,8 +115,8 @@ func (c *Comm) runQueued(r *Request) (err error) {
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			err = Errorf(CodeInternal, "internal error: panic in %s (collective %d): %v", r.fp.Kind, r.seq, v)
-			c.t.Abort(r.seq, err)
+			err = kx.Errorf(kx.CodeInternal, "internal error: panic in %s (collective %d): %v", r.fp.Kind, r.seq, v)
+			c.abort(r.seq, err)
 		}
 	}()
 	return c.run(r.seq, r.fp, r.body)

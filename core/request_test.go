@@ -3,6 +3,7 @@ package core_test
 import (
 	"errors"
 	"fmt"
+	"kylix/core/kx"
 	"testing"
 	"time"
 
@@ -55,10 +56,10 @@ func TestRequestsInFlight(t *testing.T) {
 			}
 			dense := denseData(int64(pl.m)+100, pl.m, 777)
 			type op struct {
-				d core.Dtype
-				o core.Op
+				d kx.Dtype
+				o kx.Op
 			}
-			ops := []op{{core.F64, core.Sum}, {core.I32, core.Max}, {core.F32, core.Min}, {core.U64, core.Bxor}}
+			ops := []op{{kx.F64, kx.Sum}, {kx.I32, kx.Max}, {kx.F32, kx.Min}, {kx.U64, kx.Bxor}}
 			errs := runJob(t, pl.m, pl.degrees, func(c *core.Comm) error {
 				me := c.Rank()
 				sd, dd := sparse[me], dense[me]
@@ -93,10 +94,10 @@ func TestRequestsInFlight(t *testing.T) {
 					}
 					// A blocking reduce with requests in flight queues behind them.
 					in := make([]byte, len(sd.in)*width*8)
-					if err := p.Reduce(encode(core.I64, core.Sum, sd.vals), in, core.I64, core.Sum, width); err != nil {
+					if err := p.Reduce(encode(kx.I64, kx.Sum, sd.vals), in, kx.I64, kx.Sum, width); err != nil {
 						return fmt.Errorf("blocking reduce behind requests: %w", err)
 					}
-					checkResult(t, "blocking reduce", sparse, me, core.I64, core.Sum, width, in)
+					checkResult(t, "blocking reduce", sparse, me, kx.I64, kx.Sum, width, in)
 					// It completed after every request issued before it.
 					for i, r := range reqs {
 						if done, err := r.Test(); !done || err != nil {
@@ -151,9 +152,9 @@ func TestRequestTestPolling(t *testing.T) {
 	const m, n = 3, 200_000
 	dense := denseData(5, m, n)
 	errs := runJob(t, m, "direct", func(c *core.Comm) error {
-		send := encode(core.F64, core.Sum, dense[c.Rank()].vals)
+		send := encode(kx.F64, kx.Sum, dense[c.Rank()].vals)
 		recv := make([]byte, len(send))
-		r, err := c.IAllreduce(send, recv, core.F64, core.Sum)
+		r, err := c.IAllreduce(send, recv, kx.F64, kx.Sum)
 		if err != nil {
 			return err
 		}
@@ -164,7 +165,7 @@ func TestRequestTestPolling(t *testing.T) {
 		if err := r.Wait(); err != nil { // after Test reported done, Wait returns at once
 			return err
 		}
-		checkResult(t, "polled iallreduce", dense, c.Rank(), core.F64, core.Sum, 1, recv)
+		checkResult(t, "polled iallreduce", dense, c.Rank(), kx.F64, kx.Sum, 1, recv)
 		t.Logf("rank %d: done after %d polls", c.Rank(), polls)
 		return nil
 	})
@@ -187,7 +188,7 @@ func TestRequestArgErrors(t *testing.T) {
 		}
 		out, in := make([]byte, 16), make([]byte, 40)
 		// A request in flight, so that the rejection below queues behind it.
-		first, err := p.IReduce(out, in, core.F64, core.Sum, 1)
+		first, err := p.IReduce(out, in, kx.F64, kx.Sum, 1)
 		if err != nil {
 			return err
 		}
@@ -195,16 +196,16 @@ func TestRequestArgErrors(t *testing.T) {
 		if me == 2 {
 			w = 0
 		}
-		r, err := p.IReduce(out, in, core.F64, core.Sum, w)
+		r, err := p.IReduce(out, in, kx.F64, kx.Sum, w)
 		if me == 2 {
-			if !errors.Is(err, core.ErrArg) || r != nil {
+			if !errors.Is(err, kx.ErrArg) || r != nil {
 				return fmt.Errorf("width 0: got %v, %v; want CodeArg and no request", r, err)
 			}
 		} else {
 			if err != nil {
 				return fmt.Errorf("issue: %v", err)
 			}
-			if err := r.Wait(); !errors.Is(err, core.ErrMismatch) {
+			if err := r.Wait(); !errors.Is(err, kx.ErrMismatch) {
 				return fmt.Errorf("peer of a rejecting rank: got %v, want CodeMismatch", err)
 			}
 		}
@@ -212,31 +213,31 @@ func TestRequestArgErrors(t *testing.T) {
 			return fmt.Errorf("request before the rejection: %v", err)
 		}
 		// Every rank rejects: all fail at issue, no request.
-		if _, err := c.IAllreduce(make([]byte, 8), make([]byte, 16), core.F64, core.Sum); !errors.Is(err, core.ErrArg) {
+		if _, err := c.IAllreduce(make([]byte, 8), make([]byte, 16), kx.F64, kx.Sum); !errors.Is(err, kx.ErrArg) {
 			return fmt.Errorf("length mismatch: got %v, want CodeArg", err)
 		}
-		if _, err := c.IAllreduce(make([]byte, 8), make([]byte, 8), core.F64, core.Bor); !errors.Is(err, core.ErrArg) {
+		if _, err := c.IAllreduce(make([]byte, 8), make([]byte, 8), kx.F64, kx.Bor); !errors.Is(err, kx.ErrArg) {
 			return fmt.Errorf("bor on floats: got %v, want CodeArg", err)
 		}
 		// Ranks disagreeing on the op: a mismatch everywhere, and the comm stays usable.
-		o := core.Sum
+		o := kx.Sum
 		if me == 0 {
-			o = core.Max
+			o = kx.Max
 		}
-		r, err = c.IAllreduce(make([]byte, 8), make([]byte, 8), core.F64, o)
+		r, err = c.IAllreduce(make([]byte, 8), make([]byte, 8), kx.F64, o)
 		if err != nil {
 			return err
 		}
-		if err := r.Wait(); !errors.Is(err, core.ErrMismatch) {
+		if err := r.Wait(); !errors.Is(err, kx.ErrMismatch) {
 			return fmt.Errorf("op mismatch: got %v, want CodeMismatch", err)
 		}
 		// A freed plan: the request finishes; a new one fails with CodeState.
-		r, err = p.IReduce(out, in, core.F64, core.Sum, 1)
+		r, err = p.IReduce(out, in, kx.F64, kx.Sum, 1)
 		if err != nil {
 			return err
 		}
 		p.Free()
-		if _, err := p.IReduce(out, in, core.F64, core.Sum, 1); !errors.Is(err, core.ErrState) {
+		if _, err := p.IReduce(out, in, kx.F64, kx.Sum, 1); !errors.Is(err, kx.ErrState) {
 			return fmt.Errorf("freed plan: got %v, want CodeState", err)
 		}
 		if err := r.Wait(); err != nil {
@@ -259,7 +260,7 @@ func TestRequestsAfterPeerFailure(t *testing.T) {
 	errs := make(chan error, m)
 	for r := 0; r < m; r++ {
 		go func(r int) {
-			c, err := core.NewComm(ts[r], core.Options{Rank: r, Size: m, Degrees: "direct", Replication: 1, Timeout: 2 * time.Second})
+			c, err := core.NewComm(ts[r], kx.Options{Rank: r, Size: m, Degrees: "direct", Replication: 1, Timeout: 2 * time.Second})
 			if err != nil {
 				errs <- err
 				return
@@ -276,7 +277,7 @@ func TestRequestsAfterPeerFailure(t *testing.T) {
 			}
 			var reqs []*core.Request
 			for k := 0; k < 3; k++ {
-				req, err := c.IAllreduce(make([]byte, 800), make([]byte, 800), core.F64, core.Sum)
+				req, err := c.IAllreduce(make([]byte, 800), make([]byte, 800), kx.F64, kx.Sum)
 				if err != nil {
 					errs <- fmt.Errorf("rank %d issue %d: %v", r, k, err)
 					return
@@ -285,12 +286,12 @@ func TestRequestsAfterPeerFailure(t *testing.T) {
 			}
 			start := time.Now()
 			err = reqs[0].Wait()
-			if code := core.CodeOf(err); code != core.CodePeer && code != core.CodeTimeout {
+			if code := kx.CodeOf(err); code != kx.CodePeer && code != kx.CodeTimeout {
 				errs <- fmt.Errorf("rank %d: first request got %v (code %v), want CodePeer or CodeTimeout", r, err, code)
 				return
 			}
 			for k := 1; k < 3; k++ {
-				if err := reqs[k].Wait(); !errors.Is(err, core.ErrState) {
+				if err := reqs[k].Wait(); !errors.Is(err, kx.ErrState) {
 					errs <- fmt.Errorf("rank %d: request %d behind the failure got %v, want CodeState", r, k, err)
 					return
 				}
@@ -299,7 +300,7 @@ func TestRequestsAfterPeerFailure(t *testing.T) {
 				errs <- fmt.Errorf("rank %d: failing took %v", r, time.Since(start))
 				return
 			}
-			if _, err := c.IAllreduce(make([]byte, 8), make([]byte, 8), core.F64, core.Sum); !errors.Is(err, core.ErrState) {
+			if _, err := c.IAllreduce(make([]byte, 8), make([]byte, 8), kx.F64, kx.Sum); !errors.Is(err, kx.ErrState) {
 				errs <- fmt.Errorf("rank %d: issue on a broken comm got %v, want CodeState", r, err)
 				return
 			}
@@ -318,12 +319,12 @@ func TestCloseWaitsForRequests(t *testing.T) {
 	const m, n = 3, 50_000
 	dense := denseData(9, m, n)
 	errs := runJob(t, m, "direct", func(c *core.Comm) error {
-		send := encode(core.F64, core.Sum, dense[c.Rank()].vals)
+		send := encode(kx.F64, kx.Sum, dense[c.Rank()].vals)
 		var reqs []*core.Request
 		var recvs [][]byte
 		for k := 0; k < 3; k++ {
 			recv := make([]byte, len(send))
-			r, err := c.IAllreduce(send, recv, core.F64, core.Sum)
+			r, err := c.IAllreduce(send, recv, kx.F64, kx.Sum)
 			if err != nil {
 				return err
 			}
@@ -337,9 +338,9 @@ func TestCloseWaitsForRequests(t *testing.T) {
 			if !done || err != nil {
 				return fmt.Errorf("request %d after Close: done=%v err=%v", k, done, err)
 			}
-			checkResult(t, "iallreduce before close", dense, c.Rank(), core.F64, core.Sum, 1, recvs[k])
+			checkResult(t, "iallreduce before close", dense, c.Rank(), kx.F64, kx.Sum, 1, recvs[k])
 		}
-		if _, err := c.IAllreduce(send, recvs[0], core.F64, core.Sum); !errors.Is(err, core.ErrState) {
+		if _, err := c.IAllreduce(send, recvs[0], kx.F64, kx.Sum); !errors.Is(err, kx.ErrState) {
 			return fmt.Errorf("after Close: got %v, want CodeState", err)
 		}
 		return nil
@@ -366,14 +367,14 @@ func benchSmallAllreduce(b *testing.B, nonblocking bool) {
 		}
 		for i := 0; i < b.N; i++ {
 			if nonblocking {
-				r, err := c.IAllreduce(send, recv, core.F64, core.Sum)
+				r, err := c.IAllreduce(send, recv, kx.F64, kx.Sum)
 				if err != nil {
 					return err
 				}
 				if err := r.Wait(); err != nil {
 					return err
 				}
-			} else if err := c.Allreduce(send, recv, core.F64, core.Sum); err != nil {
+			} else if err := c.Allreduce(send, recv, kx.F64, kx.Sum); err != nil {
 				return err
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"kylix/core/kx"
 	"math"
 	"net"
 	"slices"
@@ -32,9 +33,9 @@ func exerciseComm(t *testing.T, c *core.Comm, seed int64) error {
 	}
 	defer p.Free()
 	for _, dc := range []struct {
-		d core.Dtype
-		o core.Op
-	}{{core.F64, core.Sum}, {core.I64, core.Max}, {core.F32, core.Min}} {
+		d kx.Dtype
+		o kx.Op
+	}{{kx.F64, kx.Sum}, {kx.I64, kx.Max}, {kx.F32, kx.Min}} {
 		in := make([]byte, len(rd.in)*2*dc.d.Size())
 		if err := p.Reduce(encode(dc.d, dc.o, rd.vals), in, dc.d, dc.o, 2); err != nil {
 			return fmt.Errorf("reduce %s %s: %w", dc.d, dc.o, err)
@@ -42,10 +43,10 @@ func exerciseComm(t *testing.T, c *core.Comm, seed int64) error {
 		checkResult(t, "reduce after shrink", all, me, dc.d, dc.o, 2, in)
 	}
 	in := make([]byte, len(rd.in)*2*8)
-	if _, err := c.ConfigReduce(rd.out, encode(core.F64, core.Sum, rd.vals), rd.in, in, core.F64, core.Sum, 2, false); err != nil {
+	if _, err := c.ConfigReduce(rd.out, encode(kx.F64, kx.Sum, rd.vals), rd.in, in, kx.F64, kx.Sum, 2, false); err != nil {
 		return fmt.Errorf("config_reduce: %w", err)
 	}
-	checkResult(t, "config_reduce after shrink", all, me, core.F64, core.Sum, 2, in)
+	checkResult(t, "config_reduce after shrink", all, me, kx.F64, kx.Sum, 2, in)
 
 	// dense allreduce: element i of rank r is i*(r+1), so the sum is i*k(k+1)/2
 	for _, count := range []int{7, 20000} {
@@ -54,7 +55,7 @@ func exerciseComm(t *testing.T, c *core.Comm, seed int64) error {
 			binary.LittleEndian.PutUint64(send[8*i:], uint64(int64(i*(me+1))))
 		}
 		recv := make([]byte, len(send))
-		if err := c.Allreduce(send, recv, core.I64, core.Sum); err != nil {
+		if err := c.Allreduce(send, recv, kx.I64, kx.Sum); err != nil {
 			return fmt.Errorf("allreduce of %d: %w", count, err)
 		}
 		tri := int64(k * (k + 1) / 2)
@@ -82,7 +83,7 @@ func exerciseComm(t *testing.T, c *core.Comm, seed int64) error {
 		binary.LittleEndian.PutUint64(buf[8*i:], math.Float64bits(float64(me*(i+1))))
 	}
 	for s := 0; s < c.MixLayers(); s++ {
-		if err := c.Mix(buf, core.F64, int64(s)); err != nil {
+		if err := c.Mix(buf, kx.F64, int64(s)); err != nil {
 			return fmt.Errorf("mix step %d: %w", s, err)
 		}
 	}
@@ -110,13 +111,13 @@ func survivorsOf(m int, victims []int) []int {
 
 // wantFailure checks that err is the failure of a collective with a dead or silent peer.
 func wantFailure(what string, err error) error {
-	switch core.CodeOf(err) {
-	case core.CodePeer, core.CodeTimeout:
+	switch kx.CodeOf(err) {
+	case kx.CodePeer, kx.CodeTimeout:
 		return nil
-	case core.OK:
+	case kx.OK:
 		return fmt.Errorf("%s succeeded with a dead rank", what)
 	}
-	return fmt.Errorf("%s: %v (code %v), want CodePeer or CodeTimeout", what, err, core.CodeOf(err))
+	return fmt.Errorf("%s: %v (code %v), want CodePeer or CodeTimeout", what, err, kx.CodeOf(err))
 }
 
 // Kill ranks of an in-memory job, shrink the survivors and run every collective on the new comm.
@@ -152,7 +153,7 @@ func TestShrinkMem(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					errs[r] = func() error {
-						opts := core.Options{Rank: r, Size: tc.m, Degrees: tc.degrees, Replication: 1, MinPacket: 4096, Timeout: timeout}
+						opts := kx.Options{Rank: r, Size: tc.m, Degrees: tc.degrees, Replication: 1, MinPacket: 4096, Timeout: timeout}
 						c, err := core.NewComm(ts[r], opts)
 						if err != nil {
 							up.Done()
@@ -172,16 +173,16 @@ func TestShrinkMem(t *testing.T) {
 						}
 						killed.Wait()
 						start := time.Now()
-						if err := wantFailure("allreduce", c.Allreduce(make([]byte, 80), make([]byte, 80), core.F64, core.Sum)); err != nil {
+						if err := wantFailure("allreduce", c.Allreduce(make([]byte, 80), make([]byte, 80), kx.F64, kx.Sum)); err != nil {
 							return err
 						}
 						if d := time.Since(start); d > timeout/2 {
 							return fmt.Errorf("allreduce took %v to fail", d)
 						}
-						if err := c.Barrier(); !errors.Is(err, core.ErrState) {
+						if err := c.Barrier(); !errors.Is(err, kx.ErrState) {
 							return fmt.Errorf("barrier on the broken comm: %v, want CodeState", err)
 						}
-						failed := c.Transport().FailedRanks()
+						failed := c.FailedRanks()
 						if !slices.Equal(failed, tc.victims) {
 							return fmt.Errorf("FailedRanks = %v, want %v", failed, tc.victims)
 						}
@@ -198,7 +199,7 @@ func TestShrinkMem(t *testing.T) {
 							nc.Close()
 							return fmt.Errorf("shrunk comm: rank %d of %d, want %d of %d", nc.Rank(), nc.Size(), wantRank, k)
 						}
-						if f := nc.Transport().FailedRanks(); len(f) != 0 {
+						if f := nc.FailedRanks(); len(f) != 0 {
 							return fmt.Errorf("the new comm's FailedRanks = %v, want none", f)
 						}
 						if err := exerciseComm(t, nc, int64(tc.m*100+k)); err != nil {
@@ -206,10 +207,10 @@ func TestShrinkMem(t *testing.T) {
 							return fmt.Errorf("new comm (rank %d of %d): %w", nc.Rank(), nc.Size(), err)
 						}
 						// The old comm stays broken; a second shrink of it is refused.
-						if err := c.Barrier(); !errors.Is(err, core.ErrState) {
+						if err := c.Barrier(); !errors.Is(err, kx.ErrState) {
 							return fmt.Errorf("barrier on the old comm after shrink: %v, want CodeState", err)
 						}
-						if _, err := c.Shrink(); !errors.Is(err, core.ErrState) {
+						if _, err := c.Shrink(); !errors.Is(err, kx.ErrState) {
 							return fmt.Errorf("second shrink of the old comm: %v, want CodeState", err)
 						}
 						// Half the survivors close the old comm first: that must not disturb the new.
@@ -254,7 +255,7 @@ func TestShrinkTwice(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			errs[r] = func() error {
-				c, err := core.NewComm(ts[r], core.Options{Rank: r, Size: m, Degrees: "3x2", Replication: 1, MinPacket: 4096, Timeout: timeout})
+				c, err := core.NewComm(ts[r], kx.Options{Rank: r, Size: m, Degrees: "3x2", Replication: 1, MinPacket: 4096, Timeout: timeout})
 				if err != nil {
 					return err
 				}
@@ -288,14 +289,14 @@ func TestShrinkTwice(t *testing.T) {
 					return nil
 				}
 				killed2.Wait()
-				err = c1.Allreduce(make([]byte, 8), make([]byte, 8), core.F64, core.Sum)
+				err = c1.Allreduce(make([]byte, 8), make([]byte, 8), kx.F64, kx.Sum)
 				if err := wantFailure("allreduce on the first shrunk comm", err); err != nil {
 					return err
 				}
 				if !strings.Contains(err.Error(), "rank 3") {
 					t.Logf("note: rank %d's error does not say rank 3 (the dead rank's number in the shrunk comm): %v", r, err)
 				}
-				f := c1.Transport().FailedRanks()
+				f := c1.FailedRanks()
 				if !slices.Equal(f, []int{3}) {
 					return fmt.Errorf("FailedRanks of the first shrunk comm = %v, want [3]", f)
 				}
@@ -341,7 +342,7 @@ func TestShrinkNoFailure(t *testing.T) {
 		if nc.Size() != 5 || nc.Rank() != c.Rank() {
 			return fmt.Errorf("rank %d of %d", nc.Rank(), nc.Size())
 		}
-		if err := c.Barrier(); !errors.Is(err, core.ErrState) {
+		if err := c.Barrier(); !errors.Is(err, kx.ErrState) {
 			return fmt.Errorf("barrier on the shrunk comm: %v, want CodeState", err)
 		}
 		return exerciseComm(t, nc, 3)
@@ -368,7 +369,7 @@ func TestShrinkLateRankExcluded(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			errs[r] = func() error {
-				c, err := core.NewComm(ts[r], core.Options{Rank: r, Size: m, Degrees: "auto", Replication: 1, MinPacket: 4096, Timeout: timeout})
+				c, err := core.NewComm(ts[r], kx.Options{Rank: r, Size: m, Degrees: "auto", Replication: 1, MinPacket: 4096, Timeout: timeout})
 				if err != nil {
 					return err
 				}
@@ -384,8 +385,8 @@ func TestShrinkLateRankExcluded(t *testing.T) {
 						nc.Close()
 						return fmt.Errorf("the late rank's shrink succeeded: rank %d of %d", nc.Rank(), nc.Size())
 					}
-					if core.CodeOf(err) != core.CodePeer || !strings.Contains(err.Error(), "took this rank for failed") {
-						return fmt.Errorf("the late rank's shrink: %v (code %v), want CodePeer saying it was taken for failed", err, core.CodeOf(err))
+					if kx.CodeOf(err) != kx.CodePeer || !strings.Contains(err.Error(), "took this rank for failed") {
+						return fmt.Errorf("the late rank's shrink: %v (code %v), want CodePeer saying it was taken for failed", err, kx.CodeOf(err))
 					}
 					return nil
 				}
@@ -438,7 +439,7 @@ func TestShrinkTCP(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					errs[r] = func() error {
-						opts := core.Options{Rank: r, Size: tc.m, Peers: peers, Degrees: tc.degrees, Replication: 1,
+						opts := kx.Options{Rank: r, Size: tc.m, Peers: peers, Degrees: tc.degrees, Replication: 1,
 							MinPacket: 4096, Timeout: timeout, Secret: "shrink-test"}
 						tr, err := netio.Connect(opts)
 						if err != nil {
@@ -518,7 +519,7 @@ func loopbackPorts(t *testing.T, n int) []string {
 
 // blindTransport hides the transport's FailedRanks: the rank learns of a death only when a
 // wait on the dead rank fails (as when a TCP reset has not been read yet).
-type blindTransport struct{ core.Transport }
+type blindTransport struct{ kx.Transport }
 
 // dyingTransport kills its rank in the middle of the shrink agreement: after `after` of its
 // agreement messages went out (sent concurrently, so which peers got them varies).
@@ -529,7 +530,7 @@ type dyingTransport struct {
 	after int
 }
 
-func (d *dyingTransport) Send(to int, tag core.Tag, bufs ...[]byte) error {
+func (d *dyingTransport) Send(to int, tag kx.Tag, bufs ...[]byte) error {
 	if tag.Seq >= 1<<63 {
 		d.mu.Lock()
 		d.sent++
@@ -537,7 +538,7 @@ func (d *dyingTransport) Send(to int, tag core.Tag, bufs ...[]byte) error {
 		d.mu.Unlock()
 		if die {
 			d.Mem.Kill()
-			return core.Errorf(core.CodePeer, "killed during shrink")
+			return kx.Errorf(kx.CodePeer, "killed during shrink")
 		}
 	}
 	return d.Mem.Send(to, tag, bufs...)
@@ -564,14 +565,14 @@ func TestShrinkDeathDuringAgreement(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					errs[r] = func() error {
-						var tr core.Transport = ts[r]
+						var tr kx.Transport = ts[r]
 						switch {
 						case r == victim:
 							tr = &dyingTransport{Mem: ts[r], after: after}
 						case r%2 == 0:
 							tr = blindTransport{ts[r]}
 						}
-						c, err := core.NewComm(tr, core.Options{Rank: r, Size: m, Degrees: "auto", Replication: 1, MinPacket: 4096, Timeout: timeout})
+						c, err := core.NewComm(tr, kx.Options{Rank: r, Size: m, Degrees: "auto", Replication: 1, MinPacket: 4096, Timeout: timeout})
 						if err != nil {
 							return err
 						}
@@ -611,7 +612,7 @@ func TestShrinkDeathDuringAgreement(t *testing.T) {
 								}
 								return nil
 							}
-							if c := core.CodeOf(err); c != core.CodePeer && c != core.CodeTimeout {
+							if c := kx.CodeOf(err); c != kx.CodePeer && c != kx.CodeTimeout {
 								return fmt.Errorf("new comm of %d: %w", nc.Size(), err)
 							}
 							cur = nc

@@ -1,14 +1,19 @@
 package core
 
+import (
+	"kylix/core/keyset"
+	"kylix/core/kx"
+)
+
 // allgatherSmall gives every rank every rank's few words, in rank order. Each rank sends its
 // words straight to every other: m-1 tiny messages, fine for the agreement exchanges it serves.
 func (c *Comm) allgatherSmall(seq uint64, words []uint64) ([]uint64, error) {
 	m, me, k := c.nodes(), c.node(), len(words)
-	tag := Tag{Seq: seq, Phase: PhaseSmall}
+	tag := kx.Tag{Seq: seq, Phase: kx.PhaseSmall}
 	sg := c.sends()
 	for r := 0; r < m; r++ {
 		if r != me {
-			sg.send(r, tag, keyBytes(words))
+			sg.send(r, tag, keyset.WordBytes(words))
 		}
 	}
 	all := make([]uint64, m*k)
@@ -18,14 +23,14 @@ func (c *Comm) allgatherSmall(seq uint64, words []uint64) ([]uint64, error) {
 		if r == me {
 			continue
 		}
-		b, err := c.t.Recv(r, tag)
+		b, err := c.recv(r, tag)
 		switch {
 		case err != nil:
 			rerr = err
 		case len(b) != 8*k:
-			rerr = Errorf(CodeInternal, "rank %d sent %d bytes in an agreement exchange, want %d", r, len(b), 8*k)
+			rerr = kx.Errorf(kx.CodeInternal, "rank %d sent %d bytes in an agreement exchange, want %d", r, len(b), 8*k)
 		default:
-			copy(all[r*k:], bytesKeys(b))
+			copy(all[r*k:], keyset.BytesWords(b))
 		}
 	}
 	if err := sg.wait(); rerr == nil {
@@ -42,10 +47,10 @@ func (c *Comm) Bcast(buf []byte, root int) error {
 	}
 	m, me := c.nodes(), c.node()
 	if root < 0 || root >= m {
-		return c.Reject(Errorf(CodeArg, "root: %d is not a rank of this %d-rank comm", root, m))
+		return c.Reject(kx.Errorf(kx.CodeArg, "root: %d is not a rank of this %d-rank comm", root, m))
 	}
 	// The root travels in Width so ranks that disagree on it fail with a mismatch.
-	fp := Fingerprint{Kind: KindBcast, Width: int32(root), Count: int64(len(buf))}
+	fp := kx.Fingerprint{Kind: kx.KindBcast, Width: int32(root), Count: int64(len(buf))}
 	return c.collective(fp, func(seq uint64) error {
 		// Agree first. A tree leaf hears only from its path to the root, and ranks that
 		// disagree on the root would all wait for a parent that never sends. A completed
@@ -54,18 +59,18 @@ func (c *Comm) Bcast(buf []byte, root int) error {
 		if err := c.dissemination(seq); err != nil {
 			return err
 		}
-		tag := Tag{Seq: seq, Phase: PhaseBcast}
+		tag := kx.Tag{Seq: seq, Phase: kx.PhaseBcast}
 		vr := (me - root + m) % m // rank relative to root
 		mask := 1
 		for mask < m {
 			if vr&mask != 0 {
 				from := (vr - mask + root) % m
-				b, err := c.t.Recv(from, tag)
+				b, err := c.recv(from, tag)
 				if err != nil {
 					return err
 				}
 				if len(b) != len(buf) {
-					return Errorf(CodeMismatch, "rank %d broadcast %d bytes, this rank expected %d", from, len(b), len(buf))
+					return kx.Errorf(kx.CodeMismatch, "rank %d broadcast %d bytes, this rank expected %d", from, len(b), len(buf))
 				}
 				copy(buf, b)
 				break
@@ -85,7 +90,7 @@ func (c *Comm) Bcast(buf []byte, root int) error {
 // Barrier returns once every rank has entered it (dissemination: ceil(log2 m) rounds of
 // empty messages to rank+2^k).
 func (c *Comm) Barrier() error {
-	return c.collective(Fingerprint{Kind: KindBarrier}, c.dissemination)
+	return c.collective(kx.Fingerprint{Kind: kx.KindBarrier}, c.dissemination)
 }
 
 // dissemination runs ceil(log2 m) rounds in which rank r tells r+2^k and hears from r-2^k:
@@ -94,11 +99,11 @@ func (c *Comm) Barrier() error {
 func (c *Comm) dissemination(seq uint64) error {
 	m, me := c.nodes(), c.node()
 	for k, dist := 0, 1; dist < m; k, dist = k+1, dist*2 {
-		tag := Tag{Seq: seq, Layer: uint8(k), Phase: PhaseSmall, FP: c.fp}
-		if err := c.t.Send((me+dist)%m, tag); err != nil {
+		tag := kx.Tag{Seq: seq, Layer: uint8(k), Phase: kx.PhaseSmall, FP: c.fp}
+		if err := c.send((me+dist)%m, tag); err != nil {
 			return err
 		}
-		b, err := c.t.Recv((me-dist+m)%m, tag)
+		b, err := c.recv((me-dist+m)%m, tag)
 		if err != nil {
 			return err
 		}

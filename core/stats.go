@@ -2,13 +2,16 @@ package core
 
 import (
 	"encoding/json"
+	"kylix/core/kernels"
+	"kylix/core/kx"
+	"kylix/core/planning"
 	"sync"
 	"time"
 	"weak"
 )
 
-// Statistics of a comm (kylix_stats_json). NewComm wraps the transport in a statsTransport,
-// which sees every Begin, Send and Recv: Begin's fingerprint names the kind of collective and
+// Statistics of a comm (kylix_stats_json). The comm's recorder is told of every begin, send and
+// receive by the comm's data path (wire.go): begin's fingerprint names the kind of collective and
 // its plan, and every message's tag names the collective (seq), the layer and the phase, so each
 // message is charged to (kind, plan, layer, phase) without core's algorithms knowing. Three
 // hooks add what the wire does not show: Comm.collective reports the end of a collective (for
@@ -57,17 +60,17 @@ const (
 
 // slotOf is the slot of a message of phase ph in a collective of kind k, or -1 when k is not a
 // plan's collective.
-func slotOf(k Kind, ph uint8) int {
+func slotOf(k kx.Kind, ph kx.Phase) int {
 	switch k {
-	case KindConfig:
+	case kx.KindConfig:
 		return slotConfig
-	case KindReduce:
-		if ph == PhaseUp {
+	case kx.KindReduce:
+		if ph == kx.PhaseUp {
 			return slotReduceUp
 		}
 		return slotReduceDown
-	case KindConfigReduce:
-		if ph == PhaseUp {
+	case kx.KindConfigReduce:
+		if ph == kx.PhaseUp {
 			return slotCRUp
 		}
 		return slotCRDown
@@ -224,7 +227,7 @@ type Stats struct {
 	Options       StatsOptions         `json:"options"` // the options in effect
 	SinceUnix     float64              `json:"since_unix_s"`
 	Compression   CompressionStats     `json:"compression"`
-	Links         *Links               `json:"links"` // measured link model; null before
+	Links         *planning.Links      `json:"links"` // measured link model; null before
 	Totals        Traffic              `json:"totals"`
 	PhaseSeconds  PhaseSeconds         `json:"phase_seconds"`
 	Collectives   map[string]KindStats `json:"collectives"`
@@ -245,11 +248,11 @@ type StatsOptions struct {
 	Degrees     string `json:"degrees"`
 }
 
-// ---- the counting transport -----------------------------------------------------------------
+// ---- the recorder ---------------------------------------------------------------------------
 
 type planRec struct {
 	id         uint32
-	createdBy  Kind
+	createdBy  kx.Kind
 	ref        weak.Pointer[Plan]
 	configured bool
 	freed      bool
@@ -275,19 +278,19 @@ type kindRec struct {
 }
 
 type activeColl struct {
-	kind      Kind
+	kind      kx.Kind
 	plan      *planRec // nil unless config, reduce or config_reduce
 	start     time.Time
 	slot      int
 	slotStart time.Time
 }
 
-type statsTransport struct {
-	inner Transport
-
+// recorder keeps the statistics of one comm: the comm's data path (wire.go) tells it when a
+// collective begins and ends and what each message carried.
+type recorder struct {
 	mu      sync.Mutex
 	since   time.Time
-	kinds   [len(kindNames)]kindRec
+	kinds   [kx.NumKinds]kindRec
 	orphan  Traffic // messages of no known collective (not expected)
 	plans   map[uint32]*planRec
 	order   []*planRec // plans in creation order
@@ -298,39 +301,17 @@ type statsTransport struct {
 	packed  bool       // some message travelled compressed
 }
 
-func newStatsTransport(t Transport) *statsTransport {
-	return &statsTransport{inner: t, since: time.Now(), plans: map[uint32]*planRec{},
-		active: map[uint64]*activeColl{}}
+func newRecorder() *recorder {
+	return &recorder{since: time.Now(), plans: map[uint32]*planRec{}, active: map[uint64]*activeColl{}}
 }
 
-// unwrapTransport returns the transport a statsTransport wraps (or t itself).
-func unwrapTransport(t Transport) Transport {
-	if s, ok := t.(*statsTransport); ok {
-		t = s.inner
-	}
-	if r, ok := t.(*replicaTransport); ok {
-		t = r.raw
-	}
-	return t
-}
-
-func (s *statsTransport) Rank() int              { return s.inner.Rank() }
-func (s *statsTransport) Size() int              { return s.inner.Size() }
-func (s *statsTransport) Timeout() time.Duration { return s.inner.Timeout() }
-func (s *statsTransport) Close() error           { return s.inner.Close() }
-
-// Unwrap returns the transport being counted.
-func (s *statsTransport) Unwrap() Transport { return s.inner }
-
-func (s *statsTransport) Release(b []byte)   { s.inner.Release(b) }
-func (s *statsTransport) FailedRanks() []int { return s.inner.FailedRanks() }
-
-func (s *statsTransport) Begin(seq uint64, fp Fingerprint) {
+// begin opens collective seq.
+func (s *recorder) begin(seq uint64, fp kx.Fingerprint) {
 	now := time.Now()
 	s.mu.Lock()
 	a := &activeColl{kind: fp.Kind, start: now, slotStart: now, slot: -1}
 	if int(fp.Kind) >= len(s.kinds) {
-		a.kind = KindInvalid
+		a.kind = kx.KindInvalid
 	}
 	if sl := slotOf(fp.Kind, 0); sl >= 0 {
 		a.slot = sl
@@ -345,14 +326,13 @@ func (s *statsTransport) Begin(seq uint64, fp Fingerprint) {
 	}
 	s.active[seq] = a
 	s.mu.Unlock()
-	s.inner.Begin(seq, fp)
 }
 
 // enter switches the collective of tag to the slot of tag's phase, charging the time since the
 // last switch to the slot it leaves.
-func (s *statsTransport) enter(tag Tag) {
+func (s *recorder) enter(tag kx.Tag) {
 	s.mu.Lock()
-	if a := s.active[tag.Seq]; a != nil && a.plan != nil && tag.Phase != PhaseSmall {
+	if a := s.active[tag.Seq]; a != nil && a.plan != nil && tag.Phase != kx.PhaseSmall {
 		if sl := slotOf(a.kind, tag.Phase); sl != a.slot {
 			now := time.Now()
 			a.plan.secs[a.slot] += now.Sub(a.slotStart)
@@ -362,7 +342,7 @@ func (s *statsTransport) enter(tag Tag) {
 	s.mu.Unlock()
 }
 
-func (s *statsTransport) count(tag Tag, n int, sent bool) {
+func (s *recorder) count(tag kx.Tag, n int, sent bool) {
 	u := Traffic{BytesRecv: uint64(n), MsgsRecv: 1}
 	if sent {
 		u = Traffic{BytesSent: uint64(n), MsgsSent: 1}
@@ -379,10 +359,10 @@ func (s *statsTransport) count(tag Tag, n int, sent bool) {
 		return
 	}
 	switch tag.Phase {
-	case PhaseSmall:
+	case kx.PhaseSmall:
 		a.plan.agree.Add(u)
 		return
-	case PhaseLinks:
+	case kx.PhaseLinks:
 		a.plan.links.Add(u)
 		return
 	}
@@ -394,60 +374,14 @@ func (s *statsTransport) count(tag Tag, n int, sent bool) {
 	}
 }
 
-func (s *statsTransport) Send(to int, tag Tag, bufs ...[]byte) error {
-	s.enter(tag)
-	err := s.inner.Send(to, tag, bufs...)
-	if err == nil {
-		n := 0
-		for _, b := range bufs {
-			n += len(b)
-		}
-		s.count(tag, n, true)
-	}
-	return err
-}
-
-func (s *statsTransport) Recv(from int, tag Tag) ([]byte, error) {
-	s.enter(tag)
-	b, err := s.inner.Recv(from, tag)
-	if err == nil {
-		s.count(tag, len(b), false)
-	}
-	return b, err
-}
-
-func (s *statsTransport) Expect(from int, tag Tag, dst []byte) { s.inner.Expect(from, tag, dst) }
-
-func (s *statsTransport) Await(from int, tag Tag) (int, error) {
-	s.enter(tag)
-	n, err := s.inner.Await(from, tag)
-	if err == nil {
-		s.count(tag, n, false)
-	}
-	return n, err
-}
-
-// AwaitPrefix is not counted: the Await that follows it counts the whole message.
-func (s *statsTransport) AwaitPrefix(from int, tag Tag, n int) error {
-	s.enter(tag)
-	return s.inner.AwaitPrefix(from, tag, n)
-}
-
-func (s *statsTransport) Abort(seq uint64, err error) {
-	s.mu.Lock()
-	s.endLocked(seq, err, time.Now()) // a rejected call ends here (collective's hook ran first otherwise)
-	s.mu.Unlock()
-	s.inner.Abort(seq, err)
-}
-
 // end closes collective seq: its time and outcome.
-func (s *statsTransport) end(seq uint64, err error) {
+func (s *recorder) end(seq uint64, err error) {
 	s.mu.Lock()
 	s.endLocked(seq, err, time.Now())
 	s.mu.Unlock()
 }
 
-func (s *statsTransport) endLocked(seq uint64, err error, now time.Time) {
+func (s *recorder) endLocked(seq uint64, err error, now time.Time) {
 	a := s.active[seq]
 	if a == nil {
 		return
@@ -462,11 +396,11 @@ func (s *statsTransport) endLocked(seq uint64, err error, now time.Time) {
 	if p := a.plan; p != nil {
 		p.secs[a.slot] += now.Sub(a.slotStart)
 		switch a.kind {
-		case KindConfig:
+		case kx.KindConfig:
 			p.calls.Config++
-		case KindReduce:
+		case kx.KindReduce:
 			p.calls.Reduce++
-		case KindConfigReduce:
+		case kx.KindConfigReduce:
 			p.calls.ConfigReduce++
 		}
 		if err != nil {
@@ -476,7 +410,7 @@ func (s *statsTransport) endLocked(seq uint64, err error, now time.Time) {
 }
 
 // planRecord finds or makes the record of plan id; a new record may push old ones out.
-func (s *statsTransport) planRecord(id uint32, k Kind) *planRec {
+func (s *recorder) planRecord(id uint32, k kx.Kind) *planRec {
 	if r := s.plans[id]; r != nil {
 		return r
 	}
@@ -491,7 +425,7 @@ func (s *statsTransport) planRecord(id uint32, k Kind) *planRec {
 
 // retire folds the records of plans nobody can use any more into the aggregate: the oldest
 // first while there are more than maxPlanRecords, or all of them when all is set (reset).
-func (s *statsTransport) retire(all bool) {
+func (s *recorder) retire(all bool) {
 	busy := map[*planRec]bool{}
 	for _, a := range s.active {
 		if a.plan != nil {
@@ -513,7 +447,7 @@ func (s *statsTransport) retire(all bool) {
 	s.order = kept
 }
 
-func (s *statsTransport) fold(r *planRec) {
+func (s *recorder) fold(r *planRec) {
 	g := &s.retired
 	s.nRetir++
 	g.calls.Config += r.calls.Config
@@ -535,7 +469,7 @@ func (s *statsTransport) fold(r *planRec) {
 }
 
 // noteIndex adds a config message's index bytes to its plan's layer and to the totals.
-func (s *statsTransport) noteIndex(tag Tag, raw, wire int, sent bool) {
+func (s *recorder) noteIndex(tag kx.Tag, raw, wire int, sent bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.index.add(raw, wire, sent)
@@ -551,7 +485,7 @@ func (s *statsTransport) noteIndex(tag Tag, raw, wire int, sent bool) {
 }
 
 // notePlan records the degrees and per-layer key counts of a freshly configured plan.
-func (s *statsTransport) notePlan(p *Plan, rank int) {
+func (s *recorder) notePlan(p *Plan, rank int) {
 	st := PlanStats{Degrees: p.Degrees(), NOut: p.nOut, NIn: p.nIn, OutKeys: p.out0, InKeys: p.in0,
 		BottomOut: p.out0, BottomIn: p.in0, Layers: make([]LayerStats, len(p.layers))}
 	for i := range p.layers {
@@ -580,7 +514,7 @@ func (s *statsTransport) notePlan(p *Plan, rank int) {
 	r.static, r.configured, r.ref = st, true, weak.Make(p)
 }
 
-func (s *statsTransport) noteFreed(id uint32) {
+func (s *recorder) noteFreed(id uint32) {
 	s.mu.Lock()
 	if r := s.plans[id]; r != nil {
 		r.freed = true
@@ -588,13 +522,13 @@ func (s *statsTransport) noteFreed(id uint32) {
 	s.mu.Unlock()
 }
 
-func (s *statsTransport) reset() {
+func (s *recorder) reset() {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.retire(true)
 	s.since = now
-	s.kinds = [len(kindNames)]kindRec{}
+	s.kinds = [kx.NumKinds]kindRec{}
 	s.orphan = Traffic{}
 	s.retired, s.nRetir = planRec{}, 0
 	s.index, s.packed = IndexBytes{}, false
@@ -607,7 +541,7 @@ func (s *statsTransport) reset() {
 	}
 }
 
-func (s *statsTransport) snapshot() Stats {
+func (s *recorder) snapshot() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Stats{Version: statsVersion, SinceUnix: float64(s.since.UnixNano()) / 1e9,
@@ -615,7 +549,7 @@ func (s *statsTransport) snapshot() Stats {
 	st.Totals = s.orphan
 	for k := range s.kinds {
 		r := &s.kinds[k]
-		st.Collectives[Kind(k).String()] = KindStats{Calls: r.calls, Errors: r.errors, Seconds: r.secs.Seconds(), Traffic: r.tr}
+		st.Collectives[kx.Kind(k).String()] = KindStats{Calls: r.calls, Errors: r.errors, Seconds: r.secs.Seconds(), Traffic: r.tr}
 		st.Totals.Add(r.tr)
 	}
 	var secs [numSlots]time.Duration
@@ -653,47 +587,26 @@ func (s *statsTransport) snapshot() Stats {
 	for i := range secs {
 		secs[i] += g.secs[i]
 	}
-	st.PhaseSeconds = PhaseSeconds{PlanSeconds: planSeconds(&secs), Dense: s.kinds[KindAllreduce].secs.Seconds()}
+	st.PhaseSeconds = PhaseSeconds{PlanSeconds: planSeconds(&secs), Dense: s.kinds[kx.KindAllreduce].secs.Seconds()}
 	st.Compression = CompressionStats{Active: s.packed, IndexBytes: s.index.withRatio()}
 	return st
 }
 
 // ---- the Comm's side ------------------------------------------------------------------------
 
-func (c *Comm) statsT() *statsTransport {
-	s, _ := c.t.(*statsTransport)
-	return s
-}
-
 // statsEnd is called by collective when body returns.
-func (c *Comm) statsEnd(seq uint64, err error) {
-	if s := c.statsT(); s != nil {
-		s.end(seq, err)
-	}
-}
+func (c *Comm) statsEnd(seq uint64, err error) { c.rec.end(seq, err) }
 
 // statsPlan is called by configure once p is configured.
-func (c *Comm) statsPlan(p *Plan) {
-	if s := c.statsT(); s != nil {
-		s.notePlan(p, c.node())
-	}
-}
+func (c *Comm) statsPlan(p *Plan) { c.rec.notePlan(p, c.node()) }
 
 // statsFreed is called by Plan.Free.
-func (c *Comm) statsFreed(id uint32) {
-	if s := c.statsT(); s != nil {
-		s.noteFreed(id)
-	}
-}
+func (c *Comm) statsFreed(id uint32) { c.rec.noteFreed(id) }
 
 // Stats returns a snapshot of the comm's statistics, cumulative since NewComm or the last
 // ResetStats. Local: no communication. Safe to call while a collective is running.
 func (c *Comm) Stats() Stats {
-	s := c.statsT()
-	if s == nil {
-		s = newStatsTransport(c.t) // a comm built without NewComm: empty figures
-	}
-	st := s.snapshot()
+	st := c.rec.snapshot()
 	st.Rank, st.Size = c.Rank(), c.Size()
 	st.DegreesOption = c.opts.Degrees
 	if st.DegreesOption == "" {
@@ -702,7 +615,7 @@ func (c *Comm) Stats() Stats {
 	if c.degrees != nil {
 		st.Degrees = append([]int{}, c.degrees...)
 	}
-	st.Threads, st.Kernels = c.threads(), kernLevel()
+	st.Threads, st.Kernels = c.threads(), kernels.Level()
 	st.Replication = c.replicationStats()
 	st.Options = StatsOptions{TimeoutMS: c.opts.Timeout.Milliseconds(), LivenessMS: c.opts.Liveness.Milliseconds(), Threads: c.threads(),
 		Log: c.opts.Log, MinPacket: c.opts.MinPacket, Replication: c.opts.Replication,
@@ -718,7 +631,7 @@ func (c *Comm) Stats() Stats {
 func (c *Comm) StatsJSON() ([]byte, error) {
 	b, err := json.Marshal(c.Stats())
 	if err != nil {
-		return nil, Errorf(CodeInternal, "stats: %v", err)
+		return nil, kx.Errorf(kx.CodeInternal, "stats: %v", err)
 	}
 	return b, nil
 }
@@ -726,8 +639,6 @@ func (c *Comm) StatsJSON() ([]byte, error) {
 // ResetStats sets every counter and timer to zero and restarts the clock of since_unix_s.
 // Configured plans keep their degrees and key counts; records of freed plans are dropped.
 func (c *Comm) ResetStats() {
-	if s := c.statsT(); s != nil {
-		s.reset()
-	}
+	c.rec.reset()
 	c.resetRaceBase()
 }

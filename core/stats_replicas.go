@@ -1,37 +1,26 @@
 package core
 
+import "kylix/core/kx"
+
 // ReplicationStats (kylix_stats_json "replication"): the job's replication and, per peer, the
 // racing copies this rank received from it (replicas.go): copies won (used), copies lost
 // (dropped because another replica's copy was first) and the bytes of the lost copies that
 // were read, the price of replication in duplicate traffic. Peers are numbered as the
-// job's ranks; a comm made by kylix_shrink reports no per-peer figures.
+// comm's ranks (a comm made by kylix_shrink numbers its survivors 0..k-1).
 type ReplicationStats struct {
-	Replicas    int             `json:"replicas"` // s
-	Nodes       int             `json:"nodes"`    // size/s
-	Node        int             `json:"node"`     // this rank's node
-	FailedRanks []int           `json:"failed_ranks"`
-	CopiesWon   uint64          `json:"copies_won"`
-	CopiesLost  uint64          `json:"copies_lost"`
-	DupBytes    uint64          `json:"duplicate_bytes"`
-	Peers       []RacePeerStats `json:"peers"` // only peers with copies; null without replication
+	Replicas    int                `json:"replicas"` // s
+	Nodes       int                `json:"nodes"`    // size/s
+	Node        int                `json:"node"`     // this rank's node
+	FailedRanks []int              `json:"failed_ranks"`
+	CopiesWon   uint64             `json:"copies_won"`
+	CopiesLost  uint64             `json:"copies_lost"`
+	DupBytes    uint64             `json:"duplicate_bytes"`
+	Peers       []kx.RacePeerStats `json:"peers"` // only peers with copies; null without replication
 }
 
-// RacePeerStats are the racing copies received from one peer.
-type RacePeerStats struct {
-	Rank       int    `json:"rank"`
-	CopiesWon  uint64 `json:"copies_won"`
-	CopiesLost uint64 `json:"copies_lost"`
-	DupBytes   uint64 `json:"duplicate_bytes"`
-}
-
-// raceReporter is implemented by transports that race copies (netio's TCP and Mem).
-type raceReporter interface {
-	RaceStats() []RacePeerStats
-}
-
-func (c *Comm) raceCounts() []RacePeerStats {
-	if r, ok := unwrapLease(c.Transport()).(raceReporter); ok && c.opts.Replication > 1 {
-		return r.RaceStats()
+func (c *Comm) raceCounts() []kx.RacePeerStats {
+	if c.v.Replication() > 1 {
+		return c.v.RaceStats()
 	}
 	return nil
 }
@@ -45,7 +34,7 @@ func (c *Comm) resetRaceBase() {
 
 func (c *Comm) replicationStats() ReplicationStats {
 	s := max(c.opts.Replication, 1)
-	st := ReplicationStats{Replicas: s, Nodes: c.nodes(), Node: c.node(), FailedRanks: c.Transport().FailedRanks()}
+	st := ReplicationStats{Replicas: s, Nodes: c.nodes(), Node: c.node(), FailedRanks: c.v.FailedRanks()}
 	if st.FailedRanks == nil {
 		st.FailedRanks = []int{}
 	}

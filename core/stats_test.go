@@ -3,6 +3,7 @@ package core_test
 import (
 	"encoding/json"
 	"fmt"
+	"kylix/core/kx"
 	"sync"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 // counts them; core never sends to itself in config and reduce).
 func memTotals(c *core.Comm) core.Traffic {
 	var t core.Traffic
-	for _, p := range c.Transport().(*netio.Mem).Stats() {
+	for _, p := range core.ProcTransport(c).(*netio.Mem).Stats() {
 		t.Add(core.Traffic{BytesSent: p.BytesSent, BytesRecv: p.BytesRecv, MsgsSent: p.MsgsSent, MsgsRecv: p.MsgsRecv})
 	}
 	return t
@@ -40,7 +41,7 @@ func TestStatsMatchTransport(t *testing.T) {
 	}{{4, "2x2"}, {6, "3x2"}, {6, "auto"}} {
 		t.Run(fmt.Sprintf("m%d_%s", tc.m, tc.degrees), func(t *testing.T) {
 			const n, width = 20000, 3
-			es := width * core.F32.Size()
+			es := width * kx.F32.Size()
 			var mu sync.Mutex
 			snaps := make([]core.Stats, tc.m)
 			errs := runJob(t, tc.m, tc.degrees, func(c *core.Comm) error {
@@ -49,14 +50,14 @@ func TestStatsMatchTransport(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				vals := encode(core.F32, core.Sum, rd.vals)
+				vals := encode(kx.F32, kx.Sum, rd.vals)
 				in := make([]byte, len(rd.in)*es)
 				for range 3 {
-					if err := p.Reduce(vals, in, core.F32, core.Sum, width); err != nil {
+					if err := p.Reduce(vals, in, kx.F32, kx.Sum, width); err != nil {
 						return err
 					}
 				}
-				if _, err := c.ConfigReduce(rd.out, vals, rd.in, in, core.F32, core.Sum, width, false); err != nil {
+				if _, err := c.ConfigReduce(rd.out, vals, rd.in, in, kx.F32, kx.Sum, width, false); err != nil {
 					return err
 				}
 				js, err := c.StatsJSON()
@@ -106,7 +107,7 @@ func TestStatsMatchTransport(t *testing.T) {
 				if cfg.Calls.Config != 1 || cfg.Calls.Reduce != 3 || cr.Calls.ConfigReduce != 1 {
 					t.Errorf("rank %d: calls %+v %+v", r, cfg.Calls, cr.Calls)
 				}
-				if tc.degrees != "auto" && core.FormatDegrees(cfg.Degrees) != tc.degrees {
+				if tc.degrees != "auto" && kx.FormatDegrees(cfg.Degrees) != tc.degrees {
 					t.Errorf("rank %d: degrees %v, want %s", r, cfg.Degrees, tc.degrees)
 				}
 				for _, ps := range []core.PlanStats{cfg, cr} {
@@ -187,10 +188,10 @@ func TestStatsResetAndFields(t *testing.T) {
 		}
 		defer p.Free()
 		buf := make([]byte, 64)
-		if err := c.Allreduce(buf, buf, core.F64, core.Sum); err != nil {
+		if err := c.Allreduce(buf, buf, kx.F64, kx.Sum); err != nil {
 			return err
 		}
-		_ = p.Reduce(nil, nil, core.F32, core.Sum, 1) // rejected: wrong lengths
+		_ = p.Reduce(nil, nil, kx.F32, kx.Sum, 1) // rejected: wrong lengths
 		var m map[string]any
 		js, _ := c.StatsJSON()
 		if err := json.Unmarshal(js, &m); err != nil {
@@ -203,7 +204,7 @@ func TestStatsResetAndFields(t *testing.T) {
 			}
 		}
 		st := c.Stats()
-		if st.DegreesOption != "2x2" || core.FormatDegrees(st.Degrees) != "2x2" {
+		if st.DegreesOption != "2x2" || kx.FormatDegrees(st.Degrees) != "2x2" {
 			return fmt.Errorf("degrees %q %v", st.DegreesOption, st.Degrees)
 		}
 		if k := st.Collectives["allreduce"]; k.Calls != 1 || k.Traffic.BytesSent == 0 || st.PhaseSeconds.Dense <= 0 {
@@ -230,7 +231,7 @@ func TestStatsResetAndFields(t *testing.T) {
 		before := memTotals(c)
 		vals := make([]byte, len(rd.out)*4)
 		in := make([]byte, len(rd.in)*4)
-		if err := p.Reduce(vals, in, core.F32, core.Sum, 1); err != nil {
+		if err := p.Reduce(vals, in, kx.F32, kx.Sum, 1); err != nil {
 			return err
 		}
 		st = c.Stats()
@@ -258,7 +259,7 @@ func TestStatsBoundedPlans(t *testing.T) {
 		vals := make([]byte, 3*8)
 		in := make([]byte, 3*8)
 		for i := 0; i < 150; i++ {
-			p, err := c.ConfigReduce(out, vals, out, in, core.F64, core.Sum, 1, true)
+			p, err := c.ConfigReduce(out, vals, out, in, kx.F64, kx.Sum, 1, true)
 			if err != nil {
 				return err
 			}

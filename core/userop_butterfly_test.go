@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"kylix/core/kernels"
+	"kylix/core/kernels/kerneltest"
+	"kylix/core/kx"
 	"math/rand"
 	"sync"
 	"testing"
@@ -17,22 +20,22 @@ import (
 
 var (
 	userOnce  sync.Once
-	userOp    core.Op
-	userStats core.UserOpStats
+	userOp    kx.Op
+	userStats kerneltest.UserOpStats
 )
 
-func affineOp(t *testing.T) core.Op {
+func affineOp(t *testing.T) kx.Op {
 	t.Helper()
 	userOnce.Do(func() {
 		var err error
-		if userOp, err = core.RegisterAffineForTest(&userStats); err != nil {
+		if userOp, err = kernels.RegisterUserOp(kerneltest.AffineFn(&userStats, kernels.MaxUserChunk)); err != nil {
 			panic(err)
 		}
 	})
 	return userOp
 }
 
-func getBits(d core.Dtype, b []byte, i int) uint64 {
+func getBits(d kx.Dtype, b []byte, i int) uint64 {
 	if d.Size() == 4 {
 		return uint64(binary.LittleEndian.Uint32(b[4*i:]))
 	}
@@ -41,7 +44,7 @@ func getBits(d core.Dtype, b []byte, i int) uint64 {
 
 // userVals draws random element bits for every rank's values (regenerated, so every rank can
 // compute the reference).
-func userVals(seed int64, r int, d core.Dtype, n int) []byte {
+func userVals(seed int64, r int, d kx.Dtype, n int) []byte {
 	rng := rand.New(rand.NewSource(seed*7919 + int64(r)))
 	b := make([]byte, n*d.Size())
 	for i := 0; i < n; i++ {
@@ -56,7 +59,7 @@ func userVals(seed int64, r int, d core.Dtype, n int) []byte {
 }
 
 // userReference folds in rank order, then position order; nobody's indices are zero.
-func userReference(all []rankData, vals [][]byte, r int, d core.Dtype, width int) []uint64 {
+func userReference(all []rankData, vals [][]byte, r int, d kx.Dtype, width int) []uint64 {
 	acc := map[int64][]uint64{}
 	for q, rd := range all {
 		for p, idx := range rd.out {
@@ -64,7 +67,7 @@ func userReference(all []rankData, vals [][]byte, r int, d core.Dtype, width int
 			for c := 0; c < width; c++ {
 				v := getBits(d, vals[q], p*width+c)
 				if ok {
-					v = core.Affine(d, a[c], v)
+					v = kerneltest.Affine(d, a[c], v)
 				} else if c == 0 {
 					a = make([]uint64, width)
 				}
@@ -170,7 +173,7 @@ func TestUserOpDenseAllreduce(t *testing.T) {
 		for _, n := range []int{0, 1, 1000, 9000, 70000} {
 			errs := runJob(t, pl.m, pl.degrees, func(c *core.Comm) error {
 				for _, d := range allDtypes {
-					if n > 9000 && d != core.F32 && d != core.U64 {
+					if n > 9000 && d != kx.F32 && d != kx.U64 {
 						continue
 					}
 					seed := int64(n*10 + pl.m)
@@ -189,7 +192,7 @@ func TestUserOpDenseAllreduce(t *testing.T) {
 					for i := 0; i < n; i++ {
 						w := getBits(d, vals[0], i)
 						for r := 1; r < pl.m; r++ {
-							w = core.Affine(d, w, getBits(d, vals[r], i))
+							w = kerneltest.Affine(d, w, getBits(d, vals[r], i))
 						}
 						if g := getBits(d, recv, i); g != w {
 							t.Errorf("allreduce m=%d %s n=%d rank %d %s element %d = %#x, want %#x",
@@ -207,7 +210,7 @@ func TestUserOpDenseAllreduce(t *testing.T) {
 			}
 		}
 	}
-	if _, maxCount, bad := userStats.Snapshot(); bad != "" || maxCount < 2 || maxCount > core.UserChunkForTest {
+	if _, maxCount, bad := userStats.Snapshot(); bad != "" || maxCount < 2 || maxCount > kernels.MaxUserChunk {
 		t.Errorf("the callback got %q, largest call %d elements", bad, maxCount)
 	}
 }
@@ -220,17 +223,17 @@ func TestUserOpMismatchAndUnknown(t *testing.T) {
 		b := make([]byte, 8*10)
 		o := op
 		if c.Rank() == 2 {
-			o = core.FirstUserOp + core.MaxUserOps - 1 // never registered in this test binary
+			o = kx.FirstUserOp + kernels.MaxUserOps - 1 // never registered in this test binary
 		}
-		err := c.Allreduce(b, b, core.U64, o)
-		want := core.CodeMismatch
+		err := c.Allreduce(b, b, kx.U64, o)
+		want := kx.CodeMismatch
 		if c.Rank() == 2 {
-			want = core.CodeArg
+			want = kx.CodeArg
 		}
-		if core.CodeOf(err) != want {
+		if kx.CodeOf(err) != want {
 			return fmt.Errorf("got %v, want code %d", err, want)
 		}
-		return c.Allreduce(b, b, core.U64, op) // the comm still works
+		return c.Allreduce(b, b, kx.U64, op) // the comm still works
 	})
 	for r, err := range errs {
 		if err != nil {

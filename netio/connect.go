@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"kylix/core/kx"
 	"net"
 	"net/netip"
 	"os"
@@ -12,8 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"kylix/core"
 )
 
 // DefaultTimeout is used when Options.Timeout is not set.
@@ -32,12 +31,12 @@ const DefaultTimeout = 30 * time.Second
 // authenticates nothing. Errors: CodeArg (options), CodeNet (cannot bind, resolve or
 // accept, naming the address and rank), CodeAuth (handshake), CodeTimeout (naming the ranks still
 // missing).
-func Connect(o core.Options) (*TCP, error) { return connect(o, "") }
+func Connect(o kx.Options) (*TCP, error) { return connect(o, "") }
 
 // connect is Connect with the host to listen on ("" = all interfaces; tests use 127.0.0.1).
-func connect(o core.Options, listenHost string) (*TCP, error) {
+func connect(o kx.Options, listenHost string) (*TCP, error) {
 	if o.Size < 1 || o.Rank < 0 || o.Rank >= o.Size {
-		return nil, core.Errorf(core.CodeArg, "connect: rank=%d size=%d is not a rank of the job", o.Rank, o.Size)
+		return nil, kx.Errorf(kx.CodeArg, "connect: rank=%d size=%d is not a rank of the job", o.Rank, o.Size)
 	}
 	timeout := o.Timeout
 	if timeout <= 0 {
@@ -55,25 +54,25 @@ func connect(o core.Options, listenHost string) (*TCP, error) {
 	switch {
 	case len(o.Peers) > 0:
 		if len(o.Peers) != o.Size {
-			return nil, core.Errorf(core.CodeArg, "connect: peers lists %d addresses for size=%d", len(o.Peers), o.Size)
+			return nil, kx.Errorf(kx.CodeArg, "connect: peers lists %d addresses for size=%d", len(o.Peers), o.Size)
 		}
 		_, port, err := net.SplitHostPort(o.Peers[o.Rank])
 		if err != nil {
-			return nil, core.Errorf(core.CodeArg, "connect: peers entry %d (%q) is not host:port: %v", o.Rank, o.Peers[o.Rank], err)
+			return nil, kx.Errorf(kx.CodeArg, "connect: peers entry %d (%q) is not host:port: %v", o.Rank, o.Peers[o.Rank], err)
 		}
 		addr := net.JoinHostPort(listenHost, port)
 		if ln, err = net.Listen("tcp", addr); err != nil {
-			return nil, core.Errorf(core.CodeNet, "rank %d cannot listen on %s (its peers entry %s): %v", o.Rank, addr, o.Peers[o.Rank], err)
+			return nil, kx.Errorf(kx.CodeNet, "rank %d cannot listen on %s (its peers entry %s): %v", o.Rank, addr, o.Peers[o.Rank], err)
 		}
 		peers, job = o.Peers, staticJobID(o.Secret, o.Peers)
 	case o.Rendezvous != "":
 		rvHost, rvPort, err := net.SplitHostPort(o.Rendezvous)
 		if err != nil || rvPort == "" || rvPort == "0" {
-			return nil, core.Errorf(core.CodeArg, "connect: rendezvous=%q is not host:port with a port other than 0", o.Rendezvous)
+			return nil, kx.Errorf(kx.CodeArg, "connect: rendezvous=%q is not host:port with a port other than 0", o.Rendezvous)
 		}
 		addr := net.JoinHostPort(listenHost, "0")
 		if ln, err = net.Listen("tcp", addr); err != nil {
-			return nil, core.Errorf(core.CodeNet, "rank %d cannot listen on %s: %v", o.Rank, addr, err)
+			return nil, kx.Errorf(kx.CodeNet, "rank %d cannot listen on %s: %v", o.Rank, addr, err)
 		}
 		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 		// With no listen host the rendezvous client advertises the local address of its own
@@ -101,7 +100,7 @@ func connect(o core.Options, listenHost string) (*TCP, error) {
 			}
 			srv.Close()
 			if err != nil {
-				err = core.Errorf(core.CodeOf(err), "%v (rank 0 served this rendezvous itself, as nothing listened on %s on its host)", err, o.Rendezvous)
+				err = kx.Errorf(kx.CodeOf(err), "%v (rank 0 served this rendezvous itself, as nothing listened on %s on its host)", err, o.Rendezvous)
 			}
 		}
 		if err != nil {
@@ -109,7 +108,7 @@ func connect(o core.Options, listenHost string) (*TCP, error) {
 			return nil, err
 		}
 	default:
-		return nil, core.Errorf(core.CodeArg, "connect: size=%d needs peers= or rendezvous=", o.Size)
+		return nil, kx.Errorf(kx.CodeArg, "connect: size=%d needs peers= or rendezvous=", o.Size)
 	}
 	conns, err := mesh(ln, o.Rank, o.Size, peers, job, o.Secret, timeout)
 	if err == nil {
@@ -129,7 +128,7 @@ func serveOwnRendezvous(addr string, size int, secret string, timeout time.Durat
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return nil, nil
 		}
-		return nil, core.Errorf(core.CodeNet, "rank 0 cannot serve the rendezvous on %s: %v", addr, err)
+		return nil, kx.Errorf(kx.CodeNet, "rank 0 cannot serve the rendezvous on %s: %v", addr, err)
 	}
 	return serveRendezvousOn(ln, size, secret, timeout), nil
 }

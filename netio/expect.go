@@ -1,6 +1,6 @@
 package netio
 
-import "kylix/core"
+import "kylix/core/kx"
 
 // Receive in place: core posts where a message lands (expect), a transport asks before reading a
 // payload whether it has a place (claim) and reads straight into it, and core waits for the
@@ -11,7 +11,7 @@ import "kylix/core"
 type post struct {
 	seq    uint64
 	layer  uint8
-	phase  uint8 // as on the wire (racing messages carry raceBit)
+	phase  kx.Phase // as on the wire (racing messages carry raceBit)
 	dst    []byte
 	state  postState
 	data   []byte // early: the buffered payload, copied into dst by await
@@ -32,7 +32,7 @@ const (
 // the current collective. A frame that already arrived is moved into the post (await copies
 // it); a later one is read straight into dst by claim. A post for a collective this rank has
 // left is ignored (await reports why).
-func (m *mailbox) expect(from int, tag core.Tag, dst []byte) {
+func (m *mailbox) expect(from int, tag kx.Tag, dst []byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := m.key(tag.Layer, wirePhase(tag), from)
@@ -53,7 +53,7 @@ func (m *mailbox) expect(from int, tag core.Tag, dst []byte) {
 // bytes; or nil, and the frame goes through deliver. A posted place of another length makes the
 // post fail with CodeInternal naming the sender (the frame is then delivered and dropped with
 // the collective): nothing is ever written outside the place.
-func (m *mailbox) claim(src int, seq uint64, layer, phase uint8, fp core.Fingerprint, n int) *post {
+func (m *mailbox) claim(src int, seq uint64, layer uint8, phase kx.Phase, fp kx.Fingerprint, n int) *post {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed != nil || !m.started || seq != m.cur || fp != m.fp {
@@ -75,14 +75,14 @@ func (m *mailbox) claim(src int, seq uint64, layer, phase uint8, fp core.Fingerp
 }
 
 // lengthError is a payload whose length is not that of its posted place.
-func lengthError(src int, seq uint64, layer, phase uint8, got, want int) error {
-	return core.Errorf(core.CodeInternal, "rank %d sent a %s message of %d bytes in layer %d of collective %d, want %d",
-		core.RankRef(src), phaseName(phase), got, core.LayerRef(layer), core.SeqRef(seq), want)
+func lengthError(src int, seq uint64, layer uint8, phase kx.Phase, got, want int) error {
+	return kx.Errorf(kx.CodeInternal, "rank %d sent a %s message of %d bytes in layer %d of collective %d, want %d",
+		kx.RankRef(src), phaseName(phase), got, kx.LayerRef(layer), kx.SeqRef(seq), want)
 }
 
 // progress records that the first n bytes of a post being filled have landed, for waits on a
 // prefix (awaitPrefix).
-func (m *mailbox) progress(src int, p *post, n int, layer, phase uint8) {
+func (m *mailbox) progress(src int, p *post, n int, layer uint8, phase kx.Phase) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p.state == postFilling {
@@ -98,7 +98,7 @@ func (m *mailbox) progress(src int, p *post, n int, layer, phase uint8) {
 }
 
 // landed marks a post claimed by claim as filled.
-func (m *mailbox) landed(src int, p *post, layer, phase uint8) {
+func (m *mailbox) landed(src int, p *post, layer uint8, phase kx.Phase) {
 	m.heard(src)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -165,14 +165,14 @@ func (m *mailbox) wakeKey(seq uint64, k msgKey) {
 
 // await waits until the message posted with expect has landed in its place and returns its
 // length. It fails as recv does, and with CodeInternal for a payload of the wrong length.
-func (m *mailbox) await(from int, tag core.Tag) (int, error) {
+func (m *mailbox) await(from int, tag kx.Tag) (int, error) {
 	return m.awaitPrefix(from, tag, -1)
 }
 
 // awaitPrefix waits until at least the first n bytes of the posted message have landed (all of
 // it when n < 0), so a caller can combine the front of a large message while the rest streams
 // in. It returns the message's length once it has landed whole, else n.
-func (m *mailbox) awaitPrefix(from int, tag core.Tag, n int) (int, error) {
+func (m *mailbox) awaitPrefix(from int, tag kx.Tag, n int) (int, error) {
 	if n < 0 {
 		n = postWhole
 	}

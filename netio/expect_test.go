@@ -2,11 +2,10 @@ package netio
 
 import (
 	"bytes"
+	"kylix/core/kx"
 	"runtime"
 	"testing"
 	"time"
-
-	"kylix/core"
 )
 
 // A posted place sits inside a larger buffer whose other bytes are sentinels: whatever a peer
@@ -27,7 +26,7 @@ func sentinelsIntact(t *testing.T, whole []byte, n int) {
 
 // testExpect runs the receive-into-place cases over a job's transports: posted before the
 // message, posted after it arrived (copied in), a payload of the wrong length.
-func testExpect(t *testing.T, ts []core.Transport) {
+func testExpect(t *testing.T, ts []kx.Transport) {
 	for _, tr := range ts {
 		tr.Begin(7, fpAll)
 	}
@@ -36,7 +35,7 @@ func testExpect(t *testing.T, ts []core.Transport) {
 
 	// Posted first: the payload lands in place.
 	whole, place := sentinelPlace(n)
-	tagA := core.Tag{FP: fpAll, Seq: 7, Layer: 0, Phase: core.PhaseDown}
+	tagA := kx.Tag{FP: fpAll, Seq: 7, Layer: 0, Phase: kx.PhaseDown}
 	ts[0].Expect(1, tagA, place)
 	if err := ts[1].Send(0, tagA, payload[:n/2], payload[n/2:]); err != nil {
 		t.Fatal(err)
@@ -48,7 +47,7 @@ func testExpect(t *testing.T, ts []core.Transport) {
 
 	// Arrived first: copied in by Await.
 	whole, place = sentinelPlace(n)
-	tagB := core.Tag{FP: fpAll, Seq: 7, Layer: 1, Phase: core.PhaseUp}
+	tagB := kx.Tag{FP: fpAll, Seq: 7, Layer: 1, Phase: kx.PhaseUp}
 	if err := ts[1].Send(0, tagB, payload); err != nil {
 		t.Fatal(err)
 	}
@@ -65,9 +64,9 @@ func testExpect(t *testing.T, ts []core.Transport) {
 		for _, early := range []bool{false, true} {
 			whole, place = sentinelPlace(n)
 			copy(place, bytes.Repeat([]byte{0xA5}, n))
-			tag := core.Tag{FP: fpAll, Seq: 7, Layer: uint8(2 + i), Phase: core.PhaseDown}
+			tag := kx.Tag{FP: fpAll, Seq: 7, Layer: uint8(2 + i), Phase: kx.PhaseDown}
 			if early {
-				tag.Phase = core.PhaseUp
+				tag.Phase = kx.PhaseUp
 				ts[1].Send(0, tag, bytes.Repeat([]byte{9}, size))
 				time.Sleep(20 * time.Millisecond)
 				ts[0].Expect(1, tag, place)
@@ -76,7 +75,7 @@ func testExpect(t *testing.T, ts []core.Transport) {
 				ts[1].Send(0, tag, bytes.Repeat([]byte{9}, size))
 			}
 			_, err := ts[0].Await(1, tag)
-			wantErr(t, err, core.CodeInternal, "rank 1 sent", "want")
+			wantErr(t, err, kx.CodeInternal, "rank 1 sent", "want")
 			for j, b := range whole {
 				if b != 0xA5 {
 					t.Fatalf("size %d early %v: byte %d written", size, early, j)
@@ -109,7 +108,7 @@ func TestExpectPeerDiesMidMessage(t *testing.T) {
 	}
 	const n = 4 << 20
 	whole, place := sentinelPlace(n)
-	tag := core.Tag{FP: fpAll, Seq: 3, Phase: core.PhaseDown}
+	tag := kx.Tag{FP: fpAll, Seq: 3, Phase: kx.PhaseDown}
 	ts[0].Expect(1, tag, place)
 	// Rank 1 writes a header announcing n bytes and half the payload, then its connection
 	// drops, as when its process is killed mid-send.
@@ -121,7 +120,7 @@ func TestExpectPeerDiesMidMessage(t *testing.T) {
 	p.conn.Close()
 	var err error
 	within(t, 2*time.Second, func() { _, err = ts[0].Await(1, tag) })
-	wantErr(t, err, core.CodePeer, "rank 1")
+	wantErr(t, err, kx.CodePeer, "rank 1")
 	sentinelsIntact(t, whole, n)
 	closeAll(ts)
 	noLeak(t, base)
@@ -139,8 +138,8 @@ func TestQuiesceEndsPlaces(t *testing.T) {
 	const n = 4 << 20
 	_, filling := sentinelPlace(n)
 	whole2, open := sentinelPlace(1000)
-	tagA := core.Tag{FP: fpAll, Seq: 9, Layer: 0, Phase: core.PhaseUp}
-	tagB := core.Tag{FP: fpAll, Seq: 9, Layer: 1, Phase: core.PhaseUp}
+	tagA := kx.Tag{FP: fpAll, Seq: 9, Layer: 0, Phase: kx.PhaseUp}
+	tagB := kx.Tag{FP: fpAll, Seq: 9, Layer: 1, Phase: kx.PhaseUp}
 	ts[0].Expect(1, tagA, filling)
 	ts[0].Expect(1, tagB, open)
 

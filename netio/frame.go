@@ -5,9 +5,8 @@ package netio
 
 import (
 	"encoding/binary"
+	"kylix/core/kx"
 	"math"
-
-	"kylix/core"
 )
 
 // Wire constants (docs/ARCHITECTURE.md, "Wire format").
@@ -57,10 +56,10 @@ const maxAbortPayload = 64 << 10
 type Header struct {
 	Type  FrameType
 	Layer uint8
-	Phase uint8
+	Phase kx.Phase
 	Job   uint64
 	Seq   uint64
-	FP    core.Fingerprint
+	FP    kx.Fingerprint
 	Src   int    // source rank (u32 on the wire)
 	Len   uint64 // payload bytes that follow the header
 }
@@ -74,7 +73,7 @@ func EncodeHeader(buf []byte, h *Header) {
 	buf[4] = ProtocolVersion
 	buf[5] = byte(h.Type)
 	buf[6] = h.Layer
-	buf[7] = h.Phase
+	buf[7] = byte(h.Phase)
 	le.PutUint64(buf[8:], h.Job)
 	le.PutUint64(buf[16:], h.Seq)
 	buf[24] = byte(h.FP.Kind)
@@ -92,23 +91,23 @@ func EncodeHeader(buf []byte, h *Header) {
 // checked here: the connection knows which job it belongs to.
 func DecodeHeader(buf []byte, maxPayload uint64) (Header, error) {
 	if len(buf) < HeaderSize {
-		return Header{}, core.Errorf(core.CodeNet, "frame: header of %d bytes is shorter than %d", len(buf), HeaderSize)
+		return Header{}, kx.Errorf(kx.CodeNet, "frame: header of %d bytes is shorter than %d", len(buf), HeaderSize)
 	}
 	if [4]byte(buf[0:4]) != Magic {
-		return Header{}, core.Errorf(core.CodeNet, "frame: bad magic %q (not a kylix stream)", buf[0:4])
+		return Header{}, kx.Errorf(kx.CodeNet, "frame: bad magic %q (not a kylix stream)", buf[0:4])
 	}
 	if buf[4] != ProtocolVersion {
-		return Header{}, core.Errorf(core.CodeAuth, "frame: protocol version %d, this rank speaks %d", buf[4], ProtocolVersion)
+		return Header{}, kx.Errorf(kx.CodeAuth, "frame: protocol version %d, this rank speaks %d", buf[4], ProtocolVersion)
 	}
 	le := binary.LittleEndian
 	h := Header{
 		Type:  FrameType(buf[5]),
 		Layer: buf[6],
-		Phase: buf[7],
+		Phase: kx.Phase(buf[7]),
 		Job:   le.Uint64(buf[8:]),
 		Seq:   le.Uint64(buf[16:]),
-		FP: core.Fingerprint{
-			Kind:  core.Kind(buf[24]),
+		FP: kx.Fingerprint{
+			Kind:  kx.Kind(buf[24]),
 			Dtype: buf[25],
 			Op:    le.Uint16(buf[26:]),
 			Width: int32(le.Uint32(buf[28:])),
@@ -121,22 +120,22 @@ func DecodeHeader(buf []byte, maxPayload uint64) (Header, error) {
 	switch h.Type {
 	case FrameData, FrameAbort, FrameBye, FrameHeartbeat:
 	default:
-		return Header{}, core.Errorf(core.CodeNet, "frame: unknown frame type %d", buf[5])
+		return Header{}, kx.Errorf(kx.CodeNet, "frame: unknown frame type %d", buf[5])
 	}
 	if h.Len > maxPayload {
-		return Header{}, core.Errorf(core.CodeNet, "frame: %s payload of %d bytes exceeds the bound of %d", h.Type, h.Len, maxPayload)
+		return Header{}, kx.Errorf(kx.CodeNet, "frame: %s payload of %d bytes exceeds the bound of %d", h.Type, h.Len, maxPayload)
 	}
 	return h, nil
 }
 
 // encodeAbort builds an abort payload: 1 byte code, then the message (cut to fit the bound).
-func encodeAbort(code core.Code, msg string) []byte {
+func encodeAbort(code kx.Code, msg string) []byte {
 	if len(msg) > maxAbortPayload-1 {
 		msg = msg[:maxAbortPayload-1]
 	}
 	b := make([]byte, 1+len(msg))
 	if code < 0 || code > math.MaxUint8 {
-		code = core.CodeInternal
+		code = kx.CodeInternal
 	}
 	b[0] = byte(code)
 	copy(b[1:], msg)
@@ -144,13 +143,13 @@ func encodeAbort(code core.Code, msg string) []byte {
 }
 
 // decodeAbort reverses encodeAbort; a code that is not a failure becomes CodeInternal.
-func decodeAbort(b []byte) (core.Code, string) {
+func decodeAbort(b []byte) (kx.Code, string) {
 	if len(b) == 0 {
-		return core.CodeInternal, "aborted without a reason"
+		return kx.CodeInternal, "aborted without a reason"
 	}
-	code := core.Code(b[0])
-	if code <= core.OK || code > core.CodeInternal {
-		code = core.CodeInternal
+	code := kx.Code(b[0])
+	if code <= kx.OK || code > kx.CodeInternal {
+		code = kx.CodeInternal
 	}
 	return code, string(b[1:])
 }

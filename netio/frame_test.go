@@ -3,15 +3,14 @@ package netio
 import (
 	"bytes"
 	"fmt"
+	"kylix/core/kx"
 	"strings"
 	"testing"
-
-	"kylix/core"
 )
 
 func sampleHeader() Header {
-	return Header{Type: FrameData, Layer: 3, Phase: core.PhaseUp, Job: 0x0123456789abcdef, Seq: 1<<40 + 7,
-		FP:  core.Fingerprint{Kind: core.KindReduce, Dtype: uint8(core.F64), Op: uint16(core.Max), Width: -5, Plan: 0xdeadbeef, Count: -1 << 50},
+	return Header{Type: FrameData, Layer: 3, Phase: kx.PhaseUp, Job: 0x0123456789abcdef, Seq: 1<<40 + 7,
+		FP:  kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(kx.F64), Op: uint16(kx.Max), Width: -5, Plan: 0xdeadbeef, Count: -1 << 50},
 		Src: 4242, Len: 1 << 20}
 }
 
@@ -19,8 +18,8 @@ func TestHeaderLayout(t *testing.T) {
 	h := sampleHeader()
 	var b [HeaderSize]byte
 	EncodeHeader(b[:], &h)
-	want := map[int]byte{0: 'K', 1: 'Y', 2: 'L', 3: 'X', 4: ProtocolVersion, 5: 1, 6: 3, 7: core.PhaseUp,
-		8: 0xef, 15: 0x01, 16: 7, 21: 1, 24: byte(core.KindReduce), 25: byte(core.F64), 26: byte(core.Max),
+	want := map[int]byte{0: 'K', 1: 'Y', 2: 'L', 3: 'X', 4: ProtocolVersion, 5: 1, 6: 3, 7: byte(kx.PhaseUp),
+		8: 0xef, 15: 0x01, 16: 7, 21: 1, 24: byte(kx.KindReduce), 25: byte(kx.F64), 26: byte(kx.Max),
 		32: 0xef, 35: 0xde, 44: 4242 & 0xff, 45: 4242 >> 8, 48: 0, 50: 0x10}
 	for off, v := range want {
 		if b[off] != v {
@@ -42,15 +41,15 @@ func TestDecodeHeaderRejects(t *testing.T) {
 		name  string
 		edit  func(b []byte)
 		bound uint64
-		code  core.Code
+		code  kx.Code
 		msg   string
 	}{
-		{"magic", func(b []byte) { b[0] = 'X' }, MaxPayload, core.CodeNet, "magic"},
-		{"version", func(b []byte) { b[4] = ProtocolVersion + 1 }, MaxPayload, core.CodeAuth, fmt.Sprintf("version %d", ProtocolVersion+1)},
-		{"type0", func(b []byte) { b[5] = 0 }, MaxPayload, core.CodeNet, "frame type 0"},
-		{"type5", func(b []byte) { b[5] = 5 }, MaxPayload, core.CodeNet, "frame type 5"},
-		{"bound", func(b []byte) {}, 1<<20 - 1, core.CodeNet, "exceeds"},
-		{"short", nil, MaxPayload, core.CodeNet, "shorter"},
+		{"magic", func(b []byte) { b[0] = 'X' }, MaxPayload, kx.CodeNet, "magic"},
+		{"version", func(b []byte) { b[4] = ProtocolVersion + 1 }, MaxPayload, kx.CodeAuth, fmt.Sprintf("version %d", ProtocolVersion+1)},
+		{"type0", func(b []byte) { b[5] = 0 }, MaxPayload, kx.CodeNet, "frame type 0"},
+		{"type5", func(b []byte) { b[5] = 5 }, MaxPayload, kx.CodeNet, "frame type 5"},
+		{"bound", func(b []byte) {}, 1<<20 - 1, kx.CodeNet, "exceeds"},
+		{"short", nil, MaxPayload, kx.CodeNet, "shorter"},
 	}
 	for _, c := range cases {
 		b := make([]byte, HeaderSize)
@@ -61,8 +60,8 @@ func TestDecodeHeaderRejects(t *testing.T) {
 			c.edit(b)
 		}
 		_, err := DecodeHeader(b, c.bound)
-		if core.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.msg) {
-			t.Errorf("%s: got %v (code %v), want code %v containing %q", c.name, err, core.CodeOf(err), c.code, c.msg)
+		if kx.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: got %v (code %v), want code %v containing %q", c.name, err, kx.CodeOf(err), c.code, c.msg)
 		}
 	}
 	b := make([]byte, HeaderSize)
@@ -73,17 +72,17 @@ func TestDecodeHeaderRejects(t *testing.T) {
 }
 
 func TestAbortPayload(t *testing.T) {
-	code, msg := decodeAbort(encodeAbort(core.CodeMismatch, "rank 1 rejected"))
-	if code != core.CodeMismatch || msg != "rank 1 rejected" {
+	code, msg := decodeAbort(encodeAbort(kx.CodeMismatch, "rank 1 rejected"))
+	if code != kx.CodeMismatch || msg != "rank 1 rejected" {
 		t.Fatalf("got %v %q", code, msg)
 	}
-	if code, _ := decodeAbort([]byte{0}); code != core.CodeInternal {
+	if code, _ := decodeAbort([]byte{0}); code != kx.CodeInternal {
 		t.Errorf("code OK in an abort should become internal, got %v", code)
 	}
-	if code, _ := decodeAbort(nil); code != core.CodeInternal {
+	if code, _ := decodeAbort(nil); code != kx.CodeInternal {
 		t.Errorf("empty abort: got %v", code)
 	}
-	if b := encodeAbort(core.CodePeer, strings.Repeat("x", 2*maxAbortPayload)); len(b) != maxAbortPayload {
+	if b := encodeAbort(kx.CodePeer, strings.Repeat("x", 2*maxAbortPayload)); len(b) != maxAbortPayload {
 		t.Errorf("long abort message not cut to the bound: %d", len(b))
 	}
 }
@@ -104,8 +103,8 @@ func FuzzDecodeHeader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := DecodeHeader(data, 1<<30)
 		if err != nil {
-			if core.CodeOf(err) != core.CodeNet && core.CodeOf(err) != core.CodeAuth {
-				t.Fatalf("error with code %v: %v", core.CodeOf(err), err)
+			if kx.CodeOf(err) != kx.CodeNet && kx.CodeOf(err) != kx.CodeAuth {
+				t.Fatalf("error with code %v: %v", kx.CodeOf(err), err)
 			}
 			return
 		}

@@ -8,11 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"kylix/core/kx"
 	"net"
 	"os"
 	"time"
-
-	"kylix/core"
 )
 
 // The handshake opens every connection before any frame. Both sides send a hello at once:
@@ -89,7 +88,7 @@ func handshake(c net.Conn, dial bool, rank, size, peer int, job uint64, secret s
 	defer c.SetDeadline(time.Time{})
 	me := hello{version: ProtocolVersion, job: job, rank: rank, size: size}
 	if _, err := rand.Read(me.nonce[:]); err != nil {
-		return -1, core.Errorf(core.CodeInternal, "handshake: no randomness: %v", err)
+		return -1, kx.Errorf(kx.CodeInternal, "handshake: no randomness: %v", err)
 	}
 	who := "a peer"
 	if dial {
@@ -104,13 +103,13 @@ func handshake(c net.Conn, dial bool, rank, size, peer int, job uint64, secret s
 	}
 	them, err := decodeHello(buf)
 	if err != nil {
-		return -1, &hsError{core.Errorf(core.CodeNet, "handshake: %s at %s is not a kylix rank", who, c.RemoteAddr()), true}
+		return -1, &hsError{kx.Errorf(kx.CodeNet, "handshake: %s at %s is not a kylix rank", who, c.RemoteAddr()), true}
 	}
 	if !dial {
 		who = rankName(them.rank)
 	}
 	if them.version != ProtocolVersion {
-		return -1, core.Errorf(core.CodeAuth, "%s failed the handshake: it speaks protocol version %d, this rank (%d) speaks %d (mixed kylix versions?)",
+		return -1, kx.Errorf(kx.CodeAuth, "%s failed the handshake: it speaks protocol version %d, this rank (%d) speaks %d (mixed kylix versions?)",
 			who, them.version, rank, ProtocolVersion)
 	}
 	d, a, myLabel, theirLabel := &me, &them, "dialer", "acceptor"
@@ -124,23 +123,23 @@ func handshake(c net.Conn, dial bool, rank, size, peer int, job uint64, secret s
 	if _, err := io.ReadFull(c, got); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			// The peer hung up after our proof: it judged our secret wrong (or the job).
-			return -1, core.Errorf(core.CodeAuth, "%s refused the handshake (wrong secret or job?)", who)
+			return -1, kx.Errorf(kx.CodeAuth, "%s refused the handshake (wrong secret or job?)", who)
 		}
 		return -1, hsIOError(who, c, err)
 	}
 	if !hmac.Equal(got, handshakeProof(secret, theirLabel, d, a)) {
-		return -1, core.Errorf(core.CodeAuth, "%s failed the handshake: wrong secret", who)
+		return -1, kx.Errorf(kx.CodeAuth, "%s failed the handshake: wrong secret", who)
 	}
 	switch {
 	case them.job != job:
-		return -1, core.Errorf(core.CodeAuth, "%s failed the handshake: it belongs to job %016x, this rank to job %016x (different peers list?)",
+		return -1, kx.Errorf(kx.CodeAuth, "%s failed the handshake: it belongs to job %016x, this rank to job %016x (different peers list?)",
 			who, them.job, job)
 	case them.size != size:
-		return -1, core.Errorf(core.CodeAuth, "%s failed the handshake: it has size=%d, this rank size=%d", who, them.size, size)
+		return -1, kx.Errorf(kx.CodeAuth, "%s failed the handshake: it has size=%d, this rank size=%d", who, them.size, size)
 	case dial && them.rank != peer:
-		return -1, core.Errorf(core.CodeAuth, "%s failed the handshake: the process there is rank %d", who, them.rank)
+		return -1, kx.Errorf(kx.CodeAuth, "%s failed the handshake: the process there is rank %d", who, them.rank)
 	case !dial && (them.rank <= rank || them.rank >= size):
-		return -1, core.Errorf(core.CodeAuth, "%s failed the handshake: rank %d may not dial rank %d (only higher ranks dial)", who, them.rank, rank)
+		return -1, kx.Errorf(kx.CodeAuth, "%s failed the handshake: rank %d may not dial rank %d (only higher ranks dial)", who, them.rank, rank)
 	}
 	return them.rank, nil
 }
@@ -158,9 +157,9 @@ func (e *hsError) Unwrap() error { return e.err }
 
 func hsIOError(who string, c net.Conn, err error) error {
 	if isTimeout(err) {
-		return &hsError{core.Errorf(core.CodeTimeout, "handshake with %s at %s timed out", who, c.RemoteAddr()), true}
+		return &hsError{kx.Errorf(kx.CodeTimeout, "handshake with %s at %s timed out", who, c.RemoteAddr()), true}
 	}
-	return &hsError{core.Errorf(core.CodeNet, "handshake with %s at %s: %v", who, c.RemoteAddr(), err), true}
+	return &hsError{kx.Errorf(kx.CodeNet, "handshake with %s at %s: %v", who, c.RemoteAddr(), err), true}
 }
 
 // isTimeout reports a deadline that passed, on a connection or in a dial.

@@ -1,11 +1,10 @@
 package netio
 
 import (
+	"kylix/core/kx"
 	"net"
 	"sync"
 	"time"
-
-	"kylix/core"
 )
 
 // Sending to a slow replica (replication; "Kylix: A Sparse Allreduce for Commodity Clusters", §V, "packet racing"). A node's
@@ -36,7 +35,7 @@ type lateQueue struct {
 }
 
 // SendOrLeave is Send for a racing copy (core/replicas.go): see above. leave may be nil.
-func (t *TCP) SendOrLeave(to int, tag core.Tag, leave <-chan struct{}, bufs ...[]byte) error {
+func (t *TCP) SendOrLeave(to int, tag kx.Tag, leave <-chan struct{}, bufs ...[]byte) error {
 	h, n, done, err := t.prepareSend(to, tag, bufs)
 	if done || err != nil {
 		return err

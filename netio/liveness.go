@@ -2,12 +2,11 @@ package netio
 
 import (
 	"fmt"
+	"kylix/core/kx"
 	"os"
 	"strconv"
 	"strings"
 	"time"
-
-	"kylix/core"
 )
 
 // Liveness (include/kylix.h, liveness_ms). A closed connection tells of a dead process at once,
@@ -72,8 +71,8 @@ func (t *TCP) keepAlive(liveness time.Duration) {
 				if unread(p.conn) > 0 {
 					t.mb.alive(p.rank)
 				} else {
-					p.down(core.Errorf(core.CodePeer, "rank %d is lost: nothing heard from it for %v (liveness_ms %d: its process stopped, its host is down or the link is cut)",
-						core.RankRef(p.rank), silent.Round(time.Millisecond), liveness.Milliseconds()))
+					p.down(kx.Errorf(kx.CodePeer, "rank %d is lost: nothing heard from it for %v (liveness_ms %d: its process stopped, its host is down or the link is cut)",
+						kx.RankRef(p.rank), silent.Round(time.Millisecond), liveness.Milliseconds()))
 					continue
 				}
 			}
@@ -123,7 +122,7 @@ func (m *mailbox) currentSeq() uint64 {
 
 // reportStall logs that a wait has made no progress for waited (Horovod's stall inspector): the
 // collective, whom it waits for, and the ranks that have not called the collective yet.
-func (m *mailbox) reportStall(tag core.Tag, k msgKey, from int, waited time.Duration) {
+func (m *mailbox) reportStall(tag kx.Tag, k msgKey, from int, waited time.Duration) {
 	if m.warnf == nil {
 		return
 	}

@@ -3,11 +3,10 @@ package netio
 import (
 	"bytes"
 	"fmt"
+	"kylix/core/kx"
 	"strings"
 	"testing"
 	"time"
-
-	"kylix/core"
 )
 
 // A peer that stops answering without closing its connection (a stopped process, a cut link)
@@ -16,11 +15,11 @@ import (
 func TestLivenessSilentPeer(t *testing.T) {
 	ts := mustJob(t, 2, time.Minute)
 	defer closeAll(ts)
-	ts[0].configure(core.Options{Liveness: 400 * time.Millisecond, Log: "off"})
+	ts[0].configure(kx.Options{Liveness: 400 * time.Millisecond, Log: "off"})
 	ts[0].Begin(4, fpAll)
 	var err error
-	took := within(t, 5*time.Second, func() { _, err = ts[0].Recv(1, core.Tag{FP: fpAll, Seq: 4, Phase: core.PhaseUp}) })
-	wantErr(t, err, core.CodePeer, "rank 1", "nothing heard from it", "liveness_ms 400")
+	took := within(t, 5*time.Second, func() { _, err = ts[0].Recv(1, kx.Tag{FP: fpAll, Seq: 4, Phase: kx.PhaseUp}) })
+	wantErr(t, err, kx.CodePeer, "rank 1", "nothing heard from it", "liveness_ms 400")
 	if took < 300*time.Millisecond || took > 2*time.Second {
 		t.Fatalf("declared dead after %v, want about 400 ms", took)
 	}
@@ -38,7 +37,7 @@ func TestLivenessLatePeerIsWaitedFor(t *testing.T) {
 	defer closeAll(ts)
 	var logged bytes.Buffer
 	for _, tr := range ts {
-		tr.configure(core.Options{Liveness: 250 * time.Millisecond, Log: "warn"})
+		tr.configure(kx.Options{Liveness: 250 * time.Millisecond, Log: "warn"})
 	}
 	ts[0].mb.warnf = func(format string, args ...any) {
 		logged.WriteString(strings.TrimSpace(fmt.Sprintf(format, args...)) + "\n")
@@ -46,8 +45,8 @@ func TestLivenessLatePeerIsWaitedFor(t *testing.T) {
 	ts[0].Begin(4, fpAll)
 	ts[1].Begin(3, fpAll) // rank 1 is still in an earlier collective
 	var err error
-	took := within(t, 5*time.Second, func() { _, err = ts[0].Recv(1, core.Tag{FP: fpAll, Seq: 4, Phase: core.PhaseUp}) })
-	wantErr(t, err, core.CodeTimeout, "rank 1 sent nothing")
+	took := within(t, 5*time.Second, func() { _, err = ts[0].Recv(1, kx.Tag{FP: fpAll, Seq: 4, Phase: kx.PhaseUp}) })
+	wantErr(t, err, kx.CodeTimeout, "rank 1 sent nothing")
 	if took < 1400*time.Millisecond {
 		t.Fatalf("gave up after %v, before the timeout", took)
 	}

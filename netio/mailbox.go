@@ -1,11 +1,10 @@
 package netio
 
 import (
+	"kylix/core/kx"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"kylix/core"
 )
 
 // mailbox is the receive side every transport shares: transports only deliver frames, aborts and
@@ -36,7 +35,7 @@ type mailbox struct {
 	mu      sync.Mutex
 	started bool // Begin was called at least once
 	cur     uint64
-	fp      core.Fingerprint
+	fp      kx.Fingerprint
 	boxes   map[uint64]*seqBox
 	dead    []error // per rank: why it is gone, nil while alive
 	closed  error   // set by close: every wait fails with it
@@ -51,12 +50,13 @@ type mailbox struct {
 }
 
 type msgKey struct {
-	layer, phase uint8
-	src          int
+	layer uint8
+	phase kx.Phase
+	src   int
 }
 
 type frame struct {
-	fp   core.Fingerprint
+	fp   kx.Fingerprint
 	data []byte
 }
 
@@ -145,7 +145,7 @@ func (m *mailbox) stale(seq uint64) bool { return m.started && seq < m.cur }
 
 // begin makes seq the current collective: older boxes are dropped and frames of seq that
 // arrived early are checked against fp.
-func (m *mailbox) begin(seq uint64, fp core.Fingerprint) {
+func (m *mailbox) begin(seq uint64, fp kx.Fingerprint) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.started, m.cur, m.fp = true, seq, fp
@@ -166,7 +166,7 @@ func (m *mailbox) begin(seq uint64, fp core.Fingerprint) {
 		return
 	}
 	first := -1
-	var theirs core.Fingerprint
+	var theirs kx.Fingerprint
 	for k, q := range b.msgs {
 		for _, f := range q {
 			if f.fp != fp && (first < 0 || k.src < first) {
@@ -180,20 +180,20 @@ func (m *mailbox) begin(seq uint64, fp core.Fingerprint) {
 }
 
 // currentFP is the fingerprint this rank's frames carry.
-func (m *mailbox) currentFP() core.Fingerprint {
+func (m *mailbox) currentFP() kx.Fingerprint {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.fp
 }
 
 // deliver files a data frame from src. data is owned by the mailbox from now on.
-func (m *mailbox) deliver(src int, seq uint64, layer, phase uint8, fp core.Fingerprint, data []byte) {
+func (m *mailbox) deliver(src int, seq uint64, layer uint8, phase kx.Phase, fp kx.Fingerprint, data []byte) {
 	m.deliverCopy(src, seq, layer, phase, fp, data, 0)
 }
 
 // deliverCopy is deliver; for a racing frame, idx is its place among src's frames of its key in
 // seq (claimRace), and a copy of a message another replica's copy already delivered is dropped.
-func (m *mailbox) deliverCopy(src int, seq uint64, layer, phase uint8, fp core.Fingerprint, data []byte, idx int) {
+func (m *mailbox) deliverCopy(src int, seq uint64, layer uint8, phase kx.Phase, fp kx.Fingerprint, data []byte, idx int) {
 	m.heard(src)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -241,11 +241,11 @@ func (m *mailbox) deliverCopy(src int, seq uint64, layer, phase uint8, fp core.F
 // abort records that collective seq failed with err: a peer's report (src >= 0, the error's
 // Reporter) or this rank's own (src < 0). The first failure of a sequence wins; an
 // abort of a sequence this rank already left is dropped, one of a future sequence waits for it.
-func (m *mailbox) abort(seq uint64, src int, code core.Code, msg string) {
-	e := &core.Error{Code: code, Msg: msg}
+func (m *mailbox) abort(seq uint64, src int, code kx.Code, msg string) {
+	e := &kx.Error{Code: code, Msg: msg}
 	if src >= 0 {
 		m.heard(src)
-		e = core.Reported(code, msg, src)
+		e = kx.Reported(code, msg, src)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -256,7 +256,7 @@ func (m *mailbox) abort(seq uint64, src int, code core.Code, msg string) {
 	if b.fail != nil {
 		return
 	}
-	if code == core.CodeTimeout && src >= 0 {
+	if code == kx.CodeTimeout && src >= 0 {
 		if b.stalled == nil {
 			b.stalled = map[int]error{}
 		}
@@ -381,7 +381,7 @@ func wake(w *waiter) {
 // recv waits for the message from rank `from` with tag and returns its payload, which the
 // caller owns. A failed collective, a dead peer, a closed mailbox or timeout of silence from
 // `from` end the wait with an error.
-func (m *mailbox) recv(from int, tag core.Tag) ([]byte, error) {
+func (m *mailbox) recv(from int, tag kx.Tag) ([]byte, error) {
 	r, err := m.wait(from, tag, recvWhole)
 	return r.data, err
 }
@@ -412,9 +412,9 @@ const (
 // wait blocks until the message is there (readyLocked). A failed collective, a dead peer (for
 // a racing message: every replica of the source node dead), a closed mailbox or timeout without
 // data from `from` end the wait with an error. A wait that stalls logs a line every stallEvery.
-func (m *mailbox) wait(from int, tag core.Tag, prefix int) (ready, error) {
+func (m *mailbox) wait(from int, tag kx.Tag, prefix int) (ready, error) {
 	if from < 0 || from >= m.size {
-		return ready{}, core.Errorf(core.CodeArg, "recv: source rank %d is not in 0..%d", core.RankRef(from), m.size-1)
+		return ready{}, kx.Errorf(kx.CodeArg, "recv: source rank %d is not in 0..%d", kx.RankRef(from), m.size-1)
 	}
 	k := m.key(tag.Layer, wirePhase(tag), from)
 	var w *waiter
@@ -443,7 +443,7 @@ func (m *mailbox) wait(from int, tag core.Tag, prefix int) (ready, error) {
 			return ready{}, m.closed
 		}
 		if m.stale(tag.Seq) {
-			return ready{}, core.Errorf(core.CodeState, "recv: collective %d is over (this rank is in %d)", core.SeqRef(tag.Seq), core.SeqRef(m.cur))
+			return ready{}, kx.Errorf(kx.CodeState, "recv: collective %d is over (this rank is in %d)", kx.SeqRef(tag.Seq), kx.SeqRef(m.cur))
 		}
 		b := m.box(tag.Seq)
 		if b.fail != nil {
@@ -495,8 +495,8 @@ func (m *mailbox) wait(from int, tag core.Tag, prefix int) (ready, error) {
 			if m.closed != nil || m.goneLocked(k, from) != nil {
 				continue
 			}
-			return ready{}, core.Errorf(core.CodeTimeout, "rank %d sent nothing for %v: waited for its %s message of collective %d, layer %d",
-				core.RankRef(from), m.timeout, phaseName(tag.Phase), core.SeqRef(tag.Seq), core.LayerRef(tag.Layer))
+			return ready{}, kx.Errorf(kx.CodeTimeout, "rank %d sent nothing for %v: waited for its %s message of collective %d, layer %d",
+				kx.RankRef(from), m.timeout, phaseName(tag.Phase), kx.SeqRef(tag.Seq), kx.LayerRef(tag.Layer))
 		}
 	}
 }
@@ -523,9 +523,9 @@ func (m *mailbox) removeWaiter(w *waiter) {
 
 // Errors both transports give for a peer that went away.
 func finalizedError(r int) error {
-	return core.Errorf(core.CodePeer, "rank %d has finalized", core.RankRef(r))
+	return kx.Errorf(kx.CodePeer, "rank %d has finalized", kx.RankRef(r))
 }
 
 func lostError(r int, why string) error {
-	return core.Errorf(core.CodePeer, "rank %d is lost: %s", core.RankRef(r), why)
+	return kx.Errorf(kx.CodePeer, "rank %d is lost: %s", kx.RankRef(r), why)
 }

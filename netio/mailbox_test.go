@@ -2,27 +2,26 @@ package netio
 
 import (
 	"errors"
+	"kylix/core/kx"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"kylix/core"
 )
 
 var (
-	fpAll = core.Fingerprint{Kind: core.KindAllreduce, Dtype: uint8(core.F32), Op: uint16(core.Sum), Width: 2, Count: 10}
-	fpRed = core.Fingerprint{Kind: core.KindReduce, Dtype: uint8(core.F32), Op: uint16(core.Sum), Width: 2, Count: 10}
+	fpAll = kx.Fingerprint{Kind: kx.KindAllreduce, Dtype: uint8(kx.F32), Op: uint16(kx.Sum), Width: 2, Count: 10}
+	fpRed = kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(kx.F32), Op: uint16(kx.Sum), Width: 2, Count: 10}
 )
 
 // wantErr checks err's code and that its message contains every fragment.
-func wantErr(t *testing.T, err error, code core.Code, frags ...string) {
+func wantErr(t *testing.T, err error, code kx.Code, frags ...string) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("got no error, want code %v", code)
 	}
-	if core.CodeOf(err) != code {
-		t.Fatalf("got %v (code %v), want code %v", err, core.CodeOf(err), code)
+	if kx.CodeOf(err) != code {
+		t.Fatalf("got %v (code %v), want code %v", err, kx.CodeOf(err), code)
 	}
 	for _, f := range frags {
 		if !strings.Contains(err.Error(), f) {
@@ -46,24 +45,24 @@ func within(t *testing.T, d time.Duration, f func()) time.Duration {
 func TestMailboxOrderAndTags(t *testing.T) {
 	m := newMailbox(0, 3, time.Second)
 	m.begin(5, fpAll)
-	tag := func(l, p uint8) core.Tag { return core.Tag{FP: fpAll, Seq: 5, Layer: l, Phase: p} }
-	m.deliver(1, 5, 0, core.PhaseDown, fpAll, []byte("a1"))
-	m.deliver(1, 5, 0, core.PhaseDown, fpAll, []byte("a2"))
-	m.deliver(2, 5, 0, core.PhaseDown, fpAll, []byte("b"))
-	m.deliver(1, 5, 1, core.PhaseDown, fpAll, []byte("c"))
-	m.deliver(1, 5, 0, core.PhaseUp, fpAll, []byte("d"))
+	tag := func(l uint8, p kx.Phase) kx.Tag { return kx.Tag{FP: fpAll, Seq: 5, Layer: l, Phase: p} }
+	m.deliver(1, 5, 0, kx.PhaseDown, fpAll, []byte("a1"))
+	m.deliver(1, 5, 0, kx.PhaseDown, fpAll, []byte("a2"))
+	m.deliver(2, 5, 0, kx.PhaseDown, fpAll, []byte("b"))
+	m.deliver(1, 5, 1, kx.PhaseDown, fpAll, []byte("c"))
+	m.deliver(1, 5, 0, kx.PhaseUp, fpAll, []byte("d"))
 	for _, c := range []struct {
 		from int
-		tag  core.Tag
+		tag  kx.Tag
 		want string
-	}{{1, tag(1, core.PhaseDown), "c"}, {1, tag(0, core.PhaseDown), "a1"}, {2, tag(0, core.PhaseDown), "b"},
-		{1, tag(0, core.PhaseDown), "a2"}, {1, tag(0, core.PhaseUp), "d"}} {
+	}{{1, tag(1, kx.PhaseDown), "c"}, {1, tag(0, kx.PhaseDown), "a1"}, {2, tag(0, kx.PhaseDown), "b"},
+		{1, tag(0, kx.PhaseDown), "a2"}, {1, tag(0, kx.PhaseUp), "d"}} {
 		b, err := m.recv(c.from, c.tag)
 		if err != nil || string(b) != c.want {
 			t.Fatalf("recv(%d, %+v) = %q, %v; want %q", c.from, c.tag, b, err, c.want)
 		}
 	}
-	if _, err := m.recv(3, tag(0, 1)); core.CodeOf(err) != core.CodeArg {
+	if _, err := m.recv(3, tag(0, 1)); kx.CodeOf(err) != kx.CodeArg {
 		t.Fatalf("bad source: %v", err)
 	}
 }
@@ -75,15 +74,15 @@ func TestMailboxEarlyFramesAndStaleDrop(t *testing.T) {
 	m.deliver(1, 1, 0, 1, fpAll, []byte("s1"))
 	m.deliver(1, 2, 0, 1, fpAll, []byte("s2"))
 	m.begin(1, fpAll)
-	if b, err := m.recv(1, core.Tag{FP: fpAll, Seq: 1, Phase: 1}); err != nil || string(b) != "s1" {
+	if b, err := m.recv(1, kx.Tag{FP: fpAll, Seq: 1, Phase: 1}); err != nil || string(b) != "s1" {
 		t.Fatalf("got %q %v", b, err)
 	}
-	if _, err := m.recv(1, core.Tag{FP: fpAll, Seq: 0, Phase: 1}); core.CodeOf(err) != core.CodeState {
+	if _, err := m.recv(1, kx.Tag{FP: fpAll, Seq: 0, Phase: 1}); kx.CodeOf(err) != kx.CodeState {
 		t.Fatalf("recv of a finished collective: %v", err)
 	}
 	m.deliver(1, 0, 0, 1, fpAll, []byte("late")) // dropped: seq 0 is over
 	m.begin(2, fpAll)
-	if b, err := m.recv(1, core.Tag{FP: fpAll, Seq: 2, Phase: 1}); err != nil || string(b) != "s2" {
+	if b, err := m.recv(1, kx.Tag{FP: fpAll, Seq: 2, Phase: 1}); err != nil || string(b) != "s2" {
 		t.Fatalf("got %q %v", b, err)
 	}
 	m.mu.Lock()
@@ -100,21 +99,21 @@ func TestMailboxMismatch(t *testing.T) {
 		m.begin(7, fpAll)
 		var err error
 		done := make(chan struct{})
-		go func() { _, err = m.recv(1, core.Tag{FP: fpAll, Seq: 7, Phase: core.PhaseDense}); close(done) }()
+		go func() { _, err = m.recv(1, kx.Tag{FP: fpAll, Seq: 7, Phase: kx.PhaseDense}); close(done) }()
 		time.Sleep(10 * time.Millisecond)
 		within(t, 500*time.Millisecond, func() {
-			m.deliver(3, 7, 0, core.PhaseDense, fpRed, []byte("x"))
+			m.deliver(3, 7, 0, kx.PhaseDense, fpRed, []byte("x"))
 			<-done
 		})
-		wantErr(t, err, core.CodeMismatch, "rank 3 called reduce but this rank called allreduce")
+		wantErr(t, err, kx.CodeMismatch, "rank 3 called reduce but this rank called allreduce")
 		// The collective stays failed, even for a message that did arrive.
-		m.deliver(1, 7, 0, core.PhaseDense, fpAll, []byte("y"))
-		_, err = m.recv(1, core.Tag{FP: fpAll, Seq: 7, Phase: core.PhaseDense})
-		wantErr(t, err, core.CodeMismatch, "rank 3")
+		m.deliver(1, 7, 0, kx.PhaseDense, fpAll, []byte("y"))
+		_, err = m.recv(1, kx.Tag{FP: fpAll, Seq: 7, Phase: kx.PhaseDense})
+		wantErr(t, err, kx.CodeMismatch, "rank 3")
 		// The next collective is clean.
 		m.begin(8, fpAll)
-		m.deliver(1, 8, 0, core.PhaseDense, fpAll, []byte("z"))
-		if b, err := m.recv(1, core.Tag{FP: fpAll, Seq: 8, Phase: core.PhaseDense}); err != nil || string(b) != "z" {
+		m.deliver(1, 8, 0, kx.PhaseDense, fpAll, []byte("z"))
+		if b, err := m.recv(1, kx.Tag{FP: fpAll, Seq: 8, Phase: kx.PhaseDense}); err != nil || string(b) != "z" {
 			t.Fatalf("next collective: %q %v", b, err)
 		}
 	})
@@ -123,31 +122,31 @@ func TestMailboxMismatch(t *testing.T) {
 		m.begin(1, fpAll)
 		wide := fpAll
 		wide.Width = 4
-		m.deliver(3, 2, 0, core.PhaseDown, wide, []byte("early"))
-		m.deliver(2, 2, 0, core.PhaseDown, fpAll, []byte("fine"))
+		m.deliver(3, 2, 0, kx.PhaseDown, wide, []byte("early"))
+		m.deliver(2, 2, 0, kx.PhaseDown, fpAll, []byte("fine"))
 		m.begin(2, fpAll)
-		_, err := m.recv(2, core.Tag{FP: fpAll, Seq: 2, Phase: core.PhaseDown})
-		wantErr(t, err, core.CodeMismatch, "rank 3 disagrees on width: 4 vs 2")
+		_, err := m.recv(2, kx.Tag{FP: fpAll, Seq: 2, Phase: kx.PhaseDown})
+		wantErr(t, err, kx.CodeMismatch, "rank 3 disagrees on width: 4 vs 2")
 	})
 	t.Run("fields", func(t *testing.T) {
 		for _, c := range []struct {
-			edit func(*core.Fingerprint)
+			edit func(*kx.Fingerprint)
 			msg  string
 		}{
-			{func(f *core.Fingerprint) { f.Dtype = uint8(core.I64) }, "dtype: i64 vs f32"},
-			{func(f *core.Fingerprint) { f.Op = uint16(core.Max) }, "op: max vs sum"},
-			{func(f *core.Fingerprint) { f.Op = 70 }, "op: op 70 vs sum"},
-			{func(f *core.Fingerprint) { f.Count = 11 }, "count: 11 vs 10"},
-			{func(f *core.Fingerprint) { f.Plan = 9 }, "plan: 9 vs 0"},
-			{func(f *core.Fingerprint) { f.Kind = core.KindInvalid }, "called invalid-arguments"},
+			{func(f *kx.Fingerprint) { f.Dtype = uint8(kx.I64) }, "dtype: i64 vs f32"},
+			{func(f *kx.Fingerprint) { f.Op = uint16(kx.Max) }, "op: max vs sum"},
+			{func(f *kx.Fingerprint) { f.Op = 70 }, "op: op 70 vs sum"},
+			{func(f *kx.Fingerprint) { f.Count = 11 }, "count: 11 vs 10"},
+			{func(f *kx.Fingerprint) { f.Plan = 9 }, "plan: 9 vs 0"},
+			{func(f *kx.Fingerprint) { f.Kind = kx.KindInvalid }, "called invalid-arguments"},
 		} {
 			m := newMailbox(0, 2, time.Second)
 			m.begin(0, fpAll)
 			fp := fpAll
 			c.edit(&fp)
 			m.deliver(1, 0, 0, 1, fp, nil)
-			_, err := m.recv(1, core.Tag{FP: fpAll, Phase: 1})
-			wantErr(t, err, core.CodeMismatch, "rank 1", c.msg)
+			_, err := m.recv(1, kx.Tag{FP: fpAll, Phase: 1})
+			wantErr(t, err, kx.CodeMismatch, "rank 1", c.msg)
 		}
 	})
 }
@@ -156,24 +155,24 @@ func TestMailboxAbort(t *testing.T) {
 	m := newMailbox(0, 3, 2*time.Second)
 	m.begin(1, fpAll)
 	// An abort for a future collective is kept until this rank gets there.
-	m.abort(3, 2, core.CodeTimeout, "rank 1 sent nothing")
+	m.abort(3, 2, kx.CodeTimeout, "rank 1 sent nothing")
 	m.deliver(1, 1, 0, 1, fpAll, []byte("ok"))
-	if b, err := m.recv(1, core.Tag{FP: fpAll, Seq: 1, Phase: 1}); err != nil || string(b) != "ok" {
+	if b, err := m.recv(1, kx.Tag{FP: fpAll, Seq: 1, Phase: 1}); err != nil || string(b) != "ok" {
 		t.Fatalf("collective 1 disturbed: %q %v", b, err)
 	}
 	m.begin(2, fpAll)
 	m.begin(3, fpAll)
 	// A timeout report ends at once the waits on the rank that gave up...
-	_, err := m.recv(2, core.Tag{FP: fpAll, Seq: 3, Phase: 1})
-	wantErr(t, err, core.CodeTimeout, "rank 1 sent nothing", "reported by rank 2")
+	_, err := m.recv(2, kx.Tag{FP: fpAll, Seq: 3, Phase: 1})
+	wantErr(t, err, kx.CodeTimeout, "rank 1 sent nothing", "reported by rank 2")
 
 	// ...but not waits on other ranks: they run out their own timer and name whom they waited
 	// for, so the rank that really stalled is the one named.
 	m.begin(10, fpAll)
-	m.abort(10, 2, core.CodeTimeout, "rank 1 sent nothing")
+	m.abort(10, 2, kx.CodeTimeout, "rank 1 sent nothing")
 	start := time.Now()
-	_, err = m.recv(1, core.Tag{FP: fpAll, Seq: 10, Phase: 1})
-	wantErr(t, err, core.CodeTimeout, "rank 1 sent nothing for")
+	_, err = m.recv(1, kx.Tag{FP: fpAll, Seq: 10, Phase: 1})
+	wantErr(t, err, kx.CodeTimeout, "rank 1 sent nothing for")
 	if strings.Contains(err.Error(), "reported by") || time.Since(start) < time.Second {
 		t.Fatalf("a wait on rank 1 ended early through rank 2's timeout report: %v after %v", err, time.Since(start))
 	}
@@ -182,33 +181,33 @@ func TestMailboxAbort(t *testing.T) {
 	m.begin(4, fpAll)
 	var werr error
 	done := make(chan struct{})
-	go func() { _, werr = m.recv(1, core.Tag{FP: fpAll, Seq: 4, Phase: 1}); close(done) }()
+	go func() { _, werr = m.recv(1, kx.Tag{FP: fpAll, Seq: 4, Phase: 1}); close(done) }()
 	time.Sleep(10 * time.Millisecond)
 	within(t, 500*time.Millisecond, func() {
-		m.abort(4, 2, core.CodeMismatch, "rank 2 rejected its arguments")
+		m.abort(4, 2, kx.CodeMismatch, "rank 2 rejected its arguments")
 		<-done
 	})
-	wantErr(t, werr, core.CodeMismatch, "rank 2 rejected")
+	wantErr(t, werr, kx.CodeMismatch, "rank 2 rejected")
 
 	// An abort of a collective already left is dropped; the first abort of a sequence wins.
 	m.begin(5, fpAll)
-	m.abort(4, 1, core.CodePeer, "old")
-	m.abort(5, -1, core.CodePeer, "first")
-	m.abort(5, 1, core.CodeTimeout, "second")
-	_, err = m.recv(2, core.Tag{FP: fpAll, Seq: 5, Phase: 1})
-	wantErr(t, err, core.CodePeer, "first")
+	m.abort(4, 1, kx.CodePeer, "old")
+	m.abort(5, -1, kx.CodePeer, "first")
+	m.abort(5, 1, kx.CodeTimeout, "second")
+	_, err = m.recv(2, kx.Tag{FP: fpAll, Seq: 5, Phase: 1})
+	wantErr(t, err, kx.CodePeer, "first")
 }
 
 func TestMailboxTimeout(t *testing.T) {
 	m := newMailbox(0, 3, 150*time.Millisecond)
 	m.begin(9, fpAll)
 	var err error
-	took := within(t, time.Second, func() { _, err = m.recv(2, core.Tag{FP: fpAll, Seq: 9, Layer: 1, Phase: core.PhaseDown}) })
-	wantErr(t, err, core.CodeTimeout, "rank 2", "down", "collective 9", "layer 1")
+	took := within(t, time.Second, func() { _, err = m.recv(2, kx.Tag{FP: fpAll, Seq: 9, Layer: 1, Phase: kx.PhaseDown}) })
+	wantErr(t, err, kx.CodeTimeout, "rank 2", "down", "collective 9", "layer 1")
 	if took < 150*time.Millisecond {
 		t.Fatalf("timed out after %v, before the timeout", took)
 	}
-	if !errors.Is(err, core.ErrTimeout) {
+	if !errors.Is(err, kx.ErrTimeout) {
 		t.Fatal("errors.Is(err, ErrTimeout) is false")
 	}
 }
@@ -224,7 +223,7 @@ func TestMailboxTimeoutCountsSilenceOnly(t *testing.T) {
 		}
 		m.deliver(1, 0, 0, 1, fpAll, []byte("big"))
 	}()
-	b, err := m.recv(1, core.Tag{FP: fpAll, Phase: 1})
+	b, err := m.recv(1, kx.Tag{FP: fpAll, Phase: 1})
 	if err != nil || string(b) != "big" {
 		t.Fatalf("got %q %v", b, err)
 	}
@@ -236,22 +235,22 @@ func TestMailboxDeadPeer(t *testing.T) {
 	m.deliver(1, 0, 0, 1, fpAll, []byte("last words"))
 	var err error
 	done := make(chan struct{})
-	go func() { _, err = m.recv(1, core.Tag{FP: fpAll, Phase: 2}); close(done) }()
+	go func() { _, err = m.recv(1, kx.Tag{FP: fpAll, Phase: 2}); close(done) }()
 	time.Sleep(10 * time.Millisecond)
 	within(t, 500*time.Millisecond, func() {
 		m.markDead(1, lostError(1, "connection reset"))
 		<-done
 	})
-	wantErr(t, err, core.CodePeer, "rank 1 is lost")
+	wantErr(t, err, kx.CodePeer, "rank 1 is lost")
 	// What it delivered before dying is still there.
-	if b, err := m.recv(1, core.Tag{FP: fpAll, Phase: 1}); err != nil || string(b) != "last words" {
+	if b, err := m.recv(1, kx.Tag{FP: fpAll, Phase: 1}); err != nil || string(b) != "last words" {
 		t.Fatalf("delivered frame lost: %q %v", b, err)
 	}
-	_, err = m.recv(1, core.Tag{FP: fpAll, Phase: 1})
-	wantErr(t, err, core.CodePeer, "rank 1")
+	_, err = m.recv(1, kx.Tag{FP: fpAll, Phase: 1})
+	wantErr(t, err, kx.CodePeer, "rank 1")
 	m.markDead(2, finalizedError(2))
-	_, err = m.recv(2, core.Tag{FP: fpAll, Phase: 1})
-	wantErr(t, err, core.CodePeer, "rank 2 has finalized")
+	_, err = m.recv(2, kx.Tag{FP: fpAll, Phase: 1})
+	wantErr(t, err, kx.CodePeer, "rank 2 has finalized")
 	if got := m.failedRanks(); len(got) != 2 || got[0] != 1 || got[1] != 2 {
 		t.Fatalf("failedRanks = %v", got)
 	}
@@ -264,21 +263,21 @@ func TestMailboxConcurrentRecv(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, n*4)
 	for src := 0; src < n; src++ {
-		for phase := uint8(1); phase <= 4; phase++ {
+		for phase := kx.Phase(1); phase <= 4; phase++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				b, err := m.recv(src, core.Tag{FP: fpAll, Phase: phase})
-				if err != nil || len(b) != 1 || b[0] != byte(src*10)+phase {
+				b, err := m.recv(src, kx.Tag{FP: fpAll, Phase: phase})
+				if err != nil || len(b) != 1 || b[0] != byte(src*10)+byte(phase) {
 					errs <- errors.New("wrong message")
 				}
 			}()
 		}
 	}
 	time.Sleep(10 * time.Millisecond)
-	for phase := uint8(4); phase >= 1; phase-- {
+	for phase := kx.Phase(4); phase >= 1; phase-- {
 		for src := n - 1; src >= 0; src-- {
-			m.deliver(src, 0, 0, phase, fpAll, []byte{byte(src*10) + phase})
+			m.deliver(src, 0, 0, phase, fpAll, []byte{byte(src*10) + byte(phase)})
 		}
 	}
 	wg.Wait()
@@ -297,13 +296,13 @@ func TestMailboxClose(t *testing.T) {
 	m := newMailbox(0, 2, 5*time.Second)
 	var err error
 	done := make(chan struct{})
-	go func() { _, err = m.recv(1, core.Tag{FP: fpAll, Phase: 1}); close(done) }()
+	go func() { _, err = m.recv(1, kx.Tag{FP: fpAll, Phase: 1}); close(done) }()
 	time.Sleep(10 * time.Millisecond)
 	within(t, 500*time.Millisecond, func() {
-		m.close(core.Errorf(core.CodeState, "transport of rank 0 is closed"))
+		m.close(kx.Errorf(kx.CodeState, "transport of rank 0 is closed"))
 		<-done
 	})
-	wantErr(t, err, core.CodeState, "closed")
+	wantErr(t, err, kx.CodeState, "closed")
 }
 
 func TestMemAbortNotEchoed(t *testing.T) {
@@ -311,13 +310,13 @@ func TestMemAbortNotEchoed(t *testing.T) {
 	for _, m := range ms {
 		m.Begin(0, fpAll)
 	}
-	ms[0].Abort(0, core.Errorf(core.CodeTimeout, "rank 9 sent nothing"))
+	ms[0].Abort(0, kx.Errorf(kx.CodeTimeout, "rank 9 sent nothing"))
 	// Rank 1 fails through rank 0's abort and aborts in turn: rank 2 keeps rank 0's report.
-	_, err := ms[1].Recv(0, core.Tag{FP: fpAll, Phase: 1})
-	wantErr(t, err, core.CodeTimeout, "reported by rank 0")
+	_, err := ms[1].Recv(0, kx.Tag{FP: fpAll, Phase: 1})
+	wantErr(t, err, kx.CodeTimeout, "reported by rank 0")
 	ms[1].Abort(0, err)
-	_, err = ms[2].Recv(0, core.Tag{FP: fpAll, Phase: 1})
-	wantErr(t, err, core.CodeTimeout, "rank 9 sent nothing (reported by rank 0)")
+	_, err = ms[2].Recv(0, kx.Tag{FP: fpAll, Phase: 1})
+	wantErr(t, err, kx.CodeTimeout, "rank 9 sent nothing (reported by rank 0)")
 	if strings.Count(err.Error(), "reported") != 1 {
 		t.Fatalf("abort echoed: %v", err)
 	}

@@ -1,10 +1,9 @@
 package netio
 
 import (
+	"kylix/core/kx"
 	"sync"
 	"time"
-
-	"kylix/core"
 )
 
 // Mem is one rank of an in-memory job: every rank lives in the same process and Send copies the
@@ -40,7 +39,7 @@ func (m *Mem) Rank() int              { return m.rank }
 func (m *Mem) Size() int              { return len(m.job.ranks) }
 func (m *Mem) Timeout() time.Duration { return m.job.timeout }
 
-func (m *Mem) Begin(seq uint64, fp core.Fingerprint) { m.mb.begin(seq, fp) }
+func (m *Mem) Begin(seq uint64, fp kx.Fingerprint) { m.mb.begin(seq, fp) }
 
 func (m *Mem) goneErr() error {
 	m.mu.Lock()
@@ -49,19 +48,19 @@ func (m *Mem) goneErr() error {
 }
 
 // Send copies the concatenation of bufs into rank to's mailbox.
-func (m *Mem) Send(to int, tag core.Tag, bufs ...[]byte) error {
+func (m *Mem) Send(to int, tag kx.Tag, bufs ...[]byte) error {
 	if err := m.goneErr(); err != nil {
 		return err
 	}
 	if to < 0 || to >= m.Size() {
-		return core.Errorf(core.CodeArg, "send: destination rank %d is not in 0..%d", core.RankRef(to), m.Size()-1)
+		return kx.Errorf(kx.CodeArg, "send: destination rank %d is not in 0..%d", kx.RankRef(to), m.Size()-1)
 	}
 	n := 0
 	for _, b := range bufs {
 		n += len(b)
 	}
 	if uint64(n) > MaxPayload {
-		return core.Errorf(core.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, core.RankRef(to), uint64(MaxPayload))
+		return kx.Errorf(kx.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, kx.RankRef(to), uint64(MaxPayload))
 	}
 	if err := m.mb.deadErr(to); err != nil {
 		return err
@@ -77,19 +76,19 @@ func (m *Mem) Send(to int, tag core.Tag, bufs ...[]byte) error {
 
 // Expect names dst as the landing place of the message from rank from with tag: Send copies
 // the payload straight into it.
-func (m *Mem) Expect(from int, tag core.Tag, dst []byte) { m.mb.expect(from, tag, dst) }
+func (m *Mem) Expect(from int, tag kx.Tag, dst []byte) { m.mb.expect(from, tag, dst) }
 
 // Await waits until the message posted with Expect has landed.
-func (m *Mem) Await(from int, tag core.Tag) (int, error) { return m.mb.await(from, tag) }
+func (m *Mem) Await(from int, tag kx.Tag) (int, error) { return m.mb.await(from, tag) }
 
 // AwaitPrefix waits until the first n bytes of the posted message have landed.
-func (m *Mem) AwaitPrefix(from int, tag core.Tag, n int) error {
+func (m *Mem) AwaitPrefix(from int, tag kx.Tag, n int) error {
 	_, err := m.mb.awaitPrefix(from, tag, n)
 	return err
 }
 
 // Recv waits for the message from rank from with tag.
-func (m *Mem) Recv(from int, tag core.Tag) ([]byte, error) { return m.mb.recv(from, tag) }
+func (m *Mem) Recv(from int, tag kx.Tag) ([]byte, error) { return m.mb.recv(from, tag) }
 
 // Abort fails collective seq here and on every live peer with err's code and message (unless
 // seq already failed through a peer's abort, which reached everyone).
@@ -108,14 +107,14 @@ func (m *Mem) Abort(seq uint64, err error) {
 
 // Close finalizes this rank: peers see "rank N has finalized" once they have read what it sent.
 func (m *Mem) Close() error {
-	m.leave(core.Errorf(core.CodeState, "transport of rank %d is closed", core.RankRef(m.rank)), finalizedError(m.rank))
+	m.leave(kx.Errorf(kx.CodeState, "transport of rank %d is closed", kx.RankRef(m.rank)), finalizedError(m.rank))
 	return nil
 }
 
 // Kill simulates a crash of this rank (for tests): peers see it lost, as on a reset connection,
 // and this rank's own calls fail.
 func (m *Mem) Kill() {
-	m.leave(core.Errorf(core.CodePeer, "rank %d was killed", core.RankRef(m.rank)), lostError(m.rank, "connection closed without a bye (killed)"))
+	m.leave(kx.Errorf(kx.CodePeer, "rank %d was killed", kx.RankRef(m.rank)), lostError(m.rank, "connection closed without a bye (killed)"))
 }
 
 func (m *Mem) leave(self, peers error) {
@@ -144,21 +143,30 @@ func (m *Mem) Quiesce(seq uint64) { m.mb.quiesce(seq) }
 func (m *Mem) SetReplicaGroups(groupOf []int) error { return m.mb.setGroups(groupOf) }
 
 // RaceStats returns, per rank, the racing copies it won and lost and the bytes of the lost ones.
-func (m *Mem) RaceStats() []core.RacePeerStats { return m.mb.raceStats() }
+func (m *Mem) RaceStats() []kx.RacePeerStats { return m.mb.raceStats() }
+
+// SendOrLeave is Send: an in-memory send never waits for the receiver.
+func (m *Mem) SendOrLeave(to int, tag kx.Tag, _ <-chan struct{}, bufs ...[]byte) error {
+	return m.Send(to, tag, bufs...)
+}
+
+// SameHost is false: the in-memory transport stands for ranks on hosts of their own (tests and
+// the simulator model the network between them).
+func (m *Mem) SameHost(int) bool { return false }
 
 // Stats returns the data messages exchanged with each rank (index = rank).
 func (m *Mem) Stats() []PeerStats { return snapshot(m.stats) }
 
 // abortReason turns the error a collective failed with into what an abort frame carries.
-func abortReason(err error) (core.Code, string) {
+func abortReason(err error) (kx.Code, string) {
 	if err == nil {
-		return core.CodeInternal, "collective aborted without a reason"
+		return kx.CodeInternal, "collective aborted without a reason"
 	}
-	code := core.CodeOf(err)
-	if code == core.OK {
-		code = core.CodeInternal
+	code := kx.CodeOf(err)
+	if code == kx.OK {
+		code = kx.CodeInternal
 	}
 	return code, err.Error()
 }
 
-var _ core.Transport = (*Mem)(nil)
+var _ kx.Transport = (*Mem)(nil)

@@ -2,15 +2,14 @@ package netio
 
 import (
 	"bytes"
+	"kylix/core/kx"
 	"sync"
 	"testing"
 	"time"
-
-	"kylix/core"
 )
 
 // transportJob is what the shared exchange test needs from either transport.
-func exchangeAll(t *testing.T, ts []core.Transport, sizes []int) {
+func exchangeAll(t *testing.T, ts []kx.Transport, sizes []int) {
 	t.Helper()
 	n := len(ts)
 	payload := func(src, dst, i, size int) []byte {
@@ -20,8 +19,8 @@ func exchangeAll(t *testing.T, ts []core.Transport, sizes []int) {
 		}
 		return b
 	}
-	tagOf := func(i int) core.Tag {
-		return core.Tag{FP: fpAll, Seq: 3, Layer: uint8(i % 3), Phase: uint8(1 + i%7)}
+	tagOf := func(i int) kx.Tag {
+		return kx.Tag{FP: fpAll, Seq: 3, Layer: uint8(i % 3), Phase: kx.Phase(1 + i%7)}
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*n*n*len(sizes))
@@ -49,7 +48,7 @@ func exchangeAll(t *testing.T, ts []core.Transport, sizes []int) {
 						return
 					}
 					if !bytes.Equal(b, payload(src, r, i, size)) {
-						errs <- core.Errorf(core.CodeInternal, "rank %d: wrong payload from %d (size %d, got %d bytes)", r, src, size, len(b))
+						errs <- kx.Errorf(kx.CodeInternal, "rank %d: wrong payload from %d (size %d, got %d bytes)", r, src, size, len(b))
 						return
 					}
 				}
@@ -63,8 +62,8 @@ func exchangeAll(t *testing.T, ts []core.Transport, sizes []int) {
 	}
 }
 
-func memTransports(ms []*Mem) []core.Transport {
-	ts := make([]core.Transport, len(ms))
+func memTransports(ms []*Mem) []kx.Transport {
+	ts := make([]kx.Transport, len(ms))
 	for i, m := range ms {
 		ts[i] = m
 	}
@@ -88,13 +87,13 @@ func TestMemExchange(t *testing.T) {
 func TestMemSendCopies(t *testing.T) {
 	ms := NewMemJob(2, time.Second)
 	buf := []byte("hello")
-	ms[0].Send(1, core.Tag{FP: fpAll, Phase: 1}, buf)
+	ms[0].Send(1, kx.Tag{FP: fpAll, Phase: 1}, buf)
 	buf[0] = 'j'
-	b, err := ms[1].Recv(0, core.Tag{FP: fpAll, Phase: 1})
+	b, err := ms[1].Recv(0, kx.Tag{FP: fpAll, Phase: 1})
 	if err != nil || string(b) != "hello" {
 		t.Fatalf("got %q %v", b, err)
 	}
-	if err := ms[0].Send(2, core.Tag{FP: fpAll}, nil); core.CodeOf(err) != core.CodeArg {
+	if err := ms[0].Send(2, kx.Tag{FP: fpAll}, nil); kx.CodeOf(err) != kx.CodeArg {
 		t.Fatalf("send to rank 2 of 2: %v", err)
 	}
 }
@@ -104,13 +103,13 @@ func TestMemMismatchAndAbort(t *testing.T) {
 	ms[0].Begin(0, fpAll)
 	ms[1].Begin(0, fpRed)
 	ms[2].Begin(0, fpAll)
-	ms[1].Send(0, core.Tag{FP: fpRed, Phase: core.PhaseSmall}, []byte{1})
-	_, err := ms[0].Recv(1, core.Tag{FP: fpAll, Phase: core.PhaseSmall})
-	wantErr(t, err, core.CodeMismatch, "rank 1 called reduce but this rank called allreduce")
+	ms[1].Send(0, kx.Tag{FP: fpRed, Phase: kx.PhaseSmall}, []byte{1})
+	_, err := ms[0].Recv(1, kx.Tag{FP: fpAll, Phase: kx.PhaseSmall})
+	wantErr(t, err, kx.CodeMismatch, "rank 1 called reduce but this rank called allreduce")
 	// Rank 0 aborts: rank 2, waiting on someone else, fails at once with the same code.
 	go ms[0].Abort(0, err)
-	within(t, time.Second, func() { _, err = ms[2].Recv(1, core.Tag{FP: fpAll, Phase: core.PhaseSmall}) })
-	wantErr(t, err, core.CodeMismatch, "rank 1 called reduce", "reported by rank 0")
+	within(t, time.Second, func() { _, err = ms[2].Recv(1, kx.Tag{FP: fpAll, Phase: kx.PhaseSmall}) })
+	wantErr(t, err, kx.CodeMismatch, "rank 1 called reduce", "reported by rank 0")
 }
 
 func TestMemKillAndClose(t *testing.T) {
@@ -118,24 +117,24 @@ func TestMemKillAndClose(t *testing.T) {
 	for _, m := range ms {
 		m.Begin(0, fpAll)
 	}
-	ms[2].Send(0, core.Tag{FP: fpAll, Phase: 1}, []byte("bye"))
+	ms[2].Send(0, kx.Tag{FP: fpAll, Phase: 1}, []byte("bye"))
 	var err error
 	done := make(chan struct{})
-	go func() { _, err = ms[0].Recv(1, core.Tag{FP: fpAll, Phase: 1}); close(done) }()
+	go func() { _, err = ms[0].Recv(1, kx.Tag{FP: fpAll, Phase: 1}); close(done) }()
 	time.Sleep(10 * time.Millisecond)
 	within(t, time.Second, func() { ms[1].Kill(); <-done })
-	wantErr(t, err, core.CodePeer, "rank 1")
-	wantErr(t, ms[0].Send(1, core.Tag{FP: fpAll, Phase: 1}), core.CodePeer, "rank 1")
-	wantErr(t, ms[1].Send(0, core.Tag{FP: fpAll, Phase: 1}), core.CodePeer, "killed")
+	wantErr(t, err, kx.CodePeer, "rank 1")
+	wantErr(t, ms[0].Send(1, kx.Tag{FP: fpAll, Phase: 1}), kx.CodePeer, "rank 1")
+	wantErr(t, ms[1].Send(0, kx.Tag{FP: fpAll, Phase: 1}), kx.CodePeer, "killed")
 
 	ms[2].Close()
-	if b, err := ms[0].Recv(2, core.Tag{FP: fpAll, Phase: 1}); err != nil || string(b) != "bye" {
+	if b, err := ms[0].Recv(2, kx.Tag{FP: fpAll, Phase: 1}); err != nil || string(b) != "bye" {
 		t.Fatalf("message sent before close: %q %v", b, err)
 	}
-	_, err = ms[0].Recv(2, core.Tag{FP: fpAll, Phase: 1})
-	wantErr(t, err, core.CodePeer, "rank 2 has finalized")
-	_, err = ms[2].Recv(0, core.Tag{FP: fpAll, Phase: 1})
-	wantErr(t, err, core.CodeState, "closed")
+	_, err = ms[0].Recv(2, kx.Tag{FP: fpAll, Phase: 1})
+	wantErr(t, err, kx.CodePeer, "rank 2 has finalized")
+	_, err = ms[2].Recv(0, kx.Tag{FP: fpAll, Phase: 1})
+	wantErr(t, err, kx.CodeState, "closed")
 	if got := ms[0].FailedRanks(); len(got) != 2 {
 		t.Fatalf("FailedRanks = %v", got)
 	}
@@ -145,6 +144,6 @@ func TestMemTimeout(t *testing.T) {
 	ms := NewMemJob(2, 100*time.Millisecond)
 	ms[0].Begin(0, fpAll)
 	var err error
-	within(t, time.Second, func() { _, err = ms[0].Recv(1, core.Tag{FP: fpAll, Phase: core.PhaseBcast}) })
-	wantErr(t, err, core.CodeTimeout, "rank 1", "bcast")
+	within(t, time.Second, func() { _, err = ms[0].Recv(1, kx.Tag{FP: fpAll, Phase: kx.PhaseBcast}) })
+	wantErr(t, err, kx.CodeTimeout, "rank 1", "bcast")
 }

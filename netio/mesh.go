@@ -3,13 +3,12 @@ package netio
 import (
 	"errors"
 	"fmt"
+	"kylix/core/kx"
 	"net"
 	"sort"
 	"strings"
 	"sync"
 	"time"
-
-	"kylix/core"
 )
 
 // mesh connects rank to every other rank: a dialer per lower rank and an acceptor for the
@@ -103,7 +102,7 @@ func (m *mesher) dial(r int) {
 		} else {
 			var dns *net.DNSError
 			if errors.As(err, &dns) && dns.IsNotFound {
-				m.report(meshResult{rank: r, err: core.Errorf(core.CodeNet, "rank %d cannot resolve the address of rank %d (%s): %v", m.rank, r, m.peers[r], err)})
+				m.report(meshResult{rank: r, err: kx.Errorf(kx.CodeNet, "rank %d cannot resolve the address of rank %d (%s): %v", m.rank, r, m.peers[r], err)})
 				return
 			}
 		}
@@ -138,7 +137,7 @@ func (m *mesher) accept(ln net.Listener) {
 			select {
 			case <-m.stop:
 			default:
-				m.report(meshResult{rank: m.rank, err: core.Errorf(core.CodeNet, "rank %d cannot accept on %s: %v", m.rank, ln.Addr(), err)})
+				m.report(meshResult{rank: m.rank, err: kx.Errorf(kx.CodeNet, "rank %d cannot accept on %s: %v", m.rank, ln.Addr(), err)})
 			}
 			return
 		}
@@ -209,7 +208,7 @@ func (m *mesher) timeoutError(conns []net.Conn) error {
 			fmt.Fprintf(&b, "; rank %d at %s: %v", r, m.peers[r], m.lastErr[r])
 		}
 	}
-	return core.Errorf(core.CodeTimeout, "%s", b.String())
+	return kx.Errorf(kx.CodeTimeout, "%s", b.String())
 }
 
 type meshResult struct {

@@ -1,10 +1,9 @@
 package netio
 
 import (
+	"kylix/core/kx"
 	"math/bits"
 	"sync"
-
-	"kylix/core"
 )
 
 // Payload buffers. Recv hands each payload to the caller, so by default every message costs a
@@ -50,7 +49,7 @@ func (m *Mem) Release(b []byte) { putBuf(b) }
 
 // put files a message that is already in memory (a send to oneself, the in-memory transport):
 // copied once, into its posted place when it has one, else into a pooled payload buffer.
-func (m *mailbox) put(src int, tag core.Tag, fp core.Fingerprint, bufs [][]byte, n int) {
+func (m *mailbox) put(src int, tag kx.Tag, fp kx.Fingerprint, bufs [][]byte, n int) {
 	if tag.Race {
 		m.putRacing(src, tag, fp, bufs, n)
 		return

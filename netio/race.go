@@ -1,10 +1,9 @@
 package netio
 
 import (
+	"kylix/core/kx"
 	"strings"
 	"sync/atomic"
-
-	"kylix/core"
 )
 
 // Packet racing ("Kylix: A Sparse Allreduce for Commodity Clusters", §V). With replication
@@ -23,10 +22,10 @@ import (
 // behind it notice (raceDone) and stop buffering.
 
 // raceBit marks a racing message in the phase byte of its frame header (phases are < 128).
-const raceBit uint8 = 0x80
+const raceBit kx.Phase = 0x80
 
 // wirePhase is the phase byte a message with tag travels with.
-func wirePhase(tag core.Tag) uint8 {
+func wirePhase(tag kx.Tag) kx.Phase {
 	if tag.Race {
 		return tag.Phase | raceBit
 	}
@@ -49,12 +48,12 @@ func (m *mailbox) setGroups(groupOf []int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(groupOf) != m.size {
-		return core.Errorf(core.CodeInternal, "replication: %d group entries for %d ranks", len(groupOf), m.size)
+		return kx.Errorf(kx.CodeInternal, "replication: %d group entries for %d ranks", len(groupOf), m.size)
 	}
 	if m.groupOf != nil {
 		for r, g := range groupOf {
 			if m.groupOf[r] != g {
-				return core.Errorf(core.CodeArg, "replication: this job's transport already groups its ranks differently")
+				return kx.Errorf(kx.CodeArg, "replication: this job's transport already groups its ranks differently")
 			}
 		}
 		return nil
@@ -72,7 +71,7 @@ func (m *mailbox) setGroups(groupOf []int) error {
 }
 
 // key files a message: by source rank, or for a racing message by the source's node.
-func (m *mailbox) key(layer, phase uint8, src int) msgKey {
+func (m *mailbox) key(layer uint8, phase kx.Phase, src int) msgKey {
 	if phase&raceBit != 0 && m.groupOf != nil && src >= 0 && src < len(m.groupOf) {
 		src = m.groupOf[src]
 	}
@@ -103,9 +102,9 @@ func (m *mailbox) goneLocked(k msgKey, from int) error {
 			return nil
 		}
 		why = append(why, m.dead[r].Error())
-		refs = append(refs, core.RankRef(r))
+		refs = append(refs, kx.RankRef(r))
 	}
-	return core.Errorf(core.CodePeer, "every replica of node %d is lost (ranks "+core.RankListFormat(len(refs))+"): %s",
+	return kx.Errorf(kx.CodePeer, "every replica of node %d is lost (ranks "+kx.RankListFormat(len(refs))+"): %s",
 		append(append([]any{k.src}, refs...), strings.Join(why, "; "))...)
 }
 
@@ -163,7 +162,7 @@ type copyKey struct {
 // claimRace is asked by a reader before it reads a racing payload of n bytes from src. It also
 // numbers the frame among src's frames of its key (idx): a key may carry several messages in
 // one collective, and the i-th frame from every replica is the same message.
-func (m *mailbox) claimRace(src int, seq uint64, layer, phase uint8, fp core.Fingerprint, n int) (action raceAction, into *post, idx int) {
+func (m *mailbox) claimRace(src int, seq uint64, layer uint8, phase kx.Phase, fp kx.Fingerprint, n int) (action raceAction, into *post, idx int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed != nil || m.stale(seq) {
@@ -227,7 +226,7 @@ func (m *mailbox) offer(src int, p *post, off int, chunk []byte) (stop, won bool
 
 // raceDone reports whether another copy of the racing message (src's frame idx of its key) has
 // already won, so a copy being buffered can stop.
-func (m *mailbox) raceDone(src int, seq uint64, layer, phase uint8, idx int) bool {
+func (m *mailbox) raceDone(src int, seq uint64, layer uint8, phase kx.Phase, idx int) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed != nil || m.stale(seq) {
@@ -251,18 +250,18 @@ func (m *mailbox) raced(src int, won bool, n int) {
 	c.dupBytes.Add(uint64(n))
 }
 
-func (m *mailbox) raceStats() []core.RacePeerStats {
-	out := make([]core.RacePeerStats, len(m.race))
+func (m *mailbox) raceStats() []kx.RacePeerStats {
+	out := make([]kx.RacePeerStats, len(m.race))
 	for r := range m.race {
 		c := &m.race[r]
-		out[r] = core.RacePeerStats{Rank: r, CopiesWon: c.won.Load(), CopiesLost: c.lost.Load(), DupBytes: c.dupBytes.Load()}
+		out[r] = kx.RacePeerStats{Rank: r, CopiesWon: c.won.Load(), CopiesLost: c.lost.Load(), DupBytes: c.dupBytes.Load()}
 	}
 	return out
 }
 
 // putRacing files a racing message an in-memory sender hands over whole: into its place when
 // posted (each buffer offered in turn), else buffered, unless another copy already won.
-func (m *mailbox) putRacing(src int, tag core.Tag, fp core.Fingerprint, bufs [][]byte, n int) {
+func (m *mailbox) putRacing(src int, tag kx.Tag, fp kx.Fingerprint, bufs [][]byte, n int) {
 	phase := wirePhase(tag)
 	m.heard(src)
 	m.calling(src, tag.Seq)

@@ -2,11 +2,10 @@ package netio
 
 import (
 	"bytes"
+	"kylix/core/kx"
 	"runtime"
 	"testing"
 	"time"
-
-	"kylix/core"
 )
 
 // Ranks 1 and 2 are the two replicas of node 1 (rank 0 is node 0, rank 3 node 0's other
@@ -26,7 +25,7 @@ func raceJob(t *testing.T) []*TCP {
 
 // writeHalf writes a racing frame header announcing n bytes from rank `from` to rank 0, then
 // half of payload, then drops the connection: a replica killed in the middle of its copy.
-func writeHalf(ts []*TCP, from int, tag core.Tag, payload []byte) {
+func writeHalf(ts []*TCP, from int, tag kx.Tag, payload []byte) {
 	p := ts[from].peers[0]
 	var hb [HeaderSize]byte
 	EncodeHeader(hb[:], &Header{Type: FrameData, Layer: tag.Layer, Phase: tag.Phase | raceBit, Job: ts[from].job,
@@ -51,7 +50,7 @@ func TestRacingCopies(t *testing.T) {
 
 	// Both replicas send whole copies, posted before: one wins, the other is dropped.
 	whole, place := sentinelPlace(n)
-	tag := core.Tag{FP: fpAll, Seq: 5, Layer: 0, Phase: core.PhaseDown, Race: true}
+	tag := kx.Tag{FP: fpAll, Seq: 5, Layer: 0, Phase: kx.PhaseDown, Race: true}
 	ts[0].Expect(1, tag, place)
 	errs := make(chan error, 2)
 	for _, r := range []int{1, 2} {
@@ -71,7 +70,7 @@ func TestRacingCopies(t *testing.T) {
 	}
 
 	// Recv (no post): one copy buffered, the other dropped.
-	tagR := core.Tag{FP: fpAll, Seq: 5, Layer: 1, Phase: core.PhaseConfig, Race: true}
+	tagR := kx.Tag{FP: fpAll, Seq: 5, Layer: 1, Phase: kx.PhaseConfig, Race: true}
 	for _, r := range []int{2, 1} {
 		if err := ts[r].Send(0, tagR, payload[:1000]); err != nil {
 			t.Fatal(err)
@@ -85,7 +84,7 @@ func TestRacingCopies(t *testing.T) {
 
 	// A key that carries several messages in one collective (the link probes' agreement):
 	// the i-th copy from either replica is message i, in order.
-	tagK := core.Tag{FP: fpAll, Seq: 5, Layer: 9, Phase: core.PhaseSmall, Race: true}
+	tagK := kx.Tag{FP: fpAll, Seq: 5, Layer: 9, Phase: kx.PhaseSmall, Race: true}
 	for _, r := range []int{1, 2} {
 		for i := range 3 {
 			if err := ts[r].Send(0, tagK, []byte{byte(i), byte(r)}); err != nil {
@@ -103,7 +102,7 @@ func TestRacingCopies(t *testing.T) {
 	// Replica 1 dies halfway through its copy, before replica 2's copy arrives: replica 2's
 	// copy completes the place, which replica 1's half had begun to fill.
 	whole, place = sentinelPlace(n)
-	tagH := core.Tag{FP: fpAll, Seq: 5, Layer: 2, Phase: core.PhaseUp, Race: true}
+	tagH := kx.Tag{FP: fpAll, Seq: 5, Layer: 2, Phase: kx.PhaseUp, Race: true}
 	ts[0].Expect(1, tagH, place)
 	writeHalf(ts, 1, tagH, payload)
 	time.Sleep(50 * time.Millisecond)
@@ -117,10 +116,10 @@ func TestRacingCopies(t *testing.T) {
 	sentinelsIntact(t, whole, n)
 
 	// With both replicas of node 1 gone, a wait for node 1 fails naming both.
-	tagD := core.Tag{FP: fpAll, Seq: 5, Layer: 3, Phase: core.PhaseUp, Race: true}
+	tagD := kx.Tag{FP: fpAll, Seq: 5, Layer: 3, Phase: kx.PhaseUp, Race: true}
 	ts[2].Close()
 	within(t, 5*time.Second, func() { _, err = ts[0].Recv(1, tagD) })
-	wantErr(t, err, core.CodePeer, "ranks 1 and 2")
+	wantErr(t, err, kx.CodePeer, "ranks 1 and 2")
 
 	st := ts[0].RaceStats()
 	won := st[1].CopiesWon + st[2].CopiesWon
@@ -146,8 +145,8 @@ func TestSendOrLeaveSlowReplica(t *testing.T) {
 		big[i] = byte(i*13 + i>>9)
 	}
 	small := bytes.Repeat([]byte{9, 8, 7}, 1000)
-	tagBig := core.Tag{FP: fpAll, Seq: 5, Layer: 0, Phase: core.PhaseDown, Race: true}
-	tagSmall := core.Tag{FP: fpAll, Seq: 5, Layer: 1, Phase: core.PhaseDown, Race: true}
+	tagBig := kx.Tag{FP: fpAll, Seq: 5, Layer: 0, Phase: kx.PhaseDown, Race: true}
+	tagSmall := kx.Tag{FP: fpAll, Seq: 5, Layer: 1, Phase: kx.PhaseDown, Race: true}
 
 	ts[1].mb.mu.Lock() // rank 1's reader stops at the next frame: the socket fills up
 	leave := make(chan struct{})

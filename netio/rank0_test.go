@@ -1,14 +1,13 @@
 package netio
 
 import (
+	"kylix/core/kx"
 	"net"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"kylix/core"
 )
 
 // connectRanks runs connect for each rank of ranks with the given rendezvous, rank 0 (if listed)
@@ -28,7 +27,7 @@ func connectRanks(n int, ranks []int, rdv, listenHost string, secrets map[int]st
 			if r == 0 {
 				time.Sleep(delay0)
 			}
-			ts[r], errs[r] = connect(core.Options{Rank: r, Size: n, Rendezvous: rdv, Timeout: timeout, Secret: secret}, listenHost)
+			ts[r], errs[r] = connect(kx.Options{Rank: r, Size: n, Rendezvous: rdv, Timeout: timeout, Secret: secret}, listenHost)
 		}()
 	}
 	wg.Wait()
@@ -103,8 +102,8 @@ func TestConnectRankZeroRendezvousRefusals(t *testing.T) {
 	// naming it.
 	rdv := freePorts(t, 1)[0]
 	_, errs := connectRanks(2, []int{0, 1}, rdv, "127.0.0.1", map[int]string{1: "wrong"}, time.Second, 0)
-	wantErr(t, errs[1], core.CodeAuth, "wrong secret")
-	wantErr(t, errs[0], core.CodeTimeout, "ranks [1] have not registered")
+	wantErr(t, errs[1], kx.CodeAuth, "wrong secret")
+	wantErr(t, errs[0], kx.CodeTimeout, "ranks [1] have not registered")
 	if !portFree(rdv) {
 		t.Errorf("rank 0 still serves the rendezvous at %s after failing", rdv)
 	}
@@ -113,14 +112,14 @@ func TestConnectRankZeroRendezvousRefusals(t *testing.T) {
 	start := time.Now()
 	const giveUp = 500 * time.Millisecond
 	_, errs = connectRanks(2, []int{1}, rdv, "127.0.0.1", nil, giveUp, 0)
-	wantErr(t, errs[1], core.CodeTimeout, "could not reach the rendezvous at "+rdv)
+	wantErr(t, errs[1], kx.CodeTimeout, "could not reach the rendezvous at "+rdv)
 	if d := time.Since(start); d > 6*giveUp { // its timeout, with margin for a loaded machine
 		t.Errorf("rank 1 took %v to give up", d)
 	}
 
 	for _, bad := range []string{"127.0.0.1", "127.0.0.1:0"} {
 		_, errs = connectRanks(2, []int{0}, bad, "127.0.0.1", nil, time.Second, 0)
-		wantErr(t, errs[0], core.CodeArg, "rendezvous=")
+		wantErr(t, errs[0], kx.CodeArg, "rendezvous=")
 	}
 }
 

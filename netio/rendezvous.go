@@ -9,12 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"kylix/core/kx"
 	"net"
 	"sort"
 	"sync"
 	"time"
-
-	"kylix/core"
 )
 
 // Rendezvous protocol: length-prefixed JSON messages (4-byte little-endian length).
@@ -138,6 +137,7 @@ type RendezvousServer struct {
 	conns  map[net.Conn]struct{}
 	served bool
 	closed bool
+	causes map[int]Cause // the failures ranks reported after the table (cause.go)
 	err    error         // outcome, once done is closed
 	done   chan struct{} // closed when the job was served or the server closed
 	once   sync.Once     // closes done
@@ -157,14 +157,14 @@ type rdvReg struct {
 // job. Every exchange with a client is bounded by timeout.
 func NewRendezvousServer(addr string, size int, secret string, timeout time.Duration) (*RendezvousServer, error) {
 	if size < 1 {
-		return nil, core.Errorf(core.CodeArg, "rendezvous: size=%d must be at least 1", size)
+		return nil, kx.Errorf(kx.CodeArg, "rendezvous: size=%d must be at least 1", size)
 	}
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, core.Errorf(core.CodeNet, "rendezvous: cannot listen on %s: %v", addr, err)
+		return nil, kx.Errorf(kx.CodeNet, "rendezvous: cannot listen on %s: %v", addr, err)
 	}
 	return serveRendezvousOn(ln, size, secret, timeout), nil
 }
@@ -197,7 +197,7 @@ func (s *RendezvousServer) Close() error {
 	if !s.closed {
 		s.closed = true
 		if !s.served {
-			s.err = core.Errorf(core.CodeState, "rendezvous closed before all ranks registered (missing ranks %v)", s.missingLocked())
+			s.err = kx.Errorf(kx.CodeState, "rendezvous closed before all ranks registered (missing ranks %v)", s.missingLocked())
 			s.once.Do(func() { close(s.done) })
 		}
 		s.ln.Close()
@@ -247,7 +247,7 @@ func (s *RendezvousServer) forget(c net.Conn) {
 	c.Close()
 }
 
-func (s *RendezvousServer) refuse(c net.Conn, code core.Code, format string, args ...any) {
+func (s *RendezvousServer) refuse(c net.Conn, code kx.Code, format string, args ...any) {
 	writeMsg(c, &rdvMsg{Type: "error", Code: int(code), Error: fmt.Sprintf(format, args...)})
 }
 
@@ -265,19 +265,19 @@ func (s *RendezvousServer) serve(c net.Conn) {
 		return
 	}
 	if m.V != rdvVersion {
-		s.refuse(c, core.CodeAuth, "the rendezvous speaks version %d, the rank %d", rdvVersion, m.V)
+		s.refuse(c, kx.CodeAuth, "the rendezvous speaks version %d, the rank %d", rdvVersion, m.V)
 		return
 	}
 	if !hmac.Equal(m.Proof, registerProof(s.secret, nonce, m.Nonce, m.Rank, m.Size, m.Addr)) {
-		s.refuse(c, core.CodeAuth, "wrong secret")
+		s.refuse(c, kx.CodeAuth, "wrong secret")
 		return
 	}
 	if m.Size != s.size {
-		s.refuse(c, core.CodeAuth, "it has size=%d but the job has size=%d", m.Size, s.size)
+		s.refuse(c, kx.CodeAuth, "it has size=%d but the job has size=%d", m.Size, s.size)
 		return
 	}
 	if m.Rank < 0 || m.Rank >= s.size {
-		s.refuse(c, core.CodeAuth, "the rank is not in 0..%d", s.size-1)
+		s.refuse(c, kx.CodeAuth, "the rank is not in 0..%d", s.size-1)
 		return
 	}
 	reg := &rdvReg{rank: m.Rank, conn: c, addr: m.Addr, serverNonce: nonce, clientNonce: m.Nonce}
@@ -288,7 +288,7 @@ func (s *RendezvousServer) serve(c net.Conn) {
 	}
 	if old := s.regs[m.Rank]; old != nil {
 		s.mu.Unlock()
-		s.refuse(c, core.CodeAuth, "rank %d is already registered, from %s (listening at %s)",
+		s.refuse(c, kx.CodeAuth, "rank %d is already registered, from %s (listening at %s)",
 			m.Rank, old.conn.RemoteAddr(), old.addr)
 		return
 	}
@@ -301,10 +301,10 @@ func (s *RendezvousServer) serve(c net.Conn) {
 	c.SetDeadline(time.Time{})
 	if complete {
 		s.sendTables()
-		return
 	}
 	// Registered: wait for the table. The client only speaks again to ask who is missing; if it
-	// hangs up, its registration goes, so a table never names a rank that gave up.
+	// hangs up, its registration goes, so a table never names a rank that gave up. After the
+	// table the connection stays, for the rank's failure reports (cause.go).
 	for {
 		m, err := readMsg(c)
 		if err != nil {
@@ -323,6 +323,9 @@ func (s *RendezvousServer) serve(c net.Conn) {
 			c.SetWriteDeadline(time.Now().Add(s.timeout))
 			writeMsg(c, &rdvMsg{Type: "status", Missing: miss})
 			reg.wmu.Unlock()
+		}
+		if m.Type == "cause" {
+			s.recordCause(reg, m)
 		}
 	}
 }
@@ -357,15 +360,15 @@ func (s *RendezvousServer) sendTables() {
 				fmu.Lock()
 				failed = append(failed, r)
 				fmu.Unlock()
+				reg.conn.Close() // ends that rank's serve loop
 			}
-			reg.conn.Close() // ends that rank's serve loop
 		}()
 	}
 	wg.Wait()
 	sort.Ints(failed)
 	s.mu.Lock()
 	if len(failed) > 0 {
-		s.err = core.Errorf(core.CodeNet, "rendezvous could not send the table to ranks %v", failed)
+		s.err = kx.Errorf(kx.CodeNet, "rendezvous could not send the table to ranks %v", failed)
 	}
 	s.once.Do(func() { close(s.done) })
 	s.mu.Unlock()
@@ -386,21 +389,26 @@ func rendezvousLookup(addr string, rank, size int, myAddr, secret string, timeou
 		}
 		var dns *net.DNSError
 		if errors.As(err, &dns) && dns.IsNotFound {
-			return nil, 0, core.Errorf(core.CodeNet, "rank %d cannot resolve the rendezvous address %s: %v", rank, addr, err)
+			return nil, 0, kx.Errorf(kx.CodeNet, "rank %d cannot resolve the rendezvous address %s: %v", rank, addr, err)
 		}
 		wait := min(backoff, time.Until(deadline))
 		if wait <= 0 {
-			return nil, 0, core.Errorf(core.CodeTimeout, "rank %d could not reach the rendezvous at %s within %v: %v", rank, addr, timeout, err)
+			return nil, 0, kx.Errorf(kx.CodeTimeout, "rank %d could not reach the rendezvous at %s within %v: %v", rank, addr, timeout, err)
 		}
 		time.Sleep(wait)
 		backoff = min(2*backoff, 500*time.Millisecond)
 	}
-	defer c.Close()
+	kept := false
+	defer func() {
+		if !kept {
+			c.Close()
+		}
+	}()
 	fail := func(err error) ([]string, uint64, error) {
 		if isTimeout(err) {
-			return nil, 0, core.Errorf(core.CodeTimeout, "rank %d: the rendezvous at %s did not answer within %v", rank, addr, timeout)
+			return nil, 0, kx.Errorf(kx.CodeTimeout, "rank %d: the rendezvous at %s did not answer within %v", rank, addr, timeout)
 		}
-		return nil, 0, core.Errorf(core.CodeNet, "rank %d: rendezvous at %s: %v", rank, addr, err)
+		return nil, 0, kx.Errorf(kx.CodeNet, "rank %d: rendezvous at %s: %v", rank, addr, err)
 	}
 	// A rendezvous sends its challenge as soon as it accepts: a port that answers otherwise,
 	// or not at all, is taken by another program, which is said at once, not after timeout.
@@ -414,19 +422,19 @@ func rendezvousLookup(addr string, rank, size int, myAddr, secret string, timeou
 		var bad *badRdvMsg
 		switch {
 		case errors.As(err, &bad):
-			return nil, 0, core.Errorf(core.CodeNet, "rank %d: %s is not a Kylix rendezvous (%v): is the port taken by another program?", rank, addr, err)
+			return nil, 0, kx.Errorf(kx.CodeNet, "rank %d: %s is not a Kylix rendezvous (%v): is the port taken by another program?", rank, addr, err)
 		case isTimeout(err):
-			return nil, 0, core.Errorf(core.CodeNet, "rank %d: the process at %s accepted the connection but sent no rendezvous challenge within %v: is the port taken by another program?", rank, addr, min(timeout, challengeWait))
+			return nil, 0, kx.Errorf(kx.CodeNet, "rank %d: the process at %s accepted the connection but sent no rendezvous challenge within %v: is the port taken by another program?", rank, addr, min(timeout, challengeWait))
 		}
 		return fail(err)
 	}
 	c.SetDeadline(deadline)
 	if ch.Type != "challenge" || ch.V != rdvVersion {
-		return nil, 0, core.Errorf(core.CodeAuth, "rank %d: the rendezvous at %s speaks another protocol (version %d, this rank %d)", rank, addr, ch.V, rdvVersion)
+		return nil, 0, kx.Errorf(kx.CodeAuth, "rank %d: the rendezvous at %s speaks another protocol (version %d, this rank %d)", rank, addr, ch.V, rdvVersion)
 	}
 	host, port, err := net.SplitHostPort(myAddr)
 	if err != nil {
-		return nil, 0, core.Errorf(core.CodeArg, "rendezvous: own address %q is not host:port", myAddr)
+		return nil, 0, kx.Errorf(kx.CodeArg, "rendezvous: own address %q is not host:port", myAddr)
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		myAddr = net.JoinHostPort(c.LocalAddr().(*net.TCPAddr).IP.String(), port)
@@ -456,12 +464,12 @@ func rendezvousLookup(addr string, rank, size int, myAddr, secret string, timeou
 			}
 			if isTimeout(err) {
 				if missing != nil {
-					return nil, 0, core.Errorf(core.CodeTimeout, "rank %d timed out after %v at the rendezvous %s: ranks %v have not registered", rank, timeout, addr, missing)
+					return nil, 0, kx.Errorf(kx.CodeTimeout, "rank %d timed out after %v at the rendezvous %s: ranks %v have not registered", rank, timeout, addr, missing)
 				}
-				return nil, 0, core.Errorf(core.CodeTimeout, "rank %d timed out after %v at the rendezvous %s waiting for the other ranks", rank, timeout, addr)
+				return nil, 0, kx.Errorf(kx.CodeTimeout, "rank %d timed out after %v at the rendezvous %s waiting for the other ranks", rank, timeout, addr)
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, 0, core.Errorf(core.CodeNet, "rank %d: the rendezvous at %s hung up (it serves one job; was it already served?)", rank, addr)
+				return nil, 0, kx.Errorf(kx.CodeNet, "rank %d: the rendezvous at %s hung up (it serves one job; was it already served?)", rank, addr)
 			}
 			return fail(err)
 		}
@@ -472,18 +480,20 @@ func rendezvousLookup(addr string, rank, size int, myAddr, secret string, timeou
 				missing = []int{}
 			}
 		case "error":
-			code := core.Code(m.Code)
-			if code <= core.OK || code > core.CodeInternal {
-				code = core.CodeAuth
+			code := kx.Code(m.Code)
+			if code <= kx.OK || code > kx.CodeInternal {
+				code = kx.CodeAuth
 			}
-			return nil, 0, core.Errorf(code, "the rendezvous at %s refused rank %d: %s", addr, rank, m.Error)
+			return nil, 0, kx.Errorf(code, "the rendezvous at %s refused rank %d: %s", addr, rank, m.Error)
 		case "table":
 			if !hmac.Equal(m.Proof, tableProof(secret, ch.Nonce, nonce, m.Job, m.Peers)) {
-				return nil, 0, core.Errorf(core.CodeAuth, "rank %d: the rendezvous at %s failed authentication: wrong secret", rank, addr)
+				return nil, 0, kx.Errorf(kx.CodeAuth, "rank %d: the rendezvous at %s failed authentication: wrong secret", rank, addr)
 			}
 			if len(m.Peers) != size || m.Peers[rank] != myAddr {
-				return nil, 0, core.Errorf(core.CodeInternal, "rank %d: the rendezvous sent a table of %d ranks not listing this rank", rank, len(m.Peers))
+				return nil, 0, kx.Errorf(kx.CodeInternal, "rank %d: the rendezvous sent a table of %d ranks not listing this rank", rank, len(m.Peers))
 			}
+			kept = true
+			keepCauseLine(c)
 			return m.Peers, m.Job, nil
 		}
 	}

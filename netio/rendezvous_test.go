@@ -2,13 +2,12 @@ package netio
 
 import (
 	"fmt"
+	"kylix/core/kx"
 	"net"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
-
-	"kylix/core"
 )
 
 type lookupResult struct {
@@ -97,12 +96,12 @@ func TestRendezvousRefusals(t *testing.T) {
 	// Let rank 1 register, then try to register it again.
 	waitRegs(t, srv, 1)
 	_, _, err = rendezvousLookup(srv.Addr(), 1, 3, "127.0.0.1:7999", "k", time.Second)
-	wantErr(t, err, core.CodeAuth, "rank 1", "already registered")
+	wantErr(t, err, kx.CodeAuth, "rank 1", "already registered")
 
 	_, _, err = rendezvousLookup(srv.Addr(), 2, 3, "127.0.0.1:7002", "wrong", time.Second)
-	wantErr(t, err, core.CodeAuth, "rank 2", "wrong secret")
+	wantErr(t, err, kx.CodeAuth, "rank 2", "wrong secret")
 	_, _, err = rendezvousLookup(srv.Addr(), 2, 4, "127.0.0.1:7002", "k", time.Second)
-	wantErr(t, err, core.CodeAuth, "size=4", "size=3")
+	wantErr(t, err, kx.CodeAuth, "size=4", "size=3")
 
 	// The refused ranks did not take a place: the real ranks 0 and 2 complete the job.
 	res := lookupAll(srv.Addr(), []int{0, 2}, 3, "k", 2*time.Second)
@@ -126,7 +125,7 @@ func TestRendezvousTimeoutNamesMissing(t *testing.T) {
 	defer srv.Close()
 	res := lookupAll(srv.Addr(), []int{0, 2}, 4, "k", time.Second)
 	for _, r := range res {
-		wantErr(t, r.err, core.CodeTimeout, "ranks [1 3] have not registered")
+		wantErr(t, r.err, kx.CodeTimeout, "ranks [1 3] have not registered")
 	}
 	waitRegs(t, srv, 0)
 	// A client that gave up is forgotten: the ranks that come later can still complete the job.
@@ -147,7 +146,7 @@ func TestRendezvousServerProof(t *testing.T) {
 	}
 	defer srv.Close()
 	_, _, err = rendezvousLookup(srv.Addr(), 0, 1, "127.0.0.1:1", "client-secret", time.Second)
-	wantErr(t, err, core.CodeAuth, "wrong secret")
+	wantErr(t, err, kx.CodeAuth, "wrong secret")
 	if got := tableProof("a", []byte{1}, []byte{2}, 5, []string{"x"}); string(got) == string(tableProof("b", []byte{1}, []byte{2}, 5, []string{"x"})) {
 		t.Fatal("table proof does not depend on the secret")
 	}
@@ -159,7 +158,7 @@ func TestRendezvousCloseBeforeServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Close()
-	wantErr(t, srv.Wait(), core.CodeState, "missing ranks [0 1]")
+	wantErr(t, srv.Wait(), kx.CodeState, "missing ranks [0 1]")
 }
 
 // Connect through a rendezvous, as under kylixrun.
@@ -223,7 +222,7 @@ func TestRendezvousPortTakenByAnotherProgram(t *testing.T) {
 			within(t, 3*time.Second, func() {
 				_, _, err2 = rendezvousLookup(ln.Addr().String(), 1, 2, "127.0.0.1:7001", "k", timeout)
 			})
-			wantErr(t, err2, core.CodeNet, tc.want, ln.Addr().String(), "taken by another program")
+			wantErr(t, err2, kx.CodeNet, tc.want, ln.Addr().String(), "taken by another program")
 		})
 	}
 }

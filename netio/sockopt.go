@@ -1,10 +1,9 @@
 package netio
 
 import (
+	"kylix/core/kx"
 	"net"
 	"time"
-
-	"kylix/core"
 )
 
 // tuneSockets sets keepalive, TCP_USER_TIMEOUT and buffer sizes on every peer connection
@@ -23,8 +22,8 @@ func tuneSockets(conns []net.Conn, rank int, liveness time.Duration) error {
 					c.Close()
 				}
 			}
-			return core.Errorf(core.CodeNet, "rank %d cannot set the socket options of its connection to rank %d: %v",
-				core.RankRef(rank), core.RankRef(r), err)
+			return kx.Errorf(kx.CodeNet, "rank %d cannot set the socket options of its connection to rank %d: %v",
+				kx.RankRef(rank), kx.RankRef(r), err)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@
 package netio
 
 import (
+	"kylix/core/kx"
 	"net"
 	"os"
 	"strconv"
@@ -10,8 +11,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"kylix/core"
 )
 
 // Socket options of the peer connections, set once the mesh is up (Connect).
@@ -91,7 +90,7 @@ func tuneConn(c net.Conn, liveness time.Duration, lim bufLimits) (sockInfo, erro
 		return sockInfo{}, err
 	}
 	if liveness <= 0 {
-		liveness = core.DefaultLiveness
+		liveness = kx.DefaultLiveness
 	}
 	secs := func(d time.Duration) int { return max(1, int((d+time.Second-1)/time.Second)) }
 	var info sockInfo

@@ -1,13 +1,12 @@
 package netio
 
 import (
+	"kylix/core/kx"
 	"net"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"kylix/core"
 )
 
 // tcpPair is a connected loopback pair.
@@ -91,7 +90,7 @@ func TestConnectTunesSockets(t *testing.T) {
 				ut, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT)
 				ka, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_KEEPALIVE)
 			})
-			if ut != int(core.DefaultLiveness.Milliseconds()) || ka != 1 {
+			if ut != int(kx.DefaultLiveness.Milliseconds()) || ka != 1 {
 				t.Errorf("rank %d to %d: TCP_USER_TIMEOUT %d ms, SO_KEEPALIVE %d", r, q, ut, ka)
 			}
 			if !tr.SameHost(q) {

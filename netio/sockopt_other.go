@@ -3,10 +3,9 @@
 package netio
 
 import (
+	"kylix/core/kx"
 	"net"
 	"time"
-
-	"kylix/core"
 )
 
 // Outside Linux the standard library's keepalive settings stand in; buffers stay the
@@ -24,7 +23,7 @@ func tuneConn(c net.Conn, liveness time.Duration, _ bufLimits) (sockInfo, error)
 		return sockInfo{}, nil
 	}
 	if liveness <= 0 {
-		liveness = core.DefaultLiveness
+		liveness = kx.DefaultLiveness
 	}
 	return sockInfo{}, tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: liveness / 2,
 		Interval: liveness / 6, Count: 3})

@@ -4,12 +4,11 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"kylix/core/kx"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"kylix/core"
 )
 
 // TCP is the network transport: one long-lived, authenticated connection per peer (built by
@@ -78,11 +77,11 @@ func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn)
 
 // configure applies the options that shape a running transport: heartbeats and the liveness
 // bound, and stall reports when the log level includes warnings.
-func (t *TCP) configure(o core.Options) *TCP {
-	level := core.ParseLogLevel(o.Log)
-	if level >= core.LogWarn {
+func (t *TCP) configure(o kx.Options) *TCP {
+	level := kx.ParseLogLevel(o.Log)
+	if level >= kx.LogWarn {
 		t.mb.stallEvery = stallReportFromEnv()
-		t.mb.warnf = func(format string, args ...any) { core.Logf(core.LogWarn, level, t.rank, format, args...) }
+		t.mb.warnf = func(format string, args ...any) { kx.Logf(kx.LogWarn, level, t.rank, format, args...) }
 	}
 	if o.Liveness > 0 && t.size > 1 {
 		t.wg.Add(1)
@@ -99,7 +98,7 @@ func (t *TCP) Quiesce(seq uint64) { t.mb.quiesce(seq) }
 func (t *TCP) SetReplicaGroups(groupOf []int) error { return t.mb.setGroups(groupOf) }
 
 // RaceStats returns, per rank, the racing copies it won and lost and the bytes of the lost ones.
-func (t *TCP) RaceStats() []core.RacePeerStats { return t.mb.raceStats() }
+func (t *TCP) RaceStats() []kx.RacePeerStats { return t.mb.raceStats() }
 
 func (t *TCP) Rank() int              { return t.rank }
 func (t *TCP) Size() int              { return t.size }
@@ -108,20 +107,20 @@ func (t *TCP) Timeout() time.Duration { return t.timeout }
 // Job is the id every frame of this job carries.
 func (t *TCP) Job() uint64 { return t.job }
 
-func (t *TCP) Begin(seq uint64, fp core.Fingerprint) { t.mb.begin(seq, fp) }
+func (t *TCP) Begin(seq uint64, fp kx.Fingerprint) { t.mb.begin(seq, fp) }
 
 // Recv waits for the message from rank from with tag.
-func (t *TCP) Recv(from int, tag core.Tag) ([]byte, error) { return t.mb.recv(from, tag) }
+func (t *TCP) Recv(from int, tag kx.Tag) ([]byte, error) { return t.mb.recv(from, tag) }
 
 // Expect names dst as the landing place of the message from rank from with tag: its payload is
 // read from the socket straight into dst.
-func (t *TCP) Expect(from int, tag core.Tag, dst []byte) { t.mb.expect(from, tag, dst) }
+func (t *TCP) Expect(from int, tag kx.Tag, dst []byte) { t.mb.expect(from, tag, dst) }
 
 // Await waits until the message posted with Expect has landed.
-func (t *TCP) Await(from int, tag core.Tag) (int, error) { return t.mb.await(from, tag) }
+func (t *TCP) Await(from int, tag kx.Tag) (int, error) { return t.mb.await(from, tag) }
 
 // AwaitPrefix waits until the first n bytes of the posted message have landed.
-func (t *TCP) AwaitPrefix(from int, tag core.Tag, n int) error {
+func (t *TCP) AwaitPrefix(from int, tag kx.Tag, n int) error {
 	_, err := t.mb.awaitPrefix(from, tag, n)
 	return err
 }
@@ -133,12 +132,12 @@ func (t *TCP) FailedRanks() []int { return t.mb.failedRanks() }
 func (t *TCP) Stats() []PeerStats { return snapshot(t.stats) }
 
 func (t *TCP) closedErr() error {
-	return core.Errorf(core.CodeState, "transport of rank %d is closed", core.RankRef(t.rank))
+	return kx.Errorf(kx.CodeState, "transport of rank %d is closed", kx.RankRef(t.rank))
 }
 
 // Send writes one data frame to rank to: the header and bufs go out in one writev, straight from
 // the caller's memory. Sending to oneself copies into the own mailbox.
-func (t *TCP) Send(to int, tag core.Tag, bufs ...[]byte) error {
+func (t *TCP) Send(to int, tag kx.Tag, bufs ...[]byte) error {
 	h, n, done, err := t.prepareSend(to, tag, bufs)
 	if done || err != nil {
 		return err
@@ -152,18 +151,18 @@ func (t *TCP) Send(to int, tag core.Tag, bufs ...[]byte) error {
 
 // prepareSend checks a send and builds its frame header; a send to this rank itself is done
 // at once (done).
-func (t *TCP) prepareSend(to int, tag core.Tag, bufs [][]byte) (h Header, n int, done bool, err error) {
+func (t *TCP) prepareSend(to int, tag kx.Tag, bufs [][]byte) (h Header, n int, done bool, err error) {
 	if t.closing.Load() {
 		return h, 0, false, t.closedErr()
 	}
 	if to < 0 || to >= t.size {
-		return h, 0, false, core.Errorf(core.CodeArg, "send: destination rank %d is not in 0..%d", core.RankRef(to), t.size-1)
+		return h, 0, false, kx.Errorf(kx.CodeArg, "send: destination rank %d is not in 0..%d", kx.RankRef(to), t.size-1)
 	}
 	for _, b := range bufs {
 		n += len(b)
 	}
 	if uint64(n) > MaxPayload {
-		return h, 0, false, core.Errorf(core.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, core.RankRef(to), uint64(MaxPayload))
+		return h, 0, false, kx.Errorf(kx.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, kx.RankRef(to), uint64(MaxPayload))
 	}
 	if to == t.rank {
 		t.mb.put(t.rank, tag, tag.FP, bufs, n)
@@ -302,7 +301,7 @@ func (p *peer) write(h *Header, bufs [][]byte, hard time.Time) error {
 		lockBy = time.Now().Add(t.timeout)
 	}
 	if !p.lock(lockBy) {
-		return core.Errorf(core.CodeTimeout, "send to rank %d: its connection stayed busy for %v", core.RankRef(p.rank), t.timeout)
+		return kx.Errorf(kx.CodeTimeout, "send to rank %d: its connection stayed busy for %v", kx.RankRef(p.rank), t.timeout)
 	}
 	defer p.unlock()
 	if err := p.writable(); err != nil {
@@ -385,7 +384,7 @@ func (p *peer) writeFailed(h *Header, err error) error {
 	}
 	if isTimeout(err) {
 		p.down(lostError(p.rank, "connection dropped after a send timed out"))
-		return core.Errorf(core.CodeTimeout, "rank %d took no data for %v (sending %s frame of collective %d)", core.RankRef(p.rank), t.timeout, h.Type, core.SeqRef(h.Seq))
+		return kx.Errorf(kx.CodeTimeout, "rank %d took no data for %v (sending %s frame of collective %d)", kx.RankRef(p.rank), t.timeout, h.Type, kx.SeqRef(h.Seq))
 	}
 	return p.writeBroken(err)
 }
@@ -429,15 +428,15 @@ func (t *TCP) readLoop(p *peer) {
 		}
 		h, err := DecodeHeader(hb[:], MaxPayload)
 		if err != nil {
-			p.down(core.Errorf(core.CodeOf(err), "rank %d sent a bad frame: %v", core.RankRef(p.rank), err))
+			p.down(kx.Errorf(kx.CodeOf(err), "rank %d sent a bad frame: %v", kx.RankRef(p.rank), err))
 			return
 		}
 		if h.Job != t.job {
-			p.down(core.Errorf(core.CodeAuth, "rank %d sent a frame of job %016x, this job is %016x", core.RankRef(p.rank), h.Job, t.job))
+			p.down(kx.Errorf(kx.CodeAuth, "rank %d sent a frame of job %016x, this job is %016x", kx.RankRef(p.rank), h.Job, t.job))
 			return
 		}
 		if h.Src != p.rank {
-			p.down(core.Errorf(core.CodeNet, "rank %d sent a frame claiming to come from rank %d", core.RankRef(p.rank), core.RankRef(h.Src)))
+			p.down(kx.Errorf(kx.CodeNet, "rank %d sent a frame claiming to come from rank %d", kx.RankRef(p.rank), kx.RankRef(h.Src)))
 			return
 		}
 		t.mb.alive(p.rank)
@@ -487,7 +486,7 @@ func (t *TCP) readLoop(p *peer) {
 			t.count(p.rank, len(data), false)
 		case FrameAbort:
 			if h.Len > maxAbortPayload {
-				p.down(core.Errorf(core.CodeNet, "rank %d sent an abort frame of %d bytes", core.RankRef(p.rank), h.Len))
+				p.down(kx.Errorf(kx.CodeNet, "rank %d sent an abort frame of %d bytes", kx.RankRef(p.rank), h.Len))
 				return
 			}
 			b := make([]byte, h.Len)
@@ -583,4 +582,4 @@ func (t *TCP) readFailed(p *peer, err error) {
 	p.down(lostError(p.rank, err.Error()))
 }
 
-var _ core.Transport = (*TCP)(nil)
+var _ kx.Transport = (*TCP)(nil)

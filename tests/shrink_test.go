@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,4 +74,27 @@ func shrinkList(rs []int) string {
 		s[i] = strconv.Itoa(r)
 	}
 	return strings.Join(s, ",")
+}
+
+// A comm shrunk from a replicated one keeps every replication layer (members.View): with both
+// replicas of one node killed and the comm shrunk to two nodes of two replicas, a replica stopped
+// with SIGSTOP (and not declared dead: liveness is longer than the stop) holds up none of the
+// others' reduces, whose messages are far larger than a socket's buffers, and racing copies show
+// in the statistics. c/shrink_replicated.c checks results and that the replica was still stopped
+// when the reduces ended.
+func TestShrinkReplicatedKeepsRacing(t *testing.T) {
+	t.Parallel()
+	pidfile := filepath.Join(t.TempDir(), "stopped.pid")
+	r := run(t, job{N: 6, Replicas: 2, KeepGoing: true, Prog: "shrink_replicated",
+		Env: []string{"KYLIX_LIVENESS_MS=60000"}, Args: []string{pidfile}})
+	if f := r.failures(); len(f) > 0 {
+		t.Errorf("%s\n%s", strings.Join(f, "\n"), r.dump())
+	}
+	for _, rk := range []int{0, 1, 3} {
+		for _, want := range []string{"reduces on the shrunk replicated comm", "while the replica was stopped", "race stats"} {
+			if !r.has(rk, "PASS", want) {
+				t.Errorf("rank %d did not pass %q\n%s", rk, want, r.dump())
+			}
+		}
+	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"fmt"
+	"kylix/core/kx"
+	"kylix/core/planning"
 	"math/rand/v2"
 	"os"
 	"runtime/pprof"
@@ -19,7 +21,7 @@ func benchCmd(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	n := fs.Float64("features", 1e7, "number of features")
 	density := fs.Float64("density", 0.2, "per-rank density")
-	alpha := fs.Float64("alpha", core.DefaultAlpha, "power-law exponent of the data")
+	alpha := fs.Float64("alpha", planning.DefaultAlpha, "power-law exponent of the data")
 	width := fs.Int("width", 1, "values per index (f32)")
 	iters := fs.Int("iters", 5, "reduces to time")
 	dense := fs.Bool("dense", false, "time dense allreduce (direct vs butterfly) instead")
@@ -31,7 +33,7 @@ func benchCmd(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	opts, err := core.ParseOptions("", os.Getenv)
+	opts, err := kx.ParseOptions("", os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -88,14 +90,14 @@ func benchCmd(args []string) error {
 	}
 	start = time.Now()
 	for i := 0; i < *iters; i++ {
-		if err := p.Reduce(vals, res, core.F32, core.Sum, *width); err != nil {
+		if err := p.Reduce(vals, res, kx.F32, kx.Sum, *width); err != nil {
 			return err
 		}
 	}
 	red := time.Since(start) / time.Duration(*iters)
 	idx := float64(len(out) + len(in))
 	fmt.Printf("rank %d: degrees %s, %d out + %d in indices; config %.3fs (%.3g indices/s); reduce %.3fs (%.3g values/s)\n",
-		c.Rank(), core.FormatDegrees(p.Degrees()), len(out), len(in), cfg.Seconds(), idx/cfg.Seconds(),
+		c.Rank(), kx.FormatDegrees(p.Degrees()), len(out), len(in), cfg.Seconds(), idx/cfg.Seconds(),
 		red.Seconds(), idx*float64(*width)/red.Seconds())
 	return p.Free()
 }
@@ -103,7 +105,7 @@ func benchCmd(args []string) error {
 // powerLawSet is one rank's Poisson–power-law feature set (the simulator's sampler), ids
 // scattered over [0, n) by a bijection.
 func powerLawSet(n int64, density, alpha float64, seed int64) ([]int64, error) {
-	lambda, err := core.SolveLambda(n, density, alpha)
+	lambda, err := planning.SolveLambda(n, density, alpha)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"kylix/core/kx"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,7 @@ func benchDense(c *core.Comm, sizes string, iters int) error {
 		var times [2]time.Duration
 		for k, sw := range []int{1 << 62, 0} {
 			c.SetDenseSwitch(sw)
-			if err := c.Allreduce(buf, buf, core.F32, core.Sum); err != nil { // warm-up
+			if err := c.Allreduce(buf, buf, kx.F32, kx.Sum); err != nil { // warm-up
 				return err
 			}
 			if err := c.Barrier(); err != nil {
@@ -33,7 +34,7 @@ func benchDense(c *core.Comm, sizes string, iters int) error {
 			}
 			start := time.Now()
 			for i := 0; i < iters; i++ {
-				if err := c.Allreduce(buf, buf, core.F32, core.Sum); err != nil {
+				if err := c.Allreduce(buf, buf, kx.F32, kx.Sum); err != nil {
 					return err
 				}
 			}

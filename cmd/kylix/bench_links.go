@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"kylix/core/planning"
 	"os"
 
 	"kylix/core"
@@ -32,7 +33,7 @@ func benchLinks(c *core.Comm, jsonFile string) error {
 	return os.WriteFile(jsonFile, append(b, '\n'), 0o644)
 }
 
-func printLinks(w io.Writer, l *core.Links, ranks int) {
+func printLinks(w io.Writer, l *planning.Links, ranks int) {
 	fmt.Fprintf(w, "links of %d ranks, %d measured at each size (median of their best of 3), probe took %.1f ms\n",
 		ranks, l.Measured, 1e3*l.ProbeS)
 	fmt.Fprintf(w, "latency %.1f us one way; fit t = %.1f us + bytes / %.1f MB/s; min_packet %d bytes (80%% of the rate)\n",

@@ -4,10 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"kylix/core/kx"
+	"kylix/core/planning"
 	"math"
 	"os"
-
-	"kylix/core"
 )
 
 const planUsage = `usage: kylix plan --features N --density D --ranks M [flags]
@@ -55,8 +55,8 @@ func planMain(args []string, w io.Writer) error {
 	n := fs.Float64("features", 0, "number of features n")
 	density := fs.Float64("density", 0, "per-rank density of the initial shares")
 	ranks := fs.Int("ranks", 0, "number of ranks (nodes)")
-	alpha := fs.Float64("alpha", core.DefaultAlpha, "power-law exponent")
-	minPacket := fs.Int64("min-packet", core.DefaultMinPacket, "smallest efficient message, bytes")
+	alpha := fs.Float64("alpha", planning.DefaultAlpha, "power-law exponent")
+	minPacket := fs.Int64("min-packet", kx.DefaultMinPacket, "smallest efficient message, bytes")
 	bpv := fs.Int("bytes-per-value", 8, "bytes sent per element (with --simulate: a multiple of 4, f32 values)")
 	degSpec := fs.String("degrees", "", "degrees to use instead of the planned ones")
 	svgFile := fs.String("svg", "", "write the per-layer volume chart to this SVG file")
@@ -82,17 +82,17 @@ func planMain(args []string, w io.Writer) error {
 		return fmt.Errorf("--features: %g is not a whole number of features", *n)
 	}
 	nf := int64(*n)
-	ds, _, err := core.PlanDegrees(nf, *density, *ranks, *alpha, *minPacket, *bpv)
+	ds, _, err := planning.PlanDegrees(nf, *density, *ranks, *alpha, *minPacket, *bpv)
 	if err != nil {
 		return err
 	}
 	how := "planned"
 	if *degSpec != "" {
-		if ds, err = core.ParseDegreesSpec(*degSpec, *ranks); err != nil {
+		if ds, err = kx.ParseDegreesSpec(*degSpec, *ranks); err != nil {
 			return err
 		}
 		if ds == nil { // auto
-			ds, _, _ = core.PlanDegrees(nf, *density, *ranks, *alpha, *minPacket, *bpv)
+			ds, _, _ = planning.PlanDegrees(nf, *density, *ranks, *alpha, *minPacket, *bpv)
 		} else {
 			how = "given"
 		}
@@ -117,7 +117,7 @@ func planMain(args []string, w io.Writer) error {
 		shown = []int{1}
 	}
 	fmt.Fprintf(w, "degrees %s (%s) for n=%.4g density=%g ranks=%d alpha=%g min_packet=%d bytes_per_value=%d\n",
-		core.FormatDegrees(shown), how, *n, *density, *ranks, *alpha, *minPacket, *bpv)
+		kx.FormatDegrees(shown), how, *n, *density, *ranks, *alpha, *minPacket, *bpv)
 	fmt.Fprintf(w, "%-7s %-7s %-10s %-14s %-16s %s\n", "layer", "degree", "density", "keys/node", "message bytes", "layer volume")
 	m := float64(*ranks)
 	for i, p := range md.Layers {
@@ -131,7 +131,7 @@ func planMain(args []string, w io.Writer) error {
 		if *compressMode != "lz4" && *compressMode != "auto" {
 			return fmt.Errorf("--compress: %q is not lz4 or auto", *compressMode)
 		}
-		work := core.Workload{ValueBytes: *valueBytes, InEqualsOut: *inEqOut, IndexRatio: *indexRatio,
+		work := planning.Workload{ValueBytes: *valueBytes, InEqualsOut: *inEqOut, IndexRatio: *indexRatio,
 			CompressLocal: *compressMode == "lz4"}
 		ts, err := timeSetupFrom(*linkSpec, *localSpec, *rph, *cph, work, *ratesFile)
 		if err != nil {
@@ -153,7 +153,7 @@ func planMain(args []string, w io.Writer) error {
 	}
 	if *svgFile != "" {
 		title := fmt.Sprintf("n=%.4g, density=%g, %d ranks, degrees %s, %d bytes per value", *n, *density, *ranks,
-			core.FormatDegrees(shown), *bpv)
+			kx.FormatDegrees(shown), *bpv)
 		if err := os.WriteFile(*svgFile, []byte(volumeSVG(title, md, res, *ranks)), 0o644); err != nil {
 			return err
 		}

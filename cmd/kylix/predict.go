@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"kylix/core/kx"
+	"kylix/core/planning"
 	"math"
 	"os"
 	"strconv"
 	"strings"
-
-	"kylix/core"
 )
 
 // The time prediction of `kylix plan` (core's cost model): config and reduce for the planned
@@ -23,20 +23,20 @@ import (
 var ec2Link = givenLink(0.4e6*0.7/0.3/1.25e9, 1.25e9, "the paper's EC2 10 Gb/s curve (Fig. 2: 30% at 0.4 MB)")
 
 // givenLink is a link model from its two parameters.
-func givenLink(overhead, bytesPerSec float64, source string) *core.Links {
-	return &core.Links{LatencyS: overhead, OverheadS: overhead, BytesPerSec: bytesPerSec, Source: source,
+func givenLink(overhead, bytesPerSec float64, source string) *planning.Links {
+	return &planning.Links{LatencyS: overhead, OverheadS: overhead, BytesPerSec: bytesPerSec, Source: source,
 		MinPacket: int64(math.Ceil(4 * overhead * bytesPerSec))}
 }
 
 // parseLink reads a link: "ec2", a JSON file written by `kylix bench --links --links-json`, or
 // "OVERHEAD,RATE" such as "100us,200mbit" (overhead in s, ms or us; rate in bit/s with k/m/g
 // and "bit", or bytes/s with "B/s", e.g. "2GB/s").
-func parseLink(spec string) (*core.Links, error) {
+func parseLink(spec string) (*planning.Links, error) {
 	if spec == "ec2" {
 		return ec2Link, nil
 	}
 	if b, err := os.ReadFile(spec); err == nil {
-		var l core.Links
+		var l planning.Links
 		if err := json.Unmarshal(b, &l); err != nil || l.BytesPerSec <= 0 {
 			return nil, fmt.Errorf("link file %s: not a link model from kylix bench --links-json (%v)", spec, err)
 		}
@@ -80,14 +80,14 @@ func parseUnit(s string, units map[string]float64) (float64, error) {
 
 // timeSetup is everything the prediction needs beside the data.
 type timeSetup struct {
-	link    *core.Links
-	cluster core.Cluster
-	rates   core.ComputeRates
-	work    core.Workload
+	link    *planning.Links
+	cluster planning.Cluster
+	rates   planning.ComputeRates
+	work    planning.Workload
 }
 
 // timeSetupFrom reads the time model's flags; the compute rates are measured here and now.
-func timeSetupFrom(linkSpec, localSpec string, rph, cph int, work core.Workload, ratesFile string) (timeSetup, error) {
+func timeSetupFrom(linkSpec, localSpec string, rph, cph int, work planning.Workload, ratesFile string) (timeSetup, error) {
 	if linkSpec == "" {
 		linkSpec = "ec2"
 	}
@@ -99,7 +99,7 @@ func timeSetupFrom(linkSpec, localSpec string, rph, cph int, work core.Workload,
 	if err != nil {
 		return timeSetup{}, err
 	}
-	cl := core.Cluster{RanksPerHost: rph, Slowdown: 1}
+	cl := planning.Cluster{RanksPerHost: rph, Slowdown: 1}
 	if cph > 0 && rph > cph {
 		cl.Slowdown = float64(rph) / float64(cph)
 	}
@@ -118,8 +118,8 @@ func timeSetupFrom(linkSpec, localSpec string, rph, cph int, work core.Workload,
 // loadRates reads the compute rates from file, or measures them (and writes them to file when
 // one is named): a series of predictions then uses one measurement, taken while the machine was
 // quiet, instead of whatever load each call meets.
-func loadRates(file string) (core.ComputeRates, error) {
-	var r core.ComputeRates
+func loadRates(file string) (planning.ComputeRates, error) {
+	var r planning.ComputeRates
 	if file != "" {
 		if b, err := os.ReadFile(file); err == nil {
 			if err := json.Unmarshal(b, &r); err != nil || !(r.SortNs > 0) {
@@ -128,7 +128,7 @@ func loadRates(file string) (core.ComputeRates, error) {
 			return r, nil
 		}
 	}
-	r = core.MeasureComputeRates()
+	r = planning.MeasureComputeRates()
 	if file != "" {
 		b, _ := json.MarshalIndent(r, "", "  ")
 		if err := os.WriteFile(file, append(b, '\n'), 0o644); err != nil {
@@ -155,28 +155,28 @@ func predictPlans(w io.Writer, n int64, density, alpha float64, ranks int, plann
 	}
 	fmt.Fprintf(w, "compute ns per element: sort %.1f, merge level %.2f, combine %.2f, gather %.2f, encode %.1f, decode %.1f; %d-byte values, in=out %v, index ratio %.3g (%s)\n",
 		r.SortNs, r.MergeNs, r.CombineNs, r.GatherNs, r.EncodeNs, r.DecodeNs, ts.work.ValueBytes, ts.work.InEqualsOut, max(ts.work.IndexRatio, 1), where)
-	direct, _ := core.ParseDegreesSpec("direct", ranks)
-	binary, _ := core.ParseDegreesSpec("binary", ranks)
+	direct, _ := kx.ParseDegreesSpec("direct", ranks)
+	binary, _ := kx.ParseDegreesSpec("binary", ranks)
 	plans := []struct {
 		name string
 		ds   []int
 	}{{how, planned}, {"direct", direct}, {"binary", binary}}
 	fmt.Fprintf(w, "%-10s %-12s %-12s %-12s %s\n", "plan", "degrees", "config s", "reduce s", "config+reduce s")
-	var preds []core.TimePrediction
+	var preds []planning.TimePrediction
 	for _, p := range plans {
 		tp, err := predictTime(n, density, alpha, p.ds, ts)
 		if err != nil {
 			return err
 		}
 		preds = append(preds, tp)
-		fmt.Fprintf(w, "%-10s %-12s %-12.4g %-12.4g %.4g\n", p.name, core.FormatDegrees(p.ds), tp.ConfigS, tp.ReduceS, tp.ConfigS+tp.ReduceS)
+		fmt.Fprintf(w, "%-10s %-12s %-12.4g %-12.4g %.4g\n", p.name, kx.FormatDegrees(p.ds), tp.ConfigS, tp.ReduceS, tp.ConfigS+tp.ReduceS)
 	}
-	if best, bt, err := core.PlanDegreesByCost(n, density, ranks, alpha, ts.link, ts.cluster, ts.rates, ts.work); err == nil {
+	if best, bt, err := planning.PlanDegreesByCost(n, density, ranks, alpha, ts.link, ts.cluster, ts.rates, ts.work); err == nil {
 		fmt.Fprintf(w, "%-10s %-12s %-12.4g %-12.4g %.4g   (degrees=auto on measured links: fewest layers within 5%% of the cheapest)\n",
-			"by cost", core.FormatDegrees(best), bt.ConfigS, bt.ReduceS, bt.ConfigS+bt.ReduceS)
+			"by cost", kx.FormatDegrees(best), bt.ConfigS, bt.ReduceS, bt.ConfigS+bt.ReduceS)
 	}
 	tp := preds[0]
-	fmt.Fprintf(w, "%s %s by layer (ms): config top sort %.3g, reduce top+bottom gathers %.3g\n", how, core.FormatDegrees(planned), 1e3*tp.SortS, 1e3*tp.TopS)
+	fmt.Fprintf(w, "%s %s by layer (ms): config top sort %.3g, reduce top+bottom gathers %.3g\n", how, kx.FormatDegrees(planned), 1e3*tp.SortS, 1e3*tp.TopS)
 	fmt.Fprintf(w, "%-7s %-7s %-12s %-11s %-11s %-11s %-11s %-11s %s\n", "layer", "degree", "keys/msg", "config net", "config cpu", "down net", "down cpu", "up net", "up cpu")
 	for i, lt := range tp.Layers {
 		fmt.Fprintf(w, "%-7d %-7d %-12.4g %-11.4g %-11.4g %-11.4g %-11.4g %-11.4g %.4g\n", i+1, lt.Degree, lt.MsgKeys,
@@ -186,10 +186,10 @@ func predictPlans(w io.Writer, n int64, density, alpha float64, ranks int, plann
 }
 
 // predictTime is core's cost model for one set of degrees.
-func predictTime(n int64, density, alpha float64, ds []int, ts timeSetup) (core.TimePrediction, error) {
-	layers, _, bottom, err := core.PredictLayers(n, density, alpha, ds, ts.work.ValueBytes)
+func predictTime(n int64, density, alpha float64, ds []int, ts timeSetup) (planning.TimePrediction, error) {
+	layers, _, bottom, err := planning.PredictLayers(n, density, alpha, ds, ts.work.ValueBytes)
 	if err != nil {
-		return core.TimePrediction{}, err
+		return planning.TimePrediction{}, err
 	}
-	return core.PredictTime(ds, layers, bottom, ts.link, ts.cluster, ts.rates, ts.work), nil
+	return planning.PredictTime(ds, layers, bottom, ts.link, ts.cluster, ts.rates, ts.work), nil
 }

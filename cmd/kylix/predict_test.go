@@ -3,13 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"kylix/core/planning"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"kylix/core"
 )
 
 func TestParseLink(t *testing.T) {
@@ -35,7 +34,7 @@ func TestParseLink(t *testing.T) {
 	}
 	// A model written by kylix bench --links-json reads back.
 	f := filepath.Join(t.TempDir(), "links.json")
-	b, _ := json.Marshal(&core.Links{OverheadS: 2e-4, BytesPerSec: 1e8, MinPacket: 80000})
+	b, _ := json.Marshal(&planning.Links{OverheadS: 2e-4, BytesPerSec: 1e8, MinPacket: 80000})
 	os.WriteFile(f, b, 0o644)
 	l, err := parseLink(f)
 	if err != nil || l.BytesPerSec != 1e8 || l.OverheadS != 2e-4 {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"kylix/core/kx"
+	"kylix/core/planning"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -22,7 +24,7 @@ import (
 // it sends (d_i−1)/d_i of them to the other members of its group, ElemsPerNode/d_i to each, so
 // the expected message is MessageBytes = ElemsPerNode·bytesPerValue/d_i.
 type layerModel struct {
-	Layers       []core.LayerPrediction
+	Layers       []planning.LayerPrediction
 	BottomDens   float64 // density below the last layer
 	BottomElems  float64 // D_l·n/K_l: keys per node below the last layer (the fully reduced values)
 	BytesPerElem int
@@ -32,7 +34,7 @@ type layerModel struct {
 // core.PlanDegrees does for the degrees it picks (layer 1 uses the density itself, deeper
 // layers f(K_i·λ0)).
 func predictLayers(n int64, density, alpha float64, degrees []int, bpv int) (layerModel, error) {
-	layers, dens, elems, err := core.PredictLayers(n, density, alpha, degrees, bpv)
+	layers, dens, elems, err := planning.PredictLayers(n, density, alpha, degrees, bpv)
 	if err != nil {
 		return layerModel{}, err
 	}
@@ -163,7 +165,7 @@ func powerLawSample(n int64, lambda, alpha float64, rng *rand.Rand, perm permuta
 // per-layer figures from every rank's statistics.
 func simulate(cfg simConfig) (simResult, error) {
 	m := cfg.Ranks
-	lambda, err := core.SolveLambda(cfg.N, cfg.Density, cfg.Alpha)
+	lambda, err := planning.SolveLambda(cfg.N, cfg.Density, cfg.Alpha)
 	if err != nil {
 		return simResult{}, err
 	}
@@ -173,7 +175,7 @@ func simulate(cfg simConfig) (simResult, error) {
 		timeout = 10 * time.Minute
 	}
 	ts := netio.NewMemJob(m, timeout)
-	degrees := core.FormatDegrees(cfg.Degrees)
+	degrees := kx.FormatDegrees(cfg.Degrees)
 	if m == 1 {
 		degrees = "direct"
 	}
@@ -190,8 +192,8 @@ func simulate(cfg simConfig) (simResult, error) {
 		wg.Add(1)
 		go func(r int) {
 			defer wg.Done()
-			opts := core.Options{Rank: r, Size: m, Degrees: degrees, Replication: 1,
-				MinPacket: core.DefaultMinPacket, Timeout: timeout, Compress: "off"}
+			opts := kx.Options{Rank: r, Size: m, Degrees: degrees, Replication: 1,
+				MinPacket: kx.DefaultMinPacket, Timeout: timeout, Compress: "off"}
 			c, err := core.NewComm(ts[r], opts)
 			if err != nil {
 				errs[r] = err
@@ -216,7 +218,7 @@ func simulate(cfg simConfig) (simResult, error) {
 				return
 			}
 			out, in = nil, nil
-			if err := p.Reduce(vals, res, core.F32, core.Sum, cfg.Width); err != nil {
+			if err := p.Reduce(vals, res, kx.F32, kx.Sum, cfg.Width); err != nil {
 				errs[r] = err
 				return
 			}

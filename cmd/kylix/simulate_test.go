@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/xml"
 	"io"
+	"kylix/core/kx"
+	"kylix/core/planning"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -11,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"kylix/core"
 )
 
 func TestPermutationIsBijection(t *testing.T) {
@@ -33,7 +33,7 @@ func TestPermutationIsBijection(t *testing.T) {
 // and the head features appear as often as they should.
 func TestPowerLawSample(t *testing.T) {
 	const n, d, alpha, reps = 200000, 0.01, 1.2, 40
-	lambda, err := core.SolveLambda(n, d, alpha)
+	lambda, err := planning.SolveLambda(n, d, alpha)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestPowerLawSample(t *testing.T) {
 
 // predictLayers reproduces the planner's figures for the degrees the planner picks.
 func TestPredictLayersMatchesPlanner(t *testing.T) {
-	ds, preds, err := core.PlanDegrees(1e8, 0.05, 64, 1, 1<<20, 8)
+	ds, preds, err := planning.PlanDegrees(1e8, 0.05, 64, 1, 1<<20, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestSimulationMatchesModel(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.degrees, func(t *testing.T) {
-			ds, err := core.ParseDegreesSpec(tc.degrees, tc.ranks)
+			ds, err := kx.ParseDegreesSpec(tc.degrees, tc.ranks)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,12 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"kylix/core/kx"
 	"math"
 	"strconv"
 	"strings"
 	"time"
-
-	"kylix/core"
 )
 
 const usageText = `usage: kylixrun -n N [options] [--] program [args...]
@@ -40,6 +39,7 @@ options:
   --ssh CMD              remote shell for hosts other than this one (default "ssh")
   --rendezvous-host H    address remote ranks use to reach this machine (default: the
                          local address that routes to the first remote host)
+  --version              print kylixrun's version
   -h, --help             print this help
 
 Ranks on localhost, 127.0.0.1, ::1 or this machine's hostname run locally; the others run
@@ -79,6 +79,9 @@ func usagef(format string, args ...any) error {
 // errHelp asks for the usage text on stdout and exit status 0.
 var errHelp = errors.New("help requested")
 
+// errVersion asks for the version on stdout and exit status 0.
+var errVersion = errors.New("version requested")
+
 // secondsValue is a non-negative duration given in (possibly fractional) seconds.
 type secondsValue struct {
 	d   *time.Duration
@@ -110,7 +113,7 @@ func parseArgs(args []string) (*config, error) {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	var hostsArg, hostfile, sshArg string
-	var help bool
+	var help, showVersion bool
 	timeout := &secondsValue{d: &c.timeout}
 	jobTimeout := &secondsValue{d: &c.jobTimeout}
 	fs.IntVar(&c.n, "n", 0, "")
@@ -127,14 +130,18 @@ func parseArgs(args []string) (*config, error) {
 	fs.StringVar(&c.rvHost, "rendezvous-host", "", "")
 	fs.BoolVar(&help, "h", false, "")
 	fs.BoolVar(&help, "help", false, "")
+	fs.BoolVar(&showVersion, "version", false, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, errHelp
 		}
-		return nil, &usageError{err.Error()}
+		return nil, unknownFlag(fs, err)
 	}
 	if help {
 		return nil, errHelp
+	}
+	if showVersion {
+		return nil, errVersion
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -182,7 +189,7 @@ func parseArgs(args []string) (*config, error) {
 		if c.n%s != 0 {
 			return nil, usagef("-n %d is not a multiple of the replication %d", c.n, s)
 		}
-		if _, err := core.ParseDegreesSpec(c.degrees, c.n/s); err != nil {
+		if _, err := kx.ParseDegreesSpec(c.degrees, c.n/s); err != nil {
 			return nil, usagef("--degrees %q: %v", c.degrees, err)
 		}
 	}

@@ -23,6 +23,7 @@ type job struct {
 	stdout, stderr *lineWriter
 	ranks          []*rank
 	exits          chan rankExit
+	rv             rendezvous               // the ranks' failure reports (causeLine)
 	sshSlots       map[string]chan struct{} // ssh startups in progress, by host (sshSlot)
 }
 
@@ -38,9 +39,16 @@ const (
 	exitNotFound   = 127
 )
 
+// logf writes one of the launcher's own lines, stamped like the library's (core.Logf): UTC to
+// the millisecond, so they sort with the ranks' lines. core.Logf itself labels its lines with a
+// rank and writes past the launcher's line-at-a-time writer, so the layout is repeated here.
 func (j *job) logf(format string, args ...any) {
-	_, _ = j.stderr.Write([]byte("kylixrun: " + fmt.Sprintf(format, args...) + "\n"))
+	line := time.Now().UTC().Format(logTime) + " kylixrun: " + fmt.Sprintf(format, args...) + "\n"
+	_, _ = j.stderr.Write([]byte(line))
 }
+
+// logTime is core.Logf's time layout.
+const logTime = "2006-01-02T15:04:05.000Z"
 
 // newSecret is 32 random bytes in hex, fresh for every job.
 func newSecret() (string, error) {
@@ -64,6 +72,7 @@ func (j *job) run() int {
 		return 1
 	}
 	defer rv.Close()
+	j.rv = rv
 	rvAddr := rv.Addr()
 	if p.remoteHost != "" {
 		if rvAddr, err = advertised(rvAddr, c.rvHost, p.remoteHost); err != nil {
@@ -246,6 +255,9 @@ func (j *job) supervise(sigs <-chan os.Signal, code int, stopping bool) int {
 			}
 			if code == 0 {
 				code = e.st.exitCode()
+				if why := j.causeLine(e.r.id); why != "" {
+					j.logf("%s", why)
+				}
 			}
 			switch {
 			case live == 0:

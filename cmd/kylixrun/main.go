@@ -18,6 +18,10 @@ func run(args []string) int {
 		_, _ = os.Stdout.WriteString(usageText)
 		return 0
 	}
+	if errors.Is(err, errVersion) {
+		_, _ = os.Stdout.WriteString("kylixrun " + version + "\n")
+		return 0
+	}
 	if err != nil {
 		printUsageError(stderr, err)
 		return 2

@@ -131,7 +131,7 @@ func TestParseArgs(t *testing.T) {
 		{"prog", "-n N is required"},
 		{"-n 0 prog", "at least one rank"},
 		{"-n 2", "no program"},
-		{"-n 2 --bogus prog", "not defined: -bogus"},
+		{"-n 2 --bogus prog", "unknown option --bogus"},
 		{"-n x prog", "invalid value"},
 		{"-n 3 --hosts a:2 prog", "exceeds the 2 slots"},
 		{"-n 2 --hosts a --hostfile f prog", "not both"},

@@ -9,6 +9,7 @@ import (
 // rendezvous is the server ranks register with to learn each other's addresses.
 type rendezvous interface {
 	Addr() string
+	Causes() map[int]netio.Cause // the failure each rank reported last (netio/cause.go)
 	Close() error
 }
 

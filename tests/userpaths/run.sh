@@ -5,7 +5,8 @@
 #   test_install.py  make install/uninstall + pkg-config, the wheel's tag and contents,
 #                    python -m kylix, KYLIX_LIBRARY as a directory, first-run messages;
 #   test_engines.py  kylix.from_mpi under Debian's Open MPI, a PySpark barrier stage
-#                    (kylix.from_spark), the Java SparkBarrier recipe through spark-submit.
+#                    (kylix.from_spark), the Java SparkBarrier recipe through spark-submit, and
+#                    both on a Spark standalone cluster across network namespaces (as root).
 #
 #   tests/userpaths/run.sh [pytest args...]        (KYLIX_BUILD: the build directory)
 #
@@ -34,17 +35,7 @@ done
 
 VENV="$BUILD/userpaths-venv"
 PIPQ=(--quiet --disable-pip-version-check --no-input)
-if ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
-  rm -rf "$VENV"
-  python3 -m venv "$VENV"
-fi
-if [ ! -e "$VENV/.reqs" ] || [ "$HERE/requirements.txt" -nt "$VENV/.reqs" ]; then
-  t=$(date +%s)
-  log "installing requirements.txt (PySpark, mpi4py, ...) in $VENV: about 450 MB the first time"
-  "$VENV/bin/python" -m pip install "${PIPQ[@]}" -r "$HERE/requirements.txt"
-  touch "$VENV/.reqs"
-  log "requirements installed in $(( $(date +%s) - t )) s"
-fi
+bash "$ROOT/bindings/python/ensure_venv.sh" "$VENV" "$HERE/requirements.txt"
 KYLIX_BUILD="$BUILD" "$VENV/bin/python" -m pip install "${PIPQ[@]}" --no-build-isolation \
   --force-reinstall --no-deps "$ROOT/bindings/python"
 

@@ -1,4 +1,5 @@
-"""A real PySpark barrier stage (local mode): 4 tasks join one Kylix job with
+"""A real PySpark barrier stage (local mode, or the standalone master KYLIX_SPARK_MASTER names,
+the driver on SPARK_LOCAL_IP: tests/netns/spark_cluster.sh): 4 tasks join one Kylix job with
 kylix.from_spark (BarrierTaskContext.allGather), each runs the kyjob calls on its partition, and
 the driver checks what they return against the single-process answer. Prints one PASS/FAIL line.
 
@@ -18,21 +19,28 @@ def task(it):
     sys.path.insert(0, HERE)
     import kyjob as job
 
+    from pyspark import BarrierTaskContext
+
     import kylix
 
     list(it)
+    ctx = BarrierTaskContext.get()
     with kylix.from_spark(timeout_ms=60000) as comm:
-        yield job.run(comm)
+        res = job.run(comm)
+    res["executor"] = ctx.getTaskInfos()[ctx.partitionId()].address.rsplit(":", 1)[0]
+    yield res
 
 
 def main() -> int:
     from pyspark.sql import SparkSession
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 4
-    spark = (SparkSession.builder.master(f"local[{n}]").appName("kylix-barrier")
+    master = os.environ.get("KYLIX_SPARK_MASTER", f"local[{n}]")
+    driver = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
+    spark = (SparkSession.builder.master(master).appName("kylix-barrier")
              .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
+             .config("spark.ui.enabled", "false").config("spark.driver.host", driver)
+             .config("spark.driver.bindAddress", driver).getOrCreate())
     try:
         got = spark.sparkContext.parallelize(range(n), n).barrier().mapPartitions(task).collect()
     finally:
@@ -41,7 +49,8 @@ def main() -> int:
     for e in errs:
         print("FAIL", e)
     print(f"pyspark: {'PASS' if not errs else 'FAIL'} barrier stage of {n} tasks, "
-          f"{len(got)} results", flush=True)
+          f"{len(got)} results, executors {','.join(sorted({g['executor'] for g in got}))}",
+          flush=True)
     return 1 if errs else 0
 
 

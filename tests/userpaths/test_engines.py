@@ -8,6 +8,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Tuple
 
 import pytest
 
@@ -53,7 +54,9 @@ def test_pyspark_barrier_stage() -> None:
         r.stdout[-6000:]
 
 
-def test_spark_submit_java_recipe(tmp_path: Path) -> None:
+def java_job(tmp_path: Path) -> Tuple[Path, Path, Path, Path]:
+    """SparkKylixJob compiled into tmp_path/job.jar; returns Spark's home, that jar, the kylix
+    jar and JNA's."""
     import pyspark
 
     spark_home = Path(pyspark.__file__).parent
@@ -66,11 +69,40 @@ def test_spark_submit_java_recipe(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stdout
     r = run(["jar", "cf", str(tmp_path / "job.jar"), "-C", str(classes), "."], timeout=60)
     assert r.returncode == 0, r.stdout
+    return spark_home, tmp_path / "job.jar", kylix_jar, jna[0]
+
+
+def test_spark_submit_java_recipe(tmp_path: Path) -> None:
+    spark_home, job_jar, kylix_jar, jna = java_job(tmp_path)
     r = run([str(spark_home / "bin/spark-submit"), "--master", f"local[{TASKS}]",
              "--conf", "spark.driver.host=127.0.0.1",
              "--conf", "spark.driver.bindAddress=127.0.0.1",
-             "--jars", f"{kylix_jar},{jna[0]}", "--class", "SparkKylixJob",
-             str(tmp_path / "job.jar"), str(TASKS)],
+             "--jars", f"{kylix_jar},{jna}", "--class", "SparkKylixJob",
+             str(job_jar), str(TASKS)],
             timeout=300, env=engine_env(SPARK_HOME=str(spark_home)))
     assert r.returncode == 0 and f"spark-submit: PASS barrier stage of {TASKS} tasks" in \
         r.stdout, r.stdout[-6000:]
+
+
+def test_spark_standalone_cluster_across_namespaces(tmp_path: Path) -> None:
+    # A master and two workers (2 cores each), each worker in a network namespace of its own; the
+    # Python and the Java barrier jobs of 4 tasks then span both (tests/netns/spark_cluster.sh).
+    if os.geteuid() != 0 or not shutil.which("ip"):
+        pytest.skip("network namespaces need root and iproute2")
+    _, job_jar, kylix_jar, jna = java_job(tmp_path)
+    tag = str(os.getpid() % 10000)
+    script = str(REPO / "tests/netns/spark_cluster.sh")
+    try:
+        r = run([script, tag, sys.executable, str(job_jar), str(kylix_jar), str(jna)], timeout=600,
+                env=newcomer_env(PATH=os.path.dirname(sys.executable) + os.pathsep
+                                 + os.environ.get("PATH", ""), SPARK_LOGS=str(tmp_path)))
+    finally:
+        run([script, tag, "--down"], timeout=60)  # the script cleans up, unless it was killed
+    assert r.returncode == 0, r.stdout[-6000:]
+    assert f"pyspark: PASS barrier stage of {TASKS} tasks, {TASKS} results, executors " \
+        "10.202.0.2,10.202.0.3" in r.stdout, r.stdout[-6000:]
+    assert f"spark-submit: PASS barrier stage of {TASKS} tasks" in r.stdout, r.stdout[-6000:]
+    for ip in ("10.202.0.2", "10.202.0.3"):      # each worker ran an executor for each job
+        assert f"worker {ip} executors: 2" in r.stdout, r.stdout[-6000:]
+    left = run(["ip", "netns", "list"], timeout=30).stdout
+    assert f"kx{tag}" not in left, left

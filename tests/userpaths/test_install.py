@@ -1,5 +1,6 @@
 """Installing: `make install`/`uninstall` with pkg-config, the Python wheel (tag, contents,
-stripped natives), `python -m kylix`, KYLIX_LIBRARY as a directory, and the messages a
+stripped natives), `make wheel`'s manylinux wheel installed where there is no Go and running 4
+ranks, `python -m kylix`, KYLIX_LIBRARY as a directory, and the messages a
 newcomer gets when Go is missing or no launcher started the program.
 
 The README's own commands (make install + pkg-config + the installed kylixrun; a fresh venv,
@@ -135,3 +136,32 @@ def test_kylix_tool_help_exits_0() -> None:
         assert "help requested" not in r.stdout, r.stdout
     r = run([tool, "plan", "--no-such-flag"], timeout=30, env=newcomer_env())
     assert r.returncode != 0, r.stdout
+
+
+def test_manylinux_wheel_installs_and_runs_without_go(tmp_path: Path) -> None:
+    # `make wheel` as a maintainer with Go runs it; a user without Go installs the result.
+    r = run(["make", "-s", "-C", str(REPO), "wheel"], timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:]
+    wheels = list((REPO / "build/dist").glob("kylix-*.whl"))
+    assert len(wheels) == 1 and re.search(r"-py3-none-manylinux_2_\d+_x86_64\.whl$", wheels[0].name), wheels
+    audit = run([str(REPO / "build/wheel-venv/bin/auditwheel"), "show", str(wheels[0])], timeout=60)
+    assert audit.returncode == 0 and "is consistent with" in audit.stdout, audit.stdout
+
+    env = newcomer_env()
+    go = shutil.which("go")
+    path = [d for d in env["PATH"].split(os.pathsep) if not go or d != os.path.dirname(go)]
+    env["PATH"] = os.pathsep.join(path)
+    assert run(["bash", "-c", "command -v go"], timeout=30, env=env).returncode != 0, "go still on PATH"
+    venv = tmp_path / "venv"
+    r = run([sys.executable, "-m", "venv", str(venv)], timeout=120, env=env)
+    assert r.returncode == 0, r.stdout
+    r = run([str(venv / "bin/pip"), "install", "-q", "--disable-pip-version-check", str(wheels[0])],
+            timeout=300, env=env)
+    assert r.returncode == 0, r.stdout[-3000:]
+    # The venv's kylixrun, the bundled launcher, starts 4 ranks of the venv's Python.
+    r = run([str(venv / "bin/kylixrun"), "-n", "4", "--tag-output", "--job-timeout", "120", "--",
+             str(venv / "bin/python"), str(Path(__file__).parent / "wheel_job.py")],
+            timeout=180, env=env, cwd=tmp_path)
+    passed = re.findall(r"^\[\d\] rank (\d): PASS of 4, library (\S+)$", r.stdout, re.M)
+    assert r.returncode == 0 and sorted(int(p[0]) for p in passed) == [0, 1, 2, 3], r.stdout[-6000:]
+    assert all(p[1].startswith(str(venv)) for p in passed), passed

@@ -5,9 +5,9 @@ package main
 
 import (
 	"fmt"
+	"kylix/core/kx"
 	"os"
 
-	"kylix/core"
 	"kylix/netio"
 )
 
@@ -21,7 +21,7 @@ func main() {
 			return os.Getenv(k)
 		}
 	}
-	opts, err := core.ParseOptions("", getenv)
+	opts, err := kx.ParseOptions("", getenv)
 	if err != nil {
 		fail(err)
 	}
@@ -31,8 +31,8 @@ func main() {
 	}
 	defer t.Close()
 	r, n := t.Rank(), t.Size()
-	fp := core.Fingerprint{Kind: core.KindBarrier}
-	tag := core.Tag{Seq: 1, Phase: core.PhaseSmall, FP: fp}
+	fp := kx.Fingerprint{Kind: kx.KindBarrier}
+	tag := kx.Tag{Seq: 1, Phase: kx.PhaseSmall, FP: fp}
 	t.Begin(1, fp)
 	if err := t.Send((r+1)%n, tag, []byte(fmt.Sprintf("from %d", r))); err != nil {
 		fail(err)

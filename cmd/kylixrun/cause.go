@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+
+	"kylix/netio"
+)
+
+// culprit follows the failing rank's account of its failure to the rank that started it. A
+// rank that blames a peer is not the cause (SPEC §4): the peer is, and the peer's own account,
+// if it gave one, says why. by is the rank whose account why is; ok is false when the failing
+// rank gave none (it died outside the library, or its library had no line to the launcher).
+func culprit(causes map[int]netio.Cause, failed, n int) (rank, by int, why string, ok bool) {
+	c, ok := causes[failed]
+	if !ok {
+		return failed, failed, "", false
+	}
+	rank, by, why = failed, failed, c.Msg
+	seen := map[int]bool{failed: true}
+	for c.Blamed != rank && c.Blamed >= 0 && c.Blamed < n && !seen[c.Blamed] {
+		rank = c.Blamed
+		seen[rank] = true
+		next, told := causes[rank]
+		if !told {
+			break // the blamed rank said nothing (stopped, killed): the reporter's account stands
+		}
+		c, by, why = next, rank, next.Msg
+	}
+	return rank, by, why, true
+}
+
+// causeLine is the launcher's line naming what started a job's failure, or "" when no rank
+// said. failed is the rank whose exit ends the job.
+func (j *job) causeLine(failed int) string {
+	if j.rv == nil {
+		return ""
+	}
+	rank, by, why, ok := culprit(j.rv.Causes(), failed, len(j.ranks))
+	if !ok {
+		return ""
+	}
+	who := fmt.Sprintf("rank %d", rank)
+	if rank < len(j.ranks) {
+		who = j.ranks[rank].where()
+	}
+	switch {
+	case rank == failed:
+		return fmt.Sprintf("%s failed: %s", who, why)
+	case by == rank:
+		return fmt.Sprintf("%s caused the failure: %s", who, why)
+	}
+	return fmt.Sprintf("%s caused the failure, as rank %d reported: %s", who, by, why)
+}

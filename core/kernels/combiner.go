@@ -1,0 +1,61 @@
+package kernels
+
+import "kylix/core/kx"
+
+// Combiner folds sources, in order, into a fresh value vector. For the built-in ops it is
+// Identity followed by the plain kernels (the fast path, unchanged). For a user op, which has
+// no identity, the first contribution to a row is copied and later ones combined, tracked with
+// a bitmap of rows (sparse) or a flag (dense).
+type Combiner struct {
+	d    kx.Dtype
+	o    kx.Op
+	w    int
+	dst  []byte
+	u    *userOp  // nil for built-in ops
+	seen []uint64 // user ops, scatter: rows holding a contribution
+	any  bool     // user ops, combine: dst holds the first source
+}
+
+// NewCombiner starts a fold into dst (rows of w elements): the op's identity for built-in ops,
+// zero bytes for user ops (what a row nobody contributes to keeps).
+func NewCombiner(d kx.Dtype, o kx.Op, w int, dst []byte) Combiner {
+	Identity(d, o, dst)
+	c := Combiner{d: d, o: o, w: w, dst: dst}
+	if o >= kx.FirstUserOp {
+		c.u = mustUserOp(o)
+	}
+	return c
+}
+
+// scatter folds row p of src into row idx[p] of dst, in increasing p (ScatterCombine).
+func (c *Combiner) Scatter(src []byte, idx []int32) {
+	if c.u == nil {
+		ScatterCombine(c.d, c.o, c.dst, src, idx, c.w)
+		return
+	}
+	rb := c.w * c.d.Size()
+	if c.w < 1 || len(src) != len(idx)*rb || len(c.dst)%rb != 0 {
+		kernPanic("ScatterCombine: %s dst %d bytes, src %d bytes, %d indices of width %d",
+			c.d, len(c.dst), len(src), len(idx), c.w)
+	}
+	if c.seen == nil {
+		c.seen = make([]uint64, (len(c.dst)/rb+63)/64)
+	}
+	userScatter(c.u, c.d, c.dst, src, idx, c.w, c.seen)
+}
+
+// combine folds src, the whole vector's next source, into dst (Combine).
+func (c *Combiner) Combine(src []byte) {
+	if c.u == nil || c.any {
+		Combine(c.d, c.o, c.dst, src)
+		return
+	}
+	if len(src) != len(c.dst) {
+		kernPanic("Combine: len(dst) = %d, len(src) = %d", len(c.dst), len(src))
+	}
+	copy(c.dst, src)
+	c.any = true
+}
+
+// User reports whether the fold is of a user op (no identity: the first contribution is copied).
+func (c *Combiner) User() bool { return c.u != nil }

@@ -1,0 +1,172 @@
+package kx
+
+import (
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Options are the parsed kylix_init settings (the option table in include/kylix.h and the README).
+type Options struct {
+	Rank, Size  int
+	Peers       []string // host:port per rank, or nil
+	Rendezvous  string   // host:port, or ""
+	Degrees     string   // "auto", "direct", "binary" or "8x4x2"
+	Replication int
+	Timeout     time.Duration // bound on waiting for a live peer that has not made its call
+	Liveness    time.Duration // a peer silent (no frame, no heartbeat) this long is dead
+	Secret      string
+	Compress    string // off, lz4, auto
+	MinPacket   int64  // bytes; 0: measured on the job's links (degrees=auto), else DefaultMinPacket
+	Threads     int
+	Log         string // off, error, warn, info, debug
+}
+
+// DefaultTimeout bounds the wait for a live peer that is late to a collective (a long
+// computation between two calls): ten minutes, as NCCL's default.
+const DefaultTimeout = 10 * time.Minute
+
+// DefaultLiveness is how long a peer may stay silent (no frame, no heartbeat) before it is
+// declared dead: its process stopped, its host gone or its link cut.
+const DefaultLiveness = 5 * time.Second
+
+// DefaultMinPacket is used for degrees=auto when min_packet is not given and the links could
+// not be measured.
+const DefaultMinPacket = 1 << 20
+
+var optionKeys = []string{"rank", "size", "peers", "rendezvous", "degrees", "replication",
+	"timeout_ms", "liveness_ms", "secret", "compress", "min_packet", "threads", "log"}
+
+// ParseOptions reads "key=value;key=value" with every key also taken from the environment as
+// KYLIX_<KEY>; the string wins. Rank and size also come from Open MPI, PMI and Slurm variables.
+// getenv is os.Getenv in production and a map in tests.
+func ParseOptions(s string, getenv func(string) string) (Options, error) {
+	vals := map[string]string{}
+	for _, k := range optionKeys {
+		if v := getenv("KYLIX_" + strings.ToUpper(k)); v != "" {
+			vals[k] = v
+		}
+	}
+	for _, part := range strings.Split(s, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		k = strings.ToLower(strings.TrimSpace(k))
+		if !ok {
+			return Options{}, Errorf(CodeArg, "options: %q is not key=value", part)
+		}
+		if !knownKey(k) {
+			return Options{}, Errorf(CodeArg, "options: unknown key %q (known: %s)", k,
+				strings.Join(optionKeys, ", "))
+		}
+		vals[k] = strings.TrimSpace(v)
+	}
+	for _, pair := range [][2]string{{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+		{"PMI_RANK", "PMI_SIZE"}, {"SLURM_PROCID", "SLURM_NTASKS"}} {
+		if vals["rank"] == "" && getenv(pair[0]) != "" {
+			vals["rank"] = getenv(pair[0])
+		}
+		if vals["size"] == "" && getenv(pair[1]) != "" {
+			vals["size"] = getenv(pair[1])
+		}
+	}
+
+	o := Options{Rank: -1, Size: -1, Degrees: "auto", Replication: 1, Timeout: DefaultTimeout,
+		Liveness: DefaultLiveness, Compress: "auto",
+		Threads: runtime.NumCPU(), Log: "warn"}
+	var err error
+	intOpt := func(key string, dst *int, min int) {
+		if err != nil || vals[key] == "" {
+			return
+		}
+		n, e := strconv.Atoi(vals[key])
+		if e != nil || n < min {
+			err = Errorf(CodeArg, "options: %s=%q must be an integer >= %d", key, vals[key], min)
+			return
+		}
+		*dst = n
+	}
+	intOpt("rank", &o.Rank, 0)
+	intOpt("size", &o.Size, 1)
+	intOpt("replication", &o.Replication, 1)
+	intOpt("threads", &o.Threads, 1)
+	var ms, lms, mp int
+	intOpt("timeout_ms", &ms, 1)
+	intOpt("liveness_ms", &lms, 1)
+	intOpt("min_packet", &mp, 1)
+	if err != nil {
+		return Options{}, err
+	}
+	if ms > 0 {
+		o.Timeout = time.Duration(ms) * time.Millisecond
+	}
+	if lms > 0 {
+		o.Liveness = time.Duration(lms) * time.Millisecond
+	}
+	if mp > 0 {
+		o.MinPacket = int64(mp)
+	}
+	if o.Size < 0 {
+		return Options{}, Errorf(CodeArg, "options: size is not set: run under kylixrun -n N, or set KYLIX_RANK/KYLIX_SIZE and peers or a rendezvous (or rank= and size= in the options)")
+	}
+	if o.Rank < 0 {
+		return Options{}, Errorf(CodeArg, "options: rank is not set (rank=, KYLIX_RANK, or a launcher's variables)")
+	}
+	if o.Rank >= o.Size {
+		return Options{}, Errorf(CodeArg, "options: rank=%d must be below size=%d", o.Rank, o.Size)
+	}
+	if o.Size%o.Replication != 0 {
+		return Options{}, Errorf(CodeArg, "options: size=%d is not a multiple of replication=%d", o.Size, o.Replication)
+	}
+	if v := vals["peers"]; v != "" {
+		o.Peers = strings.Split(v, ",")
+		if len(o.Peers) != o.Size {
+			return Options{}, Errorf(CodeArg, "options: peers lists %d addresses for size=%d", len(o.Peers), o.Size)
+		}
+		for i, p := range o.Peers {
+			o.Peers[i] = strings.TrimSpace(p)
+			if !strings.Contains(o.Peers[i], ":") {
+				return Options{}, Errorf(CodeArg, "options: peers entry %d (%q) is not host:port", i, p)
+			}
+		}
+	}
+	o.Rendezvous = vals["rendezvous"]
+	if o.Size > 1 && o.Peers == nil && o.Rendezvous == "" {
+		return Options{}, Errorf(CodeArg, "options: size=%d needs peers= or rendezvous= (or run under kylixrun)", o.Size)
+	}
+	o.Secret = vals["secret"]
+	if v := vals["degrees"]; v != "" {
+		if _, e := ParseDegreesSpec(v, o.Size/o.Replication); e != nil {
+			return Options{}, e
+		}
+		o.Degrees = v
+	}
+	if v := vals["compress"]; v != "" {
+		if v != "off" && v != "lz4" && v != "auto" {
+			return Options{}, Errorf(CodeArg, "options: compress=%q must be off, lz4 or auto", v)
+		}
+		o.Compress = v
+	}
+	if v := vals["log"]; v != "" {
+		if v != "off" && v != "error" && v != "warn" && v != "info" && v != "debug" {
+			return Options{}, Errorf(CodeArg, "options: log=%q must be off, error, warn, info or debug", v)
+		}
+		o.Log = v
+	}
+	return o, nil
+}
+
+func knownKey(k string) bool {
+	i := sort.SearchStrings(sortedKeys, k)
+	return i < len(sortedKeys) && sortedKeys[i] == k
+}
+
+var sortedKeys = func() []string {
+	s := append([]string(nil), optionKeys...)
+	sort.Strings(s)
+	return s
+}()

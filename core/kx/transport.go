@@ -1,0 +1,175 @@
+package kx
+
+import (
+	"strconv"
+	"time"
+)
+
+// Transport moves messages between the ranks of one job. core sees nothing else of the network:
+// netio provides a TCP implementation and an in-memory one with the same semantics.
+//
+// Messages are addressed by (sequence, layer, phase, source). Each collective call on a comm
+// takes the next sequence number; every rank calls collectives in the same order, so the numbers
+// agree. Within a collective, layer and phase tell messages apart.
+type Transport interface {
+	Rank() int
+	Size() int
+	// Begin announces that this rank now runs collective seq with fingerprint fp: received
+	// frames of seq that carry another fingerprint make Recv fail with CodeMismatch naming the sender and the
+	// field; frames of earlier sequences are dropped.
+	Begin(seq uint64, fp Fingerprint)
+	// Send delivers the concatenation of bufs to rank `to` as one message, its frame carrying
+	// tag.FP. bufs are not kept
+	// after Send returns (a writev straight from them). Sending to oneself is allowed.
+	Send(to int, tag Tag, bufs ...[]byte) error
+	// Recv returns the payload of the message from rank `from` with tag, owned by the caller.
+	// It fails with CodeTimeout (silence for Timeout()), CodePeer (the peer died or finalized),
+	// CodeMismatch (fingerprint) or the code a peer reported through Abort for this sequence.
+	Recv(from int, tag Tag) ([]byte, error)
+	// Expect names dst as the landing place of the message from rank `from` with tag, a
+	// message of the current collective: its payload is read straight into dst (gloo's
+	// prepareRead), so it never passes through a buffer of the transport's. A message that
+	// arrived before the post is copied in. dst belongs to the transport until Await for it
+	// returns or the collective ends; only the bytes of dst are ever written.
+	Expect(from int, tag Tag, dst []byte)
+	// Await waits until the message posted with Expect has landed and returns its length. It
+	// fails as Recv does, and with CodeInternal naming the sender for a payload whose length
+	// is not len(dst).
+	Await(from int, tag Tag) (int, error)
+	// AwaitPrefix waits until at least the first n bytes of the posted message have landed,
+	// so that the front of a large message can be combined while the rest streams in. It
+	// fails as Await does.
+	AwaitPrefix(from int, tag Tag, n int) error
+	// Release gives a payload returned by Recv back to the transport for reuse; the caller
+	// must not touch it afterwards. A payload never released is garbage collected.
+	Release(b []byte)
+	// FailedRanks lists the peers this rank has seen crash or finalize, ascending.
+	FailedRanks() []int
+	// Abort tells every live peer that collective seq failed with err, so ranks waiting in it
+	// fail at once instead of timing out.
+	Abort(seq uint64, err error)
+	// Timeout is the bound on any single wait for a peer.
+	Timeout() time.Duration
+	Close() error
+
+	// The capabilities below serve replication, failures and planning. Every transport has
+	// them, so the layers above call them directly instead of probing for them.
+
+	// Quiesce ends the landing places collective seq posted with Expect, which failed: places
+	// nobody writes yet are withdrawn, a place a reader is filling is waited for, so that no
+	// caller's memory is written after the call returns.
+	Quiesce(seq uint64)
+	// SetReplicaGroups turns on packet racing: rank r is a replica of node groupOf[r], and
+	// messages with Tag.Race are keyed by the source's node, the first copy winning.
+	SetReplicaGroups(groupOf []int) error
+	// SendOrLeave is Send for a racing copy: once leave is closed (or, with a nil leave, after a
+	// short lag) a write still blocked on a slow peer finishes in the background, so that a
+	// slow replica holds up nobody.
+	SendOrLeave(to int, tag Tag, leave <-chan struct{}, bufs ...[]byte) error
+	// RaceStats returns, per rank, the racing copies received from it that won and lost, and the
+	// bytes of the lost ones.
+	RaceStats() []RacePeerStats
+	// SameHost tells whether messages to rank stay on this host (a copy through the kernel, not
+	// a network link).
+	SameHost(rank int) bool
+}
+
+// Tag names one message inside a collective.
+type Tag struct {
+	Seq   uint64
+	Layer uint8
+	Phase Phase
+	// FP is the fingerprint of the collective the message belongs to, which its frame
+	// carries: it travels with each send (core sets it for the running collective). The
+	// receiving side checks frames against the fingerprint given to Begin.
+	FP Fingerprint
+	// Race marks a message of a replicated comm (replicas.go): it is sent to every live replica
+	// of the destination node, and the receiver keys it by the source's node, takes the first
+	// copy to arrive from any of its replicas and drops the others ("packet racing").
+	Race bool
+}
+
+// Phase is the step of a collective a message belongs to.
+type Phase uint8
+
+// Message phases.
+const (
+	PhaseConfig     Phase = iota + 1 // index sets going down
+	PhaseDown                        // values going down (scatter-reduce)
+	PhaseUp                          // values coming back up (allgather)
+	PhaseConfigDown                  // indices and values together (config_reduce)
+	PhaseSmall                       // tiny dense exchanges (agreement on sizes, barrier)
+	PhaseBcast
+	PhaseDense
+	PhaseLinks // link probes and their acknowledgements (links.go)
+)
+
+var phaseNames = [...]string{"", "config", "down", "up", "config-down", "small", "bcast",
+	"dense", "links"}
+
+// String names the phase in error messages ("down", "links").
+func (p Phase) String() string {
+	if int(p) < len(phaseNames) && p > 0 {
+		return phaseNames[p]
+	}
+	return "phase " + strconv.Itoa(int(p))
+}
+
+// Kind of collective, carried in every frame's fingerprint.
+type Kind uint8
+
+const (
+	KindInvalid Kind = iota // a rank whose arguments failed validation
+	KindConfig
+	KindReduce
+	KindConfigReduce
+	KindAllreduce
+	KindBcast
+	KindBarrier
+	KindMix
+	KindAgree // internal agreement exchange (degrees=auto)
+	KindLinks // link measurement (MeasureLinks)
+)
+
+// NumKinds counts the kinds, KindInvalid included.
+const NumKinds = len(kindNames)
+
+var kindNames = [...]string{"invalid-arguments", "config", "reduce", "config_reduce", "allreduce",
+	"bcast", "barrier", "mix", "agree", "links"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "kind?"
+}
+
+// Fingerprint is what every rank must agree on for a collective. It travels in each frame
+// header, so a rank that called something else is detected by whoever hears from it.
+type Fingerprint struct {
+	Kind  Kind
+	Dtype uint8
+	Op    uint16
+	Width int32
+	Plan  uint32
+	Count int64 // dense element count, bcast bytes/root; 0 where not meaningful
+}
+
+// Diff names the first field in which f and g differ, or "" when they agree.
+func (f Fingerprint) Diff(g Fingerprint) string {
+	switch {
+	case f.Kind != g.Kind:
+		return "collective (" + f.Kind.String() + " vs " + g.Kind.String() + ")"
+	case f.Plan != g.Plan:
+		return "plan"
+	case f.Dtype != g.Dtype:
+		return "dtype"
+	case f.Op != g.Op:
+		return "op"
+	case f.Width != g.Width:
+		return "width"
+	case f.Count != g.Count:
+		return "count"
+	}
+	return ""
+}

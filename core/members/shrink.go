@@ -1,0 +1,297 @@
+package members
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"kylix/core/kx"
+	"slices"
+	"unsafe"
+)
+
+// Shrink (kylix_shrink, like ULFM's MPI_Comm_shrink): after a peer failure the survivors agree on
+// who is still alive and make a new comm of exactly those ranks, renumbered 0..k-1 in the order
+// of their ranks in the old comm. It works through the Transport interface only, so the
+// in-memory and the TCP transport behave alike.
+//
+// The new comm runs over the same process transport (same mailbox, same connections) through a
+// View that maps its ranks to the transport's. Collectives are told apart by sequence
+// number alone, so the new comm takes numbers from a range no earlier comm can have used:
+//
+//	original comm                      0 ..                          (bit 63 clear)
+//	agreement for epoch e, round r     1<<63 | e<<51 | r
+//	comm of epoch e                    1<<63 | e<<51 | view<<39 | n  (view in 1..4095, n = 0, 1, ...)
+//
+// The epoch counts the shrinks that led to a comm (the original comm is epoch 0), so every
+// number of epoch e+1 is above every number of epoch e: the mailbox (which drops frames of
+// sequences below the current one and keeps those above) never takes a frame of the old comm
+// for one of the new, and frames of the new comm that reach a survivor still agreeing wait for
+// it. view is a 12-bit hash of the member list: should survivors ever end with different
+// member lists (see agree: only when a rank that merely stalled past the timeout is dropped by
+// some and not by others), their comms use different numbers and never take each other's
+// frames: such a rank's collectives time out instead of mixing data of different groups (two
+// different lists get the same view with odds 1/4095). A shrunk comm can run 2^39 (5e11)
+// collectives, far more than any job does, before its numbers could reach the next epoch's.
+//
+// Ownership: the process transport is shared by the old comm and every comm shrunk from it
+// (Proc, reference counted).
+
+const (
+	shrinkBit   = uint64(1) << 63
+	epochShift  = 51
+	maxEpoch    = 1<<12 - 1
+	viewShift   = 39
+	viewRange   = 1<<12 - 1 // view ids 1..viewRange; 0 is the agreement's
+	shrinkPlan  = 0xFFFFFFFF
+	agreeRounds = 8 // rounds beyond 4 per rank (see agree): a bound far above what is needed
+)
+
+func agreeSeq(epoch, round int) uint64 {
+	return shrinkBit | uint64(epoch)<<epochShift | uint64(round)
+}
+
+func commBase(epoch int, view uint64) uint64 {
+	return shrinkBit | uint64(epoch)<<epochShift | view<<viewShift
+}
+
+// viewOf hashes a comm's epoch and member list (ranks of the underlying transport) to 1..4095.
+func viewOf(epoch int, members []int) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(epoch))
+	h.Write(b[:])
+	for _, r := range members {
+		binary.LittleEndian.PutUint64(b[:], uint64(r))
+		h.Write(b[:])
+	}
+	return 1 + h.Sum64()%viewRange
+}
+
+// Shrink is called by every surviving rank of the comm v is the view of, after the comm's
+// collective revokeSeq failed (or to revoke it): the survivors agree on who failed and Shrink
+// returns the view of the comm of the survivors, renumbered 0..k-1 in their order in this one,
+// over the same process transport; its collectives start at its Base(). Every survivor must
+// call Shrink within the timeout of the others: a rank that stays silent longer is taken for
+// failed. Errors: CodeState (too many shrinks), CodePeer (the others took this rank for failed:
+// it is not in their new comm), CodeMismatch/CodeInternal (a protocol violation).
+func (v *View) Shrink(revokeSeq uint64) (*View, error) {
+	if v.epoch >= maxEpoch {
+		return nil, kx.Errorf(kx.CodeState, "shrink: this comm descends from %d shrinks, the most supported", maxEpoch)
+	}
+	epoch := v.epoch + 1
+
+	// Revoke the old comm: a peer that has not noticed the failure and enters its next
+	// collective (or waits in it) fails at once instead of waiting for a message this rank will
+	// not send. Peers past that collective (already agreeing) drop the abort as stale.
+	v.Abort(revokeSeq, kx.Errorf(kx.CodePeer, "rank %d left this comm to shrink it: call kylix_shrink on every survivor", v.rank))
+
+	failed, err := agree(v, epoch)
+	if err != nil {
+		return nil, kx.Prefixed("shrink: ", err)
+	}
+	nv := &View{proc: v.proc, t: v.t, rank: -1, epoch: epoch, commOf: make([]int, v.t.Size())}
+	for i := range nv.commOf {
+		nv.commOf[i] = -1
+	}
+	keep := survivors(failed, v.size, v.s)
+	for r := 0; r < v.size; r++ {
+		if keep(r) {
+			if r == v.rank {
+				nv.rank = len(nv.procOf)
+			}
+			nv.commOf[v.procRank(r)] = len(nv.procOf)
+			nv.procOf = append(nv.procOf, v.procRank(r))
+		}
+	}
+	if nv.rank < 0 { // agree never puts this rank in the failed set
+		return nil, kx.Errorf(kx.CodeInternal, "shrink: this rank is not among the survivors it agreed on")
+	}
+	nv.size = len(nv.procOf)
+	nv.base = commBase(epoch, viewOf(epoch, nv.procOf))
+	// Survivors keep whole nodes (survivors), so the transport's grouping of the original comm
+	// still holds for this one: only the view's own grouping is made anew.
+	nv.group(v.s)
+	v.proc.acquire()
+	return nv, nil
+}
+
+// survivors says which ranks of a comm of size ranks make the shrunk comm, given the agreed
+// failed set. Without replication, the live ones. With replication s, every replica of each
+// node that has a live replica, dead ones included, so the new comm is again s replicas of
+// each of its nodes: rank k*m+j (replica k of node j) of the old comm becomes rank k*m'+j' of
+// the new one, j' counting the surviving nodes. Its dead replicas stay dead members that
+// nothing is sent to (kylix_failed_ranks lists them); nodes with no live replica are gone.
+func survivors(failed bitset, size, s int) func(r int) bool {
+	if s <= 1 {
+		return func(r int) bool { return !failed.has(r) }
+	}
+	m := size / s
+	alive := make([]bool, m)
+	for r := 0; r < size; r++ {
+		if !failed.has(r) {
+			alive[r%m] = true
+		}
+	}
+	return func(r int) bool { return alive[r%m] }
+}
+
+// ---- agreement on the failed set -----------------------------------------------------------
+
+// agree returns the set of ranks of t that failed, the same on every survivor that returns
+// without error. Each round r, every rank sends its failed set F (what the transport reports,
+// plus ranks found dead or silent for the timeout during the agreement) to every rank it does
+// not know to be dead, receives the set of every rank not in F, and unites them. A rank that
+// fails to answer within the timeout joins F. When a rank has seen two rounds in a row in
+// which every set it received equalled its own and nobody failed, it decides F; it then sends
+// one more round, marked "decided", and returns. A rank that receives a decided set adopts it
+// at once (and sends that round on too).
+//
+// Why survivors end with the same set: rounds are lock-step (a rank leaves round r only after
+// hearing round r from every rank not in its F), and each rank sends the same set to everyone
+// in a round. If rank i decides F at round r, every rank it heard from sent F in round r, and
+// every rank that was waiting for i goes on to round r+1 (it cannot leave round r+1 without
+// i's round r+1 message, unless it finds i dead), where it reads i's decided F and adopts it.
+// A rank that decides by itself in round r saw F from everyone, so it decides the same F.
+//
+// A rank that dies during the shrink: if it dies before anyone decided, the others find it
+// dead (at once through the transport, or after the timeout) and keep going until the sets
+// agree again without it. If it dies after some ranks decided F (in which it is alive), those
+// ranks' decided messages make the rest adopt F, so all survivors still agree, and the dead
+// rank is a member of the new comm: its first collective fails with CodePeer naming it, and
+// the application shrinks again. If a rank that decided then vanishes before telling anyone,
+// the others may decide a set without it: they agree among themselves, and the vanished rank
+// is dead. The one split is a rank that is not dead but silent past the timeout while others
+// decide: it may end up with a comm the others are not in. The view hash in the sequence
+// numbers keeps the two groups apart: its collectives time out, they never mix data. A rank
+// that arrives late learns from the sets sent to it that the others took it for failed and
+// fails with CodePeer (that is what the second agreeing round is for: the first round's sets
+// may predate its being dropped).
+func agree(t *View, epoch int) (bitset, error) {
+	n, me := t.Size(), t.Rank()
+	fp := kx.Fingerprint{Kind: kx.KindAgree, Plan: shrinkPlan, Count: int64(epoch)<<32 | int64(n)}
+	F := newBitset(n)
+	F.addRanks(t.FailedRanks(), me)
+	decided := false
+	stable := 0
+	// Sets settle two rounds after the last new failure is found, and at most n ranks fail.
+	maxRounds := 4*n + agreeRounds
+	msg := make([]uint64, 1+len(F))
+	for r := 0; ; r++ {
+		if r >= maxRounds {
+			return nil, kx.Errorf(kx.CodeInternal, "agreement on the failed ranks did not settle in %d rounds", maxRounds)
+		}
+		tag := kx.Tag{Seq: agreeSeq(epoch, r), Phase: kx.PhaseSmall}
+		t.Begin(tag.Seq, fp)
+		dead := newBitset(n)
+		dead.addRanks(t.FailedRanks(), me)
+		if !decided {
+			F.or(dead)
+		}
+		msg[0] = 0
+		if decided {
+			msg[0] = 1
+		}
+		copy(msg[1:], F)
+		// Every rank not known to be dead hears this round, also ranks in F that may merely be
+		// slow: they learn from it that they were dropped.
+		// The messages are a few words: each send returns as soon as the kernel has it. Send
+		// errors show on the receiving side: a dead peer's Recv fails too.
+		out := tag
+		out.FP = fp
+		for j := 0; j < n; j++ {
+			if j != me && !dead.has(j) {
+				t.sendRank(j, out, wordBytes(msg))
+			}
+		}
+		if decided {
+			return F, nil
+		}
+		next := F.clone()
+		same := true
+		var adopted bitset
+		var ferr error
+		for j := 0; j < n && adopted == nil && ferr == nil; j++ {
+			if j == me || F.has(j) {
+				continue
+			}
+			b, err := t.recvRank(j, tag)
+			if err != nil {
+				switch kx.CodeOf(err) {
+				case kx.CodePeer, kx.CodeTimeout, kx.CodeNet:
+					next.add(j)
+					same = false
+				default:
+					ferr = err
+				}
+				continue
+			}
+			dec, G, ok := decodeAgree(b, n)
+			t.Release(b)
+			switch {
+			case !ok:
+				ferr = kx.Errorf(kx.CodeMismatch, "rank %d sent a malformed shrink agreement message (%d bytes for %d ranks)", j, len(b), n)
+			case G.has(me):
+				ferr = kx.Errorf(kx.CodePeer, "rank %d took this rank for failed (it did not answer within the timeout): this rank is not in the survivors' new comm", j)
+			case dec:
+				adopted = G
+			case !G.equal(F):
+				next.or(G)
+				same = false
+			}
+		}
+		switch {
+		case ferr != nil:
+			return nil, ferr
+		case adopted != nil:
+			F, decided = adopted, true
+		case same:
+			if stable++; stable == 2 {
+				decided = true
+			}
+		default:
+			F, stable = next, 0
+		}
+	}
+}
+
+// decodeAgree reads a round message: a flags word (bit 0: decided), then the failed set.
+func decodeAgree(b []byte, n int) (decided bool, set bitset, ok bool) {
+	w := (n + 63) / 64
+	if len(b) != 8*(1+w) {
+		return false, nil, false
+	}
+	set = make(bitset, w)
+	for i := range set {
+		set[i] = binary.LittleEndian.Uint64(b[8*(1+i):])
+	}
+	if n%64 != 0 && set[w-1]>>(n%64) != 0 {
+		return false, nil, false
+	}
+	return binary.LittleEndian.Uint64(b)&1 != 0, set, true
+}
+
+type bitset []uint64
+
+func newBitset(n int) bitset    { return make(bitset, (n+63)/64) }
+func (s bitset) has(i int) bool { return s[i/64]>>(i%64)&1 != 0 }
+func (s bitset) add(i int)      { s[i/64] |= 1 << (i % 64) }
+func (s bitset) clone() bitset  { return append(bitset(nil), s...) }
+func (s bitset) or(o bitset) {
+	for i := range s {
+		s[i] |= o[i]
+	}
+}
+func (s bitset) equal(o bitset) bool { return slices.Equal(s, o) }
+
+// addRanks adds the ranks in rs that are in range, except self.
+func (s bitset) addRanks(rs []int, self int) {
+	for _, r := range rs {
+		if r >= 0 && r < 64*len(s) && r != self {
+			s.add(r)
+		}
+	}
+}
+
+// wordBytes views words as little-endian bytes (the machine's order: amd64 and arm64).
+func wordBytes(w []uint64) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), 8*len(w))
+}

@@ -1,0 +1,18 @@
+package core
+
+import "kylix/core/planning"
+
+// planFor is degrees=auto's choice: by predicted time on the measured links (with the rates
+// agreed with them), unless min_packet is given or nothing was measured, in which case
+// Proposition 4.1's rule keeps messages above min_packet. es is the bytes per value of the
+// reduces to come; same tells that every rank's in set is its out set.
+func (c *Comm) planFor(n int64, density float64, m int, same bool, es int) ([]int, error) {
+	if l := c.Links(); l != nil && c.opts.MinPacket <= 0 {
+		// Every node is taken for a host of its own: the measured figures are per rank.
+		ds, _, err := planning.PlanDegreesByCost(n, density, m, planning.DefaultAlpha, l, planning.Cluster{RanksPerHost: 1}, l.Rates,
+			planning.Workload{ValueBytes: es, InEqualsOut: same, IndexRatio: 1})
+		return ds, err
+	}
+	ds, _, err := planning.PlanDegrees(n, density, m, planning.DefaultAlpha, c.minPacket(), 8)
+	return ds, err
+}

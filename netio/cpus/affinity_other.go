@@ -1,0 +1,5 @@
+//go:build !linux
+
+package cpus
+
+func affinity() int { return affinityFallback() }

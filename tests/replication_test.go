@@ -121,13 +121,13 @@ func TestLivenessStoppedProcess(t *testing.T) {
 	})
 }
 
-// A live rank that computes for a minute (twice the old 30 s default timeout) before its call
+// A live rank that computes for 12 s, more than twice the default liveness_ms, before its call
 // is waited for, with heartbeats proving it alive, and everything succeeds. The others report
-// the stall (log=warn, here every 20 s) naming it.
+// the stall (log=warn, here every 4 s) naming it.
 func TestLivenessLateRankIsWaitedFor(t *testing.T) {
 	t.Parallel()
-	r := run(t, job{N: 4, Prog: "replicated", Env: []string{"KYLIX_STALL_MS=20000"},
-		Args: []string{"3", "2:sleep:1:60000"}})
+	r := run(t, job{N: 4, Prog: "replicated", Env: []string{"KYLIX_STALL_MS=4000"},
+		Args: []string{"3", "2:sleep:1:12000"}})
 	r.expectClean(t, allRanks(4)...)
 	r.expectIterations(t, 3, allRanks(4)...)
 	if !strings.Contains(r.Output, "not called yet by rank(s) 2") {

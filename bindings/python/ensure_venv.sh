@@ -10,6 +10,7 @@ if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
 fi
 if [ ! -e "$venv/.reqs" ] || [ "$reqs" -nt "$venv/.reqs" ]; then
   t=$(date +%s)
+  echo "$(basename "$venv"): installing $reqs with pip" >&2
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$reqs"
   touch "$venv/.reqs"
   echo "$(basename "$venv"): $(basename "$reqs") installed in $(( $(date +%s) - t )) s" >&2

@@ -96,6 +96,7 @@ fi
 # Pinned requirements: pip skips what is already installed, so reruns are offline.
 if [ ! -e "$MARK" ] || [ "$HERE/requirements-test.txt" -nt "$MARK" ] ||
    ! "$RUNPY" -c 'import numpy, scipy, pytest, hatchling' >/dev/null 2>&1; then
+  log "installing requirements-test.txt (numpy, scipy, pytest, hatchling) with pip"
   "${INSTALL[@]}" "${TARGET[@]}" -r "$HERE/requirements-test.txt"
   touch "$MARK"
 fi

@@ -27,11 +27,7 @@ start=$(date +%s)
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   sh "$ROOT/tests/netns/deps.sh" mpi
-  if ! command -v pkg-config >/dev/null 2>&1; then
-    log "installing pkgconf with apt-get"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pkgconf >/dev/null 2>&1 ||
-      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pkgconf >/dev/null; }
-  fi
+  sh "$ROOT/tests/netns/deps.sh" pkg
 fi
 for tool in pkg-config mpirun java javac jar mvn readelf; do
   command -v "$tool" >/dev/null 2>&1 || { log "$tool is not on PATH"; exit 1; }

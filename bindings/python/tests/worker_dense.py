@@ -119,8 +119,11 @@ with kylix.init() as comm:
         comm.barrier()
 
     def gil_released():
-        """ctypes drops the GIL during a call: another thread runs while this rank waits."""
+        """ctypes drops the GIL during a call: another thread runs while this rank waits.
+        A first barrier lines the ranks up after the thread has started, so a rank slowed by a
+        loaded machine still waits its ~0.3 s for rank 0 in the second."""
         if rank == 0:
+            comm.barrier()
             time.sleep(0.3)
             comm.barrier()
             return
@@ -131,7 +134,7 @@ with kylix.init() as comm:
                 count[0] += 1
         t = threading.Thread(target=spin)
         t.start()
-        time.sleep(0.02)
+        comm.barrier()
         c0 = count[0]
         comm.barrier()                  # waits ~0.3 s for rank 0
         c1 = count[0]

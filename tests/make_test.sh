@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# What `make test` runs once `make all examples` has built everything:
+#
+#   1. says what is missing and installs it (tests/deps.sh): apt packages as root, and which
+#      virtualenvs the suites will fill on their first run;
+#   2. runs three lanes at once, since most of the run waits on timeouts, sleeps and child
+#      processes rather than on the 2 cores (make test used about half of one core before):
+#        Go:        go test ./... (live, through tests/testsum: each package's counts as it ends,
+#                   and what still runs during a long one), then the short fuzz runs;
+#        userpaths: tests/userpaths, the longest suite;
+#        bindings:  go vet, the Python binding tests, the Java binding tests;
+#      the suites of the last two write build/test-results/<suite>.log, are announced when they
+#      start and counted when they end, and their whole log is printed when they fail;
+#   3. ends with each suite's counts and one plain `N passed, N failed, N skipped` line, and
+#      fails when any suite failed.
+#
+#   KYLIX_BUILD=/abs/build GO=go bash tests/make_test.sh
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="$(cd "${KYLIX_BUILD:-$ROOT/build}" && pwd)"
+GO="${GO:-go}"
+RES="$BUILD/test-results"
+export KYLIX_BUILD="$BUILD"
+cd "$ROOT"
+rm -rf "$RES"
+mkdir -p "$RES"
+t0=$(date +%s)
+secs() { echo $(( $(date +%s) - $1 )); }
+
+bash tests/deps.sh || exit 1
+
+"$GO" build -o "$BUILD/testsum" ./tests/testsum || exit 1
+testsum() { "$BUILD/testsum" "$@"; }
+
+# One suite of the other lane: its output to a log, one line when it starts and one when it ends.
+# A suite that leaves no JUnit report gets a counts file from its exit status alone.
+suite() { # suite <name> <command...>
+  local name=$1 s
+  shift
+  s=$(date +%s)
+  echo "$s" >"$RES/running.$name"
+  echo "== $name: started ($*)"
+  if "$@" >"$RES/$name.log" 2>&1; then
+    echo "== $name: finished in $(secs "$s") s"
+  else
+    echo "== $name: FAILED after $(secs "$s") s; its output:"
+    cat "$RES/$name.log"
+    echo "== end of $name's output"
+    touch "$RES/failed.$name"
+  fi
+  rm -f "$RES/running.$name"
+}
+
+bindings_lane() {
+  suite vet "$GO" vet ./...
+  [ -e "$RES/failed.vet" ] && echo "vet 0 1 0" >"$RES/vet.counts" || echo "vet 1 0 0" >"$RES/vet.counts"
+  suite python bash bindings/python/run_tests.sh --junitxml="$RES/python.xml"
+  rm -rf bindings/java/target/surefire-reports # so an earlier run's reports cannot count
+  suite java bash bindings/java/run_tests.sh
+}
+
+# Every minute, which of those suites still run.
+heartbeat() {
+  local f s
+  while sleep 60; do
+    for f in "$RES"/running.*; do
+      read -r s <"$f" 2>/dev/null || continue
+      echo "    ... ${f##*/running.} still running, $(secs "$s") s in"
+    done
+  done
+}
+
+suite userpaths bash tests/userpaths/run.sh --junitxml="$RES/userpaths.xml" &
+userpaths=$!
+bindings_lane &
+bindings=$!
+heartbeat &
+beat=$!
+
+go_ok=1
+"$GO" test -json -count=1 -timeout 20m ./... | testsum go -counts "$RES/go.counts" || go_ok=0
+for f in "FuzzDecodeHeader ./netio" "FuzzDecodeIndexList ./core/keyset" "FuzzLayer0Msg ./core/keyset"; do
+  set -- $f
+  echo "== fuzz $1 (10 s)"
+  "$GO" test -json -run '^$' -fuzz "$1" -fuzztime 10s -fuzzminimizetime 100x "$2" |
+    testsum go -name fuzz -counts "$RES/fuzz-$1.counts" || go_ok=0
+done
+
+wait "$userpaths" "$bindings"
+kill "$beat" 2>/dev/null
+wait "$beat" 2>/dev/null
+
+echo "== make test: $(secs "$t0") s"
+# Surefire writes one report per test class; a suite that failed before its report counts as
+# failed (testsum total counts a missing report as one failure).
+testsum total "$RES/go.counts" "$RES"/fuzz-*.counts "$RES/vet.counts" \
+  "python=$RES/python.xml" "java=bindings/java/target/surefire-reports/TEST-*.xml" \
+  "userpaths=$RES/userpaths.xml"
+total_ok=$?
+[ "$go_ok" = 1 ] && [ "$total_ok" = 0 ] && ! ls "$RES"/failed.* >/dev/null 2>&1

@@ -79,7 +79,7 @@ beat=$!
 
 go_ok=1
 "$GO" test -json -count=1 -timeout 20m ./... | testsum go -counts "$RES/go.counts" || go_ok=0
-for f in "FuzzDecodeHeader ./netio" "FuzzDecodeIndexList ./core/keyset" "FuzzLayer0Msg ./core/keyset"; do
+for f in "FuzzDecodeHeader ./netio" "FuzzDecodeIndexList ./core/keyset" "FuzzLayer0Msg ./core/keyset" "FuzzRsum ./core/rsum"; do
   set -- $f
   echo "== fuzz $1 (10 s)"
   "$GO" test -json -run '^$' -fuzz "$1" -fuzztime 10s -fuzzminimizetime 100x "$2" |

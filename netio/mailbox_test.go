@@ -14,34 +14,6 @@ var (
 	fpRed = kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(kx.F32), Op: uint16(kx.Sum), Width: 2, Count: 10}
 )
 
-// wantErr checks err's code and that its message contains every fragment.
-func wantErr(t *testing.T, err error, code kx.Code, frags ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("got no error, want code %v", code)
-	}
-	if kx.CodeOf(err) != code {
-		t.Fatalf("got %v (code %v), want code %v", err, kx.CodeOf(err), code)
-	}
-	for _, f := range frags {
-		if !strings.Contains(err.Error(), f) {
-			t.Fatalf("message %q lacks %q", err.Error(), f)
-		}
-	}
-}
-
-// within fails the test if f takes longer than d.
-func within(t *testing.T, d time.Duration, f func()) time.Duration {
-	t.Helper()
-	start := time.Now()
-	f()
-	took := time.Since(start)
-	if took > d {
-		t.Fatalf("took %v, want under %v", took, d)
-	}
-	return took
-}
-
 func TestMailboxOrderAndTags(t *testing.T) {
 	m := newMailbox(0, 3, time.Second)
 	m.begin(5, fpAll)

@@ -1,0 +1,9 @@
+package netio
+
+import "kylix/netio/internal/nettest"
+
+var (
+	wantErr = nettest.WantErr
+	within  = nettest.Within
+	noLeak  = nettest.NoLeak
+)

@@ -6,4 +6,6 @@ var (
 	wantErr = nettest.WantErr
 	within  = nettest.Within
 	noLeak  = nettest.NoLeak
+	fpAll   = nettest.FPAll
+	fpRed   = nettest.FPRed
 )

@@ -2,8 +2,4 @@ package rendezvous
 
 import "kylix/netio/internal/nettest"
 
-var (
-	wantErr = nettest.WantErr
-	within  = nettest.Within
-	noLeak  = nettest.NoLeak
-)
+var wantErr, within, noLeak = nettest.WantErr, nettest.Within, nettest.NoLeak

@@ -49,3 +49,9 @@ func NoLeak(t testing.TB, base int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Fingerprints of two collectives that disagree on their kind.
+var (
+	FPAll = kx.Fingerprint{Kind: kx.KindAllreduce, Dtype: uint8(kx.F32), Op: uint16(kx.Sum), Width: 2, Count: 10}
+	FPRed = kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(kx.F32), Op: uint16(kx.Sum), Width: 2, Count: 10}
+)

@@ -35,7 +35,7 @@ type lateQueue struct {
 	draining bool // a drain goroutine owns the peer's write lock
 }
 
-// SendOrLeave is Send for a racing copy (core/replicas.go): see above. leave may be nil.
+// SendOrLeave is Send for a racing copy (core/members/datapath.go): see above. leave may be nil.
 func (t *TCP) SendOrLeave(to int, tag kx.Tag, leave <-chan struct{}, bufs ...[]byte) error {
 	h, n, done, err := t.prepareSend(to, tag, bufs)
 	if done || err != nil {

@@ -38,9 +38,6 @@ type peer struct {
 	hdr [HeaderSize]byte
 	iov net.Buffers
 
-	// scratch is where the reader puts racing payloads before offering them (race.go).
-	scratch []byte
-
 	downOnce sync.Once
 	beating  atomic.Bool           // a heartbeat goroutine is running for this peer (liveness.go)
 	werr     atomic.Pointer[error] // set once a write failed: later writes fail with it
@@ -258,8 +255,8 @@ func (t *TCP) Close() error {
 // until the peer's own bye or end of stream (or the deadline). Closing a socket whose receive
 // queue still holds unread bytes (a racing copy this rank no longer needs, say) sends a reset,
 // and a reset makes the peer drop what it has received and not yet read: a replica that
-// finished first could so take from a slower one the last copies it was owed
-// (TestReplicationSurvivesDeadReplicas failed so about 1 run in 8).
+// finished first could so take from a slower one the last copies it was owed (a flake of
+// TestReplicationSurvivesDeadReplicas; measured in docs/netio-notes.md).
 func (p *peer) lingerForBye(deadline time.Time) {
 	if hc, ok := p.conn.(interface{ CloseWrite() error }); ok {
 		hc.CloseWrite()
@@ -322,7 +319,7 @@ func (p *peer) writable() error {
 }
 
 // writeFrame writes the header and bufs; the caller holds the write lock. With detach set, a
-// write that times out because detach was asked for (racing.go) is not a failure: what is left
+// write that times out because detach was asked for (latesend.go) is not a failure: what is left
 // of the frame is returned, copied, for the caller to finish in the background.
 func (p *peer) writeFrame(h *Header, bufs [][]byte, hard time.Time, detach *detacher) (rest []byte, err error) {
 	t := p.t
@@ -416,8 +413,7 @@ func (t *TCP) readLoop(p *peer) {
 	defer t.wg.Done()
 	defer close(p.readDone)
 	// A small buffer: it batches small frames, and a payload read after its header passes
-	// through it only for what the header read brought along (at most 4 KiB; with 64 KiB, a
-	// quarter of a 256 KiB payload was copied twice).
+	// through it only for what the header read brought along (docs/netio-notes.md).
 	br := bufio.NewReaderSize(p.conn, 4<<10)
 	var hb [HeaderSize]byte
 	for {

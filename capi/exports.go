@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"kylix/core/kx"
 	"kylix/core/planning"
+	"kylix/netio/rendezvous"
 	"math"
 	"math/bits"
 	"os"
@@ -51,7 +52,7 @@ func fail(name string, s *sink, err error) C.int {
 	if s.ce != nil {
 		logf(level, s.ce.logLevel, s.ce.c.Rank(), "%s", msg)
 		// Under kylixrun the launcher hears why, to name the rank that started a job's end.
-		netio.ReportFailure(s.ce.c.Rank(), msg, err)
+		rendezvous.ReportFailure(s.ce.c.Rank(), msg, err)
 	}
 	return C.int(code)
 }

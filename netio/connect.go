@@ -1,22 +1,18 @@
 package netio
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"kylix/core/kx"
+	"kylix/netio/rendezvous"
 	"net"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 )
 
-// DefaultTimeout is used when Options.Timeout is not set.
-const DefaultTimeout = 30 * time.Second
+// DefaultTimeout is used when Options.Timeout is not set (the rendezvous's bound too).
+const DefaultTimeout = rendezvous.DefaultTimeout
 
 // Connect builds this rank's TCP transport from the parsed options: it listens, learns the
 // address table (peers= or the rendezvous), dials every lower rank (retrying until the timeout,
@@ -80,20 +76,20 @@ func connect(o kx.Options, listenHost string) (*TCP, error) {
 		// host itself that could be a loopback address (a hostname that /etc/hosts maps to
 		// 127.0.1.1): there the rank advertises the rendezvous host, which every rank reaches.
 		my := net.JoinHostPort(listenHost, port)
-		bind, local := localRendezvous(rvHost, timeout)
+		bind, local := rendezvous.OnThisHost(rvHost, timeout)
 		if local && listenHost == "" && rvHost != "" && !isUnspecified(rvHost) {
 			my = net.JoinHostPort(rvHost, port)
 		}
 		// Under mpirun or srun nobody serves the rendezvous: rank 0 does, when the address names
 		// its host. If it is taken (kylixrun serves it), rank 0 is a client like the others.
-		var srv *RendezvousServer
+		var srv *rendezvous.Server
 		if o.Rank == 0 && local {
-			if srv, err = serveOwnRendezvous(net.JoinHostPort(bind, rvPort), o.Size, o.Secret, timeout); err != nil {
+			if srv, err = rendezvous.ServeOwn(net.JoinHostPort(bind, rvPort), o.Size, o.Secret, timeout); err != nil {
 				ln.Close()
 				return nil, err
 			}
 		}
-		peers, job, err = rendezvousLookup(o.Rendezvous, o.Rank, o.Size, my, o.Secret, timeout)
+		peers, job, err = rendezvous.Lookup(o.Rendezvous, o.Rank, o.Size, my, o.Secret, timeout)
 		if srv != nil {
 			if err == nil {
 				err = srv.Wait() // every rank has its table (each send is bounded by timeout)
@@ -118,72 +114,6 @@ func connect(o kx.Options, listenHost string) (*TCP, error) {
 		return nil, err
 	}
 	return newTCP(o.Rank, o.Size, job, timeout, conns).configure(o), nil
-}
-
-// serveOwnRendezvous serves the job's rendezvous on addr from rank 0. It returns nil and no
-// error when the address is in use: somebody (kylixrun) serves it already.
-func serveOwnRendezvous(addr string, size int, secret string, timeout time.Duration) (*RendezvousServer, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return nil, nil
-		}
-		return nil, kx.Errorf(kx.CodeNet, "rank 0 cannot serve the rendezvous on %s: %v", addr, err)
-	}
-	return serveRendezvousOn(ln, size, secret, timeout), nil
-}
-
-// localRendezvous tells whether host, of rendezvous=host:port, names this machine: empty, a
-// loopback or unspecified address, an address of one of its interfaces, its hostname, or a name
-// that resolves to any of these. bind is the host to serve the rendezvous on: the address as
-// given, or every interface for a name (which other machines may resolve to another address).
-func localRendezvous(host string, timeout time.Duration) (bind string, local bool) {
-	if host == "" {
-		return "", true
-	}
-	if a, err := netip.ParseAddr(host); err == nil {
-		return host, isLocalAddr(a)
-	}
-	if name, err := os.Hostname(); err == nil && name != "" {
-		short, _, _ := strings.Cut(name, ".")
-		if strings.EqualFold(host, name) || strings.EqualFold(host, short) {
-			return "", true
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), min(timeout, 10*time.Second))
-	defer cancel()
-	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	if err != nil {
-		return "", false // the dial will say why, if it matters
-	}
-	for _, a := range ips {
-		if isLocalAddr(a) {
-			return "", true
-		}
-	}
-	return "", false
-}
-
-// isLocalAddr tells whether a is a loopback or unspecified address or one of this machine's.
-func isLocalAddr(a netip.Addr) bool {
-	a = a.Unmap().WithZone("")
-	if a.IsLoopback() || a.IsUnspecified() {
-		return true
-	}
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return false
-	}
-	for _, ia := range addrs {
-		n, ok := ia.(*net.IPNet)
-		if !ok {
-			continue
-		}
-		if b, ok := netip.AddrFromSlice(n.IP); ok && b.Unmap() == a {
-			return true
-		}
-	}
-	return false
 }
 
 func isUnspecified(host string) bool {

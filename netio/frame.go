@@ -1,6 +1,7 @@
 // Package netio moves kylix messages between ranks: the frame codec, the HMAC handshake, the
-// receive-side mailbox shared by every transport, the TCP and in-memory transports, the
-// rendezvous client and server, and Connect, the bootstrap behind kylix_init.
+// TCP and in-memory transports, and Connect, the bootstrap behind kylix_init. The receive side
+// both transports share is netio/mailbox; the rendezvous client and server are
+// netio/rendezvous.
 package netio
 
 import (
@@ -62,6 +63,24 @@ type Header struct {
 	FP    kx.Fingerprint
 	Src   int    // source rank (u32 on the wire)
 	Len   uint64 // payload bytes that follow the header
+}
+
+// raceBit marks a racing copy in the phase byte of a data frame (phases are < 128; the mailbox
+// keys racing messages the same way).
+const raceBit kx.Phase = 0x80
+
+// phaseByte is the phase byte a message with tag travels with.
+func phaseByte(tag kx.Tag) kx.Phase {
+	p := tag.Phase
+	if tag.Race {
+		p |= raceBit
+	}
+	return p
+}
+
+// tag is the message tag a data frame carries.
+func (h *Header) tag() kx.Tag {
+	return kx.Tag{Seq: h.Seq, Layer: h.Layer, Phase: h.Phase &^ raceBit, Race: h.Phase&raceBit != 0, FP: h.FP}
 }
 
 // EncodeHeader writes h into buf[:HeaderSize] (the magic and version are implied). buf must hold

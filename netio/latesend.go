@@ -2,6 +2,7 @@ package netio
 
 import (
 	"kylix/core/kx"
+	"kylix/netio/mailbox"
 	"net"
 	"sync"
 	"time"
@@ -34,7 +35,7 @@ type lateQueue struct {
 	draining bool // a drain goroutine owns the peer's write lock
 }
 
-// SendOrLeave is Send for a racing copy (core/replicas.go): see above. leave may be nil.
+// SendOrLeave is Send for a racing copy (core/members/datapath.go): see above. leave may be nil.
 func (t *TCP) SendOrLeave(to int, tag kx.Tag, leave <-chan struct{}, bufs ...[]byte) error {
 	h, n, done, err := t.prepareSend(to, tag, bufs)
 	if done || err != nil {
@@ -101,7 +102,7 @@ func (p *peer) lockOrLeave(d *detacher, leave <-chan struct{}) bool {
 
 // frameBytes encodes a whole frame into one pooled buffer.
 func frameBytes(h *Header, bufs [][]byte, n int) []byte {
-	b := getBuf(HeaderSize + n)
+	b := mailbox.GetBuf(HeaderSize + n)
 	EncodeHeader(b, h)
 	off := HeaderSize
 	for _, x := range bufs {
@@ -124,7 +125,7 @@ func remainder(iov net.Buffers, bufs [][]byte, i, off int) []byte {
 			n += len(bufs[k])
 		}
 	}
-	out := getBuf(n)
+	out := mailbox.GetBuf(n)
 	w := 0
 	for _, b := range iov {
 		w += copy(out[w:], b)
@@ -159,7 +160,7 @@ func (p *peer) enqueue(b []byte, haveLock bool, n int) error {
 	}
 	if err := p.writable(); err != nil {
 		q.mu.Unlock()
-		putBuf(b)
+		mailbox.PutBuf(b)
 		if haveLock {
 			p.unlock()
 		}
@@ -217,7 +218,7 @@ func (p *peer) drain(haveLock bool) {
 			off += k
 			if err != nil {
 				if isTimeout(err) {
-					p.down(lostError(p.rank, "connection dropped after a send timed out"))
+					p.down(mailbox.LostError(p.rank, "connection dropped after a send timed out"))
 				} else {
 					p.writeBroken(err)
 				}
@@ -227,7 +228,7 @@ func (p *peer) drain(haveLock bool) {
 		q.bytes -= len(b)
 		q.room.Broadcast()
 		q.mu.Unlock()
-		putBuf(b)
+		mailbox.PutBuf(b)
 		if err != nil {
 			p.unlock()
 			p.dropLate()
@@ -241,7 +242,7 @@ func (p *peer) dropLate() {
 	q := &p.late
 	q.mu.Lock()
 	for _, b := range q.items {
-		putBuf(b)
+		mailbox.PutBuf(b)
 	}
 	q.items, q.bytes, q.draining = nil, 0, false
 	if q.room.L != nil {

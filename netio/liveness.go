@@ -1,11 +1,8 @@
 package netio
 
 import (
-	"fmt"
 	"kylix/core/kx"
-	"os"
-	"strconv"
-	"strings"
+	"kylix/netio/mailbox"
 	"time"
 )
 
@@ -15,28 +12,11 @@ import (
 // peer heard from neither by data nor by heartbeat for liveness_ms is dead: its connection is
 // dropped, which fails every wait for it (and every write blocked on it) with CodePeer naming
 // it. A peer that is alive but late to a collective keeps sending heartbeats, so it is waited
-// for up to timeout_ms, which counts only data (mailbox.wait).
+// for up to timeout_ms, which counts only data (mailbox/liveness.go).
 
 // heartbeatsPerPeriod is how many heartbeats go out per liveness period: a peer must miss
 // that many in a row, which a loaded machine's scheduling hiccups never do.
 const heartbeatsPerPeriod = 5
-
-// DefaultStallReport is how often a wait that makes no progress logs (log=warn); the
-// environment variable KYLIX_STALL_MS changes it (tests, impatient users), 0 turns it off.
-const DefaultStallReport = time.Minute
-
-// stallReportFromEnv reads KYLIX_STALL_MS.
-func stallReportFromEnv() time.Duration {
-	v := os.Getenv("KYLIX_STALL_MS")
-	if v == "" {
-		return DefaultStallReport
-	}
-	ms, err := strconv.Atoi(v)
-	if err != nil || ms < 0 {
-		return DefaultStallReport
-	}
-	return time.Duration(ms) * time.Millisecond
-}
 
 // keepAlive runs until the transport closes: it sends heartbeats and drops peers that stay
 // silent for liveness.
@@ -63,13 +43,13 @@ func (t *TCP) keepAlive(liveness time.Duration) {
 		paused := now.Sub(last) > 2*every
 		last = now
 		for _, p := range t.peers {
-			if p == nil || t.mb.deadErr(p.rank) != nil {
+			if p == nil || t.mb.Dead(p.rank) != nil {
 				continue
 			}
-			silent := now.Sub(time.Unix(0, t.mb.lastHeard[p.rank].Load()))
+			silent := t.mb.Silence(p.rank, now)
 			if silent > liveness && !paused {
 				if unread(p.conn) > 0 {
-					t.mb.alive(p.rank)
+					t.mb.Alive(p.rank)
 				} else {
 					p.down(kx.Errorf(kx.CodePeer, "rank %d is lost: nothing heard from it for %v (liveness_ms %d: its process stopped, its host is down or the link is cut)",
 						kx.RankRef(p.rank), silent.Round(time.Millisecond), liveness.Milliseconds()))
@@ -97,8 +77,9 @@ func (p *peer) heartbeat(liveness time.Duration) {
 	if p.werr.Load() != nil {
 		return // the peer closed its end: the reader tells when it is gone
 	}
+	seq, _ := p.t.mb.Current()
 	var hb [HeaderSize]byte
-	EncodeHeader(hb[:], &Header{Type: FrameHeartbeat, Job: p.t.job, Seq: p.t.mb.currentSeq(), Src: p.t.rank})
+	EncodeHeader(hb[:], &Header{Type: FrameHeartbeat, Job: p.t.job, Seq: seq, Src: p.t.rank})
 	// A peer that does not make room for 56 bytes within liveness has not read for that long.
 	// A write cut short by the deadline leaves half a frame on the stream: the connection is
 	// then dropped (the peer is, by now, silent too). One that wrote nothing is harmless.
@@ -107,51 +88,8 @@ func (p *peer) heartbeat(liveness time.Duration) {
 	switch {
 	case err == nil || p.t.closing.Load() || n == 0 && isTimeout(err):
 	case isTimeout(err):
-		p.down(lostError(p.rank, "heartbeat cut short: the peer has not read for "+liveness.String()))
+		p.down(mailbox.LostError(p.rank, "heartbeat cut short: the peer has not read for "+liveness.String()))
 	default:
 		p.writeBroken(err)
 	}
-}
-
-// currentSeq is the collective this rank is in (or was last in).
-func (m *mailbox) currentSeq() uint64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.cur
-}
-
-// reportStall logs that a wait has made no progress for waited (Horovod's stall inspector): the
-// collective, whom it waits for, and the ranks that have not called the collective yet.
-func (m *mailbox) reportStall(tag kx.Tag, k msgKey, from int, waited time.Duration) {
-	if m.warnf == nil {
-		return
-	}
-	var late []string
-	for r := range m.seqOf {
-		if r != m.rank && m.dead[r] == nil && m.seqOf[r].Load() < tag.Seq+1 {
-			late = append(late, strconv.Itoa(r))
-		}
-	}
-	kind := "collective"
-	if tag.Seq == m.cur {
-		kind = m.fp.Kind.String()
-	}
-	who := fmt.Sprintf("rank %d", from)
-	if srcs, _ := m.sources(k, from); srcs != nil {
-		who = fmt.Sprintf("node %d (ranks %s)", k.src, joinInts(srcs))
-	}
-	notCalled := "every rank has called it"
-	if len(late) > 0 {
-		notCalled = "not called yet by rank(s) " + strings.Join(late, ", ")
-	}
-	m.warnf("stall: %v in %s (collective %d), waiting for the %s message of layer %d from %s; %s",
-		waited.Round(time.Second), kind, tag.Seq, phaseName(tag.Phase), tag.Layer, who, notCalled)
-}
-
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ", ")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"kylix/core/kx"
+	"kylix/netio/mailbox"
 	"strings"
 	"testing"
 	"time"
@@ -39,9 +40,9 @@ func TestLivenessLatePeerIsWaitedFor(t *testing.T) {
 	for _, tr := range ts {
 		tr.configure(kx.Options{Liveness: 250 * time.Millisecond, Log: "warn"})
 	}
-	ts[0].mb.warnf = func(format string, args ...any) {
+	ts[0].mb.SetStallReports(mailbox.StallReportFromEnv(), func(format string, args ...any) {
 		logged.WriteString(strings.TrimSpace(fmt.Sprintf(format, args...)) + "\n")
-	}
+	})
 	ts[0].Begin(4, fpAll)
 	ts[1].Begin(3, fpAll) // rank 1 is still in an earlier collective
 	var err error

@@ -2,6 +2,7 @@ package netio
 
 import (
 	"kylix/core/kx"
+	"kylix/netio/mailbox"
 	"sync"
 	"time"
 )
@@ -13,7 +14,7 @@ import (
 type Mem struct {
 	rank  int
 	job   *memJob
-	mb    *mailbox
+	mb    *mailbox.Mailbox
 	stats []counters
 
 	mu   sync.Mutex
@@ -30,7 +31,7 @@ type memJob struct {
 func NewMemJob(size int, timeout time.Duration) []*Mem {
 	j := &memJob{ranks: make([]*Mem, size), timeout: timeout}
 	for r := range j.ranks {
-		j.ranks[r] = &Mem{rank: r, job: j, mb: newMailbox(r, size, timeout), stats: make([]counters, size)}
+		j.ranks[r] = &Mem{rank: r, job: j, mb: mailbox.New(r, size, timeout), stats: make([]counters, size)}
 	}
 	return j.ranks
 }
@@ -39,7 +40,7 @@ func (m *Mem) Rank() int              { return m.rank }
 func (m *Mem) Size() int              { return len(m.job.ranks) }
 func (m *Mem) Timeout() time.Duration { return m.job.timeout }
 
-func (m *Mem) Begin(seq uint64, fp kx.Fingerprint) { m.mb.begin(seq, fp) }
+func (m *Mem) Begin(seq uint64, fp kx.Fingerprint) { m.mb.Begin(seq, fp) }
 
 func (m *Mem) goneErr() error {
 	m.mu.Lock()
@@ -62,11 +63,11 @@ func (m *Mem) Send(to int, tag kx.Tag, bufs ...[]byte) error {
 	if uint64(n) > MaxPayload {
 		return kx.Errorf(kx.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, kx.RankRef(to), uint64(MaxPayload))
 	}
-	if err := m.mb.deadErr(to); err != nil {
+	if err := m.mb.Dead(to); err != nil {
 		return err
 	}
 	dst := m.job.ranks[to]
-	dst.mb.put(m.rank, tag, tag.FP, bufs, n)
+	dst.mb.Put(m.rank, tag, bufs, n)
 	m.stats[to].bytesSent.Add(uint64(n))
 	m.stats[to].msgsSent.Add(1)
 	dst.stats[m.rank].bytesRecv.Add(uint64(n))
@@ -76,45 +77,42 @@ func (m *Mem) Send(to int, tag kx.Tag, bufs ...[]byte) error {
 
 // Expect names dst as the landing place of the message from rank from with tag: Send copies
 // the payload straight into it.
-func (m *Mem) Expect(from int, tag kx.Tag, dst []byte) { m.mb.expect(from, tag, dst) }
+func (m *Mem) Expect(from int, tag kx.Tag, dst []byte) { m.mb.Expect(from, tag, dst) }
 
 // Await waits until the message posted with Expect has landed.
-func (m *Mem) Await(from int, tag kx.Tag) (int, error) { return m.mb.await(from, tag) }
+func (m *Mem) Await(from int, tag kx.Tag) (int, error) { return m.mb.Await(from, tag) }
 
 // AwaitPrefix waits until the first n bytes of the posted message have landed.
-func (m *Mem) AwaitPrefix(from int, tag kx.Tag, n int) error {
-	_, err := m.mb.awaitPrefix(from, tag, n)
-	return err
-}
+func (m *Mem) AwaitPrefix(from int, tag kx.Tag, n int) error { return m.mb.AwaitPrefix(from, tag, n) }
 
 // Recv waits for the message from rank from with tag.
-func (m *Mem) Recv(from int, tag kx.Tag) ([]byte, error) { return m.mb.recv(from, tag) }
+func (m *Mem) Recv(from int, tag kx.Tag) ([]byte, error) { return m.mb.Recv(from, tag) }
 
 // Abort fails collective seq here and on every live peer with err's code and message (unless
 // seq already failed through a peer's abort, which reached everyone).
 func (m *Mem) Abort(seq uint64, err error) {
 	code, msg := abortReason(err)
-	m.mb.abort(seq, -1, code, msg)
-	if m.goneErr() != nil || m.mb.abortedByPeer(seq) {
+	m.mb.Abort(seq, -1, code, msg)
+	if m.goneErr() != nil || m.mb.AbortedByPeer(seq) {
 		return
 	}
 	for r, p := range m.job.ranks {
-		if r != m.rank && m.mb.deadErr(r) == nil {
-			p.mb.abort(seq, m.rank, code, msg)
+		if r != m.rank && m.mb.Dead(r) == nil {
+			p.mb.Abort(seq, m.rank, code, msg)
 		}
 	}
 }
 
 // Close finalizes this rank: peers see "rank N has finalized" once they have read what it sent.
 func (m *Mem) Close() error {
-	m.leave(kx.Errorf(kx.CodeState, "transport of rank %d is closed", kx.RankRef(m.rank)), finalizedError(m.rank))
+	m.leave(kx.Errorf(kx.CodeState, "transport of rank %d is closed", kx.RankRef(m.rank)), mailbox.FinalizedError(m.rank))
 	return nil
 }
 
 // Kill simulates a crash of this rank (for tests): peers see it lost, as on a reset connection,
 // and this rank's own calls fail.
 func (m *Mem) Kill() {
-	m.leave(kx.Errorf(kx.CodePeer, "rank %d was killed", kx.RankRef(m.rank)), lostError(m.rank, "connection closed without a bye (killed)"))
+	m.leave(kx.Errorf(kx.CodePeer, "rank %d was killed", kx.RankRef(m.rank)), mailbox.LostError(m.rank, "connection closed without a bye (killed)"))
 }
 
 func (m *Mem) leave(self, peers error) {
@@ -125,25 +123,25 @@ func (m *Mem) leave(self, peers error) {
 	}
 	m.gone = self
 	m.mu.Unlock()
-	m.mb.close(self)
+	m.mb.Close(self)
 	for r, p := range m.job.ranks {
 		if r != m.rank {
-			p.mb.markDead(m.rank, peers)
+			p.mb.MarkDead(m.rank, peers)
 		}
 	}
 }
 
 // FailedRanks lists the ranks this rank has seen crash or finalize.
-func (m *Mem) FailedRanks() []int { return m.mb.failedRanks() }
+func (m *Mem) FailedRanks() []int { return m.mb.FailedRanks() }
 
-// Quiesce ends the landing places of collective seq, which failed (mailbox.quiesce).
-func (m *Mem) Quiesce(seq uint64) { m.mb.quiesce(seq) }
+// Quiesce ends the landing places of collective seq, which failed (mailbox.Quiesce).
+func (m *Mem) Quiesce(seq uint64) { m.mb.Quiesce(seq) }
 
-// SetReplicaGroups turns on packet racing (race.go): rank r is a replica of node groupOf[r].
-func (m *Mem) SetReplicaGroups(groupOf []int) error { return m.mb.setGroups(groupOf) }
+// SetReplicaGroups turns on packet racing (mailbox/race.go): rank r is a replica of node groupOf[r].
+func (m *Mem) SetReplicaGroups(groupOf []int) error { return m.mb.SetReplicaGroups(groupOf) }
 
 // RaceStats returns, per rank, the racing copies it won and lost and the bytes of the lost ones.
-func (m *Mem) RaceStats() []kx.RacePeerStats { return m.mb.raceStats() }
+func (m *Mem) RaceStats() []kx.RacePeerStats { return m.mb.RaceStats() }
 
 // SendOrLeave is Send: an in-memory send never waits for the receiver.
 func (m *Mem) SendOrLeave(to int, tag kx.Tag, _ <-chan struct{}, bufs ...[]byte) error {
@@ -153,6 +151,9 @@ func (m *Mem) SendOrLeave(to int, tag kx.Tag, _ <-chan struct{}, bufs ...[]byte)
 // SameHost is false: the in-memory transport stands for ranks on hosts of their own (tests and
 // the simulator model the network between them).
 func (m *Mem) SameHost(int) bool { return false }
+
+// Release gives a payload returned by Recv back for reuse (see (*TCP).Release).
+func (m *Mem) Release(b []byte) { mailbox.PutBuf(b) }
 
 // Stats returns the data messages exchanged with each rank (index = rank).
 func (m *Mem) Stats() []PeerStats { return snapshot(m.stats) }

@@ -3,6 +3,7 @@ package netio
 import (
 	"bytes"
 	"kylix/core/kx"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -146,4 +147,21 @@ func TestMemTimeout(t *testing.T) {
 	var err error
 	within(t, time.Second, func() { _, err = ms[0].Recv(1, kx.Tag{FP: fpAll, Phase: kx.PhaseBcast}) })
 	wantErr(t, err, kx.CodeTimeout, "rank 1", "bcast")
+}
+
+func TestMemAbortNotEchoed(t *testing.T) {
+	ms := NewMemJob(3, time.Second)
+	for _, m := range ms {
+		m.Begin(0, fpAll)
+	}
+	ms[0].Abort(0, kx.Errorf(kx.CodeTimeout, "rank 9 sent nothing"))
+	// Rank 1 fails through rank 0's abort and aborts in turn: rank 2 keeps rank 0's report.
+	_, err := ms[1].Recv(0, kx.Tag{FP: fpAll, Phase: 1})
+	wantErr(t, err, kx.CodeTimeout, "reported by rank 0")
+	ms[1].Abort(0, err)
+	_, err = ms[2].Recv(0, kx.Tag{FP: fpAll, Phase: 1})
+	wantErr(t, err, kx.CodeTimeout, "rank 9 sent nothing (reported by rank 0)")
+	if strings.Count(err.Error(), "reported") != 1 {
+		t.Fatalf("abort echoed: %v", err)
+	}
 }

@@ -148,7 +148,7 @@ func TestSendOrLeaveSlowReplica(t *testing.T) {
 	tagBig := kx.Tag{FP: fpAll, Seq: 5, Layer: 0, Phase: kx.PhaseDown, Race: true}
 	tagSmall := kx.Tag{FP: fpAll, Seq: 5, Layer: 1, Phase: kx.PhaseDown, Race: true}
 
-	ts[1].mb.mu.Lock() // rank 1's reader stops at the next frame: the socket fills up
+	release := ts[1].mb.Hold() // rank 1's reader stops at the next frame: the socket fills up
 	leave := make(chan struct{})
 	go func() { time.Sleep(30 * time.Millisecond); close(leave) }()
 	took := within(t, 5*time.Second, func() {
@@ -167,7 +167,7 @@ func TestSendOrLeaveSlowReplica(t *testing.T) {
 	}
 	want := bytes.Clone(big)
 	clear(big) // the caller may reuse its buffers at once: the queue has its own copy
-	ts[1].mb.mu.Unlock()
+	release()
 
 	var got []byte
 	var err error

@@ -2,9 +2,8 @@ package netio
 
 import (
 	"kylix/core/kx"
+	"kylix/netio/rendezvous"
 	"net"
-	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -84,7 +83,7 @@ func TestConnectRankZeroServesByName(t *testing.T) {
 
 // When the address is taken (kylixrun serves it), rank 0 registers there like the others.
 func TestConnectRankZeroUsesExistingRendezvous(t *testing.T) {
-	srv, err := NewRendezvousServer("127.0.0.1:0", 3, "s3cret", 5*time.Second)
+	srv, err := rendezvous.NewServer("127.0.0.1:0", 3, "s3cret", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,50 +119,5 @@ func TestConnectRankZeroRendezvousRefusals(t *testing.T) {
 	for _, bad := range []string{"127.0.0.1", "127.0.0.1:0"} {
 		_, errs = connectRanks(2, []int{0}, bad, "127.0.0.1", nil, time.Second, 0)
 		wantErr(t, errs[0], kx.CodeArg, "rendezvous=")
-	}
-}
-
-func TestLocalRendezvous(t *testing.T) {
-	host, _ := os.Hostname()
-	cases := []struct {
-		host, bind string
-		local      bool
-	}{
-		{"", "", true},
-		{"127.0.0.1", "127.0.0.1", true},
-		{"::1", "::1", true},
-		{"0.0.0.0", "0.0.0.0", true},
-		{"localhost", "", true},
-		{"198.51.100.7", "198.51.100.7", false}, // TEST-NET-2: not an address of this machine
-		{"kylix-no-such-host.invalid", "", false},
-	}
-	if host != "" {
-		cases = append(cases, struct {
-			host, bind string
-			local      bool
-		}{host, "", true})
-	}
-	if addrs, err := net.InterfaceAddrs(); err == nil {
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
-				cases = append(cases, struct {
-					host, bind string
-					local      bool
-				}{n.IP.String(), n.IP.String(), true})
-				break
-			}
-		}
-	}
-	for _, c := range cases {
-		bind, local := localRendezvous(c.host, 2*time.Second)
-		if local != c.local || (local && bind != c.bind) {
-			t.Errorf("localRendezvous(%q) = %q, %v; want %q, %v", c.host, bind, local, c.bind, c.local)
-		}
-	}
-	if strings.Contains(host, ".") {
-		short, _, _ := strings.Cut(host, ".")
-		if _, local := localRendezvous(short, time.Second); !local {
-			t.Errorf("the short hostname %q is not local", short)
-		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"kylix/core/kx"
+	"kylix/netio/mailbox"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -18,7 +19,7 @@ type TCP struct {
 	rank, size int
 	job        uint64
 	timeout    time.Duration
-	mb         *mailbox
+	mb         *mailbox.Mailbox
 	peers      []*peer // by rank; nil for this rank
 	stats      []counters
 	closing    atomic.Bool
@@ -37,9 +38,6 @@ type peer struct {
 	hdr [HeaderSize]byte
 	iov net.Buffers
 
-	// scratch is where the reader puts racing payloads before offering them (race.go).
-	scratch []byte
-
 	downOnce sync.Once
 	beating  atomic.Bool           // a heartbeat goroutine is running for this peer (liveness.go)
 	werr     atomic.Pointer[error] // set once a write failed: later writes fail with it
@@ -51,13 +49,10 @@ type peer struct {
 // deadline bounds silence (a peer that stops reading), not the length of a large message.
 const writeChunk = 8 << 20
 
-// readChunk is how much of a payload is read between two "still hearing from it" marks.
-const readChunk = 1 << 20
-
 // newTCP wraps established, handshaken connections (conns[rank] is nil) and starts the readers.
 func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn) *TCP {
 	t := &TCP{rank: rank, size: size, job: job, timeout: timeout,
-		mb: newMailbox(rank, size, timeout), peers: make([]*peer, size), stats: make([]counters, size),
+		mb: mailbox.New(rank, size, timeout), peers: make([]*peer, size), stats: make([]counters, size),
 		done: make(chan struct{})}
 	for r, c := range conns {
 		if c == nil || r == rank {
@@ -80,8 +75,7 @@ func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn)
 func (t *TCP) configure(o kx.Options) *TCP {
 	level := kx.ParseLogLevel(o.Log)
 	if level >= kx.LogWarn {
-		t.mb.stallEvery = stallReportFromEnv()
-		t.mb.warnf = func(format string, args ...any) { kx.Logf(kx.LogWarn, level, t.rank, format, args...) }
+		t.mb.SetStallReports(mailbox.StallReportFromEnv(), func(format string, args ...any) { kx.Logf(kx.LogWarn, level, t.rank, format, args...) })
 	}
 	if o.Liveness > 0 && t.size > 1 {
 		t.wg.Add(1)
@@ -91,14 +85,14 @@ func (t *TCP) configure(o kx.Options) *TCP {
 }
 
 // Quiesce ends the landing places of collective seq, which failed: no byte lands in one after
-// Quiesce returns (mailbox.quiesce).
-func (t *TCP) Quiesce(seq uint64) { t.mb.quiesce(seq) }
+// Quiesce returns (mailbox.Quiesce).
+func (t *TCP) Quiesce(seq uint64) { t.mb.Quiesce(seq) }
 
-// SetReplicaGroups turns on packet racing (race.go): rank r is a replica of node groupOf[r].
-func (t *TCP) SetReplicaGroups(groupOf []int) error { return t.mb.setGroups(groupOf) }
+// SetReplicaGroups turns on packet racing (mailbox/race.go): rank r is a replica of node groupOf[r].
+func (t *TCP) SetReplicaGroups(groupOf []int) error { return t.mb.SetReplicaGroups(groupOf) }
 
 // RaceStats returns, per rank, the racing copies it won and lost and the bytes of the lost ones.
-func (t *TCP) RaceStats() []kx.RacePeerStats { return t.mb.raceStats() }
+func (t *TCP) RaceStats() []kx.RacePeerStats { return t.mb.RaceStats() }
 
 func (t *TCP) Rank() int              { return t.rank }
 func (t *TCP) Size() int              { return t.size }
@@ -107,26 +101,27 @@ func (t *TCP) Timeout() time.Duration { return t.timeout }
 // Job is the id every frame of this job carries.
 func (t *TCP) Job() uint64 { return t.job }
 
-func (t *TCP) Begin(seq uint64, fp kx.Fingerprint) { t.mb.begin(seq, fp) }
+func (t *TCP) Begin(seq uint64, fp kx.Fingerprint) { t.mb.Begin(seq, fp) }
 
 // Recv waits for the message from rank from with tag.
-func (t *TCP) Recv(from int, tag kx.Tag) ([]byte, error) { return t.mb.recv(from, tag) }
+func (t *TCP) Recv(from int, tag kx.Tag) ([]byte, error) { return t.mb.Recv(from, tag) }
 
 // Expect names dst as the landing place of the message from rank from with tag: its payload is
 // read from the socket straight into dst.
-func (t *TCP) Expect(from int, tag kx.Tag, dst []byte) { t.mb.expect(from, tag, dst) }
+func (t *TCP) Expect(from int, tag kx.Tag, dst []byte) { t.mb.Expect(from, tag, dst) }
 
 // Await waits until the message posted with Expect has landed.
-func (t *TCP) Await(from int, tag kx.Tag) (int, error) { return t.mb.await(from, tag) }
+func (t *TCP) Await(from int, tag kx.Tag) (int, error) { return t.mb.Await(from, tag) }
 
 // AwaitPrefix waits until the first n bytes of the posted message have landed.
-func (t *TCP) AwaitPrefix(from int, tag kx.Tag, n int) error {
-	_, err := t.mb.awaitPrefix(from, tag, n)
-	return err
-}
+func (t *TCP) AwaitPrefix(from int, tag kx.Tag, n int) error { return t.mb.AwaitPrefix(from, tag, n) }
 
 // FailedRanks lists the ranks whose connection was lost or that finalized.
-func (t *TCP) FailedRanks() []int { return t.mb.failedRanks() }
+func (t *TCP) FailedRanks() []int { return t.mb.FailedRanks() }
+
+// Release gives a payload returned by Recv back for reuse. Optional: a payload that is never
+// released is simply garbage collected. The caller must not touch b afterwards.
+func (t *TCP) Release(b []byte) { mailbox.PutBuf(b) }
 
 // Stats returns the data messages exchanged with each rank (index = rank, this rank included).
 func (t *TCP) Stats() []PeerStats { return snapshot(t.stats) }
@@ -165,15 +160,15 @@ func (t *TCP) prepareSend(to int, tag kx.Tag, bufs [][]byte) (h Header, n int, d
 		return h, 0, false, kx.Errorf(kx.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, kx.RankRef(to), uint64(MaxPayload))
 	}
 	if to == t.rank {
-		t.mb.put(t.rank, tag, tag.FP, bufs, n)
+		t.mb.Put(t.rank, tag, bufs, n)
 		t.count(to, n, true)
 		t.count(to, n, false)
 		return h, n, true, nil
 	}
-	if err := t.mb.deadErr(to); err != nil {
+	if err := t.mb.Dead(to); err != nil {
 		return h, 0, false, err
 	}
-	h = Header{Type: FrameData, Layer: tag.Layer, Phase: wirePhase(tag), Job: t.job, Seq: tag.Seq,
+	h = Header{Type: FrameData, Layer: tag.Layer, Phase: phaseByte(tag), Job: t.job, Seq: tag.Seq,
 		FP: tag.FP, Src: t.rank, Len: uint64(n)}
 	return h, n, false, nil
 }
@@ -194,21 +189,22 @@ func (t *TCP) count(r, n int, sent bool) {
 // abort, that peer has told everyone and nothing is sent.
 func (t *TCP) Abort(seq uint64, err error) {
 	code, msg := abortReason(err)
-	t.mb.abort(seq, -1, code, msg)
-	if t.closing.Load() || t.mb.abortedByPeer(seq) {
+	t.mb.Abort(seq, -1, code, msg)
+	if t.closing.Load() || t.mb.AbortedByPeer(seq) {
 		return
 	}
 	payload := encodeAbort(code, msg)
+	_, fp := t.mb.Current()
 	deadline := time.Now().Add(t.timeout)
 	var wg sync.WaitGroup
 	for _, p := range t.peers {
-		if p == nil || t.mb.deadErr(p.rank) != nil {
+		if p == nil || t.mb.Dead(p.rank) != nil {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h := Header{Type: FrameAbort, Job: t.job, Seq: seq, FP: t.mb.currentFP(), Src: t.rank, Len: uint64(len(payload))}
+			h := Header{Type: FrameAbort, Job: t.job, Seq: seq, FP: fp, Src: t.rank, Len: uint64(len(payload))}
 			p.write(&h, [][]byte{payload}, deadline) // best effort: a failure marks the peer dead
 		}()
 	}
@@ -235,7 +231,7 @@ func (t *TCP) Close() error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if t.mb.deadErr(p.rank) == nil && p.lock(deadline) {
+				if t.mb.Dead(p.rank) == nil && p.lock(deadline) {
 					var hb [HeaderSize]byte
 					EncodeHeader(hb[:], &Header{Type: FrameBye, Job: t.job, Src: t.rank})
 					p.conn.SetWriteDeadline(deadline)
@@ -249,7 +245,7 @@ func (t *TCP) Close() error {
 			}()
 		}
 		wg.Wait()
-		t.mb.close(t.closedErr())
+		t.mb.Close(t.closedErr())
 		t.wg.Wait()
 	})
 	return nil
@@ -259,8 +255,8 @@ func (t *TCP) Close() error {
 // until the peer's own bye or end of stream (or the deadline). Closing a socket whose receive
 // queue still holds unread bytes (a racing copy this rank no longer needs, say) sends a reset,
 // and a reset makes the peer drop what it has received and not yet read: a replica that
-// finished first could so take from a slower one the last copies it was owed
-// (TestReplicationSurvivesDeadReplicas failed so about 1 run in 8).
+// finished first could so take from a slower one the last copies it was owed (a flake of
+// TestReplicationSurvivesDeadReplicas; measured in docs/netio-notes.md).
 func (p *peer) lingerForBye(deadline time.Time) {
 	if hc, ok := p.conn.(interface{ CloseWrite() error }); ok {
 		hc.CloseWrite()
@@ -313,7 +309,7 @@ func (p *peer) write(h *Header, bufs [][]byte, hard time.Time) error {
 
 // writable is nil when frames may be written to p (the caller holds the write lock).
 func (p *peer) writable() error {
-	if err := p.t.mb.deadErr(p.rank); err != nil {
+	if err := p.t.mb.Dead(p.rank); err != nil {
 		return err
 	}
 	if e := p.werr.Load(); e != nil {
@@ -323,7 +319,7 @@ func (p *peer) writable() error {
 }
 
 // writeFrame writes the header and bufs; the caller holds the write lock. With detach set, a
-// write that times out because detach was asked for (racing.go) is not a failure: what is left
+// write that times out because detach was asked for (latesend.go) is not a failure: what is left
 // of the frame is returned, copied, for the caller to finish in the background.
 func (p *peer) writeFrame(h *Header, bufs [][]byte, hard time.Time, detach *detacher) (rest []byte, err error) {
 	t := p.t
@@ -383,7 +379,7 @@ func (p *peer) writeFailed(h *Header, err error) error {
 		return t.closedErr()
 	}
 	if isTimeout(err) {
-		p.down(lostError(p.rank, "connection dropped after a send timed out"))
+		p.down(mailbox.LostError(p.rank, "connection dropped after a send timed out"))
 		return kx.Errorf(kx.CodeTimeout, "rank %d took no data for %v (sending %s frame of collective %d)", kx.RankRef(p.rank), t.timeout, h.Type, kx.SeqRef(h.Seq))
 	}
 	return p.writeBroken(err)
@@ -395,7 +391,7 @@ func (p *peer) writeFailed(h *Header, err error) error {
 // one copy of everything, while its siblings' peers still send to it), and the reader tells
 // of its death once it has read up to the end.
 func (p *peer) writeBroken(err error) error {
-	e := lostError(p.rank, "send failed: "+err.Error())
+	e := mailbox.LostError(p.rank, "send failed: "+err.Error())
 	p.werr.CompareAndSwap(nil, &e)
 	if tc, ok := p.conn.(*net.TCPConn); ok {
 		tc.CloseWrite()
@@ -406,7 +402,7 @@ func (p *peer) writeBroken(err error) error {
 // down drops the connection and tells the mailbox why the peer is gone.
 func (p *peer) down(err error) {
 	p.downOnce.Do(func() {
-		p.t.mb.markDead(p.rank, err)
+		p.t.mb.MarkDead(p.rank, err)
 		p.conn.Close()
 	})
 }
@@ -417,8 +413,7 @@ func (t *TCP) readLoop(p *peer) {
 	defer t.wg.Done()
 	defer close(p.readDone)
 	// A small buffer: it batches small frames, and a payload read after its header passes
-	// through it only for what the header read brought along (at most 4 KiB; with 64 KiB, a
-	// quarter of a 256 KiB payload was copied twice).
+	// through it only for what the header read brought along (docs/netio-notes.md).
 	br := bufio.NewReaderSize(p.conn, 4<<10)
 	var hb [HeaderSize]byte
 	for {
@@ -439,51 +434,15 @@ func (t *TCP) readLoop(p *peer) {
 			p.down(kx.Errorf(kx.CodeNet, "rank %d sent a frame claiming to come from rank %d", kx.RankRef(p.rank), kx.RankRef(h.Src)))
 			return
 		}
-		t.mb.alive(p.rank)
 		switch h.Type {
 		case FrameHeartbeat:
-			t.mb.calling(p.rank, h.Seq)
+			t.mb.Heartbeat(p.rank, h.Seq)
 		case FrameData:
-			t.mb.heard(p.rank)
-			t.mb.calling(p.rank, h.Seq)
-			if h.Phase&raceBit != 0 {
-				if err := t.readRacing(p, br, &h); err != nil {
-					t.readFailed(p, err)
-					return
-				}
-				t.count(p.rank, int(h.Len), false)
-				continue
+			if err := t.mb.Receive(p.rank, h.tag(), int(h.Len), br); err != nil {
+				t.readFailed(p, err)
+				return
 			}
-			// Straight into the place core posted for it when there is one (gloo's
-			// prepareRead), else into a pooled buffer that waits in the mailbox.
-			into := t.mb.claim(p.rank, h.Seq, h.Layer, h.Phase, h.FP, int(h.Len))
-			var data []byte
-			if into != nil {
-				data = into.dst
-			} else {
-				data = getBuf(int(h.Len))
-			}
-			for off := 0; off < len(data); {
-				end := min(off+readChunk, len(data))
-				if _, err := io.ReadFull(br, data[off:end]); err != nil {
-					if into != nil {
-						t.mb.unfill(p.rank, into)
-					}
-					t.readFailed(p, err)
-					return
-				}
-				t.mb.heard(p.rank)
-				off = end
-				if into != nil && off < len(data) {
-					t.mb.progress(p.rank, into, off, h.Layer, h.Phase)
-				}
-			}
-			if into != nil {
-				t.mb.landed(p.rank, into, h.Layer, h.Phase)
-			} else {
-				t.mb.deliver(p.rank, h.Seq, h.Layer, h.Phase, h.FP, data)
-			}
-			t.count(p.rank, len(data), false)
+			t.count(p.rank, int(h.Len), false)
 		case FrameAbort:
 			if h.Len > maxAbortPayload {
 				p.down(kx.Errorf(kx.CodeNet, "rank %d sent an abort frame of %d bytes", kx.RankRef(p.rank), h.Len))
@@ -495,79 +454,12 @@ func (t *TCP) readLoop(p *peer) {
 				return
 			}
 			code, msg := decodeAbort(b)
-			t.mb.abort(h.Seq, p.rank, code, msg)
+			t.mb.Abort(h.Seq, p.rank, code, msg)
 		case FrameBye:
-			p.down(finalizedError(p.rank))
+			p.down(mailbox.FinalizedError(p.rank))
 			return
 		}
 	}
-}
-
-// readRacing reads a racing payload (race.go): offered chunk by chunk to its place, buffered
-// when it has none yet, or discarded once another copy has won.
-func (t *TCP) readRacing(p *peer, br *bufio.Reader, h *Header) error {
-	n := int(h.Len)
-	action, into, idx := t.mb.claimRace(p.rank, h.Seq, h.Layer, h.Phase, h.FP, n)
-	var data []byte
-	switch action {
-	case raceDiscard:
-		t.mb.raced(p.rank, false, n)
-		return t.discard(p, br, n)
-	case raceBuffer:
-		data = getBuf(n)
-	case raceOffer:
-		if p.scratch == nil {
-			p.scratch = make([]byte, raceChunk)
-		}
-		if n == 0 {
-			_, won := t.mb.offer(p.rank, into, 0, nil)
-			t.mb.raced(p.rank, won, 0)
-			return nil
-		}
-	}
-	for off := 0; off < n; {
-		end := min(off+raceChunk, n)
-		chunk := p.scratch
-		if data != nil {
-			chunk = data[off:end]
-		}
-		chunk = chunk[:end-off]
-		if _, err := io.ReadFull(br, chunk); err != nil {
-			if data != nil {
-				putBuf(data)
-			}
-			return err
-		}
-		t.mb.heard(p.rank)
-		off = end
-		if data == nil { // offering
-			if stop, won := t.mb.offer(p.rank, into, off-len(chunk), chunk); stop {
-				t.mb.raced(p.rank, won, off)
-				return t.discard(p, br, n-off)
-			}
-		} else if off < n && t.mb.raceDone(p.rank, h.Seq, h.Layer, h.Phase, idx) {
-			putBuf(data)
-			t.mb.raced(p.rank, false, off)
-			return t.discard(p, br, n-off)
-		}
-	}
-	if data != nil {
-		t.mb.deliverCopy(p.rank, h.Seq, h.Layer, h.Phase, h.FP, data, idx) // counts it won or lost
-	}
-	return nil
-}
-
-// discard reads and drops n payload bytes from p, marking them heard.
-func (t *TCP) discard(p *peer, br *bufio.Reader, n int) error {
-	for n > 0 {
-		k := min(n, readChunk)
-		if _, err := br.Discard(k); err != nil {
-			return err
-		}
-		t.mb.heard(p.rank)
-		n -= k
-	}
-	return nil
 }
 
 func (t *TCP) readFailed(p *peer, err error) {
@@ -576,10 +468,10 @@ func (t *TCP) readFailed(p *peer, err error) {
 		return
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		p.down(lostError(p.rank, "connection closed without a bye (process died?)"))
+		p.down(mailbox.LostError(p.rank, "connection closed without a bye (process died?)"))
 		return
 	}
-	p.down(lostError(p.rank, err.Error()))
+	p.down(mailbox.LostError(p.rank, err.Error()))
 }
 
 var _ kx.Transport = (*TCP)(nil)

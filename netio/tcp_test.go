@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"kylix/core/kx"
+	"kylix/netio/rendezvous"
 	"net"
 	"os"
 	"runtime"
@@ -40,7 +41,7 @@ func startJob(t testing.TB, n int, timeout time.Duration, peers []string, secret
 	t.Helper()
 	rdv := ""
 	if peers == nil && n > 1 {
-		srv, err := NewRendezvousServer("127.0.0.1:0", n, "s3cret", timeout)
+		srv, err := rendezvous.NewServer("127.0.0.1:0", n, "s3cret", timeout)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,17 +93,6 @@ func closeAll(ts []*TCP) {
 }
 
 // noLeak fails if goroutines started after base are still running shortly after.
-func noLeak(t *testing.T, base int) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > base {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 func tcpTransports(ts []*TCP) []kx.Transport {
 	out := make([]kx.Transport, len(ts))

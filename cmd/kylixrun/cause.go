@@ -3,14 +3,14 @@ package main
 import (
 	"fmt"
 
-	"kylix/netio"
+	"kylix/netio/rendezvous"
 )
 
 // culprit follows the failing rank's account of its failure to the rank that started it. A
 // rank that blames a peer is not the cause: the peer is, and the peer's own account,
 // if it gave one, says why. by is the rank whose account why is; ok is false when the failing
 // rank gave none (it died outside the library, or its library had no line to the launcher).
-func culprit(causes map[int]netio.Cause, failed, n int) (rank, by int, why string, ok bool) {
+func culprit(causes map[int]rendezvous.Cause, failed, n int) (rank, by int, why string, ok bool) {
 	c, ok := causes[failed]
 	if !ok {
 		return failed, failed, "", false

@@ -3,27 +3,27 @@ package main
 import (
 	"testing"
 
-	"kylix/netio"
+	"kylix/netio/rendezvous"
 )
 
 // culprit follows blame from the failing rank to the rank that blames itself or said nothing.
 func TestCulprit(t *testing.T) {
-	c := func(blamed int, msg string) netio.Cause { return netio.Cause{Msg: msg, Blamed: blamed} }
+	c := func(blamed int, msg string) rendezvous.Cause { return rendezvous.Cause{Msg: msg, Blamed: blamed} }
 	for _, tc := range []struct {
 		name     string
-		causes   map[int]netio.Cause
+		causes   map[int]rendezvous.Cause
 		failed   int
 		rank, by int
 		why      string
 		ok       bool
 	}{
 		{"no reports", nil, 2, 2, 2, "", false},
-		{"own failure", map[int]netio.Cause{2: c(2, "bad arg")}, 2, 2, 2, "bad arg", true},
-		{"blames a silent peer", map[int]netio.Cause{1: c(0, "rank 0 is lost")}, 1, 0, 1, "rank 0 is lost", true},
-		{"blames a peer that rejected its call", map[int]netio.Cause{3: c(1, "rank 1 rejected"), 1: c(1, "out is NULL")}, 3, 1, 1, "out is NULL", true},
-		{"two hops", map[int]netio.Cause{1: c(2, "via 2"), 2: c(0, "rank 0 is lost")}, 1, 0, 2, "rank 0 is lost", true},
-		{"a cycle stops", map[int]netio.Cause{1: c(2, "a"), 2: c(1, "b")}, 1, 2, 2, "b", true},
-		{"out of range", map[int]netio.Cause{1: c(9, "x")}, 1, 1, 1, "x", true},
+		{"own failure", map[int]rendezvous.Cause{2: c(2, "bad arg")}, 2, 2, 2, "bad arg", true},
+		{"blames a silent peer", map[int]rendezvous.Cause{1: c(0, "rank 0 is lost")}, 1, 0, 1, "rank 0 is lost", true},
+		{"blames a peer that rejected its call", map[int]rendezvous.Cause{3: c(1, "rank 1 rejected"), 1: c(1, "out is NULL")}, 3, 1, 1, "out is NULL", true},
+		{"two hops", map[int]rendezvous.Cause{1: c(2, "via 2"), 2: c(0, "rank 0 is lost")}, 1, 0, 2, "rank 0 is lost", true},
+		{"a cycle stops", map[int]rendezvous.Cause{1: c(2, "a"), 2: c(1, "b")}, 1, 2, 2, "b", true},
+		{"out of range", map[int]rendezvous.Cause{1: c(9, "x")}, 1, 1, 1, "x", true},
 	} {
 		rank, by, why, ok := culprit(tc.causes, tc.failed, 4)
 		if rank != tc.rank || by != tc.by || why != tc.why || ok != tc.ok {

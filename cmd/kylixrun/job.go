@@ -23,7 +23,7 @@ type job struct {
 	stdout, stderr *lineWriter
 	ranks          []*rank
 	exits          chan rankExit
-	rv             rendezvous               // the ranks' failure reports (causeLine)
+	rv             rendezvousServer         // the ranks' failure reports (causeLine)
 	sshSlots       map[string]chan struct{} // ssh startups in progress, by host (sshSlot)
 }
 

@@ -1,4 +1,4 @@
-package netio
+package rendezvous
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 
 // A rank keeps its rendezvous connection after the table, as a line to the launcher: when one of
 // its calls fails it says why and whom it blames, so the launcher can name the rank whose failure
-// started a job's end rather than the first rank to exit (kylixrun, SPEC §4).
+// started a job's end rather than the first rank to exit (kylixrun).
 //
 //	client → server  {type:"cause", code, error, rank}   rank: the rank blamed (itself if none)
 //	server → client  {type:"ack"}
@@ -67,7 +67,7 @@ func ReportFailure(self int, msg string, err error) {
 		return
 	}
 	c.SetDeadline(time.Now().Add(causeWait))
-	m := &rdvMsg{Type: "cause", Code: int(kx.CodeOf(err)), Error: msg, Rank: blamed}
+	m := &message{Type: "cause", Code: int(kx.CodeOf(err)), Error: msg, Rank: blamed}
 	if writeMsg(c, m) == nil {
 		if a, rerr := readMsg(c); rerr == nil && a.Type == "ack" {
 			c.SetDeadline(time.Time{})
@@ -79,7 +79,7 @@ func ReportFailure(self int, msg string, err error) {
 }
 
 // Causes returns, by rank, the last failure each rank reported since the table.
-func (s *RendezvousServer) Causes() map[int]Cause {
+func (s *Server) Causes() map[int]Cause {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make(map[int]Cause, len(s.causes))
@@ -90,7 +90,7 @@ func (s *RendezvousServer) Causes() map[int]Cause {
 }
 
 // recordCause stores reg's report and acknowledges it.
-func (s *RendezvousServer) recordCause(reg *rdvReg, m *rdvMsg) {
+func (s *Server) recordCause(reg *registration, m *message) {
 	s.mu.Lock()
 	if s.causes == nil {
 		s.causes = map[int]Cause{}
@@ -99,6 +99,6 @@ func (s *RendezvousServer) recordCause(reg *rdvReg, m *rdvMsg) {
 	s.mu.Unlock()
 	reg.wmu.Lock()
 	reg.conn.SetWriteDeadline(time.Now().Add(s.timeout))
-	writeMsg(reg.conn, &rdvMsg{Type: "ack"})
+	writeMsg(reg.conn, &message{Type: "ack"})
 	reg.wmu.Unlock()
 }

@@ -1,4 +1,4 @@
-package netio
+package rendezvous
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ func lookupAll(srv string, ranks []int, size int, secret string, timeout time.Du
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, j, err := rendezvousLookup(srv, r, size, fmt.Sprintf("127.0.0.1:%d", 7000+r), secret, timeout)
+			p, j, err := Lookup(srv, r, size, fmt.Sprintf("127.0.0.1:%d", 7000+r), secret, timeout)
 			res[i] = lookupResult{p, j, err}
 		}()
 	}
@@ -32,7 +32,7 @@ func lookupAll(srv string, ranks []int, size int, secret string, timeout time.Du
 }
 
 // waitRegs waits until the server holds n registrations.
-func waitRegs(t *testing.T, srv *RendezvousServer, n int) {
+func waitRegs(t *testing.T, srv *Server, n int) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
 	for {
@@ -51,7 +51,7 @@ func waitRegs(t *testing.T, srv *RendezvousServer, n int) {
 
 func TestRendezvousFourRanks(t *testing.T) {
 	base := runtime.NumGoroutine()
-	srv, err := NewRendezvousServer("127.0.0.1:0", 4, "k", 3*time.Second)
+	srv, err := NewServer("127.0.0.1:0", 4, "k", 3*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestRendezvousFourRanks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The server served its one job and forgets it.
-	_, _, err = rendezvousLookup(srv.Addr(), 0, 4, "127.0.0.1:1", "k", 200*time.Millisecond)
+	_, _, err = Lookup(srv.Addr(), 0, 4, "127.0.0.1:1", "k", 200*time.Millisecond)
 	if err == nil {
 		t.Fatal("second job was served")
 	}
@@ -83,24 +83,24 @@ func TestRendezvousFourRanks(t *testing.T) {
 
 func TestRendezvousRefusals(t *testing.T) {
 	base := runtime.NumGoroutine()
-	srv, err := NewRendezvousServer("127.0.0.1:0", 3, "k", 2*time.Second)
+	srv, err := NewServer("127.0.0.1:0", 3, "k", 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
 	first := make(chan lookupResult, 1)
 	go func() {
-		p, j, err := rendezvousLookup(srv.Addr(), 1, 3, "127.0.0.1:7001", "k", 2*time.Second)
+		p, j, err := Lookup(srv.Addr(), 1, 3, "127.0.0.1:7001", "k", 2*time.Second)
 		first <- lookupResult{p, j, err}
 	}()
 	// Let rank 1 register, then try to register it again.
 	waitRegs(t, srv, 1)
-	_, _, err = rendezvousLookup(srv.Addr(), 1, 3, "127.0.0.1:7999", "k", time.Second)
+	_, _, err = Lookup(srv.Addr(), 1, 3, "127.0.0.1:7999", "k", time.Second)
 	wantErr(t, err, kx.CodeAuth, "rank 1", "already registered")
 
-	_, _, err = rendezvousLookup(srv.Addr(), 2, 3, "127.0.0.1:7002", "wrong", time.Second)
+	_, _, err = Lookup(srv.Addr(), 2, 3, "127.0.0.1:7002", "wrong", time.Second)
 	wantErr(t, err, kx.CodeAuth, "rank 2", "wrong secret")
-	_, _, err = rendezvousLookup(srv.Addr(), 2, 4, "127.0.0.1:7002", "k", time.Second)
+	_, _, err = Lookup(srv.Addr(), 2, 4, "127.0.0.1:7002", "k", time.Second)
 	wantErr(t, err, kx.CodeAuth, "size=4", "size=3")
 
 	// The refused ranks did not take a place: the real ranks 0 and 2 complete the job.
@@ -118,7 +118,7 @@ func TestRendezvousRefusals(t *testing.T) {
 }
 
 func TestRendezvousTimeoutNamesMissing(t *testing.T) {
-	srv, err := NewRendezvousServer("127.0.0.1:0", 4, "k", 2*time.Second)
+	srv, err := NewServer("127.0.0.1:0", 4, "k", 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,12 +140,12 @@ func TestRendezvousTimeoutNamesMissing(t *testing.T) {
 // The server proves the secret too: a rank with another secret than the server's gets refused,
 // and cannot be fooled by a server without the secret.
 func TestRendezvousServerProof(t *testing.T) {
-	srv, err := NewRendezvousServer("127.0.0.1:0", 1, "server-secret", time.Second)
+	srv, err := NewServer("127.0.0.1:0", 1, "server-secret", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	_, _, err = rendezvousLookup(srv.Addr(), 0, 1, "127.0.0.1:1", "client-secret", time.Second)
+	_, _, err = Lookup(srv.Addr(), 0, 1, "127.0.0.1:1", "client-secret", time.Second)
 	wantErr(t, err, kx.CodeAuth, "wrong secret")
 	if got := tableProof("a", []byte{1}, []byte{2}, 5, []string{"x"}); string(got) == string(tableProof("b", []byte{1}, []byte{2}, 5, []string{"x"})) {
 		t.Fatal("table proof does not depend on the secret")
@@ -153,7 +153,7 @@ func TestRendezvousServerProof(t *testing.T) {
 }
 
 func TestRendezvousCloseBeforeServed(t *testing.T) {
-	srv, err := NewRendezvousServer("127.0.0.1:0", 2, "k", time.Second)
+	srv, err := NewServer("127.0.0.1:0", 2, "k", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestRendezvousCloseBeforeServed(t *testing.T) {
 
 // Connect through a rendezvous, as under kylixrun.
 func TestConnectRendezvousAdvertisesConnAddr(t *testing.T) {
-	srv, err := NewRendezvousServer("127.0.0.1:0", 2, "k", 3*time.Second)
+	srv, err := NewServer("127.0.0.1:0", 2, "k", 3*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestConnectRendezvousAdvertisesConnAddr(t *testing.T) {
 	res := make(chan lookupResult, 2)
 	for r := 0; r < 2; r++ {
 		go func() {
-			p, j, err := rendezvousLookup(srv.Addr(), r, 2, fmt.Sprintf(":%d", 7100+r), "k", 3*time.Second)
+			p, j, err := Lookup(srv.Addr(), r, 2, fmt.Sprintf(":%d", 7100+r), "k", 3*time.Second)
 			res <- lookupResult{p, j, err}
 		}()
 	}
@@ -220,7 +220,7 @@ func TestRendezvousPortTakenByAnotherProgram(t *testing.T) {
 			}
 			var err2 error
 			within(t, 3*time.Second, func() {
-				_, _, err2 = rendezvousLookup(ln.Addr().String(), 1, 2, "127.0.0.1:7001", "k", timeout)
+				_, _, err2 = Lookup(ln.Addr().String(), 1, 2, "127.0.0.1:7001", "k", timeout)
 			})
 			wantErr(t, err2, kx.CodeNet, tc.want, ln.Addr().String(), "taken by another program")
 		})

@@ -1,4 +1,4 @@
-package netio
+package rendezvous
 
 import (
 	"kylix/core/kx"
@@ -9,12 +9,12 @@ import (
 // A rank's failure report reaches the server over the rendezvous connection before
 // ReportFailure returns, with the rank it blames.
 func TestReportFailureReachesServer(t *testing.T) {
-	srv, err := NewRendezvousServer("127.0.0.1:0", 1, "k", 2*time.Second)
+	srv, err := NewServer("127.0.0.1:0", 1, "k", 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	if _, _, err := rendezvousLookup(srv.Addr(), 0, 1, "127.0.0.1:7000", "k", 2*time.Second); err != nil {
+	if _, _, err := Lookup(srv.Addr(), 0, 1, "127.0.0.1:7000", "k", 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	ReportFailure(0, "kylix_reduce: rank 3 is lost", kx.Errorf(kx.CodePeer, "rank %d is lost", kx.RankRef(3)))

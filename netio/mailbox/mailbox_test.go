@@ -1,4 +1,4 @@
-package netio
+package mailbox
 
 import (
 	"errors"
@@ -9,42 +9,9 @@ import (
 	"time"
 )
 
-var (
-	fpAll = kx.Fingerprint{Kind: kx.KindAllreduce, Dtype: uint8(kx.F32), Op: uint16(kx.Sum), Width: 2, Count: 10}
-	fpRed = kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(kx.F32), Op: uint16(kx.Sum), Width: 2, Count: 10}
-)
-
-// wantErr checks err's code and that its message contains every fragment.
-func wantErr(t *testing.T, err error, code kx.Code, frags ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("got no error, want code %v", code)
-	}
-	if kx.CodeOf(err) != code {
-		t.Fatalf("got %v (code %v), want code %v", err, kx.CodeOf(err), code)
-	}
-	for _, f := range frags {
-		if !strings.Contains(err.Error(), f) {
-			t.Fatalf("message %q lacks %q", err.Error(), f)
-		}
-	}
-}
-
-// within fails the test if f takes longer than d.
-func within(t *testing.T, d time.Duration, f func()) time.Duration {
-	t.Helper()
-	start := time.Now()
-	f()
-	took := time.Since(start)
-	if took > d {
-		t.Fatalf("took %v, want under %v", took, d)
-	}
-	return took
-}
-
 func TestMailboxOrderAndTags(t *testing.T) {
-	m := newMailbox(0, 3, time.Second)
-	m.begin(5, fpAll)
+	m := New(0, 3, time.Second)
+	m.Begin(5, fpAll)
 	tag := func(l uint8, p kx.Phase) kx.Tag { return kx.Tag{FP: fpAll, Seq: 5, Layer: l, Phase: p} }
 	m.deliver(1, 5, 0, kx.PhaseDown, fpAll, []byte("a1"))
 	m.deliver(1, 5, 0, kx.PhaseDown, fpAll, []byte("a2"))
@@ -57,32 +24,32 @@ func TestMailboxOrderAndTags(t *testing.T) {
 		want string
 	}{{1, tag(1, kx.PhaseDown), "c"}, {1, tag(0, kx.PhaseDown), "a1"}, {2, tag(0, kx.PhaseDown), "b"},
 		{1, tag(0, kx.PhaseDown), "a2"}, {1, tag(0, kx.PhaseUp), "d"}} {
-		b, err := m.recv(c.from, c.tag)
+		b, err := m.Recv(c.from, c.tag)
 		if err != nil || string(b) != c.want {
 			t.Fatalf("recv(%d, %+v) = %q, %v; want %q", c.from, c.tag, b, err, c.want)
 		}
 	}
-	if _, err := m.recv(3, tag(0, 1)); kx.CodeOf(err) != kx.CodeArg {
+	if _, err := m.Recv(3, tag(0, 1)); kx.CodeOf(err) != kx.CodeArg {
 		t.Fatalf("bad source: %v", err)
 	}
 }
 
 func TestMailboxEarlyFramesAndStaleDrop(t *testing.T) {
-	m := newMailbox(0, 2, 200*time.Millisecond)
+	m := New(0, 2, 200*time.Millisecond)
 	// Before any Begin nothing is dropped; frames of a later collective wait for it.
 	m.deliver(1, 0, 0, 1, fpAll, []byte("s0"))
 	m.deliver(1, 1, 0, 1, fpAll, []byte("s1"))
 	m.deliver(1, 2, 0, 1, fpAll, []byte("s2"))
-	m.begin(1, fpAll)
-	if b, err := m.recv(1, kx.Tag{FP: fpAll, Seq: 1, Phase: 1}); err != nil || string(b) != "s1" {
+	m.Begin(1, fpAll)
+	if b, err := m.Recv(1, kx.Tag{FP: fpAll, Seq: 1, Phase: 1}); err != nil || string(b) != "s1" {
 		t.Fatalf("got %q %v", b, err)
 	}
-	if _, err := m.recv(1, kx.Tag{FP: fpAll, Seq: 0, Phase: 1}); kx.CodeOf(err) != kx.CodeState {
+	if _, err := m.Recv(1, kx.Tag{FP: fpAll, Seq: 0, Phase: 1}); kx.CodeOf(err) != kx.CodeState {
 		t.Fatalf("recv of a finished collective: %v", err)
 	}
 	m.deliver(1, 0, 0, 1, fpAll, []byte("late")) // dropped: seq 0 is over
-	m.begin(2, fpAll)
-	if b, err := m.recv(1, kx.Tag{FP: fpAll, Seq: 2, Phase: 1}); err != nil || string(b) != "s2" {
+	m.Begin(2, fpAll)
+	if b, err := m.Recv(1, kx.Tag{FP: fpAll, Seq: 2, Phase: 1}); err != nil || string(b) != "s2" {
 		t.Fatalf("got %q %v", b, err)
 	}
 	m.mu.Lock()
@@ -95,11 +62,11 @@ func TestMailboxEarlyFramesAndStaleDrop(t *testing.T) {
 
 func TestMailboxMismatch(t *testing.T) {
 	t.Run("arriving", func(t *testing.T) {
-		m := newMailbox(0, 4, time.Second)
-		m.begin(7, fpAll)
+		m := New(0, 4, time.Second)
+		m.Begin(7, fpAll)
 		var err error
 		done := make(chan struct{})
-		go func() { _, err = m.recv(1, kx.Tag{FP: fpAll, Seq: 7, Phase: kx.PhaseDense}); close(done) }()
+		go func() { _, err = m.Recv(1, kx.Tag{FP: fpAll, Seq: 7, Phase: kx.PhaseDense}); close(done) }()
 		time.Sleep(10 * time.Millisecond)
 		within(t, 500*time.Millisecond, func() {
 			m.deliver(3, 7, 0, kx.PhaseDense, fpRed, []byte("x"))
@@ -108,24 +75,24 @@ func TestMailboxMismatch(t *testing.T) {
 		wantErr(t, err, kx.CodeMismatch, "rank 3 called reduce but this rank called allreduce")
 		// The collective stays failed, even for a message that did arrive.
 		m.deliver(1, 7, 0, kx.PhaseDense, fpAll, []byte("y"))
-		_, err = m.recv(1, kx.Tag{FP: fpAll, Seq: 7, Phase: kx.PhaseDense})
+		_, err = m.Recv(1, kx.Tag{FP: fpAll, Seq: 7, Phase: kx.PhaseDense})
 		wantErr(t, err, kx.CodeMismatch, "rank 3")
 		// The next collective is clean.
-		m.begin(8, fpAll)
+		m.Begin(8, fpAll)
 		m.deliver(1, 8, 0, kx.PhaseDense, fpAll, []byte("z"))
-		if b, err := m.recv(1, kx.Tag{FP: fpAll, Seq: 8, Phase: kx.PhaseDense}); err != nil || string(b) != "z" {
+		if b, err := m.Recv(1, kx.Tag{FP: fpAll, Seq: 8, Phase: kx.PhaseDense}); err != nil || string(b) != "z" {
 			t.Fatalf("next collective: %q %v", b, err)
 		}
 	})
 	t.Run("buffered", func(t *testing.T) {
-		m := newMailbox(0, 4, time.Second)
-		m.begin(1, fpAll)
+		m := New(0, 4, time.Second)
+		m.Begin(1, fpAll)
 		wide := fpAll
 		wide.Width = 4
 		m.deliver(3, 2, 0, kx.PhaseDown, wide, []byte("early"))
 		m.deliver(2, 2, 0, kx.PhaseDown, fpAll, []byte("fine"))
-		m.begin(2, fpAll)
-		_, err := m.recv(2, kx.Tag{FP: fpAll, Seq: 2, Phase: kx.PhaseDown})
+		m.Begin(2, fpAll)
+		_, err := m.Recv(2, kx.Tag{FP: fpAll, Seq: 2, Phase: kx.PhaseDown})
 		wantErr(t, err, kx.CodeMismatch, "rank 3 disagrees on width: 4 vs 2")
 	})
 	t.Run("fields", func(t *testing.T) {
@@ -140,69 +107,69 @@ func TestMailboxMismatch(t *testing.T) {
 			{func(f *kx.Fingerprint) { f.Plan = 9 }, "plan: 9 vs 0"},
 			{func(f *kx.Fingerprint) { f.Kind = kx.KindInvalid }, "called invalid-arguments"},
 		} {
-			m := newMailbox(0, 2, time.Second)
-			m.begin(0, fpAll)
+			m := New(0, 2, time.Second)
+			m.Begin(0, fpAll)
 			fp := fpAll
 			c.edit(&fp)
 			m.deliver(1, 0, 0, 1, fp, nil)
-			_, err := m.recv(1, kx.Tag{FP: fpAll, Phase: 1})
+			_, err := m.Recv(1, kx.Tag{FP: fpAll, Phase: 1})
 			wantErr(t, err, kx.CodeMismatch, "rank 1", c.msg)
 		}
 	})
 }
 
 func TestMailboxAbort(t *testing.T) {
-	m := newMailbox(0, 3, 2*time.Second)
-	m.begin(1, fpAll)
+	m := New(0, 3, 2*time.Second)
+	m.Begin(1, fpAll)
 	// An abort for a future collective is kept until this rank gets there.
-	m.abort(3, 2, kx.CodeTimeout, "rank 1 sent nothing")
+	m.Abort(3, 2, kx.CodeTimeout, "rank 1 sent nothing")
 	m.deliver(1, 1, 0, 1, fpAll, []byte("ok"))
-	if b, err := m.recv(1, kx.Tag{FP: fpAll, Seq: 1, Phase: 1}); err != nil || string(b) != "ok" {
+	if b, err := m.Recv(1, kx.Tag{FP: fpAll, Seq: 1, Phase: 1}); err != nil || string(b) != "ok" {
 		t.Fatalf("collective 1 disturbed: %q %v", b, err)
 	}
-	m.begin(2, fpAll)
-	m.begin(3, fpAll)
+	m.Begin(2, fpAll)
+	m.Begin(3, fpAll)
 	// A timeout report ends at once the waits on the rank that gave up...
-	_, err := m.recv(2, kx.Tag{FP: fpAll, Seq: 3, Phase: 1})
+	_, err := m.Recv(2, kx.Tag{FP: fpAll, Seq: 3, Phase: 1})
 	wantErr(t, err, kx.CodeTimeout, "rank 1 sent nothing", "reported by rank 2")
 
 	// ...but not waits on other ranks: they run out their own timer and name whom they waited
 	// for, so the rank that really stalled is the one named.
-	m.begin(10, fpAll)
-	m.abort(10, 2, kx.CodeTimeout, "rank 1 sent nothing")
+	m.Begin(10, fpAll)
+	m.Abort(10, 2, kx.CodeTimeout, "rank 1 sent nothing")
 	start := time.Now()
-	_, err = m.recv(1, kx.Tag{FP: fpAll, Seq: 10, Phase: 1})
+	_, err = m.Recv(1, kx.Tag{FP: fpAll, Seq: 10, Phase: 1})
 	wantErr(t, err, kx.CodeTimeout, "rank 1 sent nothing for")
 	if strings.Contains(err.Error(), "reported by") || time.Since(start) < time.Second {
 		t.Fatalf("a wait on rank 1 ended early through rank 2's timeout report: %v after %v", err, time.Since(start))
 	}
 
 	// An abort arriving while waiting ends the wait at once, whichever peer it comes from.
-	m.begin(4, fpAll)
+	m.Begin(4, fpAll)
 	var werr error
 	done := make(chan struct{})
-	go func() { _, werr = m.recv(1, kx.Tag{FP: fpAll, Seq: 4, Phase: 1}); close(done) }()
+	go func() { _, werr = m.Recv(1, kx.Tag{FP: fpAll, Seq: 4, Phase: 1}); close(done) }()
 	time.Sleep(10 * time.Millisecond)
 	within(t, 500*time.Millisecond, func() {
-		m.abort(4, 2, kx.CodeMismatch, "rank 2 rejected its arguments")
+		m.Abort(4, 2, kx.CodeMismatch, "rank 2 rejected its arguments")
 		<-done
 	})
 	wantErr(t, werr, kx.CodeMismatch, "rank 2 rejected")
 
 	// An abort of a collective already left is dropped; the first abort of a sequence wins.
-	m.begin(5, fpAll)
-	m.abort(4, 1, kx.CodePeer, "old")
-	m.abort(5, -1, kx.CodePeer, "first")
-	m.abort(5, 1, kx.CodeTimeout, "second")
-	_, err = m.recv(2, kx.Tag{FP: fpAll, Seq: 5, Phase: 1})
+	m.Begin(5, fpAll)
+	m.Abort(4, 1, kx.CodePeer, "old")
+	m.Abort(5, -1, kx.CodePeer, "first")
+	m.Abort(5, 1, kx.CodeTimeout, "second")
+	_, err = m.Recv(2, kx.Tag{FP: fpAll, Seq: 5, Phase: 1})
 	wantErr(t, err, kx.CodePeer, "first")
 }
 
 func TestMailboxTimeout(t *testing.T) {
-	m := newMailbox(0, 3, 150*time.Millisecond)
-	m.begin(9, fpAll)
+	m := New(0, 3, 150*time.Millisecond)
+	m.Begin(9, fpAll)
 	var err error
-	took := within(t, time.Second, func() { _, err = m.recv(2, kx.Tag{FP: fpAll, Seq: 9, Layer: 1, Phase: kx.PhaseDown}) })
+	took := within(t, time.Second, func() { _, err = m.Recv(2, kx.Tag{FP: fpAll, Seq: 9, Layer: 1, Phase: kx.PhaseDown}) })
 	wantErr(t, err, kx.CodeTimeout, "rank 2", "down", "collective 9", "layer 1")
 	if took < 150*time.Millisecond {
 		t.Fatalf("timed out after %v, before the timeout", took)
@@ -214,52 +181,52 @@ func TestMailboxTimeout(t *testing.T) {
 
 // Bytes still streaming in from the peer push the timeout on: it bounds silence, not the wait.
 func TestMailboxTimeoutCountsSilenceOnly(t *testing.T) {
-	m := newMailbox(0, 2, 500*time.Millisecond)
-	m.begin(0, fpAll)
+	m := New(0, 2, 500*time.Millisecond)
+	m.Begin(0, fpAll)
 	go func() {
 		for i := 0; i < 8; i++ { // 800 ms of trickle: well past the timeout, never silent
 			time.Sleep(100 * time.Millisecond)
-			m.heard(1)
+			m.live.heard(1)
 		}
 		m.deliver(1, 0, 0, 1, fpAll, []byte("big"))
 	}()
-	b, err := m.recv(1, kx.Tag{FP: fpAll, Phase: 1})
+	b, err := m.Recv(1, kx.Tag{FP: fpAll, Phase: 1})
 	if err != nil || string(b) != "big" {
 		t.Fatalf("got %q %v", b, err)
 	}
 }
 
 func TestMailboxDeadPeer(t *testing.T) {
-	m := newMailbox(0, 3, 5*time.Second)
-	m.begin(0, fpAll)
+	m := New(0, 3, 5*time.Second)
+	m.Begin(0, fpAll)
 	m.deliver(1, 0, 0, 1, fpAll, []byte("last words"))
 	var err error
 	done := make(chan struct{})
-	go func() { _, err = m.recv(1, kx.Tag{FP: fpAll, Phase: 2}); close(done) }()
+	go func() { _, err = m.Recv(1, kx.Tag{FP: fpAll, Phase: 2}); close(done) }()
 	time.Sleep(10 * time.Millisecond)
 	within(t, 500*time.Millisecond, func() {
-		m.markDead(1, lostError(1, "connection reset"))
+		m.MarkDead(1, LostError(1, "connection reset"))
 		<-done
 	})
 	wantErr(t, err, kx.CodePeer, "rank 1 is lost")
 	// What it delivered before dying is still there.
-	if b, err := m.recv(1, kx.Tag{FP: fpAll, Phase: 1}); err != nil || string(b) != "last words" {
+	if b, err := m.Recv(1, kx.Tag{FP: fpAll, Phase: 1}); err != nil || string(b) != "last words" {
 		t.Fatalf("delivered frame lost: %q %v", b, err)
 	}
-	_, err = m.recv(1, kx.Tag{FP: fpAll, Phase: 1})
+	_, err = m.Recv(1, kx.Tag{FP: fpAll, Phase: 1})
 	wantErr(t, err, kx.CodePeer, "rank 1")
-	m.markDead(2, finalizedError(2))
-	_, err = m.recv(2, kx.Tag{FP: fpAll, Phase: 1})
+	m.MarkDead(2, FinalizedError(2))
+	_, err = m.Recv(2, kx.Tag{FP: fpAll, Phase: 1})
 	wantErr(t, err, kx.CodePeer, "rank 2 has finalized")
-	if got := m.failedRanks(); len(got) != 2 || got[0] != 1 || got[1] != 2 {
+	if got := m.FailedRanks(); len(got) != 2 || got[0] != 1 || got[1] != 2 {
 		t.Fatalf("failedRanks = %v", got)
 	}
 }
 
 func TestMailboxConcurrentRecv(t *testing.T) {
 	const n = 6
-	m := newMailbox(0, n, 2*time.Second)
-	m.begin(0, fpAll)
+	m := New(0, n, 2*time.Second)
+	m.Begin(0, fpAll)
 	var wg sync.WaitGroup
 	errs := make(chan error, n*4)
 	for src := 0; src < n; src++ {
@@ -267,7 +234,7 @@ func TestMailboxConcurrentRecv(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				b, err := m.recv(src, kx.Tag{FP: fpAll, Phase: phase})
+				b, err := m.Recv(src, kx.Tag{FP: fpAll, Phase: phase})
 				if err != nil || len(b) != 1 || b[0] != byte(src*10)+byte(phase) {
 					errs <- errors.New("wrong message")
 				}
@@ -293,31 +260,14 @@ func TestMailboxConcurrentRecv(t *testing.T) {
 }
 
 func TestMailboxClose(t *testing.T) {
-	m := newMailbox(0, 2, 5*time.Second)
+	m := New(0, 2, 5*time.Second)
 	var err error
 	done := make(chan struct{})
-	go func() { _, err = m.recv(1, kx.Tag{FP: fpAll, Phase: 1}); close(done) }()
+	go func() { _, err = m.Recv(1, kx.Tag{FP: fpAll, Phase: 1}); close(done) }()
 	time.Sleep(10 * time.Millisecond)
 	within(t, 500*time.Millisecond, func() {
-		m.close(kx.Errorf(kx.CodeState, "transport of rank 0 is closed"))
+		m.Close(kx.Errorf(kx.CodeState, "transport of rank 0 is closed"))
 		<-done
 	})
 	wantErr(t, err, kx.CodeState, "closed")
-}
-
-func TestMemAbortNotEchoed(t *testing.T) {
-	ms := NewMemJob(3, time.Second)
-	for _, m := range ms {
-		m.Begin(0, fpAll)
-	}
-	ms[0].Abort(0, kx.Errorf(kx.CodeTimeout, "rank 9 sent nothing"))
-	// Rank 1 fails through rank 0's abort and aborts in turn: rank 2 keeps rank 0's report.
-	_, err := ms[1].Recv(0, kx.Tag{FP: fpAll, Phase: 1})
-	wantErr(t, err, kx.CodeTimeout, "reported by rank 0")
-	ms[1].Abort(0, err)
-	_, err = ms[2].Recv(0, kx.Tag{FP: fpAll, Phase: 1})
-	wantErr(t, err, kx.CodeTimeout, "rank 9 sent nothing (reported by rank 0)")
-	if strings.Count(err.Error(), "reported") != 1 {
-		t.Fatalf("abort echoed: %v", err)
-	}
 }

@@ -1,10 +1,10 @@
-package netio
+package mailbox
 
 import "kylix/core/kx"
 
-// Receive in place: core posts where a message lands (expect), a transport asks before reading a
+// Receive in place: core posts where a message lands (Expect), a transport asks before reading a
 // payload whether it has a place (claim) and reads straight into it, and core waits for the
-// whole message or a prefix of it (await, awaitPrefix).
+// whole message or a prefix of it (Await, AwaitPrefix).
 
 // post is one landing place. Its state moves open -> filling (a reader is writing into dst)
 // -> landed, or open -> early (the frame came before the post and waits, buffered, in data).
@@ -14,7 +14,7 @@ type post struct {
 	phase  kx.Phase // as on the wire (racing messages carry raceBit)
 	dst    []byte
 	state  postState
-	data   []byte // early: the buffered payload, copied into dst by await
+	data   []byte // early: the buffered payload, copied into dst by Await
 	err    error  // landed with an error (a payload of the wrong length)
 	filled int    // filling: bytes of dst already read (a prefix)
 }
@@ -28,14 +28,14 @@ const (
 	postLanded
 )
 
-// expect posts dst as the landing place of the message from rank `from` with tag, a message of
-// the current collective. A frame that already arrived is moved into the post (await copies
+// Expect posts dst as the landing place of the message from rank `from` with tag, a message of
+// the current collective. A frame that already arrived is moved into the post (Await copies
 // it); a later one is read straight into dst by claim. A post for a collective this rank has
-// left is ignored (await reports why).
-func (m *mailbox) expect(from int, tag kx.Tag, dst []byte) {
+// left is ignored (Await reports why).
+func (m *Mailbox) Expect(from int, tag kx.Tag, dst []byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k := m.key(tag.Layer, wirePhase(tag), from)
+	k := m.race.key(tag.Layer, wirePhase(tag), from)
 	if m.closed != nil || !m.started || tag.Seq != m.cur {
 		return
 	}
@@ -53,13 +53,13 @@ func (m *mailbox) expect(from int, tag kx.Tag, dst []byte) {
 // bytes; or nil, and the frame goes through deliver. A posted place of another length makes the
 // post fail with CodeInternal naming the sender (the frame is then delivered and dropped with
 // the collective): nothing is ever written outside the place.
-func (m *mailbox) claim(src int, seq uint64, layer uint8, phase kx.Phase, fp kx.Fingerprint, n int) *post {
+func (m *Mailbox) claim(src int, seq uint64, layer uint8, phase kx.Phase, fp kx.Fingerprint, n int) *post {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed != nil || !m.started || seq != m.cur || fp != m.fp {
 		return nil
 	}
-	k := m.key(layer, phase, src)
+	k := m.race.key(layer, phase, src)
 	p := m.posts[k]
 	if p == nil || p.state != postOpen {
 		return nil
@@ -82,12 +82,12 @@ func lengthError(src int, seq uint64, layer uint8, phase kx.Phase, got, want int
 
 // progress records that the first n bytes of a post being filled have landed, for waits on a
 // prefix (awaitPrefix).
-func (m *mailbox) progress(src int, p *post, n int, layer uint8, phase kx.Phase) {
+func (m *Mailbox) progress(src int, p *post, n int, layer uint8, phase kx.Phase) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p.state == postFilling {
 		p.filled = n
-		k := m.key(layer, phase, src)
+		k := m.race.key(layer, phase, src)
 		for _, w := range m.waiters { // only prefix waits that now have their bytes: a wait
 			// for the whole message, woken every chunk, would only go back to sleep
 			if w.seq == p.seq && w.key == k && w.need >= 0 && w.need <= n {
@@ -98,37 +98,37 @@ func (m *mailbox) progress(src int, p *post, n int, layer uint8, phase kx.Phase)
 }
 
 // landed marks a post claimed by claim as filled.
-func (m *mailbox) landed(src int, p *post, layer uint8, phase kx.Phase) {
-	m.heard(src)
+func (m *Mailbox) landed(src int, p *post, layer uint8, phase kx.Phase) {
+	m.live.heard(src)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p.state == postFilling {
 		p.state = postLanded
 	}
-	m.wakeKey(p.seq, m.key(layer, phase, src))
+	m.wakeKey(p.seq, m.race.key(layer, phase, src))
 	m.quiet.Broadcast()
 }
 
 // unfill is told by a reader whose connection failed in the middle of a payload it was reading
 // into post p: the post ends with the peer's error, and nobody writes into it any more.
-func (m *mailbox) unfill(src int, p *post) {
+func (m *Mailbox) unfill(src int, p *post) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p.state == postFilling {
 		p.state = postLanded
-		p.err = lostError(src, "its connection broke in the middle of a message")
-		m.wakeKey(p.seq, m.key(p.layer, p.phase, src))
+		p.err = LostError(src, "its connection broke in the middle of a message")
+		m.wakeKey(p.seq, m.race.key(p.layer, p.phase, src))
 	}
 	m.quiet.Broadcast()
 }
 
-// quiesce ends the posts of collective seq when it failed, so that no byte lands in a posted
+// Quiesce ends the posts of collective seq when it failed, so that no byte lands in a posted
 // place once the collective has returned (a place may be the caller's memory, or a plan's that
 // the next call reuses). Places not yet claimed are withdrawn: a frame for one is then buffered
 // and dropped with the collective. Racing copies write only under the lock, so withdrawing
 // their places stops them. A place a reader is filling straight from the socket is waited for:
 // its peer is sending it now, or dies (at once, or after liveness_ms), and either ends it.
-func (m *mailbox) quiesce(seq uint64) {
+func (m *Mailbox) Quiesce(seq uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for {
@@ -141,7 +141,7 @@ func (m *mailbox) quiesce(seq uint64) {
 			case p.state == postFilling && p.phase&raceBit == 0:
 				busy = true
 			case p.state == postEarly:
-				putBuf(p.data)
+				PutBuf(p.data)
 				p.data = nil
 				delete(m.posts, k)
 			default:
@@ -155,24 +155,22 @@ func (m *mailbox) quiesce(seq uint64) {
 	}
 }
 
-func (m *mailbox) wakeKey(seq uint64, k msgKey) {
-	for _, w := range m.waiters {
-		if w.seq == seq && w.key == k {
-			wake(w)
-		}
-	}
+// Await waits until the message posted with Expect has landed in its place and returns its
+// length. It fails as recv does, and with CodeInternal for a payload of the wrong length.
+func (m *Mailbox) Await(from int, tag kx.Tag) (int, error) {
+	return m.awaitPrefix(from, tag, -1)
 }
 
-// await waits until the message posted with expect has landed in its place and returns its
-// length. It fails as recv does, and with CodeInternal for a payload of the wrong length.
-func (m *mailbox) await(from int, tag kx.Tag) (int, error) {
-	return m.awaitPrefix(from, tag, -1)
+// AwaitPrefix waits until the first n bytes of the posted message have landed (awaitPrefix).
+func (m *Mailbox) AwaitPrefix(from int, tag kx.Tag, n int) error {
+	_, err := m.awaitPrefix(from, tag, n)
+	return err
 }
 
 // awaitPrefix waits until at least the first n bytes of the posted message have landed (all of
 // it when n < 0), so a caller can combine the front of a large message while the rest streams
 // in. It returns the message's length once it has landed whole, else n.
-func (m *mailbox) awaitPrefix(from int, tag kx.Tag, n int) (int, error) {
+func (m *Mailbox) awaitPrefix(from int, tag kx.Tag, n int) (int, error) {
 	if n < 0 {
 		n = postWhole
 	}
@@ -182,7 +180,7 @@ func (m *mailbox) awaitPrefix(from int, tag kx.Tag, n int) (int, error) {
 	}
 	p := r.post
 	if early := r.data; early != nil {
-		defer putBuf(early)
+		defer PutBuf(early)
 		if len(early) != len(p.dst) {
 			return 0, lengthError(from, tag.Seq, tag.Layer, tag.Phase, len(early), len(p.dst))
 		}
@@ -192,36 +190,4 @@ func (m *mailbox) awaitPrefix(from int, tag kx.Tag, n int) (int, error) {
 		return n, nil
 	}
 	return len(p.dst), p.err
-}
-
-// ready is what wait found: a buffered payload (recv, or an early frame of a post) and, for
-// await, the post.
-type ready struct {
-	data    []byte
-	post    *post
-	partial bool // only the prefix asked for has landed
-}
-
-// readyLocked looks for the message: a buffered frame (recv) or a post that has landed or holds
-// an early frame, which it takes out of the post (await).
-func (m *mailbox) readyLocked(b *seqBox, k msgKey, seq uint64, prefix int) (ready, bool) {
-	if prefix == recvWhole {
-		data := takeMsg(b, k)
-		return ready{data: data}, data != nil
-	}
-	q := m.posts[k]
-	if q == nil || q.seq != seq {
-		return ready{}, false
-	}
-	if q.state == postFilling && prefix >= 0 && q.filled >= prefix {
-		return ready{post: q, partial: true}, true
-	}
-	if q.state != postLanded && q.state != postEarly {
-		return ready{}, false
-	}
-	r := ready{post: q}
-	if q.state == postEarly {
-		r.data, q.data, q.state = q.data, nil, postLanded
-	}
-	return r, true
 }

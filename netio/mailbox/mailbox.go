@@ -1,0 +1,325 @@
+// Package mailbox is the receive side every transport shares: transports hand it frames,
+// aborts, heartbeats and deaths, and core's waits (Recv, Expect/Await) are served from it, so
+// TCP and the in-memory transport fail in exactly the same ways.
+//
+// The door a transport uses is small: Receive (a data frame read from a stream) or Put (one
+// already in memory), Abort, Heartbeat, MarkDead and Close, plus the liveness clock (Alive,
+// Silence). The rest (posts, the payload pool, racing copies, waiters) stays in here.
+package mailbox
+
+import (
+	"kylix/core/kx"
+	"sync"
+	"time"
+)
+
+// Mailbox files frames by sequence; each sequence's box holds its messages keyed by (layer,
+// phase, source) and, once the collective is known to have failed (fingerprint mismatch or
+// abort), the error every wait in it returns.
+type Mailbox struct {
+	rank, size int
+	timeout    time.Duration
+	live       liveness  // when each peer was last heard from, and which collective it is in
+	race       raceTable // replication: who is whose replica, copies won and lost
+	// stallEvery is how often a stalled wait logs (0: never); warnf prints the line.
+	stallEvery time.Duration
+	warnf      func(format string, args ...any)
+	// scratch[src] is where src's reader puts racing chunks before offering them; only that
+	// reader touches it.
+	scratch [][]byte
+
+	mu      sync.Mutex
+	started bool // Begin was called at least once
+	cur     uint64
+	fp      kx.Fingerprint
+	boxes   map[uint64]*seqBox
+	dead    []error // per rank: why it is gone, nil while alive
+	closed  error   // set by Close: every wait fails with it
+	waiters []*waiter
+	// freeWaiters are waiters done with, for reuse.
+	freeWaiters []*waiter
+	// posts are the landing places core named with Expect for the current collective (cur):
+	// a data frame for one of them is read straight into it (see claim).
+	posts map[msgKey]*post
+	// quiet is signalled when a post being filled lands or its reader fails (Quiesce).
+	quiet sync.Cond
+}
+
+type msgKey struct {
+	layer uint8
+	phase kx.Phase
+	src   int
+}
+
+type frame struct {
+	fp   kx.Fingerprint
+	data []byte
+}
+
+type seqBox struct {
+	msgs   map[msgKey][]frame // FIFO per key
+	fail   error              // mismatch or abort: the collective is over
+	remote bool               // fail came from a peer's abort, which every peer got too
+	// stalled holds peers' timeout reports. A timeout is a guess about who is to blame: in a
+	// chain of waits every rank times out at about the same moment, and the first report would
+	// otherwise pre-empt the ranks that wait on the culprit itself. So a report from rank r ends
+	// only waits on r at once; other waits run out their own timer (still within timeout_ms)
+	// and name whom they waited for.
+	stalled map[int]error
+	// Racing messages (copies.go): accepted[k] counts the messages of key k a copy has won
+	// (filed, or landed in their place), seen[{k, r}] the frames of key k rank r has sent.
+	// The i-th frame of a key from any replica carries the same message, so a frame whose
+	// index is below accepted is a copy that lost, and is dropped.
+	accepted map[msgKey]int
+	seen     map[copyKey]int
+}
+
+// New makes the mailbox of rank in a job of size ranks; a wait for a silent peer ends after
+// timeout.
+func New(rank, size int, timeout time.Duration) *Mailbox {
+	m := &Mailbox{
+		rank:    rank,
+		size:    size,
+		timeout: timeout,
+		live:    newLiveness(size),
+		race:    raceTable{counts: make([]raceCounters, size)},
+		scratch: make([][]byte, size),
+		boxes:   map[uint64]*seqBox{},
+		dead:    make([]error, size),
+		posts:   map[msgKey]*post{},
+	}
+	m.quiet.L = &m.mu
+	return m
+}
+
+// free recycles the payloads nobody will read.
+func (b *seqBox) free() {
+	for _, q := range b.msgs {
+		for _, f := range q {
+			PutBuf(f.data)
+		}
+	}
+	b.msgs = map[msgKey][]frame{}
+}
+
+func (m *Mailbox) box(seq uint64) *seqBox {
+	b := m.boxes[seq]
+	if b == nil {
+		b = &seqBox{msgs: map[msgKey][]frame{}, accepted: map[msgKey]int{}, seen: map[copyKey]int{}}
+		m.boxes[seq] = b
+	}
+	return b
+}
+
+// stale reports whether seq belongs to a collective this rank has already left.
+func (m *Mailbox) stale(seq uint64) bool { return m.started && seq < m.cur }
+
+// Begin makes seq the current collective: older boxes are dropped and frames of seq that
+// arrived early are checked against fp.
+func (m *Mailbox) Begin(seq uint64, fp kx.Fingerprint) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.started, m.cur, m.fp = true, seq, fp
+	for k, p := range m.posts {
+		if p.state == postEarly {
+			PutBuf(p.data)
+		}
+		delete(m.posts, k)
+	}
+	for s, b := range m.boxes {
+		if s < seq {
+			b.free()
+			delete(m.boxes, s)
+		}
+	}
+	b := m.boxes[seq]
+	if b == nil || b.fail != nil {
+		return
+	}
+	first := -1
+	var theirs kx.Fingerprint
+	for k, q := range b.msgs {
+		for _, f := range q {
+			if f.fp != fp && (first < 0 || k.src < first) {
+				first, theirs = k.src, f.fp
+			}
+		}
+	}
+	if first >= 0 {
+		m.failLocked(seq, b, mismatchError(first, theirs, fp, seq))
+	}
+}
+
+// Current is the collective this rank is in (or was last in) and the fingerprint its frames
+// carry.
+func (m *Mailbox) Current() (uint64, kx.Fingerprint) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cur, m.fp
+}
+
+// deliver files a data frame from src. data is owned by the mailbox from now on.
+func (m *Mailbox) deliver(src int, seq uint64, layer uint8, phase kx.Phase, fp kx.Fingerprint, data []byte) {
+	m.deliverCopy(src, seq, layer, phase, fp, data, 0)
+}
+
+// deliverCopy is deliver; for a racing frame, idx is its place among src's frames of its key in
+// seq (claimRace), and a copy of a message another replica's copy already delivered is dropped.
+func (m *Mailbox) deliverCopy(src int, seq uint64, layer uint8, phase kx.Phase, fp kx.Fingerprint, data []byte, idx int) {
+	m.live.heard(src)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed != nil || m.stale(seq) {
+		PutBuf(data)
+		return
+	}
+	b := m.box(seq)
+	if b.fail != nil {
+		PutBuf(data)
+		return
+	}
+	if m.started && seq == m.cur && fp != m.fp {
+		PutBuf(data)
+		m.failLocked(seq, b, mismatchError(src, fp, m.fp, seq))
+		return
+	}
+	k := m.race.key(layer, phase, src)
+	if phase&raceBit != 0 {
+		if idx < b.accepted[k] { // another copy won
+			PutBuf(data)
+			m.race.count(src, false, len(data))
+			return
+		}
+		b.accepted[k] = idx + 1
+		m.race.count(src, true, len(data))
+		if p := m.posts[k]; p != nil && p.seq == seq && p.state == postFilling {
+			// Other copies are being offered into the post: complete it from this one.
+			copy(p.dst, data)
+			PutBuf(data)
+			p.filled, p.state = len(p.dst), postLanded
+			m.wakeKey(seq, k)
+			return
+		}
+	}
+	if p := m.posts[k]; p != nil && p.seq == seq && p.state == postOpen {
+		// Posted after claim looked and before this frame was filed: hand it to the post.
+		p.state, p.data = postEarly, data
+	} else {
+		b.msgs[k] = append(b.msgs[k], frame{fp, data})
+	}
+	m.wakeKey(seq, k)
+}
+
+// Abort records that collective seq failed with code and msg: a peer's report (src >= 0, the
+// error's Reporter) or this rank's own (src < 0). The first failure of a sequence wins; an
+// abort of a sequence this rank already left is dropped, one of a future sequence waits for it.
+func (m *Mailbox) Abort(seq uint64, src int, code kx.Code, msg string) {
+	e := &kx.Error{Code: code, Msg: msg}
+	if src >= 0 {
+		m.live.heard(src)
+		e = kx.Reported(code, msg, src)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed != nil || m.stale(seq) {
+		return
+	}
+	b := m.box(seq)
+	if b.fail != nil {
+		return
+	}
+	if code == kx.CodeTimeout && src >= 0 {
+		if b.stalled == nil {
+			b.stalled = map[int]error{}
+		}
+		b.stalled[src] = e
+		for _, w := range m.waiters {
+			if w.seq == seq { // a racing wait is keyed by node: let each look for itself
+				wake(w)
+			}
+		}
+		return
+	}
+	m.failLocked(seq, b, e)
+	b.remote = src >= 0
+}
+
+// AbortedByPeer reports whether collective seq failed because a peer aborted it. That peer told
+// every rank (full mesh), so passing its abort on would only multiply frames.
+func (m *Mailbox) AbortedByPeer(seq uint64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.boxes[seq]
+	return b != nil && b.remote
+}
+
+func (m *Mailbox) failLocked(seq uint64, b *seqBox, err error) {
+	b.fail = err
+	b.free() // nothing of a failed collective will be read
+	for _, w := range m.waiters {
+		if w.seq == seq {
+			wake(w)
+		}
+	}
+}
+
+// MarkDead records that rank r is gone. Messages it delivered before stay readable; a wait for
+// anything else from it fails at once with err. The first reason wins.
+func (m *Mailbox) MarkDead(r int, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r < 0 || r >= m.size || m.dead[r] != nil {
+		return
+	}
+	m.dead[r] = err
+	for _, w := range m.waiters {
+		wake(w) // deaths are rare; each wait checks whether it waited for r (or r's node)
+	}
+}
+
+// Dead is why rank r is gone, or nil.
+func (m *Mailbox) Dead(r int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.dead[r]
+}
+
+// FailedRanks lists the ranks that crashed or finalized, in order.
+func (m *Mailbox) FailedRanks() []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var rs []int
+	for r, e := range m.dead {
+		if e != nil {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+// Close fails every current and future wait with err and frees what was buffered.
+func (m *Mailbox) Close(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed != nil {
+		return
+	}
+	m.closed = err
+	for _, b := range m.boxes {
+		b.free()
+	}
+	m.boxes = map[uint64]*seqBox{}
+	for _, w := range m.waiters {
+		wake(w)
+	}
+}
+
+// FinalizedError is what both transports say of a peer that said bye.
+func FinalizedError(r int) error {
+	return kx.Errorf(kx.CodePeer, "rank %d has finalized", kx.RankRef(r))
+}
+
+// LostError is what both transports say of a peer that went away without a bye.
+func LostError(r int, why string) error {
+	return kx.Errorf(kx.CodePeer, "rank %d is lost: %s", kx.RankRef(r), why)
+}

@@ -1,0 +1,40 @@
+package mailbox
+
+import (
+	"math/bits"
+	"sync"
+)
+
+// Payload buffers. Recv hands each payload to the caller, so by default every message costs a
+// fresh allocation, and at 1 MiB a message that (zeroing, page faults, GC) costs as much as the
+// loopback copy itself. A caller that is done with a payload may give it back with Release; the
+// next payload of the same size class reuses it. Buffers come in power-of-two classes from
+// minPooled to maxPooled; smaller and larger ones are plain allocations.
+const (
+	minPooledShift = 12 // 4 KiB
+	maxPooledShift = 26 // 64 MiB
+)
+
+var payloadPools [maxPooledShift + 1]sync.Pool
+
+// GetBuf returns a buffer of length n whose contents are undefined (the reader overwrites it).
+func GetBuf(n int) []byte {
+	if n < 1<<minPooledShift || n > 1<<maxPooledShift {
+		return make([]byte, n)
+	}
+	k := bits.Len(uint(n - 1)) // smallest k with 1<<k >= n
+	if p, _ := payloadPools[k].Get().(*[]byte); p != nil {
+		return (*p)[:n]
+	}
+	return make([]byte, n, 1<<k)
+}
+
+// PutBuf files b for reuse if it has the capacity of a size class (the transports' Release).
+func PutBuf(b []byte) {
+	c := cap(b)
+	if c < 1<<minPooledShift || c > 1<<maxPooledShift || c&(c-1) != 0 {
+		return
+	}
+	b = b[:c]
+	payloadPools[bits.Len(uint(c))-1].Put(&b)
+}

@@ -1,0 +1,272 @@
+package mailbox
+
+import (
+	"kylix/core/kx"
+	"strings"
+	"time"
+)
+
+// Waits: Recv, Await and AwaitPrefix block in wait until their message is there, the
+// collective failed, the peer is gone or it has been silent for the timeout.
+
+type waiter struct {
+	seq   uint64
+	key   msgKey
+	need  int           // a prefix wait's bytes (progress below it does not wake), else < 0
+	ch    chan struct{} // buffered(1): a wake-up is never lost and never blocks the sender
+	timer *time.Timer   // stopped while the waiter is free
+}
+
+// getWaiter takes a waiter from the free list (waits are frequent; their channel and timer
+// are reused) or makes one. need is a prefix wait's byte count (else negative).
+func (m *Mailbox) getWaiter(seq uint64, k msgKey, need int) *waiter {
+	if n := len(m.freeWaiters); n > 0 {
+		w := m.freeWaiters[n-1]
+		m.freeWaiters = m.freeWaiters[:n-1]
+		w.seq, w.key, w.need = seq, k, need
+		return w
+	}
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &waiter{seq: seq, key: k, need: need, ch: make(chan struct{}, 1), timer: t}
+}
+
+// putWaiter takes w off the waiting list and files it for reuse, its timer stopped and its
+// channel empty. The caller holds the lock.
+func (m *Mailbox) putWaiter(w *waiter) {
+	m.removeWaiter(w)
+	if !w.timer.Stop() { // fired and not received: drain so the next Reset starts clean
+		select {
+		case <-w.timer.C:
+		default:
+		}
+	}
+	select { // a wake-up that came too late must not wake the next user
+	case <-w.ch:
+	default:
+	}
+	m.freeWaiters = append(m.freeWaiters, w)
+}
+
+func (m *Mailbox) removeWaiter(w *waiter) {
+	for i, x := range m.waiters {
+		if x == w {
+			last := len(m.waiters) - 1
+			m.waiters[i] = m.waiters[last]
+			m.waiters[last] = nil
+			m.waiters = m.waiters[:last]
+			return
+		}
+	}
+}
+
+func wake(w *waiter) {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+func (m *Mailbox) wakeKey(seq uint64, k msgKey) {
+	for _, w := range m.waiters {
+		if w.seq == seq && w.key == k {
+			wake(w)
+		}
+	}
+}
+
+// Recv waits for the message from rank `from` with tag and returns its payload, which the
+// caller owns. A failed collective, a dead peer, a closed mailbox or timeout of silence from
+// `from` end the wait with an error.
+func (m *Mailbox) Recv(from int, tag kx.Tag) ([]byte, error) {
+	r, err := m.wait(from, tag, recvWhole)
+	return r.data, err
+}
+
+// takeMsg pops the first buffered message with key k, or returns nil.
+func takeMsg(b *seqBox, k msgKey) []byte {
+	q := b.msgs[k]
+	if len(q) == 0 {
+		return nil
+	}
+	data := q[0].data
+	q[0] = frame{}
+	if len(q) == 1 {
+		delete(b.msgs, k)
+	} else {
+		b.msgs[k] = q[1:]
+	}
+	return data
+}
+
+// What wait waits for: a buffered message (Recv), a posted message landed whole, or (n >= 0)
+// the first n bytes of a posted message.
+const (
+	recvWhole = -2
+	postWhole = -1
+)
+
+// wait blocks until the message is there (readyLocked). A failed collective, a dead peer (for
+// a racing message: every replica of the source node dead), a closed mailbox or timeout without
+// data from `from` end the wait with an error. A wait that stalls logs a line every stallEvery.
+func (m *Mailbox) wait(from int, tag kx.Tag, prefix int) (ready, error) {
+	if from < 0 || from >= m.size {
+		return ready{}, kx.Errorf(kx.CodeArg, "recv: source rank %d is not in 0..%d", kx.RankRef(from), m.size-1)
+	}
+	k := m.race.key(tag.Layer, wirePhase(tag), from)
+	var w *waiter
+	start := time.Now()
+	nextStall := m.stallEvery
+	m.mu.Lock()
+	defer func() {
+		if w != nil {
+			m.putWaiter(w)
+		}
+		m.mu.Unlock()
+	}()
+	for {
+		if r, done, err := m.lookLocked(tag, k, from, prefix); done {
+			return r, err
+		}
+		if w == nil {
+			w = m.getWaiter(tag.Seq, k, prefix)
+			m.waiters = append(m.waiters, w)
+			w.timer.Reset(m.nextCheck(m.timeout, nextStall))
+		}
+		m.mu.Unlock()
+		select {
+		case <-w.ch:
+			m.mu.Lock()
+		case <-w.timer.C:
+			m.mu.Lock()
+			waited := time.Since(start)
+			if nextStall > 0 && waited >= nextStall {
+				m.reportStall(tag, k, from, waited)
+				nextStall += m.stallEvery
+			}
+			// The timeout counts from the later of the start of this wait and the last data
+			// from the peer (a long message may still be arriving); heartbeats do not count.
+			last := max(start.UnixNano(), m.live.latestData(m.race.sources(k, from)))
+			if left := time.Until(time.Unix(0, last).Add(m.timeout)); left > 0 {
+				w.timer.Reset(m.nextCheck(left, nextStall-waited))
+				continue
+			}
+			// One last look: the message may have raced the timer.
+			if b := m.boxes[tag.Seq]; b != nil && b.fail != nil {
+				return ready{}, b.fail
+			} else if b != nil {
+				if r, ok := m.readyLocked(b, k, tag.Seq, prefix); ok {
+					return r, nil
+				}
+			}
+			if m.closed != nil || m.goneLocked(k, from) != nil {
+				continue
+			}
+			return ready{}, kx.Errorf(kx.CodeTimeout, "rank %d sent nothing for %v: waited for its %s message of collective %d, layer %d",
+				kx.RankRef(from), m.timeout, phaseName(tag.Phase), kx.SeqRef(tag.Seq), kx.LayerRef(tag.Layer))
+		}
+	}
+}
+
+// lookLocked is one look of a wait: done with the message (readyLocked) or with why it cannot
+// come (a closed mailbox, a collective left or failed, a source that gave up on it or is gone).
+func (m *Mailbox) lookLocked(tag kx.Tag, k msgKey, from, prefix int) (r ready, done bool, err error) {
+	if m.closed != nil {
+		return ready{}, true, m.closed
+	}
+	if m.stale(tag.Seq) {
+		return ready{}, true, kx.Errorf(kx.CodeState, "recv: collective %d is over (this rank is in %d)", kx.SeqRef(tag.Seq), kx.SeqRef(m.cur))
+	}
+	b := m.box(tag.Seq)
+	if b.fail != nil {
+		return ready{}, true, b.fail
+	}
+	if r, ok := m.readyLocked(b, k, tag.Seq, prefix); ok {
+		return r, true, nil
+	}
+	if err := m.stalledLocked(b, k, from); err != nil {
+		// The rank we wait for gave up on this collective: it will not send.
+		m.failLocked(tag.Seq, b, err)
+		b.remote = true
+		return ready{}, true, err
+	}
+	if err := m.goneLocked(k, from); err != nil {
+		return ready{}, true, err
+	}
+	return ready{}, false, nil
+}
+
+// ready is what wait found: a buffered payload (Recv, or an early frame of a post) and, for
+// Await, the post.
+type ready struct {
+	data    []byte
+	post    *post
+	partial bool // only the prefix asked for has landed
+}
+
+// readyLocked looks for the message: a buffered frame (Recv) or a post that has landed or holds
+// an early frame, which it takes out of the post (Await).
+func (m *Mailbox) readyLocked(b *seqBox, k msgKey, seq uint64, prefix int) (ready, bool) {
+	if prefix == recvWhole {
+		data := takeMsg(b, k)
+		return ready{data: data}, data != nil
+	}
+	q := m.posts[k]
+	if q == nil || q.seq != seq {
+		return ready{}, false
+	}
+	if q.state == postFilling && prefix >= 0 && q.filled >= prefix {
+		return ready{post: q, partial: true}, true
+	}
+	if q.state != postLanded && q.state != postEarly {
+		return ready{}, false
+	}
+	r := ready{post: q}
+	if q.state == postEarly {
+		r.data, q.data, q.state = q.data, nil, postLanded
+	}
+	return r, true
+}
+
+// goneLocked is why no copy of a message from `from` can come any more: every rank it may come
+// from is dead. One dead rank keeps its own error; several are named together.
+func (m *Mailbox) goneLocked(k msgKey, from int) error {
+	srcs, one := m.race.sources(k, from)
+	if srcs == nil {
+		return m.dead[one]
+	}
+	var why []string
+	var refs []any
+	for _, r := range srcs {
+		if m.dead[r] == nil {
+			return nil
+		}
+		why = append(why, m.dead[r].Error())
+		refs = append(refs, kx.RankRef(r))
+	}
+	return kx.Errorf(kx.CodePeer, "every replica of node %d is lost (ranks "+kx.RankListFormat(len(refs))+"): %s",
+		append(append([]any{k.src}, refs...), strings.Join(why, "; "))...)
+}
+
+// stalledLocked is the timeout report that ends a wait for k: the source's, or for a racing
+// message the report of every live replica of the source node.
+func (m *Mailbox) stalledLocked(b *seqBox, k msgKey, from int) error {
+	srcs, one := m.race.sources(k, from)
+	if srcs == nil {
+		return b.stalled[one]
+	}
+	var first error
+	for _, r := range srcs {
+		if m.dead[r] != nil {
+			continue
+		}
+		err := b.stalled[r]
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -1,0 +1,5 @@
+package rendezvous
+
+import "kylix/netio/internal/nettest"
+
+var wantErr, within, noLeak = nettest.WantErr, nettest.Within, nettest.NoLeak

@@ -467,7 +467,7 @@ func TestKylixrunSSHNetns(t *testing.T) {
 	t.Run("many_ranks_one_host", func(t *testing.T) {
 		const n = 24
 		r := lab.kylixrun(t, "--hosts", b+":"+strconv.Itoa(n), "--rendezvous-host", a, "--",
-			"sh", "-c", `echo "r$KYLIX_RANK DONE fails=0"`)
+			"sh", "-c", `echo "r$KYLIX_RANK PASS started over ssh"; echo "r$KYLIX_RANK DONE fails=0"`)
 		r.expectClean(t, allRanks(n)...)
 	})
 

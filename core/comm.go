@@ -4,14 +4,15 @@ import (
 	"kylix/core/keyset"
 	"kylix/core/kx"
 	"kylix/core/members"
+	"kylix/core/stats"
 	"sync"
 )
 
 // Comm is one rank's membership in a job: a transport plus the agreed sequence of collectives.
 // One goroutine at a time may use a Comm (include/kylix.h); plans of one comm share its sequence.
 type Comm struct {
-	v       *members.View // who is in the comm and where they are (members/view.go)
-	rec     *recorder     // what the comm's collectives did (stats.go)
+	v       *members.View   // who is in the comm and where they are (members/view.go)
+	rec     *stats.Recorder // what the comm's collectives did (core/stats)
 	opts    kx.Options
 	degrees []int // fixed degrees from the option, nil for auto
 	seq     uint64
@@ -59,7 +60,7 @@ func newComm(v *members.View, opts kx.Options) (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Comm{v: v, rec: newRecorder(), opts: opts, degrees: ds, denseSwitchBytes: -1, seq: v.Base()}, nil
+	return &Comm{v: v, rec: stats.NewRecorder(), opts: opts, degrees: ds, denseSwitchBytes: -1, seq: v.Base()}, nil
 }
 
 // Rank and Size count processes, replicas included (kylix_rank, kylix_size).

@@ -75,7 +75,7 @@ func orPrior(v, prior float64) float64 {
 // compressed, folds its figures into the codec's estimates.
 func (c *Comm) noteConfigMsg(tag kx.Tag, f keyset.MsgFigures, sent bool) {
 	if s := c.rec; s != nil {
-		s.noteIndex(tag, f.Raw, f.Wire, sent)
+		s.NoteIndex(tag, f.Raw, f.Wire, sent)
 	}
 	if !f.Packed || f.Keys == 0 || f.Wire == 0 {
 		return

@@ -3,38 +3,38 @@ package core
 import "kylix/core/kx"
 
 // The comm's data path. Every message goes through two explicit layers: the view (members/,
-// which rank is which process, replicas raced) and the recorder (stats.go, the statistics of
+// which rank is which process, replicas raced) and the recorder (core/stats, the statistics of
 // kylix_stats_json). Collectives call these, never the transport.
 
 func (c *Comm) begin(seq uint64, fp kx.Fingerprint) {
-	c.rec.begin(seq, fp)
+	c.rec.Begin(seq, fp)
 	c.v.Begin(seq, fp)
 }
 
 // abort ends collective seq with err here and tells every live peer.
 func (c *Comm) abort(seq uint64, err error) {
-	c.rec.end(seq, err) // a rejected call ends here (run's own hook ran first otherwise)
+	c.rec.End(seq, err) // a rejected call ends here (run's own hook ran first otherwise)
 	c.v.Abort(seq, err)
 }
 
 func (c *Comm) send(to int, tag kx.Tag, bufs ...[]byte) error {
-	c.rec.enter(tag)
+	c.rec.Enter(tag)
 	err := c.v.Send(to, tag, bufs...)
 	if err == nil {
 		n := 0
 		for _, b := range bufs {
 			n += len(b)
 		}
-		c.rec.count(tag, n, true)
+		c.rec.Count(tag, n, true)
 	}
 	return err
 }
 
 func (c *Comm) recv(from int, tag kx.Tag) ([]byte, error) {
-	c.rec.enter(tag)
+	c.rec.Enter(tag)
 	b, err := c.v.Recv(from, tag)
 	if err == nil {
-		c.rec.count(tag, len(b), false)
+		c.rec.Count(tag, len(b), false)
 	}
 	return b, err
 }
@@ -42,16 +42,16 @@ func (c *Comm) recv(from int, tag kx.Tag) ([]byte, error) {
 func (c *Comm) expect(from int, tag kx.Tag, dst []byte) { c.v.Expect(from, tag, dst) }
 
 func (c *Comm) await(from int, tag kx.Tag) (int, error) {
-	c.rec.enter(tag)
+	c.rec.Enter(tag)
 	n, err := c.v.Await(from, tag)
 	if err == nil {
-		c.rec.count(tag, n, false)
+		c.rec.Count(tag, n, false)
 	}
 	return n, err
 }
 
 // awaitPrefix is not counted: the await that follows it counts the whole message.
 func (c *Comm) awaitPrefix(from int, tag kx.Tag, n int) error {
-	c.rec.enter(tag)
+	c.rec.Enter(tag)
 	return c.v.AwaitPrefix(from, tag, n)
 }

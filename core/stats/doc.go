@@ -1,5 +1,4 @@
-// Package stats is the shape of kylix_stats_json: what a comm reports about its collectives,
-// plans, layers, traffic, compression and replication. The comm's recorder (core/stats.go)
-// fills it; this package holds only the types, so tools and tests can read the JSON without the
-// algorithms.
+// Package stats is what a comm reports in kylix_stats_json about its collectives, plans,
+// layers, traffic, compression and replication: the types of the JSON (stats.go) and the
+// Recorder that fills them (recorder.go), which the comm's data path calls for every message.
 package stats

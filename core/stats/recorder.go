@@ -1,0 +1,402 @@
+package stats
+
+import (
+	"kylix/core/kx"
+	"sync"
+	"time"
+)
+
+// Statistics of a comm (kylix_stats_json). A comm's Recorder is told of every begin, send and
+// receive by the comm's data path (wire.go): begin's fingerprint names the kind of collective and
+// its plan, and every message's tag names the collective (seq), the layer and the phase, so each
+// message is charged to (kind, plan, layer, phase) without core's algorithms knowing. Three
+// hooks add what the wire does not show: Comm.collective reports the end of a collective (for
+// the time spent in it), Plan.configure hands over the finished plan (its degrees and per-layer
+// key counts, from Plan.layers), and Plan.Free marks the plan freed.
+//
+// Bytes are message payload bytes as the transport carries them (frame headers excluded): the
+// same figures as netio's PeerStats. Times are wall-clock seconds measured on this rank. All
+// counters are cumulative since NewComm or the last ResetStats.
+//
+// Memory stays bounded however many plans a comm configures (a mini-batch loop makes one per
+// step): the records of at most maxPlanRecords plans are kept; beyond that the oldest plans
+// that were freed, or dropped by the caller (config_reduce without keeping the plan) and
+// garbage collected, are folded into one "retired_plans" aggregate.
+
+const (
+	statsVersion   = 1
+	maxPlanRecords = 64
+)
+
+// Message slots of a plan: which collective moved the message and in which direction.
+const (
+	slotConfig     = iota // config: index sets going down
+	slotReduceDown        // reduce: values going down (scatter-reduce)
+	slotReduceUp          // reduce: values coming back up (allgather)
+	slotCRDown            // config_reduce: indices and values going down
+	slotCRUp              // config_reduce: values coming back up
+	numSlots
+)
+
+// slotOf is the slot of a message of phase ph in a collective of kind k, or -1 when k is not a
+// plan's collective.
+func slotOf(k kx.Kind, ph kx.Phase) int {
+	switch k {
+	case kx.KindConfig:
+		return slotConfig
+	case kx.KindReduce:
+		if ph == kx.PhaseUp {
+			return slotReduceUp
+		}
+		return slotReduceDown
+	case kx.KindConfigReduce:
+		if ph == kx.PhaseUp {
+			return slotCRUp
+		}
+		return slotCRDown
+	}
+	return -1
+}
+
+func planSeconds(s *[numSlots]time.Duration) PlanSeconds {
+	return PlanSeconds{Config: s[slotConfig].Seconds(), ReduceDown: s[slotReduceDown].Seconds(),
+		ReduceUp: s[slotReduceUp].Seconds(), ConfigReduceDown: s[slotCRDown].Seconds(),
+		ConfigReduceUp: s[slotCRUp].Seconds()}
+}
+
+func layerTraffic(s *[numSlots]Traffic) LayerTraffic {
+	return LayerTraffic{Config: s[slotConfig], ReduceDown: s[slotReduceDown], ReduceUp: s[slotReduceUp],
+		ConfigReduceDown: s[slotCRDown], ConfigReduceUp: s[slotCRUp]}
+}
+
+// ---- the recorder ---------------------------------------------------------------------------
+
+type planRec struct {
+	id         uint32
+	createdBy  kx.Kind
+	alive      func() bool // nil until configured
+	configured bool
+	freed      bool
+	static     PlanStats // Degrees, counts and the key figures of Layers
+	calls      PlanCalls
+	secs       [numSlots]time.Duration
+	agree      Traffic
+	links      Traffic
+	layers     [][numSlots]Traffic
+	index      []IndexBytes // per layer
+}
+
+// retirable: nobody can use the plan any more (it was freed or collected, or its
+// configuration failed: a record that never got a plan has a nil weak pointer).
+func (r *planRec) retirable() bool {
+	return r.freed || r.alive == nil || !r.alive()
+}
+
+type kindRec struct {
+	calls, errors uint64
+	secs          time.Duration
+	tr            Traffic
+}
+
+type activeColl struct {
+	kind      kx.Kind
+	plan      *planRec // nil unless config, reduce or config_reduce
+	start     time.Time
+	slot      int
+	slotStart time.Time
+}
+
+// Recorder keeps the statistics of one comm: the comm's data path (core/wire.go) tells it when a
+// collective begins and ends and what each message carried.
+type Recorder struct {
+	mu      sync.Mutex
+	since   time.Time
+	kinds   [kx.NumKinds]kindRec
+	orphan  Traffic // messages of no known collective (not expected)
+	plans   map[uint32]*planRec
+	order   []*planRec // plans in creation order
+	retired planRec    // aggregate of dropped records (calls, secs, agree, layers)
+	nRetir  int
+	active  map[uint64]*activeColl
+	index   IndexBytes // every config message's, for CompressionStats
+	packed  bool       // some message travelled compressed
+}
+
+// NewRecorder starts counting.
+func NewRecorder() *Recorder {
+	return &Recorder{since: time.Now(), plans: map[uint32]*planRec{}, active: map[uint64]*activeColl{}}
+}
+
+// Begin opens collective seq.
+func (s *Recorder) Begin(seq uint64, fp kx.Fingerprint) {
+	now := time.Now()
+	s.mu.Lock()
+	a := &activeColl{kind: fp.Kind, start: now, slotStart: now, slot: -1}
+	if int(fp.Kind) >= len(s.kinds) {
+		a.kind = kx.KindInvalid
+	}
+	if sl := slotOf(fp.Kind, 0); sl >= 0 {
+		a.slot = sl
+		a.plan = s.planRecord(fp.Plan, fp.Kind)
+	}
+	if len(s.active) >= 64 { // collectives whose end was never reported: close the oldest
+		old := ^uint64(0)
+		for q := range s.active {
+			old = min(old, q)
+		}
+		s.endLocked(old, nil, now)
+	}
+	s.active[seq] = a
+	s.mu.Unlock()
+}
+
+// Enter switches the collective of tag to the slot of tag's phase, charging the time since the
+// last switch to the slot it leaves.
+func (s *Recorder) Enter(tag kx.Tag) {
+	s.mu.Lock()
+	if a := s.active[tag.Seq]; a != nil && a.plan != nil && tag.Phase != kx.PhaseSmall {
+		if sl := slotOf(a.kind, tag.Phase); sl != a.slot {
+			now := time.Now()
+			a.plan.secs[a.slot] += now.Sub(a.slotStart)
+			a.slot, a.slotStart = sl, now
+		}
+	}
+	s.mu.Unlock()
+}
+
+// Count charges a message of n payload bytes, sent or received, to its collective, plan, layer
+// and phase.
+func (s *Recorder) Count(tag kx.Tag, n int, sent bool) {
+	u := Traffic{BytesRecv: uint64(n), MsgsRecv: 1}
+	if sent {
+		u = Traffic{BytesSent: uint64(n), MsgsSent: 1}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.active[tag.Seq]
+	if a == nil {
+		s.orphan.Add(u)
+		return
+	}
+	s.kinds[a.kind].tr.Add(u)
+	if a.plan == nil {
+		return
+	}
+	switch tag.Phase {
+	case kx.PhaseSmall:
+		a.plan.agree.Add(u)
+		return
+	case kx.PhaseLinks:
+		a.plan.links.Add(u)
+		return
+	}
+	if sl := slotOf(a.kind, tag.Phase); sl >= 0 {
+		for int(tag.Layer) >= len(a.plan.layers) {
+			a.plan.layers = append(a.plan.layers, [numSlots]Traffic{})
+		}
+		a.plan.layers[tag.Layer][sl].Add(u)
+	}
+}
+
+// End closes collective seq: its time and outcome.
+func (s *Recorder) End(seq uint64, err error) {
+	s.mu.Lock()
+	s.endLocked(seq, err, time.Now())
+	s.mu.Unlock()
+}
+
+func (s *Recorder) endLocked(seq uint64, err error, now time.Time) {
+	a := s.active[seq]
+	if a == nil {
+		return
+	}
+	delete(s.active, seq)
+	k := &s.kinds[a.kind]
+	k.calls++
+	k.secs += now.Sub(a.start)
+	if err != nil {
+		k.errors++
+	}
+	if p := a.plan; p != nil {
+		p.secs[a.slot] += now.Sub(a.slotStart)
+		switch a.kind {
+		case kx.KindConfig:
+			p.calls.Config++
+		case kx.KindReduce:
+			p.calls.Reduce++
+		case kx.KindConfigReduce:
+			p.calls.ConfigReduce++
+		}
+		if err != nil {
+			p.calls.Errors++
+		}
+	}
+}
+
+// planRecord finds or makes the record of plan id; a new record may push old ones out.
+func (s *Recorder) planRecord(id uint32, k kx.Kind) *planRec {
+	if r := s.plans[id]; r != nil {
+		return r
+	}
+	r := &planRec{id: id, createdBy: k}
+	s.plans[id] = r
+	s.order = append(s.order, r)
+	if len(s.order) > maxPlanRecords {
+		s.retire(false)
+	}
+	return r
+}
+
+// retire folds the records of plans nobody can use any more into the aggregate: the oldest
+// first while there are more than maxPlanRecords, or all of them when all is set (reset).
+func (s *Recorder) retire(all bool) {
+	busy := map[*planRec]bool{}
+	for _, a := range s.active {
+		if a.plan != nil {
+			busy[a.plan] = true
+		}
+	}
+	kept := s.order[:0]
+	n := len(s.order)
+	for _, r := range s.order {
+		if (all || n > maxPlanRecords) && !busy[r] && r.retirable() {
+			s.fold(r)
+			delete(s.plans, r.id)
+			n--
+			continue
+		}
+		kept = append(kept, r)
+	}
+	clear(s.order[len(kept):])
+	s.order = kept
+}
+
+func (s *Recorder) fold(r *planRec) {
+	g := &s.retired
+	s.nRetir++
+	g.calls.Config += r.calls.Config
+	g.calls.Reduce += r.calls.Reduce
+	g.calls.ConfigReduce += r.calls.ConfigReduce
+	g.calls.Errors += r.calls.Errors
+	for i := range g.secs {
+		g.secs[i] += r.secs[i]
+	}
+	g.agree.Add(r.agree)
+	for len(g.layers) < len(r.layers) {
+		g.layers = append(g.layers, [numSlots]Traffic{})
+	}
+	for i := range r.layers {
+		for sl := range r.layers[i] {
+			g.layers[i][sl].Add(r.layers[i][sl])
+		}
+	}
+}
+
+// NoteIndex adds a config message's index bytes to its plan's layer and to the totals.
+func (s *Recorder) NoteIndex(tag kx.Tag, raw, wire int, sent bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.index.Add(raw, wire, sent)
+	s.packed = s.packed || wire != raw
+	a := s.active[tag.Seq]
+	if a == nil || a.plan == nil {
+		return
+	}
+	for int(tag.Layer) >= len(a.plan.index) {
+		a.plan.index = append(a.plan.index, IndexBytes{})
+	}
+	a.plan.index[tag.Layer].Add(raw, wire, sent)
+}
+
+// NotePlan records plan id's degrees and per-layer key counts (static) once it is configured;
+// alive reports whether the caller can still use the plan (its record is retired when not).
+func (s *Recorder) NotePlan(id uint32, static PlanStats, alive func() bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.plans[id]
+	if r == nil { // pushed out while configuring: cannot happen (busy records stay), but be safe
+		return
+	}
+	r.static, r.configured, r.alive = static, true, alive
+}
+
+// NoteFreed marks plan id freed (kylix_plan_free).
+func (s *Recorder) NoteFreed(id uint32) {
+	s.mu.Lock()
+	if r := s.plans[id]; r != nil {
+		r.freed = true
+	}
+	s.mu.Unlock()
+}
+
+// Reset zeroes every counter and timer; configured plans keep their static records.
+func (s *Recorder) Reset() {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retire(true)
+	s.since = now
+	s.kinds = [kx.NumKinds]kindRec{}
+	s.orphan = Traffic{}
+	s.retired, s.nRetir = planRec{}, 0
+	s.index, s.packed = IndexBytes{}, false
+	for _, r := range s.order {
+		r.calls, r.secs, r.agree, r.layers = PlanCalls{}, [numSlots]time.Duration{}, Traffic{}, nil
+		r.links, r.index = Traffic{}, nil
+	}
+	for _, a := range s.active {
+		a.start, a.slotStart = now, now
+	}
+}
+
+// Snapshot returns the figures so far; the comm adds what only it knows (options, links).
+func (s *Recorder) Snapshot() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{Version: statsVersion, SinceUnix: float64(s.since.UnixNano()) / 1e9,
+		Collectives: map[string]KindStats{}, Plans: make([]PlanStats, 0, len(s.order))}
+	st.Totals = s.orphan
+	for k := range s.kinds {
+		r := &s.kinds[k]
+		st.Collectives[kx.Kind(k).String()] = KindStats{Calls: r.calls, Errors: r.errors, Seconds: r.secs.Seconds(), Traffic: r.tr}
+		st.Totals.Add(r.tr)
+	}
+	var secs [numSlots]time.Duration
+	for _, r := range s.order {
+		ps := r.static
+		ps.ID, ps.CreatedBy, ps.Configured, ps.Freed = r.id, r.createdBy.String(), r.configured, r.freed
+		ps.Calls, ps.Seconds, ps.Agree, ps.Links = r.calls, planSeconds(&r.secs), r.agree, r.links
+		ps.Layers = append([]LayerStats(nil), ps.Layers...)
+		for i := range r.layers {
+			if i >= len(ps.Layers) {
+				ps.Layers = append(ps.Layers, LayerStats{Layer: i})
+			}
+			ps.Layers[i].LayerTraffic = layerTraffic(&r.layers[i])
+		}
+		for i := range ps.Layers {
+			if i < len(r.index) {
+				ps.Layers[i].Index = r.index[i]
+			}
+			ps.Layers[i].Index = ps.Layers[i].Index.WithRatio()
+		}
+		if ps.Degrees == nil {
+			ps.Degrees = []int{}
+		}
+		for i := range secs {
+			secs[i] += r.secs[i]
+		}
+		st.Plans = append(st.Plans, ps)
+	}
+	g := &s.retired
+	st.Retired = RetiredStats{Plans: s.nRetir, Calls: g.calls, Seconds: planSeconds(&g.secs), Agree: g.agree,
+		Layers: make([]LayerTraffic, len(g.layers))}
+	for i := range g.layers {
+		st.Retired.Layers[i] = layerTraffic(&g.layers[i])
+	}
+	for i := range secs {
+		secs[i] += g.secs[i]
+	}
+	st.PhaseSeconds = PhaseSeconds{PlanSeconds: planSeconds(&secs), Dense: s.kinds[kx.KindAllreduce].secs.Seconds()}
+	st.Compression = CompressionStats{Active: s.packed, IndexBytes: s.index.WithRatio()}
+	return st
+}

@@ -518,3 +518,44 @@ func FuzzLayer0Msg(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkFillLayer0 is a reduce's fill of the layer-0 vector from caller order (Scatter, f32)
+// of 2M random indices at layer-0 degree 4: rows in caller order inside each bucket (streams)
+// against rows in set order (SetOrder, every member sent compressed: a scatter inside each
+// bucket).
+func BenchmarkFillLayer0(b *testing.B) {
+	r := rand.New(rand.NewPCG(63, 64))
+	idx := make([]int64, benchRows)
+	for j := range idx {
+		idx[j] = int64(r.IntN(10_000_000))
+	}
+	vals := make([]byte, 4*len(idx))
+	v := make([]byte, len(vals))
+	for _, order := range []string{"Caller", "Set"} {
+		tr := PackLayer0(idx, 4, 1, new([]uint64))
+		if order == "Set" {
+			SetOrder(&tr, 4, []bool{true, true, true, true}, 1)
+		}
+		b.Run(order, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				kernels.Scatter(v, vals, tr.Dst, 4)
+			}
+		})
+	}
+}
+
+// BenchmarkSetOrder is the sender's reordering of 2M random indices' rows at layer-0 degree 4
+// (every member sent compressed).
+func BenchmarkSetOrder(b *testing.B) {
+	r := rand.New(rand.NewPCG(65, 66))
+	idx := make([]int64, benchRows)
+	for j := range idx {
+		idx[j] = int64(r.IntN(10_000_000))
+	}
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		tr := PackLayer0(idx, 4, 1, new([]uint64))
+		b.StartTimer()
+		SetOrder(&tr, 4, []bool{true, true, true, true}, 1)
+	}
+}

@@ -155,6 +155,7 @@ func (p *Plan) configurePacked(seq uint64, outIdx, inIdx []int64, outVals []byte
 	if !same {
 		in = keyset.PackLayer0(inIdx, d0, threads, &c.rowKeyBuf[1])
 	}
+	pack := p.packLayer0(&out, &in, same) // links_compress.go: rows in set order where compressed
 	p.packed = true
 	p.outDst, p.inRow, p.out0, p.in0 = out.Dst, in.Dst, len(outIdx), len(inIdx)
 	var v []byte
@@ -163,7 +164,7 @@ func (p *Plan) configurePacked(seq uint64, outIdx, inIdx []int64, outVals []byte
 		kernels.Scatter(v, outVals, out.Dst, vs.es)
 	}
 	p.layers = make([]layerMap, p.topo.Layers())
-	outKeys, inKeys, v, err := p.configTop(seq, out, in, same, v, vs)
+	outKeys, inKeys, v, err := p.configTop(seq, out, in, same, v, vs, pack)
 	for i := 1; i < len(p.layers) && err == nil; i++ {
 		outKeys, inKeys, v, err = p.configLayer(seq, i, outKeys, inKeys, v, vs)
 	}
@@ -225,14 +226,14 @@ func (p *Plan) finish(outKeys, inKeys []uint64) {
 // are, and with vs the rows' values), and sorts the rows its senders sent into the merged keys
 // it holds below the layer, with the map of every sender's rows (SortLayer0, layer0_sort.go) and the
 // sub-range bounds down combines by.
-func (p *Plan) configTop(seq uint64, out, in keyset.Layer0Rows, same bool, v []byte, vs *valueSpec) ([]uint64, []uint64, []byte, error) {
+func (p *Plan) configTop(seq uint64, out, in keyset.Layer0Rows, same bool, v []byte, vs *valueSpec, pack []bool) ([]uint64, []uint64, []byte, error) {
 	c, t := p.c, p.topo
 	d, threads := t.Degrees[0], c.threads()
 	node := c.node()
 	me := t.Digit(node, 0)
 	lm := &p.layers[0]
 	lm.outSplit, lm.inSplit = out.Split(d), in.Split(d)
-	lists, done, err := p.exchangeConfig(seq, 0, out.Keys, in.Keys, same, v, vs)
+	lists, done, err := p.exchangeConfig(seq, 0, out.Keys, in.Keys, same, v, vs, pack)
 	defer done()
 	if err != nil {
 		return nil, nil, nil, err
@@ -295,9 +296,9 @@ func combineConfigValues(lists []keyset.ConfigLists, maps [][]int32, n int, vs *
 // and in[inSplit[g]:...] of the layer's splits (in ignored when same: the in keys are the out
 // keys), with their values when vs != nil. It returns what every member sent, this node's own
 // share as views; done releases the received payloads once the caller is through with them.
-// Layer 0 of a packed plan sends rows (msgRows): a compressed message carries their sets and
-// each row's position in its set (setPerm).
-func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v []byte, vs *valueSpec) ([]keyset.ConfigLists, func(), error) {
+// Layer 0 of a packed plan sends rows (msgRows), compressed to the members marked in pack
+// (packLayer0 put those rows in set order); the other layers decide message by message.
+func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v []byte, vs *valueSpec, pack []bool) ([]keyset.ConfigLists, func(), error) {
 	c, t := p.c, p.topo
 	node, d := c.node(), t.Degrees[i]
 	me := t.Digit(node, i)
@@ -333,18 +334,11 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 		if !same {
 			keys += len(m.In)
 		}
-		pack := c.compressTo(to, keys)
-		var outPerm, inPerm []int32
-		if rows && pack {
-			rowsIn := m.In
-			if m.Out, outPerm, serr = keyset.SetPerm(m.Out, d, g, c.threads(), &c.layer0); serr == nil {
-				m.In, inPerm = m.Out, outPerm
-				if !same {
-					m.In, inPerm, serr = keyset.SetPerm(rowsIn, d, g, c.threads(), &c.layer0)
-				}
-			}
+		packed := pack != nil && pack[g]
+		if !rows {
+			packed = c.compressTo(to, keys, false)
 		}
-		msg := keyset.BuildConfigMsg(m.Out, m.In, same, rows, outPerm, inPerm, m.Vals, pack)
+		msg := keyset.BuildConfigMsg(m.Out, m.In, same, rows, m.Vals, packed)
 		c.noteConfigMsg(tag, msg.MsgFigures, true)
 		sg.send(to, tag, msg.Bufs...)
 	}
@@ -367,7 +361,11 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 			break
 		}
 		payloads = append(payloads, b)
-		m, fig, err := keyset.ParseConfigMsg(b, es, from, rows)
+		rowsD0 := 0
+		if rows {
+			rowsD0 = d
+		}
+		m, fig, err := keyset.ParseConfigMsg(b, es, from, rowsD0)
 		if err != nil {
 			rerr = err
 			break
@@ -390,7 +388,7 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 	lm.outSplit = keyset.SplitPoints(out, t.Degrees, i)
 	lm.inSplit = keyset.SplitPoints(in, t.Degrees, i)
 	same := len(in) == len(out) && (len(in) == 0 || &in[0] == &out[0]) // in = out, shared
-	lists, done, err := p.exchangeConfig(seq, i, out, in, same, v, vs)
+	lists, done, err := p.exchangeConfig(seq, i, out, in, same, v, vs, nil)
 	defer done()
 	if err != nil {
 		return nil, nil, nil, err

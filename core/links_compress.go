@@ -30,11 +30,45 @@ const (
 	emaWeight  = 0.25 // of each new observation
 )
 
+// packLayer0 decides which layer-0 members this rank's config messages go to compressed, and
+// puts the rows for those in set order (keyset.SetOrder: a compressed message then carries no
+// permutation). nil: none. The rows' order is part of the plan the member builds, and with
+// replication the member takes each message from whichever replica of the sender it reaches
+// first, so the replicas of a node must decide alike: they decide on the agreed link model and
+// the codec's priors, never on their own measurements.
+func (p *Plan) packLayer0(out, in *keyset.Layer0Rows, same bool) []bool {
+	c, t := p.c, p.topo
+	d, node := t.Degrees[0], c.node()
+	me := t.Digit(node, 0)
+	so, si := out.Split(d), in.Split(d)
+	var pack []bool
+	for g := 0; g < d; g++ {
+		keys := so[g+1] - so[g]
+		if !same {
+			keys += si[g+1] - si[g]
+		}
+		if g != me && c.compressTo(t.Member(node, 0, g), keys, c.opts.Replication > 1) {
+			if pack == nil {
+				pack = make([]bool, d)
+			}
+			pack[g] = true
+		}
+	}
+	if pack != nil {
+		keyset.SetOrder(out, d, pack, c.threads())
+		if !same {
+			keyset.SetOrder(in, d, pack, c.threads())
+		}
+	}
+	return pack
+}
+
 // compressTo decides whether the index lists of a config message to rank `to`, keys keys in
 // all, travel compressed: always with compress=lz4, never with off, and with auto when `to`
 // is on another host and the link time of the bytes saved exceeds what encoding and decoding
-// cost. Without a link model auto does not compress.
-func (c *Comm) compressTo(to, keys int) bool {
+// cost (the priors' costs when agreed, which every rank shares). Without a link model auto
+// does not compress.
+func (c *Comm) compressTo(to, keys int, agreed bool) bool {
 	if keys == 0 {
 		return false
 	}
@@ -58,6 +92,9 @@ func (c *Comm) compressTo(to, keys int) bool {
 		return false
 	}
 	encNs, decNs, ratio := orPrior(n.encNs, priorEncNs), orPrior(n.decNs, priorDecNs), orPrior(n.ratio, priorRatio)
+	if agreed {
+		encNs, decNs, ratio = priorEncNs, priorDecNs, priorRatio
+	}
 	// Each byte not sent saves its time at the link's rate; the message's overhead is paid
 	// either way.
 	saved := 8 * float64(keys) * (1 - 1/ratio) / n.links.PeerBytesPerSec(to)

@@ -13,7 +13,7 @@ import (
 // Wire constants (docs/ARCHITECTURE.md, "Wire format").
 const (
 	HeaderSize      = 56 // bytes of a frame header
-	ProtocolVersion = 3  // bumped on any incompatible change of frames, handshake or config messages (3: layer-0 rows)
+	ProtocolVersion = 4  // bumped on any incompatible change of frames, handshake or config messages (3: layer-0 rows; 4: compressed rows in set order)
 )
 
 // Magic opens every frame.

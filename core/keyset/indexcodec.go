@@ -52,6 +52,8 @@ type IndexEncoder struct {
 	gaps      [codecChunk]uint64
 	planes    []byte
 	lz        lz4.Compressor
+	set       []uint64 // appendRows' distinct keys
+	bits      []byte   // and repeat bitmap
 }
 
 // AppendList appends the encoding of keys (sorted, unique hashed keys) to dst.
@@ -117,15 +119,31 @@ func (e *IndexEncoder) appendChunk(dst, planes []byte, w int) []byte {
 type IndexDecoder struct {
 	planes []byte
 	tmp    []uint64
+	bits   []byte // decodeRows' repeat bitmap
 }
 
 // DecodeList decodes the n keys of one list from b, which must hold exactly that list, and
 // returns them hash-sorted in a new slice. from is the sender, named in errors.
 func (d *IndexDecoder) DecodeList(b []byte, n int, from int) ([]uint64, error) {
-	bad := func(why string, args ...any) error {
-		return kx.Errorf(kx.CodeInternal, "rank %d sent a corrupt compressed index list (%d keys in %d bytes): "+why,
-			append([]any{kx.RankRef(from), n, len(b)}, args...)...)
+	x, err := d.decodeSorted(b, n, from)
+	if err != nil || n == 0 {
+		return x, err
 	}
+	d.tmp = growU64(d.tmp, n)
+	hashSort(x, d.tmp[:n])
+	return x, nil
+}
+
+// corrupt is the error of a compressed list that does not decode.
+func corrupt(from, n, size int, why string, args ...any) error {
+	return kx.Errorf(kx.CodeInternal, "rank %d sent a corrupt compressed index list (%d keys in %d bytes): "+why,
+		append([]any{kx.RankRef(from), n, size}, args...)...)
+}
+
+// decodeSorted decodes the n keys of one list from b as the codec wrote them: original
+// indices (unhashed), ascending, in a new slice.
+func (d *IndexDecoder) decodeSorted(b []byte, n int, from int) ([]uint64, error) {
+	bad := func(why string, args ...any) error { return corrupt(from, n, len(b), why, args...) }
 	if n == 0 {
 		if len(b) != 0 {
 			return nil, bad("bytes for no keys")
@@ -179,8 +197,6 @@ func (d *IndexDecoder) DecodeList(b []byte, n int, from int) ([]uint64, error) {
 	if off != len(b) {
 		return nil, bad("%d bytes after the last chunk", len(b)-off)
 	}
-	d.tmp = growU64(d.tmp, n)
-	hashSort(x, d.tmp[:n])
 	return x, nil
 }
 

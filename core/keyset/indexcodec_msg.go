@@ -2,7 +2,6 @@ package keyset
 
 import (
 	"kylix/core/kx"
-	"slices"
 	"sync"
 	"time"
 )
@@ -15,16 +14,15 @@ import (
 //              [out list][in list][zeros to a multiple of 8][values]
 //
 // At layer 0 of a plan with layers (msgRows set in the out count) the keys are the sender's
-// rows in its layer-0 bucket order (layer0_pack.go): unsorted, repeats included, one value per row. A
-// compressed list is a set, so a compressed rows message carries the sets of the rows' keys
-// (counts in the first two words), the row counts in two more header words, and after the
-// lists each row's position in its set (perms: w bytes each, little-endian, the fewest that
-// hold the larger set's positions; out then in, zeros to a multiple of 8) before the values.
-// The positions are as random as the rows' order, so fixed width is about all there is to
-// gain: 2 bytes a row up to 65536 keys.
+// rows in its layer-0 bucket order (layer0_pack.go): unsorted, repeats included, one value per
+// row. A compressed rows message carries rows the sender put in set order (layer0_setorder.go):
+// the set of their keys (counts in the first two words), the row counts and the bytes of each
+// side's repeat bitmap (0 when no row repeats) in four more header words, and after each
+// list its bitmap; the receiver rebuilds the rows from those alone.
 //
 // Compressed rows: [set out | msgCompressed | msgRows][set in, or sameAsOut][out bytes][in bytes]
-//                  [out rows | w<<56][in rows][out list][in list][zeros][perms][values]
+//                  [out rows][in rows][out repeat bytes][in repeat bytes]
+//                  [out list][out repeats][in list][in repeats][zeros][values]
 //
 // Every word is 8 bytes, little-endian. The flags travel in each message, so every message
 // is decided on its own (compress=auto) and the receiver needs no agreement to read it. Values
@@ -38,7 +36,7 @@ const (
 	msgRows       = uint64(1) << 61
 	plainHdr      = 16
 	packedHdr     = 32
-	rowsHdr       = 48 // a compressed rows message's header
+	rowsHdr       = 64 // a compressed rows message's header
 	// maxListKeys bounds a list's key count before any arithmetic on it (plans index keys with
 	// int32; a larger count is corrupt).
 	maxListKeys = 1 << 40
@@ -66,10 +64,9 @@ type MsgFigures struct {
 
 // BuildConfigMsg makes the message carrying out, in (ignored when same: the in keys are the out
 // keys) and vals, compressed when pack is set. rows marks the keys as layer-0 rows (msgRows);
-// compressed, out and in are then the sets of the rows' keys and outPerm, inPerm each row's
-// position in its set (setPerm). The buffers it returns are its own (or the caller's keys and
-// values), so several messages may be in flight at once.
-func BuildConfigMsg(out, in []uint64, same bool, rows bool, outPerm, inPerm []int32, vals []byte, pack bool) ConfigMsg {
+// compressed, they must be in set order (SetOrder). The buffers it returns are its own (or the
+// caller's keys and values), so several messages may be in flight at once.
+func BuildConfigMsg(out, in []uint64, same bool, rows bool, vals []byte, pack bool) ConfigMsg {
 	ni := uint64(len(in))
 	keys := len(out) + len(in)
 	if same {
@@ -96,35 +93,42 @@ func BuildConfigMsg(out, in []uint64, same bool, rows bool, outPerm, inPerm []in
 	start := time.Now()
 	enc := encoders.Get().(*IndexEncoder)
 	defer encoders.Put(enc)
-	hdr := packedHdr
+	b := make([]byte, packedHdr, rowsHdr+raw/4+64)
+	var ol, il int
 	if rows {
-		hdr = rowsHdr
+		b = b[:rowsHdr]
+		var oreps, ireps, no int
+		b, ol, oreps, no = enc.appendRows(b, out)
+		putU64(b, uint64(no)|msgCompressed|flags)
+		putU64(b[8:], ni)
+		putU64(b[32:], uint64(len(out)))
+		putU64(b[48:], uint64(oreps))
+		if !same {
+			var nin int
+			b, il, ireps, nin = enc.appendRows(b, in)
+			putU64(b[8:], uint64(nin))
+			putU64(b[40:], uint64(len(in)))
+			putU64(b[56:], uint64(ireps))
+		}
+		ol, il = ol+oreps, il+ireps // the figures count a side's bitmap with its list
+		putU64(b[16:], uint64(ol-oreps))
+		putU64(b[24:], uint64(il-ireps))
+	} else {
+		b = enc.AppendList(b, out)
+		ol = len(b) - packedHdr
+		if !same {
+			b = enc.AppendList(b, in)
+		}
+		il = len(b) - packedHdr - ol
+		putU64(b, uint64(len(out))|msgCompressed)
+		putU64(b[8:], ni)
+		putU64(b[16:], uint64(ol))
+		putU64(b[24:], uint64(il))
 	}
-	b := make([]byte, hdr, hdr+raw/4+64)
-	b = enc.AppendList(b, out)
-	ol := len(b) - hdr
-	if !same {
-		b = enc.AppendList(b, in)
-	}
-	il := len(b) - hdr - ol
 	for len(b)%8 != 0 {
 		b = append(b, 0)
 	}
-	putU64(b, uint64(len(out))|msgCompressed|flags)
-	putU64(b[8:], ni)
-	putU64(b[16:], uint64(ol))
-	putU64(b[24:], uint64(il))
 	bufs := [][]byte{b}
-	if rows { // the rows: how many, then each one's position in its set
-		w := PermWidth(max(len(out), len(in)))
-		putU64(b[32:], uint64(len(outPerm))|uint64(w)<<56)
-		putU64(b[40:], uint64(len(inPerm)))
-		perms := outPerm
-		if !same {
-			perms = append(slices.Clip(outPerm), inPerm...)
-		}
-		bufs = append(bufs, packPerms(perms, w))
-	}
 	if vals != nil {
 		bufs = append(bufs, vals)
 	}
@@ -139,11 +143,13 @@ type ConfigLists struct {
 }
 
 // ParseConfigMsg splits a config message from rank `from`: out keys, in keys, then values (es
-// bytes per out key, none when es == 0). wantRows says whether the keys must be layer-0 rows
-// (msgRows). Plain keys are views of b; decoded ones are new slices.
-func ParseConfigMsg(b []byte, es, from int, wantRows bool) (m ConfigLists, fig MsgFigures, err error) {
+// bytes per out key, none when es == 0). rowsD0 > 0 says the keys must be layer-0 rows
+// (msgRows) of a layer of that degree; 0, sorted keys. Plain keys are views of b; decoded ones
+// are new slices.
+func ParseConfigMsg(b []byte, es, from int, rowsD0 int) (m ConfigLists, fig MsgFigures, err error) {
+	wantRows := rowsD0 > 0
 	if len(b) >= 8 && getU64(b)&msgCompressed != 0 {
-		return parsePackedMsg(b, es, from, wantRows)
+		return parsePackedMsg(b, es, from, rowsD0)
 	}
 	if len(b) < plainHdr {
 		return m, fig, kx.Errorf(kx.CodeInternal, "rank %d sent a config message of %d bytes", kx.RankRef(from), len(b))
@@ -183,7 +189,7 @@ func rowsWord(rows bool) string {
 }
 
 // parsePackedMsg is parseConfigMsg for a compressed message.
-func parsePackedMsg(b []byte, es, from int, wantRows bool) (m ConfigLists, fig MsgFigures, err error) {
+func parsePackedMsg(b []byte, es, from int, rowsD0 int) (m ConfigLists, fig MsgFigures, err error) {
 	malformed := func(what string) error {
 		return kx.Errorf(kx.CodeInternal, "rank %d sent a malformed compressed config message of %d bytes: %s", kx.RankRef(from), len(b), what)
 	}
@@ -198,105 +204,57 @@ func parsePackedMsg(b []byte, es, from int, wantRows bool) (m ConfigLists, fig M
 		ni = 0
 	}
 	hdr := uint64(packedHdr)
-	ro, ri := no, ni // values follow the out keys, or the rows
-	pw := uint64(0)  // bytes a perm
+	ro, ri := no, ni      // values follow the out keys, or the rows
+	var orep, irep uint64 // bytes of the repeat bitmaps
 	if rows {
 		hdr = rowsHdr
 		if len(b) < rowsHdr {
 			return m, fig, malformed("no header")
 		}
-		ro, ri, pw = getU64(b[32:])&(1<<56-1), getU64(b[40:]), getU64(b[32:])>>56
+		ro, ri, orep, irep = getU64(b[32:]), getU64(b[40:]), getU64(b[48:]), getU64(b[56:])
 		if same {
 			ri = 0
-		}
-		if pw < 1 || pw > 4 {
-			return m, fig, malformed("perms of a width out of range")
 		}
 	}
 	rest := uint64(len(b)) - hdr
 	switch {
-	case rows != wantRows:
+	case rows != (rowsD0 > 0):
 		return m, fig, malformed(rowsWord(rows))
 	case no > maxListKeys || ni > maxListKeys || ro > maxListKeys || ri > maxListKeys:
 		return m, fig, malformed("key counts out of range")
-	case ol > rest || il > rest-ol || same && il != 0:
+	case ol > rest || orep > rest-ol || il > rest-ol-orep || irep > rest-ol-orep-il || same && il+irep != 0:
 		return m, fig, malformed("list lengths do not fit")
 	}
-	ps := (hdr + ol + il + 7) &^ 7
-	var pl uint64
-	if rows {
-		pl = (pw*(ro+ri) + 7) &^ 7
-	}
-	vs := ps + pl
+	vs := (hdr + ol + orep + il + irep + 7) &^ 7
 	if vs > uint64(len(b)) || es > 0 && ro > (uint64(len(b))-vs)/uint64(es) || uint64(len(b))-vs != ro*uint64(es) {
 		return m, fig, malformed("the values do not match the out keys")
 	}
 	start := time.Now()
 	dec := decoders.Get().(*IndexDecoder)
 	defer decoders.Put(dec)
-	if m.Out, err = dec.DecodeList(b[hdr:hdr+ol], int(no), from); err != nil {
+	lo, ro0, li := hdr, hdr+ol, hdr+ol+orep // out list, out repeats, in list
+	if rows {
+		m.Out, err = dec.decodeRows(b[lo:ro0], b[ro0:li], int(no), int(ro), rowsD0, from)
+	} else {
+		m.Out, err = dec.DecodeList(b[lo:ro0], int(no), from)
+	}
+	if err != nil {
 		return m, fig, err
 	}
 	m.In = m.Out
 	if !same {
-		if m.In, err = dec.DecodeList(b[hdr+ol:hdr+ol+il], int(ni), from); err != nil {
-			return m, fig, err
-		}
-	}
-	if rows { // each row's key from its set
-		setOut, setIn := m.Out, m.In
-		if m.Out, err = setRows(setOut, b[ps:ps+pw*ro], int(pw), from); err == nil {
-			m.In = m.Out
-			if !same {
-				m.In, err = setRows(setIn, b[ps+pw*ro:ps+pw*(ro+ri)], int(pw), from)
-			}
+		if rows {
+			m.In, err = dec.decodeRows(b[li:li+il], b[li+il:li+il+irep], int(ni), int(ri), rowsD0, from)
+		} else {
+			m.In, err = dec.DecodeList(b[li:li+il], int(ni), from)
 		}
 		if err != nil {
 			return m, fig, err
 		}
 	}
 	m.Vals = b[vs:]
-	k := int(no + ni)
-	return m, MsgFigures{Keys: k, Raw: 8 * k, Wire: int(ol + il), Packed: true, Took: time.Since(start)}, nil
-}
-
-// setRows is the rows a compressed rows message describes: row r holds set[perm[r]], perm
-// read from p (w bytes a row, little-endian). A position outside the set is corrupt input,
-// refused naming the sender.
-func setRows(set []uint64, p []byte, w, from int) ([]uint64, error) {
-	rows := make([]uint64, len(p)/w)
-	for r := range rows {
-		var k uint64
-		for i := w - 1; i >= 0; i-- {
-			k = k<<8 | uint64(p[w*r+i])
-		}
-		if k >= uint64(len(set)) {
-			return nil, kx.Errorf(kx.CodeInternal, "rank %d sent a malformed compressed config message: row %d is key %d of a set of %d",
-				kx.RankRef(from), r, k, len(set))
-		}
-		rows[r] = set[k]
-	}
-	return rows, nil
-}
-
-// PermWidth is the bytes a perm entry takes for sets of up to n keys (1..4).
-func PermWidth(n int) int {
-	w := 1
-	for w < 4 && n > 1<<(8*w) {
-		w++
-	}
-	return w
-}
-
-// packPerms writes perms w bytes each, little-endian, padded with zeros to a multiple of 8.
-func packPerms(perms []int32, w int) []byte {
-	b := make([]byte, (w*len(perms)+7)&^7)
-	for r, v := range perms {
-		for i := 0; i < w; i++ {
-			b[w*r+i] = byte(v >> (8 * i))
-		}
-	}
-	return b
+	k := int(ro + ri)
+	return m, MsgFigures{Keys: k, Raw: 8 * k, Wire: int(ol + orep + il + irep), Packed: true, Took: time.Since(start)}, nil
 }
 
 // ConfigListStart is where the first index list starts in a compressed config message b: after

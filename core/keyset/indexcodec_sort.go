@@ -12,7 +12,12 @@ import (
 
 // radixSortU64 sorts x, whose values fit in nbits bits, using tmp (as long as x) as scratch, and
 // returns the sorted slice: x or tmp.
-func radixSortU64(x, tmp []uint64, nbits int) []uint64 {
+func radixSortU64(x, tmp []uint64, nbits int) []uint64 { return radixSortBits(x, tmp, 0, nbits) }
+
+// radixSortBits sorts x stably by bits [shift, shift+nbits) of its values (the bits above are
+// zero), using tmp (as long as x) as scratch, and returns the sorted slice: x or tmp. The bits
+// below shift ride along: SetOrder keeps a row's place there.
+func radixSortBits(x, tmp []uint64, shift, nbits int) []uint64 {
 	if len(x) < 2 || nbits == 0 {
 		return x
 	}
@@ -21,7 +26,7 @@ func radixSortU64(x, tmp []uint64, nbits int) []uint64 {
 	mask := uint64(1)<<width - 1
 	var count [1 << 11]int
 	for p := 0; p < passes; p++ {
-		s := p * width
+		s := shift + p*width
 		cnt := count[:1<<width]
 		clear(cnt)
 		for _, v := range x {

@@ -333,18 +333,3 @@ func sortSmall(a, scratch []keyPos, cnt *[1<<11 + 1]int32, shift int) []keyPos {
 	insertionSort(scratch)
 	return scratch
 }
-
-// SetPerm is what a compressed rows message sends for rows (one sender's rows for member g of
-// layer-0 degree d0, in layer-0 bucket order): the set of their keys, sorted, and each row's
-// position in it.
-func SetPerm(rows []uint64, d0, g, threads int, buf *Layer0Scratch) ([]uint64, []int32, error) {
-	bd, err := RowBounds(rows, d0, g, -1)
-	if err != nil {
-		return nil, nil, err
-	}
-	set, maps, _, err := SortLayer0([][]uint64{rows}, [][]int{bd}, d0, g, threads, false, buf)
-	if err != nil {
-		return nil, nil, err
-	}
-	return set, maps[0], nil
-}

@@ -2,6 +2,7 @@ package keyset
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"kylix/core/kernels"
 	"kylix/core/kernels/kerneltest"
@@ -284,17 +285,20 @@ func TestEstimateUnique(t *testing.T) {
 }
 
 // TestConfigMsgRows round-trips layer-0 config messages (plain and compressed, in = out and
-// not, with values): the rows come back in the sender's order, repeats included. A message
-// whose rows flag is not the one expected, or whose compressed rows name a key outside their
-// set, is refused naming the sender.
+// not, with values): plain rows come back in the sender's order, compressed ones (sent in set
+// order) in set order, repeats included. A message whose rows flag is not the one expected, or
+// whose row count does not match its set and repeats, is refused naming the sender.
 func TestConfigMsgRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(45, 46))
 	const d0, me = 4, 2
-	for _, n := range []int{300, 0, 5, 20000} { // 20000: perms of 2 bytes
+	for _, n := range []int{300, 0, 5, 20000} { // 20000: several chunks
 		for _, pack := range []bool{false, true} {
 			for _, same := range []bool{false, true} {
 				lists, _ := topLists(t, r, 2, n, d0, me)
 				out, in := lists[0], lists[1]
+				if pack {
+					out, in = setOrdered(out, d0), setOrdered(in, d0)
+				}
 				if same {
 					in = out
 				}
@@ -302,44 +306,144 @@ func TestConfigMsgRows(t *testing.T) {
 				for i := range vals {
 					vals[i] = byte(i)
 				}
-				so, si, op, ip := out, in, []int32(nil), []int32(nil)
-				if pack {
-					var err error
-					if so, op, err = SetPerm(out, d0, me, 1, new(Layer0Scratch)); err == nil {
-						si, ip, err = SetPerm(in, d0, me, 1, new(Layer0Scratch))
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-				}
-				b := bytes.Join(BuildConfigMsg(so, si, same, true, op, ip, vals, pack).Bufs, nil)
+				b := bytes.Join(BuildConfigMsg(out, in, same, true, vals, pack).Bufs, nil)
 				what := fmt.Sprintf("%d/%d rows pack=%v same=%v", len(out), len(in), pack, same)
-				m, _, err := ParseConfigMsg(b, 8, 3, true)
+				m, _, err := ParseConfigMsg(b, 8, 3, d0)
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
 				if !slices.Equal(m.Out, out) || !slices.Equal(m.In, in) || !bytes.Equal(m.Vals, vals) {
 					t.Fatalf("%s: round trip differs", what)
 				}
-				if _, _, err := ParseConfigMsg(b, 8, 3, false); err == nil || !strings.Contains(err.Error(), "rank 3") {
+				if _, _, err := ParseConfigMsg(b, 8, 3, 0); err == nil || !strings.Contains(err.Error(), "rank 3") {
 					t.Fatalf("%s: unexpected rows accepted (%v)", what, err)
 				}
-				if pack && len(op) > 0 { // a row naming a key past its set
-					bad := slices.Clone(op)
-					bad[len(bad)-1] = int32(len(so))
-					b := bytes.Join(BuildConfigMsg(so, si, same, true, bad, ip, vals, pack).Bufs, nil)
-					if _, _, err := ParseConfigMsg(b, 8, 3, true); err == nil || !strings.Contains(err.Error(), "rank 3") {
-						t.Fatalf("%s: a row outside its set accepted (%v)", what, err)
+				if pack && len(out) > 0 { // one row more or fewer than the set and repeats describe
+					for _, delta := range []uint64{1, ^uint64(0)} {
+						bad := slices.Clone(b)
+						putU64(bad[32:], getU64(bad[32:])+delta)
+						if _, _, err := ParseConfigMsg(bad, 0, 3, d0); err == nil || !strings.Contains(err.Error(), "rank 3") {
+							t.Fatalf("%s: a wrong row count (%+d) accepted (%v)", what, int64(delta), err)
+						}
 					}
 				}
 				sorted := func(l []uint64) []uint64 { return sortedSet(l) }
-				plain := bytes.Join(BuildConfigMsg(sorted(out), sorted(in), same, false, nil, nil, nil, pack).Bufs, nil)
-				if _, _, err := ParseConfigMsg(plain, 0, 3, true); err == nil || !strings.Contains(err.Error(), "rank 3") {
+				plain := bytes.Join(BuildConfigMsg(sorted(out), sorted(in), same, false, nil, pack).Bufs, nil)
+				if _, _, err := ParseConfigMsg(plain, 0, 3, d0); err == nil || !strings.Contains(err.Error(), "rank 3") {
 					t.Fatalf("%s: sorted keys accepted as rows (%v)", what, err)
 				}
 			}
 		}
 	}
+}
+
+// setOrdered is rows (layer-0 rows in bucket order) in set order, by a plain stable sort on
+// (bucket, original index): the reference SetOrder must match.
+func setOrdered(rows []uint64, d0 int) []uint64 {
+	b := subBits(d0)
+	s := slices.Clone(rows)
+	slices.SortStableFunc(s, func(x, y uint64) int {
+		if c := cmp.Compare(layer0Bucket(x, d0, b), layer0Bucket(y, d0, b)); c != 0 {
+			return c
+		}
+		return cmp.Compare(Unhash(x), Unhash(y))
+	})
+	return s
+}
+
+// TestSetOrder checks SetOrder against setOrdered on caller data with repeats (random order,
+// ascending order, indices too wide to share a word with a row): the members marked have their
+// rows in set order, a repeated index's rows in caller order, the others' rows are untouched,
+// Dst still sends every caller position to a row holding its key, the result does not depend
+// on the number of workers, and a compressed message of the ordered rows decodes to them.
+func TestSetOrder(t *testing.T) {
+	defer SetForTest(&MinPerWorker, 16)()
+	r := rand.New(rand.NewPCG(61, 62))
+	for _, kind := range []string{"random", "ascending", "wide"} {
+		for _, n := range []int{0, 1, 40, 5000} {
+			idx := make([]int64, n)
+			for j := range idx {
+				idx[j] = int64(r.IntN(n/2 + 1))
+				if kind == "wide" {
+					idx[j] = idx[j]<<45 | 12345
+				}
+			}
+			if kind == "ascending" {
+				slices.Sort(idx)
+			}
+			for _, d0 := range []int{1, 2, 3, 4, 8, 64} {
+				pack := make([]bool, d0)
+				for g := range pack {
+					pack[g] = r.IntN(3) > 0
+				}
+				var first Layer0Rows
+				for _, threads := range []int{1, 2, 4} {
+					what := fmt.Sprintf("%s n=%d d0=%d threads=%d", kind, n, d0, threads)
+					before := PackLayer0(idx, d0, threads, new([]uint64))
+					tr := PackLayer0(idx, d0, threads, new([]uint64))
+					SetOrder(&tr, d0, pack, threads)
+					if threads > 1 {
+						if !slices.Equal(tr.Keys, first.Keys) || !slices.Equal(tr.Dst, first.Dst) {
+							t.Fatalf("%s: differs from threads=1", what)
+						}
+						continue
+					}
+					first = tr
+					checkSetOrder(t, what, idx, before, tr, d0, pack)
+				}
+			}
+		}
+	}
+}
+
+func checkSetOrder(t *testing.T, what string, idx []int64, before, tr Layer0Rows, d0 int, pack []bool) {
+	t.Helper()
+	if !slices.Equal(tr.bounds, before.bounds) {
+		t.Fatalf("%s: bounds moved", what)
+	}
+	pos := make([]int, len(idx)) // the caller position of each row
+	for j, r := range tr.Dst {
+		pos[r] = j
+		if tr.Keys[r] != Hash(uint64(idx[j])) {
+			t.Fatalf("%s: position %d reads row %d, which holds another key", what, j, r)
+		}
+	}
+	sp := tr.Split(d0)
+	for g := 0; g < d0; g++ {
+		rows, was := tr.Keys[sp[g]:sp[g+1]], before.Keys[sp[g]:sp[g+1]]
+		if !pack[g] {
+			if !slices.Equal(rows, was) || !bucketsInCallerOrder(pos, tr, d0, g) {
+				t.Fatalf("%s: member %d is not packed but its rows moved", what, g)
+			}
+			continue
+		}
+		if !slices.Equal(rows, setOrdered(was, d0)) {
+			t.Fatalf("%s: member %d's rows are not in set order", what, g)
+		}
+		for r := sp[g] + 1; r < sp[g+1]; r++ {
+			if tr.Keys[r] == tr.Keys[r-1] && pos[r] < pos[r-1] {
+				t.Fatalf("%s: rows %d and %d repeat a key out of caller order", what, r-1, r)
+			}
+		}
+		b := bytes.Join(BuildConfigMsg(rows, rows, true, true, nil, true).Bufs, nil)
+		m, _, err := ParseConfigMsg(b, 0, 1, d0)
+		if err != nil || !slices.Equal(m.Out, rows) {
+			t.Fatalf("%s: member %d's compressed rows do not round-trip (%v)", what, g, err)
+		}
+	}
+}
+
+// bucketsInCallerOrder says whether member g's rows follow caller order bucket by bucket.
+func bucketsInCallerOrder(pos []int, tr Layer0Rows, d0, g int) bool {
+	b := subBits(d0)
+	for q := g << b; q < (g+1)<<b; q++ {
+		for r := tr.bounds[q] + 1; r < tr.bounds[q+1]; r++ {
+			if pos[r] < pos[r-1] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // sortedSet is l's distinct keys, ascending.
@@ -378,7 +482,7 @@ func BenchmarkSortTop(b *testing.B) {
 }
 
 // FuzzLayer0Msg: whatever the bytes, a layer-0 config message (rows, plain or compressed with
-// perms) parses to an error naming the sender or to rows and values of matching sizes, and the
+// repeat bitmaps) parses to an error naming the sender or to rows and values of matching sizes, and the
 // member's check of the rows' order (rowBounds) then accepts them or refuses them naming the
 // sender; nothing panics (make test runs it for 10 s).
 func FuzzLayer0Msg(f *testing.F) {
@@ -387,17 +491,16 @@ func FuzzLayer0Msg(f *testing.F) {
 	for _, n := range []int{0, 3, 200} {
 		lists, _ := topLists(f, r, 2, n, d0, me)
 		out, in := lists[0], lists[1]
-		so, op, _ := SetPerm(out, d0, me, 1, new(Layer0Scratch))
-		si, ip, _ := SetPerm(in, d0, me, 1, new(Layer0Scratch))
-		f.Add(bytes.Join(BuildConfigMsg(out, in, false, true, nil, nil, make([]byte, es*len(out)), false).Bufs, nil))
-		f.Add(bytes.Join(BuildConfigMsg(out, out, true, true, nil, nil, nil, false).Bufs, nil))
-		if len(so) > 0 && len(si) > 0 {
-			f.Add(bytes.Join(BuildConfigMsg(so, si, false, true, op, ip, make([]byte, es*len(out)), true).Bufs, nil))
-		}
+		f.Add(bytes.Join(BuildConfigMsg(out, in, false, true, make([]byte, es*len(out)), false).Bufs, nil))
+		f.Add(bytes.Join(BuildConfigMsg(out, out, true, true, nil, false).Bufs, nil))
+		so, si := setOrdered(out, d0), setOrdered(in, d0) // repeats: with bitmaps
+		f.Add(bytes.Join(BuildConfigMsg(so, si, false, true, make([]byte, es*len(out)), true).Bufs, nil))
+		u := sortedSet(so) // no repeats: no bitmap
+		f.Add(bytes.Join(BuildConfigMsg(setOrdered(u, d0), nil, true, true, nil, true).Bufs, nil))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, e := range []int{0, es} {
-			m, _, err := ParseConfigMsg(b, e, 7, true)
+			m, _, err := ParseConfigMsg(b, e, 7, d0)
 			if err != nil {
 				if kx.CodeOf(err) != kx.CodeInternal || !strings.Contains(err.Error(), "rank 7") {
 					t.Fatalf("es=%d: %v", e, err)
@@ -414,4 +517,45 @@ func FuzzLayer0Msg(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkFillLayer0 is a reduce's fill of the layer-0 vector from caller order (Scatter, f32)
+// of 2M random indices at layer-0 degree 4: rows in caller order inside each bucket (streams)
+// against rows in set order (SetOrder, every member sent compressed: a scatter inside each
+// bucket).
+func BenchmarkFillLayer0(b *testing.B) {
+	r := rand.New(rand.NewPCG(63, 64))
+	idx := make([]int64, benchRows)
+	for j := range idx {
+		idx[j] = int64(r.IntN(10_000_000))
+	}
+	vals := make([]byte, 4*len(idx))
+	v := make([]byte, len(vals))
+	for _, order := range []string{"Caller", "Set"} {
+		tr := PackLayer0(idx, 4, 1, new([]uint64))
+		if order == "Set" {
+			SetOrder(&tr, 4, []bool{true, true, true, true}, 1)
+		}
+		b.Run(order, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				kernels.Scatter(v, vals, tr.Dst, 4)
+			}
+		})
+	}
+}
+
+// BenchmarkSetOrder is the sender's reordering of 2M random indices' rows at layer-0 degree 4
+// (every member sent compressed).
+func BenchmarkSetOrder(b *testing.B) {
+	r := rand.New(rand.NewPCG(65, 66))
+	idx := make([]int64, benchRows)
+	for j := range idx {
+		idx[j] = int64(r.IntN(10_000_000))
+	}
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		tr := PackLayer0(idx, 4, 1, new([]uint64))
+		b.StartTimer()
+		SetOrder(&tr, 4, []bool{true, true, true, true}, 1)
+	}
 }

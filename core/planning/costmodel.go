@@ -1,7 +1,6 @@
 package planning
 
 import (
-	"kylix/core/keyset"
 	"math"
 )
 
@@ -154,16 +153,9 @@ func PredictTime(degrees []int, layers []LayerPrediction, bottomElems float64, l
 			cfgLocal /= ratio
 			packed += localMsgs
 		}
-		// Layer 0's messages carry rows; compressed, also each row's place in the set sent
-		// (permWidth bytes, not compressed).
-		var perms, localPerms float64
-		if i == 0 && ratio > 1 {
-			perms = keys * float64(keyset.PermWidth(int(keys)))
-			if w.CompressLocal {
-				localPerms = perms
-			}
-		}
-		lt.ConfigNet = net(keys*keyBytes/ratio+perms, cfgLocal+localPerms)
+		// Layer 0's messages carry rows; compressed, the rows are in set order and the message
+		// is their set (and a repeat bitmap, negligible): the same bytes as a list.
+		lt.ConfigNet = net(keys*keyBytes/ratio, cfgLocal)
 		lt.ConfigCPU = ns(lp.ElemsPerNode * math.Ceil(math.Log2(float64(d))) * r.MergeNs)
 		if ratio > 1 {
 			lt.ConfigCPU += ns(keys * float64(packed) * (r.EncodeNs + r.DecodeNs) * keyBytes / 8)

@@ -7,7 +7,9 @@
  * over ranks: kylix_config, kylix_reduce on the kept plan, one-shot kylix_config_reduce
  * (plan NULL), and kylix_allreduce of the densified n-vector. The first result of each is
  * checked against a brute force (every rank regenerates every rank's set).
- * Options: n= density= alpha= seed= separate_in= check= (or BENCH_<KEY>), see powerlaw.h;
+ * lat=N (BENCH_LAT) runs the latency benchmark instead (run_latency.sh): N back-to-back
+ * reduces of one kept plan and N 8-float kylix_allreduce calls, each figure the slowest rank's.
+ * Options: n= density= alpha= seed= separate_in= check= keys= (or BENCH_<KEY>), see powerlaw.h;
  * the library's own (degrees, threads, ...) come from KYLIX_<KEY> via kylix_init("").
  * Run under kylixrun.
  */
@@ -33,6 +35,49 @@ static void print_degrees(void) {
   }
 }
 
+/* ---- lat=N: the latency benchmark of run_latency.sh (issue 18) ---- */
+typedef struct { kylix_plan *p; const float *ov; float *iv; } lat_job;
+static int lat_reduce(void *a) {
+  lat_job *j = a;
+  return kylix_reduce(j->p, j->ov, j->iv, KYLIX_F32, KYLIX_SUM, 1);
+}
+static float lat_send[8], lat_recv[8];
+static int lat_dense8(void *a) {
+  (void)a;
+  return kylix_allreduce(comm, lat_send, lat_recv, 8, KYLIX_F32, KYLIX_SUM);
+}
+
+/* latency: config once, a checked warm-up reduce, then o->lat back-to-back reduces of the kept
+ * plan and o->lat 8-float kylix_allreduce calls; rank 0 prints two LAT lines (slowest rank). */
+static int latency(const pl_opts *o, int rank, int m, pl_set out, pl_set in, const float *ov,
+                   float *iv, const float *expect) {
+  kylix_plan *p;
+  must(kylix_config(comm, out.ids, out.len, in.ids, in.len, &p), "config");
+  print_degrees();
+  must(kylix_reduce(p, ov, iv, KYLIX_F32, KYLIX_SUM, 1), "reduce");
+  int64_t bad = expect ? pl_mismatches(expect, in.ids, in.len, iv) : 0, n_out = out.len;
+  must(kylix_allreduce(comm, &bad, &bad, 1, KYLIX_I64, KYLIX_SUM), "allreduce bad");
+  must(kylix_allreduce(comm, &n_out, &n_out, 1, KYLIX_I64, KYLIX_SUM), "allreduce");
+  const char *check = !expect ? "skipped" : bad ? "FAIL" : "OK";
+  lat_job j = {p, ov, iv};
+  double r[2];
+  must(kylix_barrier(comm), "barrier");
+  pl_lat_loop(o->lat, lat_reduce, &j, &r[0], &r[1]);
+  if (r[0] < 0) must(lat_reduce(&j), "reduce");
+  must(kylix_allreduce(comm, r, r, 2, KYLIX_F64, KYLIX_MAX), "allreduce max");
+  if (rank == 0) pl_lat_report("kylix", m, "sparse", n_out / m, o->lat, r[0], r[1], check);
+  must(kylix_plan_free(p), "plan_free");
+  for (int i = 0; i < 8; i++) lat_send[i] = (float)(rank + i);
+  must(lat_dense8(NULL), "allreduce");
+  must(kylix_barrier(comm), "barrier");
+  pl_lat_loop(o->lat, lat_dense8, NULL, &r[0], &r[1]);
+  if (r[0] < 0) must(lat_dense8(NULL), "allreduce");
+  must(kylix_allreduce(comm, r, r, 2, KYLIX_F64, KYLIX_MAX), "allreduce max");
+  if (rank == 0) pl_lat_report("kylix", m, "dense8", 8, o->lat, r[0], r[1], "skipped");
+  kylix_finalize(comm);
+  return bad != 0;
+}
+
 int main(int argc, char **argv) {
   if (kylix_init("", &comm) != KYLIX_OK) {
     fprintf(stderr, "kylix_init: %s\n", kylix_errmsg(NULL));
@@ -47,6 +92,7 @@ int main(int argc, char **argv) {
   float *iv = malloc((size_t)in.len * sizeof(float) + 4);
   for (int64_t j = 0; j < out.len; j++) ov[j] = pl_value(rank, out.ids[j]);
   float *expect = o.check ? pl_brute_force(&o, lambda, m) : NULL;
+  if (o.lat > 0) return latency(&o, rank, m, out, in, ov, iv, expect);
   pl_times t;
   sparse_job job = {out.ids, in.ids, out.len, in.len, ov, iv, expect};
   int64_t bad = time_sparse(job, &t, NULL, print_degrees);

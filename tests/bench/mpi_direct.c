@@ -17,7 +17,9 @@
  * Prints (rank 0) medians over iterations, each timed between barriers as the max over ranks:
  * config, reduce, one-shot config + reduce, and MPI_Allreduce of the densified n-vector.
  * Results are checked against a brute force (every rank regenerates every rank's set).
- * Options: n= density= alpha= seed= separate_in= check= (or BENCH_<KEY>), see powerlaw.h.
+ * Options: n= density= alpha= seed= separate_in= check= keys= (or BENCH_<KEY>), see powerlaw.h.
+ * lat=N (BENCH_LAT) runs the latency benchmark instead (run_latency.sh): N back-to-back
+ * reduces of one kept plan and N 8-float MPI_Allreduce calls, each figure the slowest rank's.
  * BENCH_PHASES=1 also prints where rank 0's time goes, phase by phase.
  */
 #include "powerlaw.h"
@@ -228,6 +230,42 @@ static double t_stop(double t0) { /* max over ranks */
   return dt * 1e3;
 }
 
+/* ---- lat=N: the latency benchmark of run_latency.sh (issue 18) ---- */
+typedef struct { plan *P; const float *ov; float *iv; } lat_job;
+static int lat_reduce(void *a) { lat_job *j = a; reduce(j->P, j->ov, j->iv); return 0; }
+static float lat_send[8], lat_recv[8];
+static int lat_dense8(void *a) {
+  (void)a;
+  return MPI_Allreduce(lat_send, lat_recv, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
+}
+
+/* latency: config once, a checked warm-up reduce, then o->lat back-to-back reduces of the kept
+ * plan and o->lat 8-float MPI_Allreduce calls; rank 0 prints two LAT lines (slowest rank). */
+static int latency(const pl_opts *o, int rank, int m, pl_set out, pl_set in, const float *ov,
+                   float *iv, const float *expect) {
+  plan *P = config(out.ids, out.len, in.ids, in.len);
+  reduce(P, ov, iv);
+  int64_t bad = expect ? pl_mismatches(expect, in.ids, in.len, iv) : 0, n_out = out.len;
+  MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &n_out, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  const char *check = !expect ? "skipped" : bad ? "FAIL" : "OK";
+  lat_job j = {P, ov, iv};
+  double r[2];
+  MPI_Barrier(MPI_COMM_WORLD);
+  pl_lat_loop(o->lat, lat_reduce, &j, &r[0], &r[1]);
+  MPI_Allreduce(MPI_IN_PLACE, r, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  if (rank == 0) pl_lat_report("mpi", m, "sparse", n_out / m, o->lat, r[0], r[1], check);
+  plan_free(P);
+  for (int i = 0; i < 8; i++) lat_send[i] = (float)(rank + i);
+  lat_dense8(NULL);
+  MPI_Barrier(MPI_COMM_WORLD);
+  pl_lat_loop(o->lat, lat_dense8, NULL, &r[0], &r[1]);
+  MPI_Allreduce(MPI_IN_PLACE, r, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  if (rank == 0) pl_lat_report("mpi", m, "dense8", 8, o->lat, r[0], r[1], "skipped");
+  MPI_Finalize();
+  return bad != 0;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank, m;
@@ -240,6 +278,7 @@ int main(int argc, char **argv) {
   float *ov = xmalloc((size_t)out.len * sizeof(float)), *iv = xmalloc((size_t)in.len * sizeof(float));
   for (int64_t j = 0; j < out.len; j++) ov[j] = pl_value(rank, out.ids[j]);
   float *expect = o.check ? pl_brute_force(&o, lambda, m) : NULL;
+  if (o.lat > 0) return latency(&o, rank, m, out, in, ov, iv, expect);
   int64_t bad = 0;
   pl_times t;
 

@@ -14,6 +14,9 @@
  */
 #ifndef KYLIX_BENCH_POWERLAW_H
 #define KYLIX_BENCH_POWERLAW_H
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
+#endif
 
 #include <math.h>
 #include <stdint.h>
@@ -175,16 +178,19 @@ typedef struct {
   uint64_t seed;
   int separate_in; /* in set drawn apart from the out set (else in = out, same array) */
   int check;       /* brute-force check of the first result of each operation */
+  int lat;         /* > 0: the latency benchmark (run_latency.sh): lat back-to-back calls */
+  int64_t keys;    /* > 0: density = keys / n, about keys indices a rank */
 } pl_opts;
 
-/* pl_opts_parse reads "n=... density=... alpha=... seed=... separate_in=0|1 check=0|1" from
- * argv[1..], each defaulting from BENCH_<KEY> in the environment, then from the defaults. */
+/* pl_opts_parse reads "n=... density=... alpha=... seed=... separate_in=0|1 check=0|1 lat=...
+ * keys=..." from argv[1..], each defaulting from BENCH_<KEY> in the environment, then from the
+ * defaults. keys= overrides density. */
 static pl_opts pl_opts_parse(int argc, char **argv) {
-  pl_opts o = {10000000, 0.2, 1.0, 1, 0, 1};
-  const char *keys[] = {"n", "density", "alpha", "seed", "separate_in", "check"};
+  pl_opts o = {10000000, 0.2, 1.0, 1, 0, 1, 0, 0};
+  const char *keys[] = {"n", "density", "alpha", "seed", "separate_in", "check", "lat", "keys"};
   const char *envs[] = {"BENCH_N", "BENCH_DENSITY", "BENCH_ALPHA", "BENCH_SEED",
-                        "BENCH_SEPARATE_IN", "BENCH_CHECK"};
-  for (int k = 0; k < 6; k++) {
+                        "BENCH_SEPARATE_IN", "BENCH_CHECK", "BENCH_LAT", "BENCH_KEYS"};
+  for (int k = 0; k < 8; k++) {
     const char *v = getenv(envs[k]);
     for (int i = 1; i < argc; i++) {
       size_t l = 0;
@@ -199,8 +205,11 @@ static pl_opts pl_opts_parse(int argc, char **argv) {
     case 3: o.seed = strtoull(v, NULL, 0); break;
     case 4: o.separate_in = atoi(v); break;
     case 5: o.check = atoi(v); break;
+    case 6: o.lat = atoi(v); break;
+    case 7: o.keys = (int64_t)atof(v); break;
     }
   }
+  if (o.keys > 0) o.density = (double)o.keys / (double)o.n;
   return o;
 }
 
@@ -251,6 +260,43 @@ static void pl_report(const char *impl, int ranks, const pl_opts *o, int64_t key
          pl_median(t->config, PL_CONFIGS), pl_median(t->reduce, PL_REDUCES),
          pl_median(t->oneshot, PL_ONESHOTS), pl_median(t->dense, PL_DENSES),
          !expect ? "skipped" : bad ? "FAIL" : "OK");
+}
+
+/* ---- the latency benchmark (run_latency.sh, issue 18) ----
+ * pl_lat_loop makes `iters` back-to-back calls of call(arg), each timed on its own clock
+ * (no barrier between them), and returns this rank's mean and median per call in µs, or
+ * -1 in *mean_us when a call failed. The program then takes the max of both over ranks (the
+ * slowest rank's figure) and rank 0 prints it with pl_lat_report. */
+#include <time.h>
+
+static double pl_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void pl_lat_loop(int iters, int (*call)(void *), void *arg, double *mean_us, double *med_us) {
+  double *t = (double *)malloc((size_t)iters * sizeof(double));
+  if (!t) { fprintf(stderr, "powerlaw: out of memory\n"); exit(1); }
+  double t0 = pl_now(), prev = t0;
+  int bad = 0;
+  for (int i = 0; i < iters && !bad; i++) {
+    bad = call(arg) != 0;
+    double now = pl_now();
+    t[i] = now - prev, prev = now;
+  }
+  *mean_us = bad ? -1 : (prev - t0) / iters * 1e6;
+  *med_us = pl_median(t, iters) * 1e6;
+  free(t);
+}
+
+/* The line run_latency.sh parses: what = "sparse" (keys_per_rank: the mean over ranks of
+ * the out set) or "dense8" (an 8-float allreduce). */
+static void pl_lat_report(const char *impl, int ranks, const char *what, int64_t keys_per_rank,
+                          int iters, double mean_us, double med_us, const char *check) {
+  printf("LAT impl=%s ranks=%d op=%s keys_per_rank=%lld iters=%d mean_us=%.2f median_us=%.2f check=%s\n",
+         impl, ranks, what, (long long)keys_per_rank, iters, mean_us, med_us, check);
+  fflush(stdout);
 }
 
 #endif /* KYLIX_BENCH_POWERLAW_H */

@@ -8,7 +8,7 @@
  * (plan NULL), and kylix_allreduce of the densified n-vector. The first result of each is
  * checked against a brute force (every rank regenerates every rank's set).
  * lat=N (BENCH_LAT) runs the latency benchmark instead (run_latency.sh): N back-to-back
- * reduces of one kept plan and N 8-float kylix_allreduce calls, each figure the slowest rank's.
+ * reduces of one kept plan and (unless BENCH_LAT_DENSE=0) N 8-float kylix_allreduce calls, each figure the slowest rank's.
  * Options: n= density= alpha= seed= separate_in= check= keys= (or BENCH_<KEY>), see powerlaw.h;
  * the library's own (degrees, threads, ...) come from KYLIX_<KEY> via kylix_init("").
  * Run under kylixrun.
@@ -67,6 +67,10 @@ static int latency(const pl_opts *o, int rank, int m, pl_set out, pl_set in, con
   must(kylix_allreduce(comm, r, r, 2, KYLIX_F64, KYLIX_MAX), "allreduce max");
   if (rank == 0) pl_lat_report("kylix", m, "sparse", n_out / m, o->lat, r[0], r[1], check);
   must(kylix_plan_free(p), "plan_free");
+  if (getenv("BENCH_LAT_DENSE") && !atoi(getenv("BENCH_LAT_DENSE"))) {
+    kylix_finalize(comm);
+    return bad != 0;
+  }
   for (int i = 0; i < 8; i++) lat_send[i] = (float)(rank + i);
   must(lat_dense8(NULL), "allreduce");
   must(kylix_barrier(comm), "barrier");

@@ -19,7 +19,7 @@
  * Results are checked against a brute force (every rank regenerates every rank's set).
  * Options: n= density= alpha= seed= separate_in= check= keys= (or BENCH_<KEY>), see powerlaw.h.
  * lat=N (BENCH_LAT) runs the latency benchmark instead (run_latency.sh): N back-to-back
- * reduces of one kept plan and N 8-float MPI_Allreduce calls, each figure the slowest rank's.
+ * reduces of one kept plan and (unless BENCH_LAT_DENSE=0) N 8-float MPI_Allreduce calls, each figure the slowest rank's.
  * BENCH_PHASES=1 also prints where rank 0's time goes, phase by phase.
  */
 #include "powerlaw.h"
@@ -256,6 +256,10 @@ static int latency(const pl_opts *o, int rank, int m, pl_set out, pl_set in, con
   MPI_Allreduce(MPI_IN_PLACE, r, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   if (rank == 0) pl_lat_report("mpi", m, "sparse", n_out / m, o->lat, r[0], r[1], check);
   plan_free(P);
+  if (getenv("BENCH_LAT_DENSE") && !atoi(getenv("BENCH_LAT_DENSE"))) {
+    MPI_Finalize();
+    return bad != 0;
+  }
   for (int i = 0; i < 8; i++) lat_send[i] = (float)(rank + i);
   lat_dense8(NULL);
   MPI_Barrier(MPI_COMM_WORLD);

@@ -12,9 +12,11 @@
 #   tests/bench/run_latency.sh [--ranks="2 4"] [--keys="256 4096 32768"] [--iters=2000]
 #                              [--reps=3] [--out=FILE]
 # Each option also comes from BENCH_RANKS, BENCH_KEYS, BENCH_ITERS, BENCH_REPS (flags win).
-# KYLIX_BUILDS="name=dir ..." compares several builds of the library in the same run (each
-# dir holds a libkylix.so and include/kylix.h, e.g. a baseline and a prototype); the default
-# is "kylix=build" (built with `make` when missing). Kylix options (KYLIX_DEGREES, ...) pass
+# KYLIX_BUILDS="name=dir[@VAR=val,VAR=val] ..." compares several builds of the library, or
+# one build under several environments, in the same run (each dir holds a libkylix.so and
+# include/kylix.h, e.g. a baseline and a prototype; "fast=build@KYLIX_DEGREES=direct" runs
+# build's with that variable set); the default is "kylix=build" (built with `make` when
+# missing). Kylix options (KYLIX_DEGREES, ...) pass
 # through to kylix_init(""). Ranks beyond the core count are oversubscribed: Open MPI then
 # yields when idle on its own (--oversubscribe); Kylix blocks in the kernel anyway.
 set -euo pipefail
@@ -32,7 +34,7 @@ for a in "$@"; do
   --iters=*) iters=${a#*=} ;;
   --reps=*) reps=${a#*=} ;;
   --out=*) outfile=${a#*=} ;;
-  *) sed -n '2,20p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,22p' "$0" >&2; exit 2 ;;
   esac
 done
 if ! command -v mpicc >/dev/null 2>&1; then
@@ -48,8 +50,10 @@ fi
 mkdir -p build/bench
 cflags="-O2 -march=native -std=c11 -Wall -Wextra"
 mpicc $cflags tests/bench/mpi_direct.c -o build/bench/mpi_direct -lm
+bdir() { b=${1#*=}; echo "${b%%@*}"; }
+benv() { case $1 in *@*) b=${1#*@}; echo "${b//,/ }" ;; esac; }
 for b in $builds; do
-  d=$(cd "${b#*=}" && pwd)
+  d=$(cd "$(bdir "$b")" && pwd)
   mkdir -p "$d/bench"
   gcc $cflags -I"$d/include" tests/bench/kylix_sparse.c -L"$d" -lkylix -Wl,-rpath,"$d" -lm \
     -o "$d/bench/kylix_sparse"
@@ -72,7 +76,7 @@ for ((rep = 1; rep <= reps; rep++)); do
       "${mpi[@]}" -n "$r" build/bench/mpi_direct $args keys="$k" check=$check |
         sed -n 's/^LAT impl=mpi/LAT impl=mpi-def/p' | tee -a "$log" >&2 || echo "run_latency: mpi failed" >&2
       for b in $builds; do
-        build/kylixrun -n "$r" -- "${b#*=}/bench/kylix_sparse" $args keys="$k" check=$check |
+        env $(benv "$b") build/kylixrun -n "$r" -- "$(bdir "$b")/bench/kylix_sparse" $args keys="$k" check=$check |
           sed -n "s/^LAT impl=kylix/LAT impl=${b%%=*}/p" | tee -a "$log" >&2 ||
           echo "run_latency: ${b%%=*} failed" >&2
       done

@@ -28,22 +28,22 @@ func (p *Plan) reduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width int, as
 	}
 	var b *planBufs
 	if err == nil {
-		b, err = p.bufs(width*d.Size(), "width")
+		b, err = p.bufs(width*kernels.ElemBytes(d, o), "width")
 	}
 	if err != nil {
 		return nil, c.Reject(err)
 	}
-	vs := &valueSpec{d: d, o: o, width: width, es: width * d.Size()}
+	vs := newValueSpec(d, o, width)
 	fp := kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
 	return c.issue(fp, func(seq uint64) error {
-		p.expectAll(seq, b, vs.es, true)
+		p.expectAll(seq, b, vs, true)
 		p.fillLayer0(b, outVals, vs)
 		for i := range p.layers {
 			if err := p.down(seq, i, b, vs); err != nil {
 				return err
 			}
 		}
-		return p.up(seq, b, b.vec[len(p.layers)], inVals, vs, p.fusedUp && vs.o.Builtin()) // combineSub
+		return p.up(seq, b, b.vec[len(p.layers)], inVals, vs, p.fusedUp && vs.o.Builtin() && !vs.acc) // combineSub
 	}, async)
 }
 
@@ -51,8 +51,9 @@ func (p *Plan) reduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width int, as
 // messages into the per-source slots, up messages straight into their final position in the
 // layer above. Posting everything first lets every message stream in while earlier ones are
 // combined.
-func (p *Plan) expectAll(seq uint64, b *planBufs, es int, down bool) {
+func (p *Plan) expectAll(seq uint64, b *planBufs, vs *valueSpec, down bool) {
 	c, t := p.c, p.topo
+	es, ues := vs.es, vs.upSpec().es
 	node := c.node()
 	for i := range p.layers {
 		lm := &p.layers[i]
@@ -65,7 +66,7 @@ func (p *Plan) expectAll(seq uint64, b *planBufs, es int, down bool) {
 			if down {
 				c.expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDown}, b.slot[i][g][:len(lm.outMaps[g])*es])
 			}
-			c.expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}, b.above[i][lm.inSplit[g]*es:lm.inSplit[g+1]*es])
+			c.expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}, b.above[i][lm.inSplit[g]*ues:lm.inSplit[g+1]*ues])
 		}
 	}
 }
@@ -242,7 +243,7 @@ func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec,
 			kernels.ScatterCombine(vs.d, vs.o, dst, src[a*es:e*es], lm.outMaps[g][a:e], vs.width)
 		}
 	}
-	if !p.fusedUp || !vs.o.Builtin() { // a user op's rows are final only at the end
+	if !p.fusedUp || !vs.o.Builtin() || vs.acc { // a user op's rows are final only at the end; RSum's are rounded first (up)
 		return
 	}
 	// The sub-range is final: gather every member's answers from it while it is in cache, into
@@ -293,12 +294,20 @@ func segmentEnd(m []int32, end int) int {
 //
 // gathered says that layer 0's up messages and own answers were gathered already, by the down
 // phase as it combined (combineSub, canFuseUp).
+//
+// An RSum's bottom accumulators v are rounded to floats here, in place, once: from here on
+// the values are the caller's floats (upSpec).
 func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec, gathered bool) error {
+	if vs.acc {
+		n := len(v) / vs.es * vs.width
+		kernels.Round(vs.d, v[:n*vs.d.Size()], v)
+		v, vs = v[:n*vs.d.Size()], vs.upSpec()
+	}
 	c, t, es := p.c, p.topo, vs.es
 	node := c.node()
 	vin := v
 	if !p.bottomIdentity {
-		vin = b.vin
+		vin = b.vin[:len(p.bottom)*es] // a prefix when the up phase's values are smaller (RSum)
 		p.gather(vin, v, p.bottom, vs)
 	}
 	for i := len(p.layers) - 1; i >= 0; i-- {
@@ -357,16 +366,38 @@ func (p *Plan) fillLayer0(b *planBufs, outVals []byte, vs *valueSpec) {
 		return
 	}
 	if !vs.o.Builtin() || p.outFirst == nil {
-		cb := kernels.NewCombiner(vs.d, vs.o, vs.width, v)
-		cb.Scatter(outVals, p.outPos)
+		vs.intoAcc(v, outVals, p.outPos)
 		return
 	}
-	p.gather(v, outVals, p.outFirst, vs)
+	if vs.acc {
+		p.parallel(len(p.outFirst), func(lo, hi int) {
+			kernels.FromGather(vs.d, v[lo*vs.es:hi*vs.es], outVals, p.outFirst[lo:hi], vs.width)
+		})
+	} else {
+		p.gather(v, outVals, p.outFirst, vs)
+	}
 	if len(p.outRest) > 0 {
 		rest := b.rest // b, not p.vals: a request issued later may have carved p.vals anew
+		if vs.acc {    // the repeats as floats (smaller than their accumulators), each converted as it is added
+			fvs := vs.upSpec()
+			rest = rest[:len(p.outRest)*fvs.es]
+			kernels.Gather(vs.d, fvs.o, rest, outVals, p.outRest, vs.width)
+			kernels.FromScatterCombine(vs.d, v, rest, p.outRestPos, vs.width)
+			return
+		}
 		kernels.Gather(vs.d, vs.o, rest, outVals, p.outRest, vs.width)
 		kernels.ScatterCombine(vs.d, vs.o, v, rest, p.outRestPos, vs.width)
 	}
+}
+
+// parallel runs f over ranges of n rows with the comm's worker threads (each row by one
+// worker, so the bits do not depend on threads).
+func (p *Plan) parallel(n int, f func(lo, hi int)) {
+	if keyset.WorkersFor(n, p.c.threads()) == 1 {
+		f(0, n)
+		return
+	}
+	keyset.ParallelRanges(n, p.c.threads(), f)
 }
 
 // fillLayer0Packed fills the layer-0 bucket ordered layer-0 vector v of a packed plan: a stable
@@ -374,6 +405,13 @@ func (p *Plan) fillLayer0(b *planBufs, outVals []byte, vs *valueSpec) {
 // position is a row of its own, so nothing is combined here, whatever the op.
 func (p *Plan) fillLayer0Packed(v, outVals []byte, vs *valueSpec) {
 	es := vs.es
+	if vs.acc { // every row a single contribution: its exact accumulator
+		fs := vs.width * vs.d.Size()
+		p.parallel(len(p.outDst), func(lo, hi int) {
+			kernels.FromScatter(vs.d, v, outVals[lo*fs:hi*fs], p.outDst[lo:hi], vs.width)
+		})
+		return
+	}
 	if keyset.WorkersFor(len(p.outDst), p.c.threads()) == 1 { // no closure to allocate
 		kernels.Scatter(v, outVals, p.outDst, es)
 		return

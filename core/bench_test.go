@@ -2,9 +2,9 @@ package core_test
 
 import (
 	"fmt"
-	"math"
 	"kylix/core/keyset"
 	"kylix/core/kx"
+	"math"
 	"sync"
 	"testing"
 	"time"

@@ -15,11 +15,12 @@ type valueSpec struct {
 	o     kx.Op
 	width int
 	es    int // bytes per index inside the butterfly: width * kernels.ElemBytes
-	// acc says the values travel down as KYLIX_RSUM accumulators (24 B a value for F64,
-	// 16 B for F32), converted from the caller's floats where they enter (never summed as
-	// floats first). Only the down phase combines, so the bottom rounds them once to floats
-	// and the up phase carries the caller's floats (upSpec): the accumulator form lives only
-	// where values are combined.
+	// acc says the values are combined as KYLIX_RSUM accumulators (24 B a value for F64,
+	// 16 B for F32), converted exactly from the caller's floats (never summed as floats
+	// first). They travel down in that form, except reduce's packed layer 0, whose rows are
+	// single contributions and go as floats (Plan.srcES). Only the down phase combines, so
+	// the bottom rounds them once and the up phase carries the caller's floats (upSpec): the
+	// accumulator form lives only where values are combined.
 	acc bool
 }
 

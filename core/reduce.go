@@ -43,7 +43,7 @@ func (p *Plan) reduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width int, as
 				return err
 			}
 		}
-		return p.up(seq, b, b.vec[len(p.layers)], inVals, vs, p.fusedUp && vs.o.Builtin() && !vs.acc) // combineSub
+		return p.up(seq, b, b.vec[len(p.layers)], inVals, vs, p.fusedUp && vs.o.Builtin()) // combineSub
 	}, async)
 }
 
@@ -53,7 +53,7 @@ func (p *Plan) reduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width int, as
 // combined.
 func (p *Plan) expectAll(seq uint64, b *planBufs, vs *valueSpec, down bool) {
 	c, t := p.c, p.topo
-	es, ues := vs.es, vs.upSpec().es
+	ues := vs.upSpec().es
 	node := c.node()
 	for i := range p.layers {
 		lm := &p.layers[i]
@@ -64,7 +64,7 @@ func (p *Plan) expectAll(seq uint64, b *planBufs, vs *valueSpec, down bool) {
 			}
 			from := t.Member(node, i, g)
 			if down {
-				c.expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDown}, b.slot[i][g][:len(lm.outMaps[g])*es])
+				c.expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDown}, b.slot[i][g][:len(lm.outMaps[g])*p.srcES(i, vs)])
 			}
 			c.expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}, b.above[i][lm.inSplit[g]*ues:lm.inSplit[g+1]*ues])
 		}
@@ -77,7 +77,7 @@ func (p *Plan) expectAll(seq uint64, b *planBufs, vs *valueSpec, down bool) {
 // stream in. Order by source, never by arrival: results are bitwise reproducible.
 func (p *Plan) down(seq uint64, i int, b *planBufs, vs *valueSpec) error {
 	c, t, lm := p.c, p.topo, &p.layers[i]
-	node, d, es := c.node(), t.Degrees[i], vs.es
+	node, d, es := c.node(), t.Degrees[i], p.srcES(i, vs)
 	me := t.Digit(node, i)
 	v := b.vec[i]
 	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDown}
@@ -157,7 +157,7 @@ func (p *Plan) combineMonotone(i int, b *planBufs, vs *valueSpec, tag kx.Tag, ds
 // different workers (each is combined whole by one, so the bits do not depend on threads).
 func (p *Plan) combineBuckets(i int, b *planBufs, vs *valueSpec, tag kx.Tag, dst []byte) error {
 	c, t, lm := p.c, p.topo, &p.layers[i]
-	node, d, es := c.node(), t.Degrees[i], vs.es
+	node, d, es := c.node(), t.Degrees[i], p.srcES(i, vs) // the sources' rows
 	me := t.Digit(node, i)
 	v := b.vec[i]
 	own := v[lm.outSplit[me]*es : lm.outSplit[me+1]*es]
@@ -225,10 +225,10 @@ var smallDownBytes = 2 << 20
 func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec, cb *kernels.Combiner) {
 	lm := &p.layers[i]
 	me := p.topo.Digit(p.c.node(), i)
-	es := vs.es
+	es, ses := vs.es, p.srcES(i, vs) // dst's rows, the sources' rows
 	user := cb != nil && cb.User()
+	lo, hi := lm.mergedBounds[s], lm.mergedBounds[s+1]
 	if !user {
-		lo, hi := lm.mergedBounds[s], lm.mergedBounds[s+1]
 		kernels.Identity(vs.d, vs.o, dst[lo*es:hi*es])
 	}
 	for g := range lm.outMaps {
@@ -237,26 +237,50 @@ func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec,
 			src = b.slot[i][g]
 		}
 		a, e := lm.outBounds[g][s], lm.outBounds[g][s+1]
-		if user {
-			cb.Scatter(src[a*es:e*es], lm.outMaps[g][a:e])
-		} else {
-			kernels.ScatterCombine(vs.d, vs.o, dst, src[a*es:e*es], lm.outMaps[g][a:e], vs.width)
+		switch {
+		case user:
+			cb.Scatter(src[a*ses:e*ses], lm.outMaps[g][a:e])
+		case ses != es: // RSum's floats, each converted exactly as it is added
+			kernels.FromScatterCombine(vs.d, dst, src[a*ses:e*ses], lm.outMaps[g][a:e], vs.width)
+		default:
+			kernels.ScatterCombine(vs.d, vs.o, dst, src[a*ses:e*ses], lm.outMaps[g][a:e], vs.width)
 		}
 	}
-	if !p.fusedUp || !vs.o.Builtin() || vs.acc { // a user op's rows are final only at the end; RSum's are rounded first (up)
+	if !p.fusedUp || !vs.o.Builtin() { // a user op's rows are final only at the end
 		return
 	}
 	// The sub-range is final: gather every member's answers from it while it is in cache, into
 	// the rows of the member's slot just combined (its up message) and, for this rank, into its
-	// own rows of the layer above.
+	// own rows of the layer above. RSum rounds the sub-range first, in place: its floats then
+	// sit at the front of its span, row j at lo*es + (j-lo)*fs, which src below addresses by
+	// the absolute row j; the answers go up as floats (upSpec).
+	src, uvs := dst, vs
+	if vs.acc {
+		uvs = vs.upSpec()
+		fs := uvs.es
+		kernels.Round(vs.d, dst[lo*es:lo*es+(hi-lo)*fs], dst[lo*es:hi*es])
+		src = dst[lo*(es-fs) : lo*(es-fs)+hi*fs]
+	}
+	ues := uvs.es
 	for g := range lm.outMaps {
 		a, e := lm.outBounds[g][s], lm.outBounds[g][s+1]
 		out := b.slot[i][g]
 		if g == me {
-			out = b.above[i][lm.inSplit[me]*es:]
+			out = b.above[i][lm.inSplit[me]*ues:]
 		}
-		kernels.Gather(vs.d, vs.o, out[a*es:e*es], dst, lm.outMaps[g][a:e], vs.width)
+		kernels.Gather(vs.d, uvs.o, out[a*ues:e*ues], src, lm.outMaps[g][a:e], vs.width)
 	}
+}
+
+// srcES is the bytes per row that layer i's down phase sends and combines from. An RSum's
+// packed layer 0 sends the caller's floats: each of its rows is one caller position, a single
+// contribution, folded exactly into the accumulators where it is combined (FromScatterCombine).
+// So layer 0 costs RSum no more bytes than Sum; deeper layers carry accumulators.
+func (p *Plan) srcES(i int, vs *valueSpec) int {
+	if vs.acc && p.packed && i == 0 {
+		return vs.width * vs.d.Size()
+	}
+	return vs.es
 }
 
 // canFuseUp says whether reduce may gather layer 0's up messages as it combines layer 0: the
@@ -298,11 +322,12 @@ func segmentEnd(m []int32, end int) int {
 // An RSum's bottom accumulators v are rounded to floats here, in place, once: from here on
 // the values are the caller's floats (upSpec).
 func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec, gathered bool) error {
-	if vs.acc {
+	if vs.acc && !gathered { // gathered: combineSub rounded every sub-range
 		n := len(v) / vs.es * vs.width
 		kernels.Round(vs.d, v[:n*vs.d.Size()], v)
-		v, vs = v[:n*vs.d.Size()], vs.upSpec()
+		v = v[:n*vs.d.Size()]
 	}
+	vs = vs.upSpec()
 	c, t, es := p.c, p.topo, vs.es
 	node := c.node()
 	vin := v
@@ -404,14 +429,7 @@ func (p *Plan) parallel(n int, f func(lo, hi int)) {
 // partition of the caller's values by row (streaming: a few dozen write heads). Every caller
 // position is a row of its own, so nothing is combined here, whatever the op.
 func (p *Plan) fillLayer0Packed(v, outVals []byte, vs *valueSpec) {
-	es := vs.es
-	if vs.acc { // every row a single contribution: its exact accumulator
-		fs := vs.width * vs.d.Size()
-		p.parallel(len(p.outDst), func(lo, hi int) {
-			kernels.FromScatter(vs.d, v, outVals[lo*fs:hi*fs], p.outDst[lo:hi], vs.width)
-		})
-		return
-	}
+	es := p.srcES(0, vs)                                      // RSum: the caller's floats, as they are
 	if keyset.WorkersFor(len(p.outDst), p.c.threads()) == 1 { // no closure to allocate
 		kernels.Scatter(v, outVals, p.outDst, es)
 		return

@@ -166,6 +166,23 @@ func rsumCalls(c *core.Comm, rd rankData, d kx.Dtype, width int, want []byte) er
 			return fmt.Errorf("%s %s width %d: %s", name, d, width, firstDiff(d, g, want))
 		}
 	}
+	// in = out, the same slice: a one-layer plan then rounds and gathers each sub-range as it
+	// combines it (canFuseUp). Row p is key out[p]'s row of want (want's row k is key k).
+	q, err := c.Config(rd.out, rd.out)
+	if err != nil {
+		return err
+	}
+	defer q.Free()
+	same := make([]byte, len(vals))
+	if err := q.Reduce(vals, same, d, kx.RSum, width); err != nil {
+		return fmt.Errorf("reduce in = out: %w", err)
+	}
+	rb := width * d.Size()
+	for p, k := range rd.out {
+		if !bytes.Equal(same[p*rb:p*rb+rb], want[int(k)*rb:int(k)*rb+rb]) {
+			return fmt.Errorf("reduce in = out %s width %d: row %d (key %d) differs", d, width, p, k)
+		}
+	}
 	return nil
 }
 

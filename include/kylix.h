@@ -116,11 +116,14 @@ enum kylix_op    { KYLIX_SUM = 1, KYLIX_PROD, KYLIX_MIN, KYLIX_MAX,
  * MAX + MAX - MAX gives MAX).  A zero sum is -0 only when every
  * contribution was -0, else +0; an index nobody contributes to gets +0.
  *
- * Cost: values travel the combining (down) phase as accumulators, 24 bytes
- * a value for F64 (3x) and 16 bytes for F32 (4x), converted exactly from the
- * caller's floats on entry; they are rounded once where the reduction ends
- * and travel back up as the caller's floats.  An index may take up to 2^27
- * (F64) or 2^26 (F32) contributions.  kylix_allreduce allocates count
+ * Cost: values are combined as accumulators, 24 bytes a value for F64 (3x)
+ * and 16 bytes for F32 (4x), and travel the combining (down) phase in that
+ * form, except the first layer of kylix_reduce on more than one rank, which
+ * sends the caller's floats (each one contribution, converted exactly where
+ * it is combined); they are rounded once where the reduction ends and travel
+ * back up as the caller's floats.  So a one-layer kylix_reduce moves the
+ * same bytes as KYLIX_SUM; the cost is arithmetic.  An index may take up to
+ * 2^27 (F64) or 2^26 (F32) contributions.  kylix_allreduce allocates count
  * accumulators for the call.
  */
 

@@ -557,8 +557,8 @@ class Plan(PlanHandle):
                 when C-contiguous, else converted once (or refused when ``copy=False``).
             op: ``"sum"``, ``"prod"``, ``"min"``, ``"max"``, ``"band"``, ``"bor"``, ``"bxor"``,
                 ``"rsum"`` (reproducible sum, float32/float64: the same bits for the same
-                multiset of contributions whatever the ranks, split, degrees or order; its
-                values cost 16 or 24 bytes on the wire down the butterfly, see kylix.h), an op
+                multiset of contributions whatever the ranks, split, degrees or order; values
+                are combined as 16- or 24-byte accumulators, see KYLIX_RSUM in kylix.h), an op
                 id, or a :class:`UserOp`.
             out: where to write the result (shape ``(n_in,)`` / ``(n_in, width)``, same dtype,
                 C-contiguous); allocated when None.

@@ -5,6 +5,8 @@
 //   - pagerank on the bundled power-law graph, 4 ranks (degrees auto) and
 //     3 ranks (--degrees direct), against the single-process reference
 //     examples/tools/pagerankref: every score within 1e-9 relative, same top 10;
+//   - pagerank --rsum (KYLIX_RSUM) on 1, 2 and 4 ranks and 2 nodes x 2 replicas: the same
+//     scores hash every time;
 //   - minibatch on 4 ranks: the loss goes down.
 //
 // KYLIX_BUILD, if set, names a directory holding libkylix.so and kylixrun (and

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"kylix/core/keyset"
 	"kylix/core/kx"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -149,6 +150,38 @@ func BenchmarkConfigReduceOneShot4x2M(b *testing.B) {
 		j.each(b, func(r int, c *core.Comm) error {
 			_, err := c.ConfigReduce(sets[r], vals[r], sets[r], res[r], kx.F32, kx.Sum, 1, false)
 			return err
+		})
+	}
+}
+
+// BenchmarkReduceF64x4x1M reduces f64 values of 1M-index sets on 4 in-memory ranks, direct,
+// with SUM and with RSUM on the same plan (issue 20: RSUM's cost against SUM's).
+func BenchmarkReduceF64x4x1M(b *testing.B) {
+	sets := benchSets(4, 1_000_000, 4_000_000)
+	for _, o := range []kx.Op{kx.Sum, kx.RSum} {
+		b.Run(o.String(), func(b *testing.B) {
+			j := newLiveJob(b, 4, kx.Options{Degrees: "direct", Threads: 1})
+			plans := make([]*core.Plan, 4)
+			j.each(b, func(r int, c *core.Comm) (err error) {
+				plans[r], err = c.Config(sets[r], sets[r])
+				return err
+			})
+			vals := make([][]byte, 4)
+			res := make([][]byte, 4)
+			for r := range vals {
+				vals[r] = encodeRaw(kx.F64, make([]float64, len(sets[r])))
+				for i := range len(sets[r]) { // exponents over +-60
+					putU64(vals[r][8*i:], math.Float64bits(math.Ldexp(1+float64(i%977)/977, i%121-60)))
+				}
+				res[r] = make([]byte, 8*len(sets[r]))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				j.each(b, func(r int, c *core.Comm) error {
+					return plans[r].Reduce(vals[r], res[r], kx.F64, o, 1)
+				})
+			}
 		})
 	}
 }

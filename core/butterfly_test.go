@@ -82,7 +82,7 @@ func refOp(d kx.Dtype, o kx.Op, a, b uint64) uint64 {
 		fa, fb := math.Float64frombits(a), math.Float64frombits(b)
 		var r float64
 		switch o {
-		case kx.Sum:
+		case kx.Sum, kx.RSum: // the test values' sums are exact in any order
 			r = fa + fb
 		case kx.Prod:
 			r = fa * fb
@@ -145,7 +145,7 @@ func refOp(d kx.Dtype, o kx.Op, a, b uint64) uint64 {
 // refIdentity is the value an index nobody contributes must get.
 func refIdentity(d kx.Dtype, o kx.Op) uint64 {
 	switch o {
-	case kx.Sum, kx.Bor, kx.Bxor:
+	case kx.Sum, kx.Bor, kx.Bxor, kx.RSum:
 		if d.IsFloat() {
 			return math.Float64bits(0)
 		}
@@ -325,6 +325,8 @@ func opsFor(d kx.Dtype) []kx.Op {
 	ops := []kx.Op{kx.Sum, kx.Prod, kx.Min, kx.Max}
 	if !d.IsFloat() {
 		ops = append(ops, kx.Band, kx.Bor, kx.Bxor)
+	} else {
+		ops = append(ops, kx.RSum)
 	}
 	return ops
 }

@@ -14,7 +14,40 @@ type valueSpec struct {
 	d     kx.Dtype
 	o     kx.Op
 	width int
-	es    int // bytes per index: width * element size
+	es    int // bytes per index inside the butterfly: width * kernels.ElemBytes
+	// acc says the values are combined as KYLIX_RSUM accumulators (24 B a value for F64,
+	// 16 B for F32), converted exactly from the caller's floats (never summed as floats
+	// first). They travel down in that form, except reduce's packed layer 0, whose rows are
+	// single contributions and go as floats (Plan.srcES). Only the down phase combines, so
+	// the bottom rounds them once and the up phase carries the caller's floats (upSpec): the
+	// accumulator form lives only where values are combined.
+	acc bool
+}
+
+func newValueSpec(d kx.Dtype, o kx.Op, width int) *valueSpec {
+	return &valueSpec{d: d, o: o, width: width, es: width * kernels.ElemBytes(d, o), acc: o == kx.RSum}
+}
+
+// upSpec is the spec of the up phase's values: the caller's own. An RSum's bottom values are
+// final once rounded, so they climb as plain floats; a gather of a key nobody sent gives +0,
+// Sum's identity and the empty sum's rounding.
+func (vs *valueSpec) upSpec() *valueSpec {
+	if !vs.acc {
+		return vs
+	}
+	return &valueSpec{d: vs.d, o: kx.Sum, width: vs.width, es: vs.width * vs.d.Size()}
+}
+
+// intoAcc folds the caller's values into the fresh vector v: row outPos[p] gets caller row p,
+// through the op's Combiner, or converted exactly into accumulators for RSum.
+func (vs *valueSpec) intoAcc(v, outVals []byte, outPos []int32) {
+	if vs.acc {
+		kernels.Identity(vs.d, vs.o, v)
+		kernels.FromScatterCombine(vs.d, v, outVals, outPos, vs.width)
+		return
+	}
+	cb := kernels.NewCombiner(vs.d, vs.o, vs.width, v)
+	cb.Scatter(outVals, outPos)
 }
 
 // Config routes the index sets down the butterfly and keeps the maps for later reduces.
@@ -63,13 +96,13 @@ func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVal
 		err = checkValues("in_vals", inVals, len(inIdx), d, width)
 	}
 	if err == nil {
-		err = checkConfigRoom(len(outIdx), len(inIdx), width*d.Size())
+		err = checkConfigRoom(len(outIdx), len(inIdx), width*kernels.ElemBytes(d, o))
 	}
 	if err != nil {
 		return nil, c.Reject(err)
 	}
 	p := &Plan{c: c, id: uint32(c.seq), nOut: len(outIdx), nIn: len(inIdx)}
-	vs := &valueSpec{d: d, o: o, width: width, es: width * d.Size()}
+	vs := newValueSpec(d, o, width)
 	fp := kx.Fingerprint{Kind: kx.KindConfigReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
 	err = c.collective(fp, func(seq uint64) error {
 		v, err := p.configure(seq, outIdx, inIdx, outVals, vs)
@@ -80,7 +113,7 @@ func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVal
 		if err != nil {
 			return err
 		}
-		p.expectAll(seq, b, vs.es, false)
+		p.expectAll(seq, b, vs, false)
 		return p.up(seq, b, v, inVals, vs, false)
 	})
 	if err != nil || !keep {
@@ -126,8 +159,7 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 	var v []byte
 	if vs != nil {
 		v = make([]byte, len(outKeys)*vs.es)
-		cb := kernels.NewCombiner(vs.d, vs.o, vs.width, v)
-		cb.Scatter(outVals, outPos)
+		vs.intoAcc(v, outVals, outPos)
 	}
 	p.layers = make([]layerMap, p.topo.Layers())
 	var err error
@@ -161,7 +193,11 @@ func (p *Plan) configurePacked(seq uint64, outIdx, inIdx []int64, outVals []byte
 	var v []byte
 	if vs != nil { // every caller position is a row: its value moves, whatever the op
 		v = make([]byte, len(outIdx)*vs.es)
-		kernels.Scatter(v, outVals, out.Dst, vs.es)
+		if vs.acc {
+			kernels.FromScatter(vs.d, v, outVals, out.Dst, vs.width)
+		} else {
+			kernels.Scatter(v, outVals, out.Dst, vs.es)
+		}
 	}
 	p.layers = make([]layerMap, p.topo.Layers())
 	outKeys, inKeys, v, err := p.configTop(seq, out, in, same, v, vs, pack)

@@ -29,44 +29,65 @@ func (c *Comm) allreduce(send, recv []byte, d kx.Dtype, o kx.Op, async bool) (*R
 	if err == nil && len(send)%d.Size() != 0 {
 		err = kx.Errorf(kx.CodeArg, "send holds %d bytes, not a whole number of %s", len(send), d)
 	}
+	n := 0
+	es := kernels.ElemBytes(d, o) // an accumulator for RSum, else the dtype's size
+	if err == nil {
+		n = len(send) / d.Size()
+	}
 	if err == nil { // the members' copies of this rank's chunks, or the direct exchange's
-		err = checkRoom(uint64(len(send)), "count", "allreduce's receive scratch")
+		err = checkRoom(uint64(n*es), "count", "allreduce's receive scratch")
+	}
+	if err == nil && o == kx.RSum { // the accumulator vector (rsumAllreduce)
+		err = checkRoom(uint64(n*es), "count", "rsum's accumulators")
 	}
 	if err != nil {
 		return nil, c.Reject(err)
 	}
-	es := d.Size()
-	n := len(send) / es
 	fp := kx.Fingerprint{Kind: kx.KindAllreduce, Dtype: uint8(d), Op: uint16(o), Count: int64(n)}
 	return c.issue(fp, func(seq uint64) error {
+		if o == kx.RSum {
+			return c.rsumAllreduce(seq, send, recv, d, n)
+		}
 		if len(send) > 0 && unsafe.SliceData(send) != unsafe.SliceData(recv) {
 			copy(recv, send)
 		}
 		if n*es <= c.denseSwitch() {
 			return c.allreduceDirect(seq, recv, d, o)
 		}
-		topo, err := planning.NewTopology(c.denseDegrees(), c.nodes())
+		return c.denseButterfly(seq, recv, nil, n, d, o)
+	}, async)
+}
+
+// denseButterfly reduces the n values of buf down the layers and sends the reduced ranges back
+// up. With rounded (RSum: buf holds accumulators), this node's reduced chunk is rounded into
+// rounded, the caller's floats, and the up phase carries those instead (it combines nothing).
+func (c *Comm) denseButterfly(seq uint64, buf, rounded []byte, n int, d kx.Dtype, o kx.Op) error {
+	es := kernels.ElemBytes(d, o)
+	topo, err := planning.NewTopology(c.denseDegrees(), c.nodes())
+	if err != nil {
+		return err
+	}
+	lo, hi := 0, n
+	type span struct{ lo, hi int }
+	ranges := make([]span, topo.Layers()) // the range held above each layer
+	slots := c.denseSlots(seq, topo, n, es)
+	for i := 0; i < topo.Layers(); i++ {
+		ranges[i] = span{lo, hi}
+		lo, hi, err = c.denseDown(seq, topo, i, buf, lo, hi, d, o, slots[i])
 		if err != nil {
 			return err
 		}
-		lo, hi := 0, n
-		type span struct{ lo, hi int }
-		ranges := make([]span, topo.Layers()) // the range held above each layer
-		slots := c.denseSlots(seq, topo, n, es)
-		for i := 0; i < topo.Layers(); i++ {
-			ranges[i] = span{lo, hi}
-			lo, hi, err = c.denseDown(seq, topo, i, recv, lo, hi, d, o, slots[i])
-			if err != nil {
-				return err
-			}
+	}
+	if rounded != nil {
+		kernels.Round(d, rounded[lo*d.Size():hi*d.Size()], buf[lo*es:hi*es])
+		buf, es = rounded, d.Size()
+	}
+	for i := topo.Layers() - 1; i >= 0; i-- {
+		if err := c.denseUp(seq, topo, i, buf, ranges[i].lo, ranges[i].hi, es); err != nil {
+			return err
 		}
-		for i := topo.Layers() - 1; i >= 0; i-- {
-			if err := c.denseUp(seq, topo, i, recv, ranges[i].lo, ranges[i].hi, es); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, async)
+	}
+	return nil
 }
 
 // denseSlots posts, for every layer, where each member's copy of this node's chunk lands: the
@@ -136,7 +157,7 @@ const denseSegment = 256 << 10
 // this node's chunk, which land in slots[g], in source order, segment by segment as they
 // arrive. It returns this node's chunk.
 func (c *Comm) denseDown(seq uint64, topo planning.Topology, i int, buf []byte, lo, hi int, d kx.Dtype, o kx.Op, slots [][]byte) (int, int, error) {
-	node, deg, es := c.node(), topo.Degrees[i], d.Size()
+	node, deg, es := c.node(), topo.Degrees[i], kernels.ElemBytes(d, o)
 	me := topo.Digit(node, i)
 	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDense}
 	sg := c.sends()
@@ -272,4 +293,22 @@ func (c *Comm) allreduceDirect(seq uint64, buf []byte, d kx.Dtype, o kx.Op) erro
 		rerr = err
 	}
 	return rerr
+}
+
+// rsumAllreduce is Allreduce for KYLIX_RSUM: the vector is converted to accumulators (24 B a
+// value for F64, 16 B for F32, allocated per call) and reduced like any other vector down the
+// butterfly; each node rounds the chunk it owns once, and the chunks travel up as the caller's
+// floats. The direct exchange (small vectors) sends the accumulators and every rank rounds the
+// whole sum.
+func (c *Comm) rsumAllreduce(seq uint64, send, recv []byte, d kx.Dtype, n int) error {
+	acc := kernels.AlignedBytes(n * kernels.ElemBytes(d, kx.RSum))
+	kernels.From(d, acc, send)
+	if len(acc) > c.denseSwitch() {
+		return c.denseButterfly(seq, acc, recv, n, d, kx.RSum)
+	}
+	if err := c.allreduceDirect(seq, acc, d, kx.RSum); err != nil {
+		return err
+	}
+	kernels.Round(d, recv, acc)
+	return nil
 }

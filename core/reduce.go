@@ -28,15 +28,15 @@ func (p *Plan) reduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width int, as
 	}
 	var b *planBufs
 	if err == nil {
-		b, err = p.bufs(width*d.Size(), "width")
+		b, err = p.bufs(width*kernels.ElemBytes(d, o), "width")
 	}
 	if err != nil {
 		return nil, c.Reject(err)
 	}
-	vs := &valueSpec{d: d, o: o, width: width, es: width * d.Size()}
+	vs := newValueSpec(d, o, width)
 	fp := kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
 	return c.issue(fp, func(seq uint64) error {
-		p.expectAll(seq, b, vs.es, true)
+		p.expectAll(seq, b, vs, true)
 		p.fillLayer0(b, outVals, vs)
 		for i := range p.layers {
 			if err := p.down(seq, i, b, vs); err != nil {
@@ -51,8 +51,9 @@ func (p *Plan) reduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width int, as
 // messages into the per-source slots, up messages straight into their final position in the
 // layer above. Posting everything first lets every message stream in while earlier ones are
 // combined.
-func (p *Plan) expectAll(seq uint64, b *planBufs, es int, down bool) {
+func (p *Plan) expectAll(seq uint64, b *planBufs, vs *valueSpec, down bool) {
 	c, t := p.c, p.topo
+	ues := vs.upSpec().es
 	node := c.node()
 	for i := range p.layers {
 		lm := &p.layers[i]
@@ -63,9 +64,9 @@ func (p *Plan) expectAll(seq uint64, b *planBufs, es int, down bool) {
 			}
 			from := t.Member(node, i, g)
 			if down {
-				c.expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDown}, b.slot[i][g][:len(lm.outMaps[g])*es])
+				c.expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDown}, b.slot[i][g][:len(lm.outMaps[g])*p.srcES(i, vs)])
 			}
-			c.expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}, b.above[i][lm.inSplit[g]*es:lm.inSplit[g+1]*es])
+			c.expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}, b.above[i][lm.inSplit[g]*ues:lm.inSplit[g+1]*ues])
 		}
 	}
 }
@@ -76,7 +77,7 @@ func (p *Plan) expectAll(seq uint64, b *planBufs, es int, down bool) {
 // stream in. Order by source, never by arrival: results are bitwise reproducible.
 func (p *Plan) down(seq uint64, i int, b *planBufs, vs *valueSpec) error {
 	c, t, lm := p.c, p.topo, &p.layers[i]
-	node, d, es := c.node(), t.Degrees[i], vs.es
+	node, d, es := c.node(), t.Degrees[i], p.srcES(i, vs)
 	me := t.Digit(node, i)
 	v := b.vec[i]
 	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDown}
@@ -156,7 +157,7 @@ func (p *Plan) combineMonotone(i int, b *planBufs, vs *valueSpec, tag kx.Tag, ds
 // different workers (each is combined whole by one, so the bits do not depend on threads).
 func (p *Plan) combineBuckets(i int, b *planBufs, vs *valueSpec, tag kx.Tag, dst []byte) error {
 	c, t, lm := p.c, p.topo, &p.layers[i]
-	node, d, es := c.node(), t.Degrees[i], vs.es
+	node, d, es := c.node(), t.Degrees[i], p.srcES(i, vs) // the sources' rows
 	me := t.Digit(node, i)
 	v := b.vec[i]
 	own := v[lm.outSplit[me]*es : lm.outSplit[me+1]*es]
@@ -224,10 +225,10 @@ var smallDownBytes = 2 << 20
 func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec, cb *kernels.Combiner) {
 	lm := &p.layers[i]
 	me := p.topo.Digit(p.c.node(), i)
-	es := vs.es
+	es, ses := vs.es, p.srcES(i, vs) // dst's rows, the sources' rows
 	user := cb != nil && cb.User()
+	lo, hi := lm.mergedBounds[s], lm.mergedBounds[s+1]
 	if !user {
-		lo, hi := lm.mergedBounds[s], lm.mergedBounds[s+1]
 		kernels.Identity(vs.d, vs.o, dst[lo*es:hi*es])
 	}
 	for g := range lm.outMaps {
@@ -236,10 +237,13 @@ func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec,
 			src = b.slot[i][g]
 		}
 		a, e := lm.outBounds[g][s], lm.outBounds[g][s+1]
-		if user {
-			cb.Scatter(src[a*es:e*es], lm.outMaps[g][a:e])
-		} else {
-			kernels.ScatterCombine(vs.d, vs.o, dst, src[a*es:e*es], lm.outMaps[g][a:e], vs.width)
+		switch {
+		case user:
+			cb.Scatter(src[a*ses:e*ses], lm.outMaps[g][a:e])
+		case ses != es: // RSum's floats, each converted exactly as it is added
+			kernels.FromScatterCombine(vs.d, dst, src[a*ses:e*ses], lm.outMaps[g][a:e], vs.width)
+		default:
+			kernels.ScatterCombine(vs.d, vs.o, dst, src[a*ses:e*ses], lm.outMaps[g][a:e], vs.width)
 		}
 	}
 	if !p.fusedUp || !vs.o.Builtin() { // a user op's rows are final only at the end
@@ -247,15 +251,36 @@ func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec,
 	}
 	// The sub-range is final: gather every member's answers from it while it is in cache, into
 	// the rows of the member's slot just combined (its up message) and, for this rank, into its
-	// own rows of the layer above.
+	// own rows of the layer above. RSum rounds the sub-range first, in place: its floats then
+	// sit at the front of its span, row j at lo*es + (j-lo)*fs, which src below addresses by
+	// the absolute row j; the answers go up as floats (upSpec).
+	src, uvs := dst, vs
+	if vs.acc {
+		uvs = vs.upSpec()
+		fs := uvs.es
+		kernels.Round(vs.d, dst[lo*es:lo*es+(hi-lo)*fs], dst[lo*es:hi*es])
+		src = dst[lo*(es-fs) : lo*(es-fs)+hi*fs]
+	}
+	ues := uvs.es
 	for g := range lm.outMaps {
 		a, e := lm.outBounds[g][s], lm.outBounds[g][s+1]
 		out := b.slot[i][g]
 		if g == me {
-			out = b.above[i][lm.inSplit[me]*es:]
+			out = b.above[i][lm.inSplit[me]*ues:]
 		}
-		kernels.Gather(vs.d, vs.o, out[a*es:e*es], dst, lm.outMaps[g][a:e], vs.width)
+		kernels.Gather(vs.d, uvs.o, out[a*ues:e*ues], src, lm.outMaps[g][a:e], vs.width)
 	}
+}
+
+// srcES is the bytes per row that layer i's down phase sends and combines from. An RSum's
+// packed layer 0 sends the caller's floats: each of its rows is one caller position, a single
+// contribution, folded exactly into the accumulators where it is combined (FromScatterCombine).
+// So layer 0 costs RSum no more bytes than Sum; deeper layers carry accumulators.
+func (p *Plan) srcES(i int, vs *valueSpec) int {
+	if vs.acc && p.packed && i == 0 {
+		return vs.width * vs.d.Size()
+	}
+	return vs.es
 }
 
 // canFuseUp says whether reduce may gather layer 0's up messages as it combines layer 0: the
@@ -293,12 +318,21 @@ func segmentEnd(m []int32, end int) int {
 //
 // gathered says that layer 0's up messages and own answers were gathered already, by the down
 // phase as it combined (combineSub, canFuseUp).
+//
+// An RSum's bottom accumulators v are rounded to floats here, in place, once: from here on
+// the values are the caller's floats (upSpec).
 func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec, gathered bool) error {
+	if vs.acc && !gathered { // gathered: combineSub rounded every sub-range
+		n := len(v) / vs.es * vs.width
+		kernels.Round(vs.d, v[:n*vs.d.Size()], v)
+		v = v[:n*vs.d.Size()]
+	}
+	vs = vs.upSpec()
 	c, t, es := p.c, p.topo, vs.es
 	node := c.node()
 	vin := v
 	if !p.bottomIdentity {
-		vin = b.vin
+		vin = b.vin[:len(p.bottom)*es] // a prefix when the up phase's values are smaller (RSum)
 		p.gather(vin, v, p.bottom, vs)
 	}
 	for i := len(p.layers) - 1; i >= 0; i-- {
@@ -357,23 +391,45 @@ func (p *Plan) fillLayer0(b *planBufs, outVals []byte, vs *valueSpec) {
 		return
 	}
 	if !vs.o.Builtin() || p.outFirst == nil {
-		cb := kernels.NewCombiner(vs.d, vs.o, vs.width, v)
-		cb.Scatter(outVals, p.outPos)
+		vs.intoAcc(v, outVals, p.outPos)
 		return
 	}
-	p.gather(v, outVals, p.outFirst, vs)
+	if vs.acc {
+		p.parallel(len(p.outFirst), func(lo, hi int) {
+			kernels.FromGather(vs.d, v[lo*vs.es:hi*vs.es], outVals, p.outFirst[lo:hi], vs.width)
+		})
+	} else {
+		p.gather(v, outVals, p.outFirst, vs)
+	}
 	if len(p.outRest) > 0 {
 		rest := b.rest // b, not p.vals: a request issued later may have carved p.vals anew
+		if vs.acc {    // the repeats as floats (smaller than their accumulators), each converted as it is added
+			fvs := vs.upSpec()
+			rest = rest[:len(p.outRest)*fvs.es]
+			kernels.Gather(vs.d, fvs.o, rest, outVals, p.outRest, vs.width)
+			kernels.FromScatterCombine(vs.d, v, rest, p.outRestPos, vs.width)
+			return
+		}
 		kernels.Gather(vs.d, vs.o, rest, outVals, p.outRest, vs.width)
 		kernels.ScatterCombine(vs.d, vs.o, v, rest, p.outRestPos, vs.width)
 	}
+}
+
+// parallel runs f over ranges of n rows with the comm's worker threads (each row by one
+// worker, so the bits do not depend on threads).
+func (p *Plan) parallel(n int, f func(lo, hi int)) {
+	if keyset.WorkersFor(n, p.c.threads()) == 1 {
+		f(0, n)
+		return
+	}
+	keyset.ParallelRanges(n, p.c.threads(), f)
 }
 
 // fillLayer0Packed fills the layer-0 bucket ordered layer-0 vector v of a packed plan: a stable
 // partition of the caller's values by row (streaming: a few dozen write heads). Every caller
 // position is a row of its own, so nothing is combined here, whatever the op.
 func (p *Plan) fillLayer0Packed(v, outVals []byte, vs *valueSpec) {
-	es := vs.es
+	es := p.srcES(0, vs)                                      // RSum: the caller's floats, as they are
 	if keyset.WorkersFor(len(p.outDst), p.c.threads()) == 1 { // no closure to allocate
 		kernels.Scatter(v, outVals, p.outDst, es)
 		return

@@ -5,6 +5,8 @@
 //   - pagerank on the bundled power-law graph, 4 ranks (degrees auto) and
 //     3 ranks (--degrees direct), against the single-process reference
 //     examples/tools/pagerankref: every score within 1e-9 relative, same top 10;
+//   - pagerank --rsum (KYLIX_RSUM) on 1, 2 and 4 ranks and 2 nodes x 2 replicas: the same
+//     scores hash every time;
 //   - minibatch on 4 ranks: the loss goes down.
 //
 // KYLIX_BUILD, if set, names a directory holding libkylix.so and kylixrun (and
@@ -266,7 +268,11 @@ func top10(v []float64) string {
 
 var iterRe = regexp.MustCompile(`(?m)^(?:\[\d+\] )?iter\s+\d+: spmv ([0-9.]+) ms, reduce ([0-9.]+) ms`)
 
-func runPageRank(t *testing.T, ranks int, extra ...string) {
+func runPageRank(t *testing.T, ranks int, extra ...string) { pageRankJob(t, ranks, extra, nil) }
+
+// pageRankJob runs pagerank on ranks ranks (kylixrun options extra, pagerank options progArgs),
+// checks its scores against the reference and returns its output.
+func pageRankJob(t *testing.T, ranks int, extra, progArgs []string) string {
 	b := setup(t)
 	ref, refTop := b.reference(t)
 	if refTop == "" {
@@ -276,6 +282,7 @@ func runPageRank(t *testing.T, ranks int, extra ...string) {
 	args := []string{"-n", strconv.Itoa(ranks), "--job-timeout", jobTimeout}
 	args = append(args, extra...)
 	args = append(args, "--", filepath.Join(b.dir, "pagerank"), graphFile, "--out", outFile)
+	args = append(args, progArgs...)
 	start := time.Now()
 	out, err := run(".", runLimit, nil, b.kylixrun, args...)
 	t.Logf("kylixrun %s (%.1f s):\n%s", strings.Join(args, " "), time.Since(start).Seconds(), out)
@@ -313,6 +320,39 @@ func runPageRank(t *testing.T, ranks int, extra ...string) {
 	}
 	if ft := top10(got); ft != refTop {
 		t.Errorf("top10 of the written scores %q, reference %q", ft, refTop)
+	}
+	return out
+}
+
+var hashRe = regexp.MustCompile(`(?m)scores hash: ([0-9a-f]{16}) \((KYLIX_R?SUM)\)`)
+
+// pagerank --rsum (KYLIX_RSUM, every edge's product a contribution of its own) prints the same
+// scores hash on 1, 2 and 4 ranks and on 2 nodes of 2 replicas: the scores are bitwise the
+// same however the edges are dealt. Without --rsum the hashes may differ (logged, for the
+// README's comparison: float sums depend on the split).
+func TestPageRankRSumSameHash(t *testing.T) {
+	hash := func(out, op string) string {
+		m := hashRe.FindStringSubmatch(out)
+		if m == nil || m[2] != op {
+			t.Fatalf("no \"scores hash: ... (%s)\" line in the output", op)
+		}
+		return m[1]
+	}
+	var first string
+	for _, job := range []struct {
+		ranks int
+		extra []string
+	}{{1, nil}, {2, nil}, {4, nil}, {4, []string{"--replication", "2"}}} {
+		h := hash(pageRankJob(t, job.ranks, job.extra, []string{"--rsum"}), "KYLIX_RSUM")
+		t.Logf("--rsum on %d ranks %v: scores hash %s", job.ranks, job.extra, h)
+		if first == "" {
+			first = h
+		} else if h != first {
+			t.Errorf("--rsum on %d ranks %v: scores hash %s, on 1 rank %s", job.ranks, job.extra, h, first)
+		}
+	}
+	for _, ranks := range []int{1, 2, 4} {
+		t.Logf("KYLIX_SUM on %d ranks: scores hash %s", ranks, hash(pageRankJob(t, ranks, nil, nil), "KYLIX_SUM"))
 	}
 }
 

@@ -88,7 +88,44 @@ enum kylix_status {           /* every int-returning call returns one of these  
 };
 enum kylix_dtype { KYLIX_F32 = 1, KYLIX_F64, KYLIX_I32, KYLIX_I64, KYLIX_U64 };
 enum kylix_op    { KYLIX_SUM = 1, KYLIX_PROD, KYLIX_MIN, KYLIX_MAX,
-                   KYLIX_BAND, KYLIX_BOR, KYLIX_BXOR /* integer dtypes only */ };
+                   KYLIX_BAND, KYLIX_BOR, KYLIX_BXOR, /* integer dtypes only */
+                   KYLIX_RSUM /* reproducible sum, F32/F64 only: see below */ };
+
+/*
+ * KYLIX_RSUM - reproducible sum, for KYLIX_F32 and KYLIX_F64 (another dtype
+ *   is KYLIX_ERR_ARG).  Accepted by kylix_reduce, kylix_config_reduce,
+ *   kylix_ireduce, kylix_allreduce and kylix_iallreduce.
+ *
+ * The result is bitwise the same for the same multiset of (index, value)
+ * contributions, whatever the number of ranks, how the data is split among
+ * them, the degrees, the replication (a dead replica included), the threads
+ * and the order of the values; repeated out indices on one rank are
+ * contributions like any other.  KYLIX_SUM only promises the same bits for
+ * the same ranks, degrees and data.  Each index's sum is kept exactly in a
+ * binned fixed-point window (ReproBLAS-style bins, integer limbs) and rounded
+ * once, to nearest, ties to even: it is the exact sum correctly rounded
+ * whenever every contribution lies within 64 bits (F32: 32) below the
+ * largest one's leading bit; otherwise the bits below the window are
+ * dropped, each costing less than 2^-64 (F32: 2^-32) of the largest
+ * contribution.  The error is never larger than a plain sum's bound.
+ *
+ * Special values: any NaN gives NaN (the canonical quiet NaN, 0x7ff8...);
+ * +Inf and -Inf together give NaN; otherwise +Inf or -Inf gives that
+ * infinity; a finite exact sum whose rounding exceeds the largest float
+ * gives +-Inf, as round to nearest does (there is no intermediate overflow:
+ * MAX + MAX - MAX gives MAX).  A zero sum is -0 only when every
+ * contribution was -0, else +0; an index nobody contributes to gets +0.
+ *
+ * Cost: values are combined as accumulators, 24 bytes a value for F64 (3x)
+ * and 16 bytes for F32 (4x), and travel the combining (down) phase in that
+ * form, except the first layer of kylix_reduce on more than one rank, which
+ * sends the caller's floats (each one contribution, converted exactly where
+ * it is combined); they are rounded once where the reduction ends and travel
+ * back up as the caller's floats.  So a one-layer kylix_reduce moves the
+ * same bytes as KYLIX_SUM; the cost is arithmetic.  An index may take up to
+ * 2^27 (F64) or 2^26 (F32) contributions.  kylix_allreduce allocates count
+ * accumulators for the call.
+ */
 
 /* ------------------------------------------------------------------------ */
 /* Version and errors                                                        */
@@ -270,7 +307,8 @@ int kylix_config(kylix_comm *c,
  *   Results are bitwise identical on every rank and across runs.
  *   Both buffers are used only during the call and must not overlap.
  * dtype: enum kylix_dtype.  op: enum kylix_op (BAND/BOR/BXOR need an
- *   integer dtype) or an id from kylix_op_create.  width >= 1.
+ *   integer dtype, RSUM a float one) or an id from kylix_op_create.
+ *   width >= 1.
  *
  * Returns KYLIX_OK; KYLIX_ERR_ARG; KYLIX_ERR_STATE (plan freed, comm
  * finalized or broken); KYLIX_ERR_MISMATCH; KYLIX_ERR_TIMEOUT;

@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"kylix/core/kx"
+	"kylix/core/rsum"
 	"math"
 	"unsafe"
 )
@@ -120,7 +121,7 @@ func kernMax[T kernNum](a, b T) T {
 // +0 + -0 = +0, so a Sum over a single -0 yields +0), 1 for Prod, +Inf/-Inf for Min/Max on
 // floats, the integer extremes for Min/Max on integers, all ones for Band, 0 for Bor and Bxor.
 func Identity(d kx.Dtype, o kx.Op, dst []byte) {
-	if o >= kx.FirstUserOp {
+	if o >= kx.FirstUserOp || o == kx.RSum { // RSum: the empty sum's accumulator
 		if !d.Valid() {
 			kernPanic("invalid dtype %d", int(d))
 		}
@@ -198,6 +199,11 @@ func Combine(d kx.Dtype, o kx.Op, dst, src []byte) {
 	}
 	if o >= kx.FirstUserOp && d.Valid() {
 		userCombine(mustUserOp(o), d, dst, src)
+		return
+	}
+	if o == kx.RSum {
+		rsumRows("Combine", d, dst, src, -1, 1)
+		rsum.Add(d == kx.F64, dst, src)
 		return
 	}
 	switch d {
@@ -320,6 +326,10 @@ const kernAsmRowMin = 32
 func ScatterCombine(d kx.Dtype, o kx.Op, dst, src []byte, idx []int32, w int) {
 	if w < 1 {
 		kernPanic("ScatterCombine: width %d < 1", w)
+	}
+	if o == kx.RSum {
+		rsumScatterCombine(d, dst, src, idx, w)
+		return
 	}
 	if size := d.Size(); size == 0 || len(src) != len(idx)*w*size || len(dst)%(w*size) != 0 {
 		kernPanic("ScatterCombine: %s dst %d bytes, src %d bytes, %d indices of width %d",
@@ -502,6 +512,10 @@ const kernGatherMin = 16
 func Gather(d kx.Dtype, o kx.Op, dst, src []byte, idx []int32, w int) {
 	if w < 1 {
 		kernPanic("Gather: width %d < 1", w)
+	}
+	if o == kx.RSum {
+		rsumGather(d, dst, src, idx, w)
+		return
 	}
 	if size := d.Size(); size == 0 || len(dst) != len(idx)*w*size || len(src)%(w*size) != 0 {
 		kernPanic("Gather: %s dst %d bytes, src %d bytes, %d indices of width %d",

@@ -16,8 +16,11 @@ func CheckDtypeOp(d kx.Dtype, o kx.Op) error {
 	if !o.Builtin() {
 		return kx.Errorf(kx.CodeArg, "op: %d is not a kylix_op", int(o))
 	}
-	if d.IsFloat() && o >= kx.Band {
+	if d.IsFloat() && o >= kx.Band && o <= kx.Bxor {
 		return kx.Errorf(kx.CodeArg, "op: %s is defined for integer dtypes only, not %s", o, d)
+	}
+	if o == kx.RSum && !d.IsFloat() {
+		return kx.Errorf(kx.CodeArg, "op: %s is defined for f32 and f64 only, not %s", o, d)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"kylix/core/kx"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -221,13 +222,24 @@ func TestUserOpRegistry(t *testing.T) {
 	if err := CheckDtypeOp(kx.Dtype(0), op); kx.CodeOf(err) != kx.CodeArg {
 		t.Errorf("bad dtype with a user op: %v", err)
 	}
-	for _, o := range []kx.Op{kx.FirstUserOp + MaxUserOps, 65535, 8, 63} {
+	for _, o := range []kx.Op{kx.FirstUserOp + MaxUserOps, 65535, 9, 63} {
 		if err := CheckDtypeOp(kx.F32, o); kx.CodeOf(err) != kx.CodeArg {
 			t.Errorf("CheckDtypeOp(f32, %d) = %v, want CodeArg", o, err)
 		}
 	}
 	if err := CheckDtypeOp(kx.F32, kx.Band); kx.CodeOf(err) != kx.CodeArg {
 		t.Errorf("built-in rules changed: f32 band: %v", err)
+	}
+	for _, d := range []kx.Dtype{kx.I32, kx.I64, kx.U64} {
+		err := CheckDtypeOp(d, kx.RSum)
+		if kx.CodeOf(err) != kx.CodeArg || !strings.Contains(err.Error(), "rsum") || !strings.Contains(err.Error(), d.String()) {
+			t.Errorf("CheckDtypeOp(%s, rsum) = %v, want CodeArg naming the op and dtype", d, err)
+		}
+	}
+	for _, d := range []kx.Dtype{kx.F32, kx.F64} {
+		if err := CheckDtypeOp(d, kx.RSum); err != nil {
+			t.Errorf("CheckDtypeOp(%s, rsum) = %v", d, err)
+		}
 	}
 	if _, err := RegisterUserOp(nil); kx.CodeOf(err) != kx.CodeArg {
 		t.Errorf("RegisterUserOp(NULL) = %v, want CodeArg", err)

@@ -21,12 +21,15 @@ const (
 	Band
 	Bor
 	Bxor
+	// RSum is the reproducible sum (F32, F64): its values travel and combine as core/rsum
+	// accumulators, so the result depends only on the multiset of contributions.
+	RSum
 	// FirstUserOp is the first id handed out for user-defined ops.
 	FirstUserOp Op = 64
 )
 
 var dtypeNames = [...]string{"", "f32", "f64", "i32", "i64", "u64"}
-var opNames = [...]string{"", "sum", "prod", "min", "max", "band", "bor", "bxor"}
+var opNames = [...]string{"", "sum", "prod", "min", "max", "band", "bor", "bxor", "rsum"}
 
 func (d Dtype) Valid() bool { return d >= F32 && d <= U64 }
 
@@ -51,11 +54,11 @@ func (d Dtype) Size() int {
 func (d Dtype) IsFloat() bool { return d == F32 || d == F64 }
 
 func (o Op) String() string {
-	if o >= Sum && o <= Bxor {
+	if o.Builtin() {
 		return opNames[o]
 	}
 	return "op?"
 }
 
 // Builtin reports whether o is one of the predefined ops.
-func (o Op) Builtin() bool { return o >= Sum && o <= Bxor }
+func (o Op) Builtin() bool { return o >= Sum && o <= RSum }

@@ -244,6 +244,12 @@ func addRows64(dst, src []byte, idx []int32) {
 		s := src[j*Acc64Bytes : j*Acc64Bytes+Acc64Bytes : j*Acc64Bytes+Acc64Bytes]
 		a0, a1, a2 := le.Uint64(d), le.Uint64(d[8:]), le.Uint64(d[16:])
 		b0, b1, b2 := le.Uint64(s), le.Uint64(s[8:]), le.Uint64(s[16:])
+		if a0|a1|a2 == 0 { // the empty sum (zero bytes) is the identity: the sum is src, bit for bit
+			le.PutUint64(d, b0)
+			le.PutUint64(d[8:], b1)
+			le.PutUint64(d[16:], b2)
+			continue
+		}
 		// The top bin is header bits 5-11: the top 3 bits of word 1 and the top 4 of word 2.
 		if (a1^b1)>>61|(a2^b2)>>60 != 0 {
 			add64Shift(d, s)
@@ -266,6 +272,11 @@ func addRows32(dst, src []byte, idx []int32) {
 		s := src[j*Acc32Bytes : j*Acc32Bytes+Acc32Bytes : j*Acc32Bytes+Acc32Bytes]
 		a0, a1 := le.Uint64(d), le.Uint64(d[8:])
 		b0, b1 := le.Uint64(s), le.Uint64(s[8:])
+		if a0|a1 == 0 { // the empty sum is the identity
+			le.PutUint64(d, b0)
+			le.PutUint64(d[8:], b1)
+			continue
+		}
 		// The top bin is header bits 5-9: the top 5 bits of word 1.
 		if (a1^b1)>>59 != 0 {
 			add32Shift(d, s)

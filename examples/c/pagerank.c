@@ -1,7 +1,7 @@
 /*
  * pagerank.c — PageRank with Kylix sparse allreduce (paper §I-A).
  *
- *   kylixrun -n 4 ./pagerank GRAPH [iters=20] [--out FILE]
+ *   kylixrun -n 4 ./pagerank GRAPH [iters=20] [--out FILE] [--rsum]
  *   kylixrun -n 8 --replication 2 ./pagerank GRAPH ...   (4 nodes x 2 replicas: kill any
  *     rank by hand, one per node, and the job runs on to the same scores)
  *
@@ -45,7 +45,17 @@
  * up with the final score of every vertex: it prints the top 10 and, with
  * --out FILE, writes "vertex score" lines (%.17g) for all vertices.
  *
- * Rank 0 prints config time per plan and spmv/reduce time per iteration, in ms.
+ * Rank 0 prints config time per plan and spmv/reduce time per iteration, in ms,
+ * and a hash (FNV-1a) of the final scores' bytes.
+ *
+ * --rsum: reproducible scores. The reduce uses KYLIX_RSUM, whose result
+ * depends only on the multiset of contributions, and each rank contributes
+ * every edge's product X[dst][src] * v[src] on its own (out index dst, and
+ * the slot n for a dangling dst) instead of its own float sums u_i, which
+ * would depend on which edges the rank holds. The scores, and their hash,
+ * are then bitwise the same on any number of ranks, replicated or not; the
+ * price is one out value per edge instead of one per distinct dst, and
+ * 24-byte values down the butterfly.
  */
 #define _POSIX_C_SOURCE 200809L /* popen, clock_gettime under -std=c11 */
 #define EXAMPLE_PROG "pagerank" /* for die() */
@@ -177,15 +187,17 @@ static void read_graph(const char *path, int rank, int size, graph *g) {
 /* ---- main ------------------------------------------------------------------ */
 
 static void usage(void) {
-  fprintf(stderr, "usage: pagerank GRAPH [iters=20] [--out FILE]\n");
+  fprintf(stderr, "usage: pagerank GRAPH [iters=20] [--out FILE] [--rsum]\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
   const char *graph_path = NULL, *out_path = NULL;
-  int iters = 20, npos = 0;
+  int iters = 20, npos = 0, rsum = 0;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--out") == 0) {
+    if (strcmp(argv[i], "--rsum") == 0) {
+      rsum = 1;
+    } else if (strcmp(argv[i], "--out") == 0) {
       if (++i >= argc) usage();
       out_path = argv[i];
     } else if (strncmp(argv[i], "--out=", 6) == 0) {
@@ -290,18 +302,34 @@ int main(int argc, char **argv) {
            (double)sum[2] / size);
   }
 
+  /* --rsum: one out index per edge (its dst), and again the slot n for each
+     edge of a dangling row, in the order the iterations fill eu. */
+  int64_t n_eout = 0;
+  int64_t *e_out = NULL;
+  double *eu = NULL;
+  if (rsum) {
+    for (int64_t r = 0; r < ndst; r++) n_eout += (rowptr[r + 1] - rowptr[r]) * (row_dangling[r] ? 2 : 1);
+    e_out = xmalloc((n_eout + 1) * sizeof(int64_t));
+    eu = xmalloc((n_eout + 1) * sizeof(double));
+    for (int64_t r = 0, p = 0; r < ndst; r++)
+      for (int pass = 0; pass <= row_dangling[r]; pass++)
+        for (int64_t k = rowptr[r]; k < rowptr[r + 1]; k++) e_out[p++] = pass ? n : out_idx[r];
+  }
+  const int64_t *plan_out = rsum ? e_out : out_idx;
+  const int64_t n_plan_out = rsum ? n_eout : n_out;
+
   /* Plan 1: the iteration plan. Plan 2: same out set; rank 0 asks for every
      vertex (and the slot n), the others ask for nothing. */
   kylix_plan *plan = NULL, *gather = NULL;
   double tc = now_ms();
-  CHECK(comm, kylix_config(comm, out_idx, n_out, in_idx, n_in, &plan));
+  CHECK(comm, kylix_config(comm, plan_out, n_plan_out, in_idx, n_in, &plan));
   double t_config = now_ms() - tc;
 
   int64_t n_all = rank == 0 ? n + 1 : 0;
   int64_t *all_idx = xmalloc((n + 1) * sizeof(int64_t)); /* non-NULL even if unused */
   for (int64_t j = 0; j <= n; j++) all_idx[j] = j;
   tc = now_ms();
-  CHECK(comm, kylix_config(comm, out_idx, n_out, all_idx, n_all, &gather));
+  CHECK(comm, kylix_config(comm, plan_out, n_plan_out, all_idx, n_all, &gather));
   double t_config2 = now_ms() - tc;
   if (rank == 0 && example_reporter(comm))
     printf("config: iteration plan %.3f ms, final gather plan %.3f ms\n", t_config, t_config2);
@@ -318,7 +346,10 @@ int main(int argc, char **argv) {
     const int last = it == iters;
     double ts = now_ms();
     double s_local = 0;
-    for (int64_t r = 0; r < ndst; r++) {
+    for (int64_t r = 0, p = 0; rsum && r < ndst; r++) /* every edge's product on its own */
+      for (int pass = 0; pass <= row_dangling[r]; pass++)
+        for (int64_t k = rowptr[r]; k < rowptr[r + 1]; k++) eu[p++] = val[k] * v[col[k]];
+    for (int64_t r = 0; !rsum && r < ndst; r++) {
       double acc = 0;
       for (int64_t k = rowptr[r]; k < rowptr[r + 1]; k++) acc += val[k] * v[col[k]];
       u[r] = acc;
@@ -326,7 +357,7 @@ int main(int argc, char **argv) {
     }
     u[ndst] = s_local;
     double tr = now_ms();
-    CHECK(comm, kylix_reduce(last ? gather : plan, u, y, KYLIX_F64, KYLIX_SUM, 1));
+    CHECK(comm, kylix_reduce(last ? gather : plan, rsum ? eu : u, y, KYLIX_F64, rsum ? KYLIX_RSUM : KYLIX_SUM, 1));
     double te = now_ms();
     if (!last) {
       reduce_total += te - tr;
@@ -368,6 +399,9 @@ int main(int argc, char **argv) {
     for (int i = 0; i < ntop; i++)
       printf("%3d. vertex %" PRId64 " score %.12g\n", i + 1, top[i], y[top[i]]);
     printf("sum of scores: %.15f\n", total);
+    uint64_t h = UINT64_C(0xcbf29ce484222325); /* FNV-1a over the scores' bytes */
+    for (size_t b = 0; b < (size_t)n * sizeof(double); b++) h = (h ^ ((unsigned char *)y)[b]) * UINT64_C(0x100000001b3);
+    printf("scores hash: %016" PRIx64 " (%s)\n", h, rsum ? "KYLIX_RSUM" : "KYLIX_SUM");
     if (out_path) {
       FILE *f = fopen(out_path, "w");
       if (!f) die("cannot create %s: %s", out_path, strerror(errno));
@@ -392,5 +426,7 @@ int main(int argc, char **argv) {
   free(v);
   free(u);
   free(y);
+  free(e_out);
+  free(eu);
   return 0;
 }

@@ -32,7 +32,7 @@ ArrayLike = Any  # anything np.asarray accepts; numpy arrays pass without a copy
 OPS: Dict[str, int] = {
     "sum": _raw.KYLIX_SUM, "prod": _raw.KYLIX_PROD, "min": _raw.KYLIX_MIN,
     "max": _raw.KYLIX_MAX, "band": _raw.KYLIX_BAND, "bor": _raw.KYLIX_BOR,
-    "bxor": _raw.KYLIX_BXOR,
+    "bxor": _raw.KYLIX_BXOR, "rsum": _raw.KYLIX_RSUM,
 }
 
 
@@ -556,7 +556,10 @@ class Plan(PlanHandle):
                 supported dtype (float32, float64, int32, int64, uint64), passed without a copy
                 when C-contiguous, else converted once (or refused when ``copy=False``).
             op: ``"sum"``, ``"prod"``, ``"min"``, ``"max"``, ``"band"``, ``"bor"``, ``"bxor"``,
-                an op id, or a :class:`UserOp`.
+                ``"rsum"`` (reproducible sum, float32/float64: the same bits for the same
+                multiset of contributions whatever the ranks, split, degrees or order; values
+                are combined as 16- or 24-byte accumulators, see KYLIX_RSUM in kylix.h), an op
+                id, or a :class:`UserOp`.
             out: where to write the result (shape ``(n_in,)`` / ``(n_in, width)``, same dtype,
                 C-contiguous); allocated when None.
             dtype: reduce in this dtype (``out_vals`` is converted to it).

@@ -118,6 +118,7 @@ KYLIX_MAX = 4
 KYLIX_BAND = 5
 KYLIX_BOR = 6
 KYLIX_BXOR = 7
+KYLIX_RSUM = 8  # reproducible sum, f32/f64 only
 
 # ---- version and errors ---------------------------------------------------------------------
 

@@ -36,6 +36,21 @@ def test_user_op(job, n, degrees):
     job(n, "worker_userop.py", 5, degrees=degrees).expect_clean(range(n))
 
 
+def test_rsum_same_bits_across_job_sizes(job):
+    """op="rsum": jobs of 1, 2 and 3 ranks deal one multiset differently and print the same
+    digests (each worker also checks its results against math.fsum)."""
+    digests = []
+    for n in (3, 2, 1):
+        r = job(n, "worker_rsum.py", 7)
+        r.expect_clean(range(n))
+        def dig(k):
+            return sorted(t for t in r.find(k, "INFO") if t.startswith("digest "))
+        d = dig(0)
+        assert len(d) == 2 and all(dig(k) == d for k in range(n)), r.dump()
+        digests.append(d)
+    assert digests[0] == digests[1] == digests[2], digests
+
+
 def _free_ports(k):
     socks = []
     try:

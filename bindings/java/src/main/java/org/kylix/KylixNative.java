@@ -49,7 +49,7 @@ public final class KylixNative {
 
   // enum kylix_op
   public static final int KYLIX_SUM = 1, KYLIX_PROD = 2, KYLIX_MIN = 3, KYLIX_MAX = 4,
-      KYLIX_BAND = 5, KYLIX_BOR = 6, KYLIX_BXOR = 7;
+      KYLIX_BAND = 5, KYLIX_BOR = 6, KYLIX_BXOR = 7, KYLIX_RSUM = 8;
 
   /** The version of kylix.h these bindings were written against (KYLIX_VERSION). */
   public static final int KYLIX_VERSION = 100;

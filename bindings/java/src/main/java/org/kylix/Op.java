@@ -19,6 +19,15 @@ public final class Op {
   public static final Op BOR = new Op(KylixNative.KYLIX_BOR, "BOR", null);
   /** Bitwise exclusive or (integer dtypes only). */
   public static final Op BXOR = new Op(KylixNative.KYLIX_BXOR, "BXOR", null);
+  /**
+   * Reproducible sum (F32 and F64 only); identity +0. The result has the same bits for the same
+   * multiset of (index, value) contributions, whatever the number of ranks, the split of the data,
+   * the degrees, replication, threads or order, and is the exact sum rounded once to nearest when
+   * the values lie within 64 bits (F32: 32) of the largest. Values are combined as 24-byte (F64)
+   * or 16-byte (F32) accumulators; bytes on the wire, NaN, infinities and overflow: see KYLIX_RSUM
+   * in kylix.h.
+   */
+  public static final Op RSUM = new Op(KylixNative.KYLIX_RSUM, "RSUM", null);
 
   private final int id;
   private final String name;

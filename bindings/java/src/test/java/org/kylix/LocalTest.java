@@ -374,4 +374,34 @@ class LocalTest {
     assertThrows(IllegalArgumentException.class, () -> Json.parse("{\"a\":}"));
     assertThrows(IllegalArgumentException.class, () -> Json.parse("[1,2"));
   }
+
+  /**
+   * RSUM folds one rank's repeated indices exactly and in no particular order: 1e16 + 1 - 1e16
+   * in any order is 1 (a plain left-to-right sum gives 0), and integers are refused.
+   */
+  @Test
+  void rsumIsOrderFree() {
+    double[][] orders = {{1e16, 1, -1e16}, {1, 1e16, -1e16}, {-1e16, 1e16, 1}};
+    try (Plan plan = comm.config(new long[] {7, 7, 7}, new long[] {7, 8})) {
+      for (double[] vals : orders) {
+        double[] got = new double[2];
+        plan.reduce(vals, got, Op.RSUM);
+        assertArrayEquals(new double[] {1, 0}, got, 0.0);
+        float[] gotF = new float[2];
+        // f32 keeps a 64-bit window (32 bits surely): 1e8 + 1 - 1e8, where a float sum gives 0
+        float[] f = new float[3];
+        for (int k = 0; k < 3; k++) {
+          f[k] = (float) (vals[k] == 1 ? 1 : Math.signum(vals[k]) * 1e8);
+        }
+        plan.reduce(f, gotF, Op.RSUM);
+        assertArrayEquals(new float[] {1, 0}, gotF, 0.0f);
+      }
+      double[] sum = new double[2];
+      plan.reduce(orders[0], sum, Op.SUM);
+      assertEquals(0.0, sum[0], "SUM folds 1e16 + 1 in floating point first");
+      ArgumentException e = assertThrows(ArgumentException.class,
+          () -> plan.reduce(new long[3], new long[2], Op.RSUM));
+      assertTrue(e.getMessage().contains("rsum") && e.getMessage().contains("i64"), e.getMessage());
+    }
+  }
 }

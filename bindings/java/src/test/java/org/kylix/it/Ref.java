@@ -90,7 +90,7 @@ final class Ref {
   }
 
   static long identity(DType d, Op op) {
-    if (op.equals(Op.SUM) || op.equals(Op.BOR) || op.equals(Op.BXOR)) {
+    if (op.equals(Op.SUM) || op.equals(Op.RSUM) || op.equals(Op.BOR) || op.equals(Op.BXOR)) {
       return canon(d, 0);
     }
     if (op.equals(Op.PROD)) {
@@ -134,7 +134,7 @@ final class Ref {
   static long fold(DType d, Op op, long acc, long x) {
     if (!d.isInteger()) {
       double a = Double.longBitsToDouble(acc), b = Double.longBitsToDouble(x), r;
-      if (op.equals(Op.SUM)) {
+      if (op.equals(Op.SUM) || op.equals(Op.RSUM)) { // small integers: exact in any order
         r = a + b;
       } else if (op.equals(Op.PROD)) {
         r = a * b;

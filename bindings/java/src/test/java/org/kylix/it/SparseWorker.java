@@ -93,6 +93,8 @@ public final class SparseWorker {
         List<Op> ops = new ArrayList<>(List.of(Op.SUM, Op.PROD, Op.MIN, Op.MAX));
         if (d.isInteger()) {
           ops.addAll(List.of(Op.BAND, Op.BOR, Op.BXOR));
+        } else {
+          ops.add(Op.RSUM);
         }
         for (Op op : ops) {
           for (int width : new int[] {1, 3}) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"kylix/core/kx"
 	"strings"
 )
 
@@ -30,7 +31,7 @@ func nearestFlag(fs *flag.FlagSet, name string) string {
 		if strings.HasPrefix(f.Name, name) {
 			prefixOf = append(prefixOf, f.Name)
 		}
-		if d := editDistance(name, f.Name); d < bestD || (d == bestD && best == "") {
+		if d := kx.EditDistance(name, f.Name); d < bestD || (d == bestD && best == "") {
 			best, bestD = f.Name, d
 		}
 	})
@@ -38,29 +39,4 @@ func nearestFlag(fs *flag.FlagSet, name string) string {
 		return prefixOf[0]
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, with an adjacent swap counting one.
-func editDistance(a, b string) int {
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"kylix/core/kx"
 	"os"
 	"regexp"
 	"strings"
@@ -38,8 +39,8 @@ func TestEditDistance(t *testing.T) {
 		d    int
 	}{{"", "", 0}, {"", "abc", 3}, {"abc", "abc", 0}, {"abc", "acb", 1}, {"kitten", "sitting", 3},
 		{"tag-ouput", "tag-output", 1}, {"ab", "ba", 1}} {
-		if got := editDistance(tc.a, tc.b); got != tc.d {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.d)
+		if got := kx.EditDistance(tc.a, tc.b); got != tc.d {
+			t.Errorf("kx.EditDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.d)
 		}
 	}
 }

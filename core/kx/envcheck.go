@@ -48,15 +48,17 @@ func UnknownEnv(environ []string) []string {
 func nearest(s string, names []string) string {
 	best, bestD := "", len(s)/3+1
 	for _, n := range names {
-		if d := editDistance(s, n); d < bestD {
+		if d := EditDistance(s, n); d < bestD {
 			best, bestD = n, d
 		}
 	}
 	return best
 }
 
-// editDistance is the Levenshtein distance between a and b (bytes).
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b (bytes), with an adjacent swap
+// counting one: how far a typed name is from a known one.
+func EditDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -70,8 +72,11 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
 }

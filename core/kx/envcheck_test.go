@@ -29,8 +29,8 @@ func TestEditDistance(t *testing.T) {
 		a, b string
 		d    int
 	}{{"", "", 0}, {"a", "", 1}, {"kitten", "sitting", 3}, {"DEGRES", "DEGREES", 1}, {"abc", "abc", 0}} {
-		if d := editDistance(c.a, c.b); d != c.d {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, d, c.d)
+		if d := EditDistance(c.a, c.b); d != c.d {
+			t.Errorf("EditDistance(%q, %q) = %d, want %d", c.a, c.b, d, c.d)
 		}
 	}
 }

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include <kylix.h>
 
@@ -291,6 +292,24 @@ static inline kylix_comm *init_comm(const char *options) {
   g_rank = r;
   g_size = s;
   return c;
+}
+
+/* ---------------------------------------------------------------- stopping */
+
+/* stop_self: a child stops this process (SIGSTOP) for ms milliseconds, then resumes it; returns
+   once the child has resumed us and exited. */
+static inline void stop_self(int ms) {
+  pid_t me = getpid();
+  pid_t ch = fork();
+  if (ch == 0) {
+    kill(me, SIGSTOP);
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    kill(me, SIGCONT);
+    _exit(0);
+  }
+  int st;
+  waitpid(ch, &st, 0);
 }
 
 #endif /* KYLIX_TEST_CHECK_H */

@@ -81,18 +81,8 @@ static void die_during(int it, const char *call) {
 
 /* A child stops this process for ms milliseconds, then lets it go on. */
 static void stop_me(int ms) {
-  pid_t me = getpid();
   INFO("stopped for %d ms", ms);
-  pid_t ch = fork();
-  if (ch == 0) {
-    kill(me, SIGSTOP);
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-    kill(me, SIGCONT);
-    _exit(0);
-  }
-  int st;
-  waitpid(ch, &st, 0); /* returns once the child has resumed us and exited */
+  stop_self(ms);
 }
 
 /* When this rank was declared dead while stopped, its peers have dropped it. */

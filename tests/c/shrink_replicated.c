@@ -17,7 +17,6 @@
  */
 #include "check.h"
 
-#include <sys/wait.h>
 
 #define K (1 << 15) /* keys a rank */
 #define W 64        /* values a key: 16 MiB of f64 a rank */
@@ -39,19 +38,6 @@ static char proc_state(pid_t pid) {
   return p && p[1] == ' ' ? p[2] : '?';
 }
 
-static void stop_me(int ms) {
-  pid_t me = getpid();
-  pid_t ch = fork();
-  if (ch == 0) {
-    kill(me, SIGSTOP);
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-    kill(me, SIGCONT);
-    _exit(0);
-  }
-  int st;
-  waitpid(ch, &st, 0);
-}
 
 static long long json_count(const char *js, const char *key) {
   const char *p = strstr(js, key);
@@ -94,7 +80,7 @@ int main(int argc, char **argv) {
       fclose(f);
     }
     INFO("stopping for %d ms", STOP_MS);
-    stop_me(STOP_MS);
+    stop_self(STOP_MS);
     INFO("resumed");
     kylix_plan_free(p);
     kylix_finalize(nc);

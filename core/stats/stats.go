@@ -179,6 +179,7 @@ type StatsOptions struct {
 	MinPacket   int64  `json:"min_packet"`
 	Replication int    `json:"replication"`
 	Compress    string `json:"compress"`
+	Shm         string `json:"shm"`
 	Degrees     string `json:"degrees"`
 }
 

@@ -452,6 +452,7 @@ func (c *Comm) Stats() stats.Stats {
 	st.Compression.Note = compressNote(c.opts.Compress)
 	st.Options.MinPacket = c.minPacket()
 	st.Links = c.Links()
+	st.Shm = c.v.ShmStats()
 	return st
 }
 

@@ -7,8 +7,11 @@ import (
 	"kylix/core/kx"
 	"kylix/netio/cpus"
 	"os"
+	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -206,4 +209,93 @@ func TestShmNoFdLeak(t *testing.T) {
 		t.Fatalf("%d fds before %d cycles, %d after", before, cycles, after)
 	}
 	noLeak(t, base)
+}
+
+// The child side of TestShmKillMidMessage: rank 1 of a 2-rank job in another process, which
+// sends rank 0 one large message and then waits to be killed.
+func TestShmKillChild(t *testing.T) {
+	peers := os.Getenv("KYLIX_TEST_SHM_CHILD")
+	if peers == "" {
+		t.Skip("only as TestShmKillMidMessage's child")
+	}
+	tr, err := connect(kx.Options{Rank: 1, Size: 2, Peers: strings.Split(peers, ","), Timeout: 20 * time.Second, Liveness: 2 * time.Second, Secret: "s3cret"}, "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Begin(3, fpAll)
+	msg := make([]byte, killMsg)
+	for i := range msg {
+		msg[i] = byte(i) // touched, so the copy into the ring is not of the zero page
+	}
+	// Killed by itself a moment into the message: the kill lands mid-frame (the frame takes
+	// far longer to stream through a ring of 256 KiB), and the parent is not asked to be quick.
+	go func() {
+		time.Sleep(2 * time.Millisecond)
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}()
+	tr.Send(0, kx.Tag{FP: fpAll, Seq: 3, Phase: kx.PhaseDown}, msg)
+	time.Sleep(20 * time.Second) // killed long before
+}
+
+const killMsg = 256 << 20
+
+// kill -9 of a peer in the middle of a message it sends through shared memory: the wait for it
+// fails with PEER naming its rank (the job's timeout is far longer, so the death was seen),
+// nothing outside the posted place is written, and no segment is left in /dev/shm (a memfd
+// never was there) nor an fd here once the transport is closed.
+func TestShmKillMidMessage(t *testing.T) {
+	if os.Getenv("KYLIX_TEST_SHM_CHILD") != "" {
+		t.Skip("child")
+	}
+	fds := func() int { es, _ := os.ReadDir("/proc/self/fd"); return len(es) }
+	before := fds()
+	for attempt := 0; ; attempt++ {
+		peers := freePorts(t, 2)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestShmKillChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "KYLIX_TEST_SHM_CHILD="+strings.Join(peers, ","))
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := connect(kx.Options{Rank: 0, Size: 2, Peers: peers, Timeout: 20 * time.Second, Liveness: 2 * time.Second, Secret: "s3cret"}, "127.0.0.1")
+		if err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal(err)
+		}
+		if tr.ShmStats().Peers != 1 {
+			cmd.Process.Kill()
+			cmd.Wait()
+			tr.Close()
+			t.Fatal("the child is not reached through shared memory")
+		}
+		tr.Begin(3, fpAll)
+		whole, place := sentinelPlace(killMsg)
+		tag := kx.Tag{FP: fpAll, Seq: 3, Phase: kx.PhaseDown}
+		tr.Expect(1, tag, place)
+		_, err = tr.Await(1, tag)
+		cmd.Wait()
+		if err == nil && attempt < 3 {
+			tr.Close() // the child finished its message before the kill: try again
+			continue
+		}
+		if err == nil {
+			t.Fatal("the message always finished before the kill")
+		}
+		t.Logf("attempt %d: %v", attempt, err)
+		wantErr(t, err, kx.CodePeer, "rank 1")
+		sentinelsIntact(t, whole, killMsg)
+		tr.Close()
+		break
+	}
+	if es, _ := os.ReadDir("/dev/shm"); len(es) > 0 {
+		for _, e := range es {
+			if strings.Contains(e.Name(), "kylix") {
+				t.Errorf("/dev/shm/%s left behind", e.Name())
+			}
+		}
+	}
+	if after := fds(); after > before+2 {
+		t.Errorf("%d fds before, %d after", before, after)
+	}
 }

@@ -33,7 +33,7 @@ import (
 //  3. the higher rank connects and writes a token only the TCP peer can know (a hash of
 //     both nonces); both check the other end's SO_PEERCRED against the pid and uid of its
 //     shmHello, so the unix socket is bound to the authenticated TCP connection;
-//  4. the memfd goes over the unix socket; the higher rank maps it, checks the creator's pid
+//  4. the memfd and its four doorbells (eventfds, netio/shm/doorbell.go) go over the unix socket; the higher rank maps it, checks the creator's pid
 //     in it and acks; the lower rank checks the attacher's pid in it and writes the verdict,
 //     'Y' or 'N', on TCP, which both then follow, so they never disagree.
 //
@@ -49,8 +49,12 @@ import (
 // for 1 MiB frames, and a larger frame streams through it.
 const shmRing = 256 << 10
 
-// shmSpin is how long a wait on a ring spins before it sleeps, where cores allow it.
-const shmSpin = 50 * time.Microsecond
+// shmSpin is how long a wait on a ring spins before it sleeps, where cores allow it (a
+// variable for tests). Zero: measured with 2 ranks on this 2-core VM (kylix bench, 256 keys,
+// back to back), a 50 us spin made a reduce 85 us against 13 us sleeping at once, and 5 us
+// spin 50-70 us: each rank's ring reader hands its frames to another goroutine, so a rank
+// needs two threads and a spinning reader starves the very goroutine it waits for.
+var shmSpin time.Duration
 
 // shmStep bounds the unix-socket part of the set-up: on one host it either works at once or
 // fails at once, and a rank waiting for a peer that gave up must not hold the mesh longer.
@@ -245,6 +249,11 @@ func shmCreate(c net.Conn, rank, peer int, job uint64, me, them *shmHello, step 
 	if err != nil {
 		return fail(err)
 	}
+	bells, err := seg.AddDoorbells() // sleeps park the goroutine in the poller (shm/doorbell.go)
+	if err != nil {
+		seg.Close()
+		return fail(err)
+	}
 	if err := writeByte(c, 'R'); err != nil {
 		seg.Close()
 		return nil, err
@@ -267,7 +276,7 @@ func shmCreate(c net.Conn, rank, peer int, job uint64, me, them *shmHello, step 
 		if !bytes.Equal(tok, shmToken(me, them)) {
 			return errors.New("the unix socket's peer does not know the TCP connection's nonces")
 		}
-		if err := shm.SendFDs(uc, seg.Fd()); err != nil {
+		if err := shm.SendFDs(uc, append([]int{seg.Fd()}, bells...)...); err != nil {
 			return err
 		}
 		if ack, err := readByte(uc); err != nil || ack != 'A' {
@@ -313,12 +322,19 @@ func shmAttach(c net.Conn, rank, peer int, job uint64, me, them *shmHello, step 
 		if _, err := uc.Write(shmToken(them, me)); err != nil {
 			return nil, err
 		}
-		fds, err := shm.RecvFDs(uc, 1)
+		fds, err := shm.RecvFDs(uc, 5)
 		if err != nil {
 			return nil, err
 		}
 		seg, err := shm.Open(fds[0], shm.Options{})
 		if err != nil {
+			for _, fd := range fds[1:] {
+				unix.Close(fd)
+			}
+			return nil, err
+		}
+		if err := seg.UseDoorbells(fds[1:]); err != nil {
+			seg.Close()
 			return nil, err
 		}
 		if seg.PeerPid() != int(them.pid) {

@@ -144,7 +144,8 @@ func pingPong(t *testing.T, ts []*TCP, rounds int) {
 // Spinning is off when a host's ranks outnumber its CPUs: asserted from the rings' own
 // counters, not from a timing. With ranks that fit, waits do spin (the counters move).
 func TestShmSpinOnlyWhereCoresAllow(t *testing.T) {
-	defer func(f func(int) bool) { spinAllowed = f }(spinAllowed)
+	defer func(f func(int) bool, d time.Duration) { spinAllowed, shmSpin = f, d }(spinAllowed, shmSpin)
+	shmSpin = 50 * time.Microsecond // a budget, so that allowed spins show in the counters
 	for _, fit := range []bool{false, true} {
 		spinAllowed = func(int) bool { return fit }
 		ts := startShmJob(t, 2, "auto")

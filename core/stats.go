@@ -65,11 +65,15 @@ func (c *Comm) Stats() stats.Stats {
 	st.Replication = c.replicationStats()
 	st.Options = stats.StatsOptions{TimeoutMS: c.opts.Timeout.Milliseconds(), LivenessMS: c.opts.Liveness.Milliseconds(), Threads: c.threads(),
 		Log: c.opts.Log, MinPacket: c.opts.MinPacket, Replication: c.opts.Replication,
-		Compress: c.opts.Compress, Degrees: st.DegreesOption}
+		Compress: c.opts.Compress, Degrees: st.DegreesOption, Shm: c.opts.Shm}
+	if st.Options.Shm == "" {
+		st.Options.Shm = "auto"
+	}
 	st.Compression.Option = c.opts.Compress
 	st.Compression.Note = compressNote(c.opts.Compress)
 	st.Options.MinPacket = c.minPacket()
 	st.Links = c.Links()
+	st.Shm = c.v.ShmStats()
 	return st
 }
 

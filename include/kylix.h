@@ -219,6 +219,13 @@ const char *kylix_errmsg(const kylix_comm *c);
  *     log            off | error | warn | info | debug, to stderr prefixed
  *                    with the time and "[kylix rank N]"; warn reports waits
  *                    that stall, once a minute                (default warn)
+ *     shm            auto | off (default auto): ranks of one host (same boot,
+ *                    network and pid namespace) and user exchange through a
+ *                    shared-memory segment per pair, agreed on their
+ *                    authenticated connection; anything else, or any failure
+ *                    setting it up, uses the socket (log=debug says why).
+ *                    Waits may spin briefly only while the host's ranks fit
+ *                    its usable CPUs; heartbeats stay on the socket
  *   A size=1 job needs neither peers nor rendezvous.
  * out: receives the new comm on success, NULL on failure.  Must not be NULL.
  *   Release the comm with kylix_finalize.
@@ -680,7 +687,7 @@ int kylix_shrink(kylix_comm *c, kylix_comm **survivors);     /* survivors renumb
  *                   "avx2" or "go" (plain loops; KYLIX_NOSIMD=1 forces it)
  *   options         the options in effect: {"timeout_ms","liveness_ms",
  *                   "threads","log","min_packet","replication","compress",
- *                   "degrees"}
+ *                   "shm","degrees"}
  *   since_unix_s    start of the counting: init or last reset (Unix seconds)
  *   compression     {"option","active","raw_sent","wire_sent","raw_recv",
  *                   "wire_recv","ratio","note"}: index-list bytes of every
@@ -719,6 +726,14 @@ int kylix_shrink(kylix_comm *c, kylix_comm **survivors);     /* survivors renumb
  *                   [{"rank","copies_won","copies_lost","duplicate_bytes"}],
  *                   peers with copies only; null without replication or on
  *                   a comm made by kylix_shrink)
+ *   shm             {"peers","ranks_on_host","spin_allowed","spins",
+ *                   "spin_hits","sleeps","wakes_sent"}: the peers reached
+ *                   through shared memory (shm=auto, same host and user),
+ *                   the ranks found on this host, whether waits may spin
+ *                   (only while those ranks fit the usable CPUs), and the
+ *                   waits on the rings that spun, were satisfied spinning,
+ *                   slept (futex) and the wakes sent; null where the
+ *                   comm's transport has no such figures
  *   retired_plans   {"plans","calls","seconds","agree","layers"}: the sum of
  *                   the plan records dropped to bound memory (beyond 64
  *                   records, the oldest freed plans and plans of

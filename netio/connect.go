@@ -39,7 +39,7 @@ func connect(o kx.Options, listenHost string) (*TCP, error) {
 		timeout = DefaultTimeout
 	}
 	if o.Size == 1 {
-		return newTCP(0, 1, staticJobID(o.Secret, o.Peers), timeout, nil).configure(o), nil
+		return newTCP(0, 1, staticJobID(o.Secret, o.Peers), timeout, nil, nil).configure(o), nil
 	}
 	var (
 		ln    net.Listener
@@ -106,14 +106,25 @@ func connect(o kx.Options, listenHost string) (*TCP, error) {
 	default:
 		return nil, kx.Errorf(kx.CodeArg, "connect: size=%d needs peers= or rendezvous=", o.Size)
 	}
-	conns, err := mesh(ln, o.Rank, o.Size, peers, job, o.Secret, timeout)
+	level := kx.ParseLogLevel(o.Log)
+	debug := func(format string, args ...any) { kx.Logf(kx.LogDebug, level, o.Rank, format, args...) }
+	conns, pairs, err := mesh(ln, o.Rank, o.Size, peers, job, o.Secret, timeout, shmOffered(o), debug)
 	if err == nil {
 		err = tuneSockets(conns, o.Rank, o.Liveness) // sockopt.go; closes them on failure
+		if err != nil {
+			for _, p := range pairs {
+				if p.link != nil {
+					p.link.close()
+				}
+			}
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	return newTCP(o.Rank, o.Size, job, timeout, conns).configure(o), nil
+	t := newTCP(o.Rank, o.Size, job, timeout, conns, pairs)
+	debug("shared memory with %d of %d peers; %d ranks on this host, spinning %v", t.ShmStats().Peers, o.Size-1, t.ranksOnHost, t.spin)
+	return t.configure(o), nil
 }
 
 func isUnspecified(host string) bool {

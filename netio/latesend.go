@@ -45,6 +45,9 @@ func (t *TCP) SendOrLeave(to int, tag kx.Tag, leave <-chan struct{}, bufs ...[]b
 	if p.lateBusy() { // keep the frames in order behind those already queued
 		return p.enqueue(frameBytes(&h, bufs, n), false, n)
 	}
+	if p.link != nil {
+		return p.sendOrLeaveShm(&h, bufs, n, leave)
+	}
 	d := &detacher{}
 	if leave == nil {
 		d.lagBy = time.Now().Add(smallLag)
@@ -74,6 +77,32 @@ func (t *TCP) SendOrLeave(to int, tag kx.Tag, leave <-chan struct{}, bufs ...[]b
 	p.unlock()
 	if err == nil {
 		t.count(to, n, true)
+	}
+	return err
+}
+
+// sendOrLeaveShm is SendOrLeave through a ring. A ring write is a copy that waits only when
+// the ring is full, so a frame that fits is written at once; one that does not goes whole to
+// the late queue (a frame is never cut: the ring carries frames, not a byte stream).
+func (p *peer) sendOrLeaveShm(h *Header, bufs [][]byte, n int, leave <-chan struct{}) error {
+	d := &detacher{}
+	if leave == nil {
+		d.lagBy = time.Now().Add(smallLag)
+	}
+	if !p.lockOrLeave(d, leave) {
+		return p.enqueue(frameBytes(h, bufs, n), false, n)
+	}
+	if err := p.writable(); err != nil {
+		p.unlock()
+		return err
+	}
+	if !p.shmFits(n) {
+		return p.enqueue(frameBytes(h, bufs, n), true, n) // the drain goroutine takes over the write lock
+	}
+	err := p.writeShm(h, bufs, time.Now().Add(p.t.timeout))
+	p.unlock()
+	if err == nil {
+		p.t.count(p.rank, n, true)
 	}
 	return err
 }
@@ -210,7 +239,10 @@ func (p *peer) drain(haveLock bool) {
 		q.items = q.items[1:]
 		q.mu.Unlock()
 		err := p.writable()
-		for off := 0; err == nil && off < len(b); {
+		if err == nil && p.link != nil {
+			err = p.writeShmRaw(b)
+		}
+		for off := 0; err == nil && p.link == nil && off < len(b); {
 			end := min(off+writeChunk, len(b))
 			p.conn.SetWriteDeadline(time.Now().Add(t.timeout))
 			var k int

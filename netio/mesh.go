@@ -13,10 +13,11 @@ import (
 
 // mesh connects rank to every other rank: a dialer per lower rank and an acceptor for the
 // higher ones on ln, which it closes; the collector keeps what they report. It returns the
-// handshaken connections by rank (nil at rank), or an error after closing everything; no
-// goroutine outlives it.
-func mesh(ln net.Listener, rank, size int, peers []string, job uint64, secret string, timeout time.Duration) ([]net.Conn, error) {
-	m := &mesher{rank: rank, size: size, peers: peers, job: job, secret: secret, timeout: timeout,
+// handshaken connections by rank (nil at rank) and what each pair agreed on shared memory
+// (shmlink_linux.go; only when offer and the peer offers too), or an error after closing
+// everything; no goroutine outlives it.
+func mesh(ln net.Listener, rank, size int, peers []string, job uint64, secret string, timeout time.Duration, offer bool, debug func(string, ...any)) ([]net.Conn, []shmPair, error) {
+	m := &mesher{rank: rank, size: size, peers: peers, job: job, secret: secret, timeout: timeout, offer: offer, debug: debug,
 		deadline: time.Now().Add(timeout), stop: make(chan struct{}), results: make(chan meshResult),
 		pending: &connSet{m: map[net.Conn]struct{}{}}, lastErr: make([]error, size)}
 	for r := 0; r < rank; r++ {
@@ -27,20 +28,23 @@ func mesh(ln net.Listener, rank, size int, peers []string, job uint64, secret st
 		m.wg.Add(1)
 		go m.accept(ln)
 	}
-	conns, err := m.collect()
+	conns, pairs, err := m.collect()
 	close(m.stop)
 	ln.Close()
 	m.pending.stop()
 	m.wg.Wait()
 	if err != nil {
-		for _, c := range conns {
+		for r, c := range conns {
 			if c != nil {
 				c.Close()
 			}
+			if pairs[r].link != nil {
+				pairs[r].link.close()
+			}
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	return conns, nil
+	return conns, pairs, nil
 }
 
 // mesher is one rank's mesh being built.
@@ -50,6 +54,8 @@ type mesher struct {
 	job        uint64
 	secret     string
 	timeout    time.Duration
+	offer      bool                 // this rank offers shared memory (shm=auto)
+	debug      func(string, ...any) // log=debug lines
 	deadline   time.Time
 	stop       chan struct{} // closed when the collector is done
 	results    chan meshResult
@@ -67,6 +73,9 @@ func (m *mesher) report(res meshResult) {
 	case <-m.stop:
 		if res.conn != nil {
 			res.conn.Close()
+		}
+		if res.shm.link != nil {
+			res.shm.link.close()
 		}
 	}
 }
@@ -87,10 +96,11 @@ func (m *mesher) dial(r int) {
 			if !m.pending.add(c) {
 				return
 			}
-			_, err = handshake(c, true, m.rank, m.size, r, m.job, m.secret, m.hsTimeout())
+			var pair rankedPair
+			pair, err = m.handshake(c, true, r)
 			m.pending.remove(c)
 			if err == nil {
-				m.report(meshResult{rank: r, conn: c})
+				m.report(meshResult{rank: r, conn: c, shm: pair.shmPair})
 				return
 			}
 			c.Close()
@@ -127,6 +137,29 @@ func (m *mesher) dial(r int) {
 	}
 }
 
+// handshake authenticates c and then, when both ranks offer it, agrees on shared memory
+// with the peer (the acceptor, the lower rank, creates the segment).
+func (m *mesher) handshake(c net.Conn, dial bool, peer int) (rankedPair, error) {
+	flags := uint8(0)
+	if m.offer {
+		flags = helloShm
+	}
+	r, theirs, err := handshake(c, dial, m.rank, m.size, peer, m.job, m.secret, m.hsTimeout(), flags)
+	if err != nil || flags&theirs&helloShm == 0 {
+		return rankedPair{rank: r}, err
+	}
+	pair, err := negotiateShm(c, !dial, m.rank, r, m.job, time.Now().Add(m.hsTimeout()), m.debug)
+	if err != nil {
+		return rankedPair{rank: r}, hsIOError(rankName(r), c, err)
+	}
+	return rankedPair{rank: r, shmPair: pair}, nil
+}
+
+type rankedPair struct {
+	rank int
+	shmPair
+}
+
 // accept takes the higher ranks' connections on ln, a handshake goroutine each, until ln is
 // closed.
 func (m *mesher) accept(ln net.Listener) {
@@ -147,7 +180,8 @@ func (m *mesher) accept(ln net.Listener) {
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			r, err := handshake(c, false, m.rank, m.size, -1, m.job, m.secret, m.hsTimeout())
+			pair, err := m.handshake(c, false, -1)
+			r := pair.rank
 			m.pending.remove(c)
 			if err != nil {
 				c.Close()
@@ -157,15 +191,16 @@ func (m *mesher) accept(ln net.Listener) {
 				}
 				return
 			}
-			m.report(meshResult{rank: r, conn: c})
+			m.report(meshResult{rank: r, conn: c, shm: pair.shmPair})
 		}()
 	}
 }
 
 // collect keeps the connections reported until every peer has one, a dialer or the acceptor
 // fails, or the deadline passes.
-func (m *mesher) collect() ([]net.Conn, error) {
+func (m *mesher) collect() ([]net.Conn, []shmPair, error) {
 	conns := make([]net.Conn, m.size)
+	pairs := make([]shmPair, m.size)
 	missing := m.size - 1
 	timer := time.NewTimer(time.Until(m.deadline))
 	defer timer.Stop()
@@ -174,20 +209,23 @@ func (m *mesher) collect() ([]net.Conn, error) {
 		case res := <-m.results:
 			switch {
 			case res.err != nil:
-				return conns, res.err
+				return conns, pairs, res.err
 			case conns[res.rank] != nil:
 				// The dialer gave up on an earlier connection and tried again: keep the new one.
 				conns[res.rank].Close()
-				conns[res.rank] = res.conn
+				if pairs[res.rank].link != nil {
+					pairs[res.rank].link.close()
+				}
+				conns[res.rank], pairs[res.rank] = res.conn, res.shm
 			default:
-				conns[res.rank] = res.conn
+				conns[res.rank], pairs[res.rank] = res.conn, res.shm
 				missing--
 			}
 		case <-timer.C:
-			return conns, m.timeoutError(conns)
+			return conns, pairs, m.timeoutError(conns)
 		}
 	}
-	return conns, nil
+	return conns, pairs, nil
 }
 
 // timeoutError names the ranks still missing and why the lower ones could not be reached.
@@ -214,6 +252,7 @@ func (m *mesher) timeoutError(conns []net.Conn) error {
 type meshResult struct {
 	rank int
 	conn net.Conn
+	shm  shmPair
 	err  error // fatal: the mesh cannot be built
 }
 

@@ -29,12 +29,15 @@ func tuneSockets(conns []net.Conn, rank int, liveness time.Duration) error {
 	return nil
 }
 
-// SameHost tells whether the connection to rank joins this host to itself: both ends on one
-// address, or a loopback one. There the "link" is a copy through the kernel, and compress=auto
+// SameHost tells whether the connection to rank joins this host to itself: a shared-memory
+// link, or both ends on one address, or a loopback one. There the "link" is a copy through the kernel, and compress=auto
 // never compresses: coding a key costs more than copying the bytes it saves.
 func (t *TCP) SameHost(rank int) bool {
 	if rank < 0 || rank >= len(t.peers) || t.peers[rank] == nil {
 		return rank == t.rank
+	}
+	if t.peers[rank].link != nil {
+		return true
 	}
 	c := t.peers[rank].conn
 	la, lok := c.LocalAddr().(*net.TCPAddr)

@@ -3,6 +3,7 @@ package netio
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"kylix/core/kx"
 	"kylix/netio/mailbox"
@@ -26,12 +27,16 @@ type TCP struct {
 	closeOnce  sync.Once
 	wg         sync.WaitGroup // reader goroutines and keepAlive
 	done       chan struct{}  // closed by Close: keepAlive stops
+
+	ranksOnHost int  // this rank and the peers found on its host at set-up
+	spin        bool // waits on shared-memory rings may spin (spinAllowed(ranksOnHost))
 }
 
 type peer struct {
 	t    *TCP
 	rank int
-	conn net.Conn
+	conn net.Conn      // also with a link: heartbeats (and the bye that tells it from a death) go here
+	link *shmLink      // nil: data goes over conn; else data, abort and bye frames go through its ring
 	wsem chan struct{} // the write lock; a channel so waiting for it can time out
 
 	// guarded by wsem
@@ -49,22 +54,37 @@ type peer struct {
 // deadline bounds silence (a peer that stops reading), not the length of a large message.
 const writeChunk = 8 << 20
 
-// newTCP wraps established, handshaken connections (conns[rank] is nil) and starts the readers.
-func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn) *TCP {
+// newTCP wraps established, handshaken connections (conns[rank] is nil) and the shared-memory
+// links agreed with peers of this host (pairs, may be nil), and starts the readers.
+func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn, pairs []shmPair) *TCP {
 	t := &TCP{rank: rank, size: size, job: job, timeout: timeout,
 		mb: mailbox.New(rank, size, timeout), peers: make([]*peer, size), stats: make([]counters, size),
-		done: make(chan struct{})}
+		done: make(chan struct{}), ranksOnHost: 1}
+	var links []*shmLink
 	for r, c := range conns {
 		if c == nil || r == rank {
 			continue
 		}
 		p := &peer{t: t, rank: r, conn: c, wsem: make(chan struct{}, 1), readDone: make(chan struct{})}
+		if r < len(pairs) {
+			p.link = pairs[r].link
+			if pairs[r].sameHost {
+				t.ranksOnHost++
+			}
+			links = append(links, p.link)
+		}
 		t.peers[r] = p
 	}
+	t.spin = spinAllowed(t.ranksOnHost)
+	setSpin(links, t.spin)
 	for _, p := range t.peers {
 		if p != nil {
 			t.wg.Add(1)
 			go t.readLoop(p)
+			if p.link != nil {
+				t.wg.Add(1)
+				go t.shmReadLoop(p)
+			}
 		}
 	}
 	return t
@@ -232,6 +252,9 @@ func (t *TCP) Close() error {
 			go func() {
 				defer wg.Done()
 				if t.mb.Dead(p.rank) == nil && p.lock(deadline) {
+					if p.link != nil && p.writable() == nil {
+						p.sayByeShm(deadline) // before the TCP bye: the peer's ring reader ends on it
+					}
 					var hb [HeaderSize]byte
 					EncodeHeader(hb[:], &Header{Type: FrameBye, Job: t.job, Src: t.rank})
 					p.conn.SetWriteDeadline(deadline)
@@ -242,6 +265,9 @@ func (t *TCP) Close() error {
 					}
 				}
 				p.conn.Close()
+				if p.link != nil {
+					p.link.close()
+				}
 			}()
 		}
 		wg.Wait()
@@ -302,6 +328,13 @@ func (p *peer) write(h *Header, bufs [][]byte, hard time.Time) error {
 	defer p.unlock()
 	if err := p.writable(); err != nil {
 		return err
+	}
+	if p.link != nil {
+		deadline := hard
+		if deadline.IsZero() {
+			deadline = time.Now().Add(t.timeout)
+		}
+		return p.writeShm(h, bufs, deadline)
 	}
 	_, err := p.writeFrame(h, bufs, hard, nil)
 	return err
@@ -404,6 +437,9 @@ func (p *peer) down(err error) {
 	p.downOnce.Do(func() {
 		p.t.mb.MarkDead(p.rank, err)
 		p.conn.Close()
+		if p.link != nil {
+			p.link.close() // ends the ring reader and any write waiting for room
+		}
 	})
 }
 
@@ -418,51 +454,89 @@ func (t *TCP) readLoop(p *peer) {
 	var hb [HeaderSize]byte
 	for {
 		if _, err := io.ReadFull(br, hb[:]); err != nil {
+			if p.link != nil && !t.closing.Load() {
+				p.link.tcpEnded(false)
+				return
+			}
 			t.readFailed(p, err)
 			return
 		}
-		h, err := DecodeHeader(hb[:], MaxPayload)
-		if err != nil {
-			p.down(kx.Errorf(kx.CodeOf(err), "rank %d sent a bad frame: %v", kx.RankRef(p.rank), err))
+		h, ok := t.checkFrame(p, hb[:], -1)
+		if !ok {
 			return
 		}
-		if h.Job != t.job {
-			p.down(kx.Errorf(kx.CodeAuth, "rank %d sent a frame of job %016x, this job is %016x", kx.RankRef(p.rank), h.Job, t.job))
+		bye, err := t.file(p, &h, br)
+		switch {
+		case err != nil:
+			t.readFailed(p, err)
 			return
-		}
-		if h.Src != p.rank {
-			p.down(kx.Errorf(kx.CodeNet, "rank %d sent a frame claiming to come from rank %d", kx.RankRef(p.rank), kx.RankRef(h.Src)))
+		case bye && p.link != nil:
+			// The bye in the ring, behind the data, is the one that counts.
+			p.link.tcpEnded(true)
 			return
-		}
-		switch h.Type {
-		case FrameHeartbeat:
-			t.mb.Heartbeat(p.rank, h.Seq)
-		case FrameData:
-			if err := t.mb.Receive(p.rank, h.tag(), int(h.Len), br); err != nil {
-				t.readFailed(p, err)
-				return
-			}
-			t.count(p.rank, int(h.Len), false)
-		case FrameAbort:
-			if h.Len > maxAbortPayload {
-				p.down(kx.Errorf(kx.CodeNet, "rank %d sent an abort frame of %d bytes", kx.RankRef(p.rank), h.Len))
-				return
-			}
-			b := make([]byte, h.Len)
-			if _, err := io.ReadFull(br, b); err != nil {
-				t.readFailed(p, err)
-				return
-			}
-			code, msg := decodeAbort(b)
-			t.mb.Abort(h.Seq, p.rank, code, msg)
-		case FrameBye:
+		case bye:
 			p.down(mailbox.FinalizedError(p.rank))
 			return
 		}
 	}
 }
 
+// checkFrame decodes a frame header from p and checks it belongs to p and this job; a bad one
+// drops p. payload, unless negative, is the payload length the carrier (a ring frame) holds.
+func (t *TCP) checkFrame(p *peer, hb []byte, payload int) (Header, bool) {
+	h, err := DecodeHeader(hb, MaxPayload)
+	if err == nil && payload >= 0 && h.Len != uint64(payload) {
+		err = fmt.Errorf("header says %d payload bytes, its ring frame holds %d", h.Len, payload)
+	}
+	switch {
+	case err != nil:
+		p.down(kx.Errorf(kx.CodeOf(err), "rank %d sent a bad frame: %v", kx.RankRef(p.rank), err))
+	case h.Job != t.job:
+		p.down(kx.Errorf(kx.CodeAuth, "rank %d sent a frame of job %016x, this job is %016x", kx.RankRef(p.rank), h.Job, t.job))
+	case h.Src != p.rank:
+		p.down(kx.Errorf(kx.CodeNet, "rank %d sent a frame claiming to come from rank %d", kx.RankRef(p.rank), kx.RankRef(h.Src)))
+	default:
+		return h, true
+	}
+	return h, false
+}
+
+// file hands one frame from p to the mailbox, its payload read from r (the socket's buffered
+// reader, or a ring's current frame). It reports a bye, and a read error for the caller's
+// reader to judge (errDropped: p was dropped for a bad frame already).
+func (t *TCP) file(p *peer, h *Header, r mailbox.Payload) (bye bool, err error) {
+	switch h.Type {
+	case FrameHeartbeat:
+		t.mb.Heartbeat(p.rank, h.Seq)
+	case FrameData:
+		if err := t.mb.Receive(p.rank, h.tag(), int(h.Len), r); err != nil {
+			return false, err
+		}
+		t.count(p.rank, int(h.Len), false)
+	case FrameAbort:
+		if h.Len > maxAbortPayload {
+			p.down(kx.Errorf(kx.CodeNet, "rank %d sent an abort frame of %d bytes", kx.RankRef(p.rank), h.Len))
+			return false, errDropped
+		}
+		b := make([]byte, h.Len)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return false, err
+		}
+		code, msg := decodeAbort(b)
+		t.mb.Abort(h.Seq, p.rank, code, msg)
+	case FrameBye:
+		return true, nil
+	}
+	return false, nil
+}
+
+// errDropped: the reader dropped the peer itself (file).
+var errDropped = errors.New("peer dropped")
+
 func (t *TCP) readFailed(p *peer, err error) {
+	if err == errDropped {
+		return
+	}
 	if t.closing.Load() {
 		p.down(t.closedErr())
 		return

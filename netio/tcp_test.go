@@ -191,7 +191,7 @@ func TestHandshakeVersionMismatch(t *testing.T) {
 		h := hello{version: ProtocolVersion + 1, job: 1, rank: 1, size: 2}
 		b.Write(h.encode())
 	}()
-	_, err := handshake(a, false, 0, 2, -1, 1, "s", time.Second)
+	_, _, err := handshake(a, false, 0, 2, -1, 1, "s", time.Second, 0)
 	wantErr(t, err, kx.CodeAuth, "rank 1 failed the handshake", fmt.Sprintf("protocol version %d", ProtocolVersion+1), fmt.Sprintf("speaks %d", ProtocolVersion))
 }
 

@@ -23,6 +23,7 @@ type Options struct {
 	MinPacket   int64  // bytes; 0: measured on the job's links (degrees=auto), else DefaultMinPacket
 	Threads     int
 	Log         string // off, error, warn, info, debug
+	Shm         string // auto (ranks of one host use shared memory), off; "" counts as auto
 }
 
 // DefaultTimeout bounds the wait for a live peer that is late to a collective (a long
@@ -38,7 +39,7 @@ const DefaultLiveness = 5 * time.Second
 const DefaultMinPacket = 1 << 20
 
 var optionKeys = []string{"rank", "size", "peers", "rendezvous", "degrees", "replication",
-	"timeout_ms", "liveness_ms", "secret", "compress", "min_packet", "threads", "log"}
+	"timeout_ms", "liveness_ms", "secret", "compress", "min_packet", "threads", "log", "shm"}
 
 // ParseOptions reads "key=value;key=value" with every key also taken from the environment as
 // KYLIX_<KEY>; the string wins. Rank and size also come from Open MPI, PMI and Slurm variables.
@@ -49,7 +50,7 @@ func ParseOptions(s string, getenv func(string) string) (Options, error) {
 		return Options{}, err
 	}
 	o := Options{Rank: -1, Size: -1, Degrees: "auto", Replication: 1, Timeout: DefaultTimeout,
-		Liveness: DefaultLiveness, Compress: "auto", Threads: runtime.NumCPU(), Log: "warn",
+		Liveness: DefaultLiveness, Compress: "auto", Threads: runtime.NumCPU(), Log: "warn", Shm: "auto",
 		Rendezvous: vals["rendezvous"], Secret: vals["secret"]}
 	for _, step := range []func(*Options, map[string]string) error{parseNumbers, checkRankSize,
 		parsePeers, parseWords} {
@@ -171,7 +172,7 @@ func parsePeers(o *Options, vals map[string]string) error {
 	return nil
 }
 
-// parseWords reads the options whose values are words: degrees, compress, log.
+// parseWords reads the options whose values are words: degrees, compress, log, shm.
 func parseWords(o *Options, vals map[string]string) error {
 	if v := vals["degrees"]; v != "" {
 		if _, e := ParseDegreesSpec(v, o.Size/o.Replication); e != nil {
@@ -184,7 +185,8 @@ func parseWords(o *Options, vals map[string]string) error {
 		dst   *string
 		words []string
 	}{{"compress", &o.Compress, []string{"off", "lz4", "auto"}},
-		{"log", &o.Log, []string{"off", "error", "warn", "info", "debug"}}} {
+		{"log", &o.Log, []string{"off", "error", "warn", "info", "debug"}},
+		{"shm", &o.Shm, []string{"auto", "off"}}} {
 		v := vals[w.key]
 		if v == "" {
 			continue

@@ -173,3 +173,17 @@ func (f Fingerprint) Diff(g Fingerprint) string {
 	}
 	return ""
 }
+
+// ShmStats are a rank's shared-memory figures (kylix_stats_json "shm"), from a transport that
+// has them (netio's TCP): the peers it reaches through a segment, the ranks it found on its
+// host, whether waits may spin there, and the slow paths of the waits on its rings, so that
+// an oversubscribed host can be shown never to spin without a timing.
+type ShmStats struct {
+	Peers       int    `json:"peers"`
+	RanksOnHost int    `json:"ranks_on_host"`
+	SpinAllowed bool   `json:"spin_allowed"`
+	Spins       uint64 `json:"spins"`     // waits that spun before sleeping
+	SpinHits    uint64 `json:"spin_hits"` // of those, satisfied while spinning
+	Sleeps      uint64 `json:"sleeps"`    // futex sleeps
+	WakesSent   uint64 `json:"wakes_sent"`
+}

@@ -126,6 +126,15 @@ func (v *View) SameHost(node int) bool {
 	return node >= 0 && node < v.m && v.t.SameHost(v.replicas[node][0])
 }
 
+// ShmStats returns the transport's shared-memory figures, when it has them.
+func (v *View) ShmStats() *kx.ShmStats {
+	if s, ok := v.t.(interface{ ShmStats() kx.ShmStats }); ok {
+		st := s.ShmStats()
+		return &st
+	}
+	return nil
+}
+
 // RaceStats returns the racing copies received from each member, indexed and named by comm
 // rank.
 func (v *View) RaceStats() []kx.RacePeerStats {

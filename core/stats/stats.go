@@ -168,6 +168,7 @@ type Stats struct {
 	Plans         []PlanStats          `json:"plans"`
 	Retired       RetiredStats         `json:"retired_plans"`
 	Replication   ReplicationStats     `json:"replication"` // stats_replicas.go
+	Shm           *kx.ShmStats         `json:"shm"`         // null on a transport without shared memory
 }
 
 // StatsOptions are the comm's options in effect, as kylix_init parsed them.
@@ -179,6 +180,7 @@ type StatsOptions struct {
 	MinPacket   int64  `json:"min_packet"`
 	Replication int    `json:"replication"`
 	Compress    string `json:"compress"`
+	Shm         string `json:"shm"`
 	Degrees     string `json:"degrees"`
 }
 

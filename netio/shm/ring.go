@@ -115,6 +115,21 @@ func (w *Writer) WriteFrame(wt Wait, parts ...[]byte) error {
 	return nil
 }
 
+// Fits reports whether a frame of n payload bytes can be written now without waiting: a
+// sender that must not block on a slow reader (a racing copy to a lagging replica) asks
+// first and queues the frame elsewhere when it does not fit.
+func (w *Writer) Fits(n int) bool {
+	if w.s.enter() != nil {
+		return false
+	}
+	defer w.s.exit()
+	total := prefix + pad8(uint64(n))
+	if w.free() < total {
+		w.headSeen = w.head.Load()
+	}
+	return w.free() >= total
+}
+
 // copyIn copies p (len(p) <= free) at pos, in two pieces when it wraps.
 func (w *Writer) copyIn(p []byte) {
 	off := w.pos & w.mask

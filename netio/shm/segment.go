@@ -11,6 +11,10 @@
 // socket (SendFDs/RecvFDs), so nothing is left behind after a kill -9 of either side; it is
 // sealed against shrinking, so a peer cannot make our mapping fault.
 //
+// With doorbells (AddDoorbells/UseDoorbells: four eventfds sent along with the memfd) a sleep
+// parks the goroutine in the runtime's poller instead of holding a thread in futex(2); Go
+// callers that hand frames to other goroutines want them (doorbell.go says why).
+//
 // A sleeping wait wakes every Options.Poll to check the peer's pid (pidfd) and the caller's
 // abort channel: a peer killed mid-frame is reported as *PeerDeadError within about Poll.
 //
@@ -115,6 +119,8 @@ type Segment struct {
 	unmapOnce sync.Once
 
 	stats struct{ spins, spinHits, sleeps, wakes atomic.Uint64 }
+
+	bells map[*atomic.Uint32]*bell // nil: futex sleeps (doorbell.go)
 
 	peerMu    sync.Mutex
 	peerPid   int
@@ -263,7 +269,7 @@ func (s *Segment) Interrupt() {
 	defer s.exit()
 	for _, w := range []*atomic.Uint32{s.r.rsleep, s.w.wsleep} {
 		if w.CompareAndSwap(1, 0) {
-			futexWake(w)
+			s.ring(w)
 		}
 	}
 }
@@ -280,8 +286,8 @@ func (s *Segment) Close() error {
 	s.state.Or(closingBit)
 	for r := 0; r < 2; r++ {
 		base := offRing + r*ringHdr
-		futexWake(s.u32(base + offRSleep))
-		futexWake(s.u32(base + offWSleep))
+		s.ring(s.u32(base + offRSleep))
+		s.ring(s.u32(base + offWSleep))
 	}
 	s.exit()
 	return nil
@@ -307,6 +313,7 @@ func (s *Segment) closing() bool { return s.state.Load()&closingBit != 0 }
 func (s *Segment) release() {
 	unix.Munmap(s.mem)
 	s.CloseFD()
+	s.closeBells()
 	s.peerMu.Lock()
 	if s.peerPidfd >= 0 {
 		unix.Close(s.peerPidfd)

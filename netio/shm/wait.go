@@ -36,7 +36,7 @@ func futexWake(w *atomic.Uint32) {
 // store and costs one load unless the other side announced that it sleeps.
 func (s *Segment) wake(w *atomic.Uint32) {
 	if w.Load() != 0 && w.CompareAndSwap(1, 0) {
-		futexWake(w)
+		s.ring(w)
 		s.stats.wakes.Add(1)
 	}
 }
@@ -94,7 +94,7 @@ func (s *Segment) await(wt *Wait, sleep *atomic.Uint32, ready func() bool) error
 		}
 		start := time.Now()
 		s.stats.sleeps.Add(1)
-		futexWait(sleep, 1, d)
+		s.sleepOn(sleep, d)
 		if ready() {
 			sleep.Store(0)
 			return nil

@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -292,7 +293,10 @@ func pageRankJob(t *testing.T, ranks int, extra, progArgs []string) string {
 	if want := fmt.Sprintf(" ranks=%d ", ranks); !strings.Contains(out, want) {
 		t.Errorf("rank 0 did not report %q: the job did not run on %d ranks", want, ranks)
 	}
-	if its := iterRe.FindAllStringSubmatch(out, -1); len(its) != 20 {
+	// With replication, node 0's replicas take turns at reporting as they finish (a replica
+	// that finalized counts as failed), so the progress lines may come from two ranks.
+	replicated := slices.Contains(extra, "--replication")
+	if its := iterRe.FindAllStringSubmatch(out, -1); len(its) != 20 && !(replicated && len(its) >= 20) {
 		t.Errorf("want 20 \"iter N: spmv X ms, reduce Y ms\" lines from rank 0, got %d", len(its))
 	}
 	got, err := readScores(outFile)
@@ -315,7 +319,7 @@ func pageRankJob(t *testing.T, ranks int, extra, progArgs []string) string {
 		t.Errorf("vertex %d: score %.17g, reference %.17g: relative difference %.3g > %g",
 			at, got[at], ref[at], worst, relTol)
 	}
-	if got := topLine(out); got != refTop {
+	if got := topLine(out); got != refTop && !(replicated && strings.Contains(out, "top10: "+refTop)) {
 		t.Errorf("printed top10 %q, reference %q", got, refTop)
 	}
 	if ft := top10(got); ft != refTop {

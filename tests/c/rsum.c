@@ -151,7 +151,7 @@ int main(int argc, char **argv) {
     free(cs);
   }
   /* integer dtypes: refused on every rank, naming the op and the dtype */
-  int64_t idx = g_rank, v = 1, r = 0;
+  int64_t idx = g_node, v = 1, r = 0; /* replicas are given the same data */
   kylix_plan *p = NULL;
   MUST_OK(kylix_config(c, &idx, 1, &idx, 1, &p));
   if (CHECK_ST(kylix_reduce(p, &v, &r, KYLIX_I64, KYLIX_RSUM, 1), KYLIX_ERR_ARG) == KYLIX_ERR_ARG) {

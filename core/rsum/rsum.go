@@ -416,7 +416,36 @@ func ToF64(dst []float64, acc []byte) {
 	acc = acc[:len(dst)*Acc64Bytes]
 	for i := range dst {
 		h, l0, l1, l2 := get64(acc[i*Acc64Bytes : i*Acc64Bytes+Acc64Bytes])
-		dst[i] = math.Float64frombits(finish(h, l0, l1, l2, binBits*(int(h>>topShift)-2)-1074, &f64))
+		e2 := binBits*(int(h>>topShift)-2) - 1074
+		// The common case through the FPU. The exact value is v * 2^e2 with v the limbs'
+		// 128-bit sum; top, its 64 highest bits from the leading one down, with a sticky one
+		// in bit 0 when a bit below them is set, rounds by float64(top) exactly as v would
+		// (the rounding position, bit 11 or above, is well clear of bit 0), and the scaling
+		// by 2^k is exact: the result is at least 2^(63+e2), normal, whenever v >= 2^63; a
+		// smaller v sits in lo unshifted (z = 64), where float64 rounds it correctly and the
+		// product, a multiple of 2^e2 >= 2^-1074, is exact even if subnormal. Overflow gives
+		// ±Inf exactly when the correctly rounded value exceeds the largest float, as
+		// roundBits does. e2 in [-1022, 942] (top bins 4 to 65, the largest a float64 reaches)
+		// keeps 2^k a normal float; NaN, ±Inf and zero sums (the sign of zero comes from the
+		// flags) go to finish.
+		if h&(flagNaN|flagPInf|flagNInf) == 0 && uint(e2+1022) <= 942+1022 {
+			lo, c := bits.Add64(uint64(l2), uint64(l1)<<32, 0)
+			hi := uint64(l2>>63) + uint64(l1>>32) + uint64(l0) + c
+			if hi|lo != 0 {
+				sign := hi >> 63
+				mask := -sign
+				lo, c = bits.Add64(lo^mask, sign, 0)
+				hi = hi ^ mask + c
+				z := uint(bits.LeadingZeros64(hi))
+				top := hi<<z | lo>>(64-z)
+				sticky := lo << z
+				top |= (sticky | -sticky) >> 63
+				r := float64(top) * math.Float64frombits(uint64(e2+64-int(z)+1023)<<52)
+				dst[i] = math.Float64frombits(math.Float64bits(r) | sign<<63)
+				continue
+			}
+		}
+		dst[i] = math.Float64frombits(finish(h, l0, l1, l2, e2, &f64))
 	}
 }
 

@@ -268,13 +268,36 @@ func addScatterValues[T float32 | float64](dst []byte, vals []T, idx []int32) {
 	idx = idx[:len(vals)]
 	switch v := any(vals).(type) {
 	case []float64:
+		// words64 and addWords64 written out: the loop is bound by dst's cache misses, and
+		// fewer instructions a value keep more of them in flight.
+		const lm = 1<<limbBits64 - 1
 		for j, x := range v {
 			o := int(idx[j]) * Acc64Bytes
-			b0, b1, b2, ok := words64(math.Float64bits(x))
-			if !ok {
-				b0, b1, b2 = slowWords64(math.Float64bits(x))
+			d := dst[o : o+Acc64Bytes : o+Acc64Bytes]
+			b := math.Float64bits(x)
+			e := b >> 52 & 0x7ff
+			lead := e + 51
+			top := lead / binBits
+			u := b<<11 | 1<<63
+			p0 := u >> ((63 - lead%binBits) & 63)
+			rest := u << ((lead%binBits + 1) & 63)
+			neg := -int64(b >> 63)
+			b1 := uint64((int64(rest>>binBits)^neg)-neg)&lm | (flagOther>>4|top%8<<1)<<limbBits64
+			b2 := uint64((int64(rest&binMask)^neg)-neg)&lm | top/8<<limbBits64
+			if e-1 >= 0x7fe { // zero, subnormal, Inf, NaN
+				b0, b1, b2 := slowWords64(b)
+				addWords64(d, b0, b1, b2)
+				continue
 			}
-			addWords64(dst[o:o+Acc64Bytes:o+Acc64Bytes], b0, b1, b2)
+			b0 := uint64((int64(p0)^neg)-neg) & lm
+			a0, a1, a2 := le.Uint64(d), le.Uint64(d[8:]), le.Uint64(d[16:])
+			if (a1^b1)>>61|(a2^b2)>>60 != 0 { // another top bin, or an empty d
+				add64Shift(d, a0, a1, a2, b0, b1, b2)
+				continue
+			}
+			le.PutUint64(d, addSame(a0, b0, limbBits64))
+			le.PutUint64(d[8:], addSame(a1, b1, limbBits64))
+			le.PutUint64(d[16:], addSame(a2, b2, limbBits64))
 		}
 	case []float32:
 		for j, x := range v {

@@ -138,10 +138,68 @@ func place(e, m, implicit uint64) (top, part0, rest uint64) {
 func FromF64(acc []byte, vals []float64) {
 	acc = acc[:len(vals)*Acc64Bytes]
 	for i, x := range vals {
-		h, p0, rest, neg := split(math.Float64bits(x), 52, 63)
-		put64(acc[i*Acc64Bytes:i*Acc64Bytes+Acc64Bytes], h,
-			(int64(p0)^neg)-neg, (int64(rest>>binBits)^neg)-neg, (int64(rest&binMask)^neg)-neg)
+		w0, w1, w2, ok := words64(math.Float64bits(x))
+		if !ok {
+			w0, w1, w2 = slowWords64(math.Float64bits(x))
+		}
+		a := acc[i*Acc64Bytes : i*Acc64Bytes+Acc64Bytes : i*Acc64Bytes+Acc64Bytes]
+		le.PutUint64(a, w0)
+		le.PutUint64(a[8:], w1)
+		le.PutUint64(a[16:], w2)
 	}
+}
+
+// words64 returns the packed words of a normal float64's accumulator, with ok false for a zero,
+// subnormal, infinity or NaN (slowWords64 has those). It is split, place and put64 specialised
+// to the common case, small enough to inline into the loops: the leading bit of a normal value
+// is its implicit bit, so its position is e+51 without a leading-zero count, and the header is
+// flagOther with the top bin, whose 4-bit slices are known (0 in word 0: no other flag).
+func words64(b uint64) (w0, w1, w2 uint64, ok bool) {
+	e := b >> 52 & 0x7ff
+	lead := e + 51 // position of the implicit bit: (e-1) + 52
+	o := lead % binBits
+	u := (b<<11 | 1<<63) // the significand left-aligned, as place's u
+	p0 := u >> ((63 - o) & 63)
+	rest := u << ((o + 1) & 63)
+	neg := -int64(b >> 63)
+	const lm = 1<<limbBits64 - 1
+	top := lead / binBits
+	w0 = uint64((int64(p0)^neg)-neg) & lm
+	w1 = uint64((int64(rest>>binBits)^neg)-neg)&lm | (flagOther>>4|top%8<<1)<<limbBits64
+	w2 = uint64((int64(rest&binMask)^neg)-neg)&lm | top/8<<limbBits64
+	return w0, w1, w2, e-1 < 0x7fe
+}
+
+// slowWords64 is words64 for any float64, through split and put64.
+func slowWords64(b uint64) (w0, w1, w2 uint64) {
+	h, p0, rest, neg := split(b, 52, 63)
+	var a [Acc64Bytes]byte
+	put64(a[:], h, (int64(p0)^neg)-neg, (int64(rest>>binBits)^neg)-neg, (int64(rest&binMask)^neg)-neg)
+	return le.Uint64(a[:]), le.Uint64(a[8:]), le.Uint64(a[16:])
+}
+
+// words32 is words64 for a normal float32: implicit bit at position e+22, 5-bit header slices
+// (flagOther is bit 4 of word 0's slice, the top bin all of word 1's).
+func words32(b uint32) (w0, w1 uint64, ok bool) {
+	e := uint64(b >> 23 & 0xff)
+	lead := e + 22
+	o := lead % binBits
+	u := uint64(b)<<40 | 1<<63
+	p0 := u >> ((63 - o) & 63)
+	rest := u << ((o + 1) & 63)
+	neg := -int64(b >> 31)
+	const lm = 1<<limbBits32 - 1
+	w0 = uint64((int64(p0)^neg)-neg)&lm | flagOther<<limbBits32
+	w1 = uint64((int64(rest>>binBits)^neg)-neg)&lm | lead/binBits<<limbBits32
+	return w0, w1, e-1 < 0xfe
+}
+
+// slowWords32 is words32 for any float32.
+func slowWords32(b uint32) (w0, w1 uint64) {
+	h, p0, rest, neg := split(uint64(b), 23, 31)
+	var a [Acc32Bytes]byte
+	put32(a[:], h, (int64(p0)^neg)-neg, (int64(rest>>binBits)^neg)-neg)
+	return le.Uint64(a[:]), le.Uint64(a[8:])
 }
 
 // split decodes the bits b of a float with fracBits stored fraction bits and the sign at
@@ -164,9 +222,13 @@ func split(b uint64, fracBits, signBit uint) (h, p0, rest uint64, neg int64) {
 func FromF32(acc []byte, vals []float32) {
 	acc = acc[:len(vals)*Acc32Bytes]
 	for i, x := range vals {
-		h, p0, rest, neg := split(uint64(math.Float32bits(x)), 23, 31)
-		// The 24-bit significand leaves at most 23 bits for the second bin: rest's top half.
-		put32(acc[i*Acc32Bytes:i*Acc32Bytes+Acc32Bytes], h, (int64(p0)^neg)-neg, (int64(rest>>binBits)^neg)-neg)
+		w0, w1, ok := words32(math.Float32bits(x))
+		if !ok {
+			w0, w1 = slowWords32(math.Float32bits(x))
+		}
+		a := acc[i*Acc32Bytes : i*Acc32Bytes+Acc32Bytes : i*Acc32Bytes+Acc32Bytes]
+		le.PutUint64(a, w0)
+		le.PutUint64(a[8:], w1)
 	}
 }
 
@@ -203,26 +265,51 @@ func AddScatterF64(dst []byte, vals []float64, idx []int32) { addScatterValues(d
 func AddScatterF32(dst []byte, vals []float32, idx []int32) { addScatterValues(dst, vals, idx) }
 
 func addScatterValues[T float32 | float64](dst []byte, vals []T, idx []int32) {
-	// Through a stack buffer that stays in L1: one call per chunk rather than per value.
-	var buf [chunk * Acc64Bytes]byte
 	idx = idx[:len(vals)]
-	for len(vals) > 0 {
-		n := min(len(vals), chunk)
-		switch v := any(vals[:n]).(type) {
-		case []float64:
-			FromF64(buf[:n*Acc64Bytes], v)
-			addRows64(dst, buf[:n*Acc64Bytes], idx[:n])
-		case []float32:
-			FromF32(buf[:n*Acc32Bytes], v)
-			addRows32(dst, buf[:n*Acc32Bytes], idx[:n])
+	switch v := any(vals).(type) {
+	case []float64:
+		// words64 and addWords64 written out: the loop is bound by dst's cache misses, and
+		// fewer instructions a value keep more of them in flight.
+		const lm = 1<<limbBits64 - 1
+		for j, x := range v {
+			o := int(idx[j]) * Acc64Bytes
+			d := dst[o : o+Acc64Bytes : o+Acc64Bytes]
+			b := math.Float64bits(x)
+			e := b >> 52 & 0x7ff
+			lead := e + 51
+			top := lead / binBits
+			u := b<<11 | 1<<63
+			p0 := u >> ((63 - lead%binBits) & 63)
+			rest := u << ((lead%binBits + 1) & 63)
+			neg := -int64(b >> 63)
+			b1 := uint64((int64(rest>>binBits)^neg)-neg)&lm | (flagOther>>4|top%8<<1)<<limbBits64
+			b2 := uint64((int64(rest&binMask)^neg)-neg)&lm | top/8<<limbBits64
+			if e-1 >= 0x7fe { // zero, subnormal, Inf, NaN
+				b0, b1, b2 := slowWords64(b)
+				addWords64(d, b0, b1, b2)
+				continue
+			}
+			b0 := uint64((int64(p0)^neg)-neg) & lm
+			a0, a1, a2 := le.Uint64(d), le.Uint64(d[8:]), le.Uint64(d[16:])
+			if (a1^b1)>>61|(a2^b2)>>60 != 0 { // another top bin, or an empty d
+				add64Shift(d, a0, a1, a2, b0, b1, b2)
+				continue
+			}
+			le.PutUint64(d, addSame(a0, b0, limbBits64))
+			le.PutUint64(d[8:], addSame(a1, b1, limbBits64))
+			le.PutUint64(d[16:], addSame(a2, b2, limbBits64))
 		}
-		vals, idx = vals[n:], idx[n:]
+	case []float32:
+		for j, x := range v {
+			o := int(idx[j]) * Acc32Bytes
+			b0, b1, ok := words32(math.Float32bits(x))
+			if !ok {
+				b0, b1 = slowWords32(math.Float32bits(x))
+			}
+			addWords32(dst[o:o+Acc32Bytes:o+Acc32Bytes], b0, b1)
+		}
 	}
 }
-
-// chunk is the number of values AddScatterF64/F32 convert at a time (6 KiB of F64
-// accumulators on the stack).
-const chunk = 256
 
 // addSame adds two words of accumulators with the same top bin: the limbs add modulo
 // 2^lb in place and, the top bins being equal, the merged header is the OR of the slices.
@@ -232,33 +319,33 @@ func addSame(a, b uint64, lb uint) uint64 {
 }
 
 // addRows64 adds src's accumulators into dst's, the j-th into the j-th or, with idx, into the
-// idx[j]-th. The common case, both windows on the same top bin, works on the packed words in
-// the loop (a call per value costs as much as the work); the others go to add64Shift.
+// idx[j]-th.
 func addRows64(dst, src []byte, idx []int32) {
 	for j := range len(src) / Acc64Bytes {
 		o := j * Acc64Bytes
 		if idx != nil {
 			o = int(idx[j]) * Acc64Bytes
 		}
-		d := dst[o : o+Acc64Bytes : o+Acc64Bytes]
 		s := src[j*Acc64Bytes : j*Acc64Bytes+Acc64Bytes : j*Acc64Bytes+Acc64Bytes]
-		a0, a1, a2 := le.Uint64(d), le.Uint64(d[8:]), le.Uint64(d[16:])
-		b0, b1, b2 := le.Uint64(s), le.Uint64(s[8:]), le.Uint64(s[16:])
-		if a0|a1|a2 == 0 { // the empty sum (zero bytes) is the identity: the sum is src, bit for bit
-			le.PutUint64(d, b0)
-			le.PutUint64(d[8:], b1)
-			le.PutUint64(d[16:], b2)
-			continue
-		}
-		// The top bin is header bits 5-11: the top 3 bits of word 1 and the top 4 of word 2.
-		if (a1^b1)>>61|(a2^b2)>>60 != 0 {
-			add64Shift(d, s)
-			continue
-		}
-		le.PutUint64(d, addSame(a0, b0, limbBits64))
-		le.PutUint64(d[8:], addSame(a1, b1, limbBits64))
-		le.PutUint64(d[16:], addSame(a2, b2, limbBits64))
+		addWords64(dst[o:o+Acc64Bytes:o+Acc64Bytes], le.Uint64(s), le.Uint64(s[8:]), le.Uint64(s[16:]))
 	}
+}
+
+// addWords64 adds the accumulator with words b0, b1, b2 into d. The common case, both windows
+// on the same top bin, works on the packed words here (small enough to inline: a call per
+// value costs as much as the work); the others go to add64Shift. An empty d (zero bytes, top
+// bin 0) takes the same-bin path when b's top bin is 0 too, where adding to zero gives b's
+// bytes anyway, so only the other branch needs to test for it.
+func addWords64(d []byte, b0, b1, b2 uint64) {
+	a0, a1, a2 := le.Uint64(d), le.Uint64(d[8:]), le.Uint64(d[16:])
+	// The top bin is header bits 5-11: the top 3 bits of word 1 and the top 4 of word 2.
+	if (a1^b1)>>61|(a2^b2)>>60 != 0 {
+		add64Shift(d, a0, a1, a2, b0, b1, b2)
+		return
+	}
+	le.PutUint64(d, addSame(a0, b0, limbBits64))
+	le.PutUint64(d[8:], addSame(a1, b1, limbBits64))
+	le.PutUint64(d[16:], addSame(a2, b2, limbBits64))
 }
 
 // addRows32 is addRows64 for F32.
@@ -268,23 +355,21 @@ func addRows32(dst, src []byte, idx []int32) {
 		if idx != nil {
 			o = int(idx[j]) * Acc32Bytes
 		}
-		d := dst[o : o+Acc32Bytes : o+Acc32Bytes]
 		s := src[j*Acc32Bytes : j*Acc32Bytes+Acc32Bytes : j*Acc32Bytes+Acc32Bytes]
-		a0, a1 := le.Uint64(d), le.Uint64(d[8:])
-		b0, b1 := le.Uint64(s), le.Uint64(s[8:])
-		if a0|a1 == 0 { // the empty sum is the identity
-			le.PutUint64(d, b0)
-			le.PutUint64(d[8:], b1)
-			continue
-		}
-		// The top bin is header bits 5-9: the top 5 bits of word 1.
-		if (a1^b1)>>59 != 0 {
-			add32Shift(d, s)
-			continue
-		}
-		le.PutUint64(d, addSame(a0, b0, limbBits32))
-		le.PutUint64(d[8:], addSame(a1, b1, limbBits32))
+		addWords32(dst[o:o+Acc32Bytes:o+Acc32Bytes], le.Uint64(s), le.Uint64(s[8:]))
 	}
+}
+
+// addWords32 is addWords64 for F32.
+func addWords32(d []byte, b0, b1 uint64) {
+	a0, a1 := le.Uint64(d), le.Uint64(d[8:])
+	// The top bin is header bits 5-9: the top 5 bits of word 1.
+	if (a1^b1)>>59 != 0 {
+		add32Shift(d, a0, a1, b0, b1)
+		return
+	}
+	le.PutUint64(d, addSame(a0, b0, limbBits32))
+	le.PutUint64(d[8:], addSame(a1, b1, limbBits32))
 }
 
 // add64Shift aligns the two windows on the higher top bin and adds limb by limb; the limbs of
@@ -292,9 +377,15 @@ func addRows32(dst, src []byte, idx []int32) {
 // between limbs, so every kept limb is the plain sum of the same per-contribution parts
 // whatever the grouping (doc.go has the argument). addRows64 handles equal top bins itself;
 // the case stays here so that the function is right for any pair.
-func add64Shift(d, s []byte) {
-	hd, d0, d1, d2 := get64(d)
-	hs, s0, s1, s2 := get64(s)
+func add64Shift(d []byte, a0, a1, a2, b0, b1, b2 uint64) {
+	if a0|a1|a2 == 0 { // the empty sum (zero bytes) is the identity: the sum is b, bit for bit
+		le.PutUint64(d, b0)
+		le.PutUint64(d[8:], b1)
+		le.PutUint64(d[16:], b2)
+		return
+	}
+	hd, d0, d1, d2 := header64(a0, a1, a2), limb(a0, limbBits64), limb(a1, limbBits64), limb(a2, limbBits64)
+	hs, s0, s1, s2 := header64(b0, b1, b2), limb(b0, limbBits64), limb(b1, limbBits64), limb(b2, limbBits64)
 	td, ts := hd>>topShift, hs>>topShift
 	switch {
 	case td == ts:
@@ -315,9 +406,14 @@ func add64Shift(d, s []byte) {
 }
 
 // add32Shift is add64Shift with two limbs.
-func add32Shift(d, s []byte) {
-	hd, d0, d1 := get32(d)
-	hs, s0, s1 := get32(s)
+func add32Shift(d []byte, a0, a1, b0, b1 uint64) {
+	if a0|a1 == 0 { // the empty sum is the identity
+		le.PutUint64(d, b0)
+		le.PutUint64(d[8:], b1)
+		return
+	}
+	hd, d0, d1 := header32(a0, a1), limb(a0, limbBits32), limb(a1, limbBits32)
+	hs, s0, s1 := header32(b0, b1), limb(b0, limbBits32), limb(b1, limbBits32)
 	td, ts := hd>>topShift, hs>>topShift
 	switch {
 	case td == ts:
@@ -343,7 +439,36 @@ func ToF64(dst []float64, acc []byte) {
 	acc = acc[:len(dst)*Acc64Bytes]
 	for i := range dst {
 		h, l0, l1, l2 := get64(acc[i*Acc64Bytes : i*Acc64Bytes+Acc64Bytes])
-		dst[i] = math.Float64frombits(finish(h, l0, l1, l2, binBits*(int(h>>topShift)-2)-1074, &f64))
+		e2 := binBits*(int(h>>topShift)-2) - 1074
+		// The common case through the FPU. The exact value is v * 2^e2 with v the limbs'
+		// 128-bit sum; top, its 64 highest bits from the leading one down, with a sticky one
+		// in bit 0 when a bit below them is set, rounds by float64(top) exactly as v would
+		// (the rounding position, bit 11 or above, is well clear of bit 0), and the scaling
+		// by 2^k is exact: the result is at least 2^(63+e2), normal, whenever v >= 2^63; a
+		// smaller v sits in lo unshifted (z = 64), where float64 rounds it correctly and the
+		// product, a multiple of 2^e2 >= 2^-1074, is exact even if subnormal. Overflow gives
+		// ±Inf exactly when the correctly rounded value exceeds the largest float, as
+		// roundBits does. e2 in [-1022, 942] (top bins 4 to 65, the largest a float64 reaches)
+		// keeps 2^k a normal float; NaN, ±Inf and zero sums (the sign of zero comes from the
+		// flags) go to finish.
+		if h&(flagNaN|flagPInf|flagNInf) == 0 && uint(e2+1022) <= 942+1022 {
+			lo, c := bits.Add64(uint64(l2), uint64(l1)<<32, 0)
+			hi := uint64(l2>>63) + uint64(l1>>32) + uint64(l0) + c
+			if hi|lo != 0 {
+				sign := hi >> 63
+				mask := -sign
+				lo, c = bits.Add64(lo^mask, sign, 0)
+				hi = hi ^ mask + c
+				z := uint(bits.LeadingZeros64(hi))
+				top := hi<<z | lo>>(64-z)
+				sticky := lo << z
+				top |= (sticky | -sticky) >> 63
+				r := float64(top) * math.Float64frombits(uint64(e2+64-int(z)+1023)<<52)
+				dst[i] = math.Float64frombits(math.Float64bits(r) | sign<<63)
+				continue
+			}
+		}
+		dst[i] = math.Float64frombits(finish(h, l0, l1, l2, e2, &f64))
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"kylix/netio/rendezvous"
 )
@@ -10,10 +11,12 @@ import (
 // rank that blames a peer is not the cause: the peer is, and the peer's own account,
 // if it gave one, says why. by is the rank whose account why is; ok is false when the failing
 // rank gave none (it died outside the library, or its library had no line to the launcher).
-func culprit(causes map[int]rendezvous.Cause, failed, n int) (rank, by int, why string, ok bool) {
+// settled is false when the chain ends at a rank that has not told yet: it may still (a peer's
+// abort can reach a rank, fail its call and end it before the aborting rank has reported).
+func culprit(causes map[int]rendezvous.Cause, failed, n int) (rank, by int, why string, ok, settled bool) {
 	c, ok := causes[failed]
 	if !ok {
-		return failed, failed, "", false
+		return failed, failed, "", false, true
 	}
 	rank, by, why = failed, failed, c.Msg
 	seen := map[int]bool{failed: true}
@@ -22,12 +25,17 @@ func culprit(causes map[int]rendezvous.Cause, failed, n int) (rank, by int, why 
 		seen[rank] = true
 		next, told := causes[rank]
 		if !told {
-			break // the blamed rank said nothing (stopped, killed): the reporter's account stands
+			// The blamed rank said nothing (stopped, killed, or not yet): the reporter's
+			// account stands.
+			return rank, by, why, true, false
 		}
 		c, by, why = next, rank, next.Msg
 	}
-	return rank, by, why, true
+	return rank, by, why, true, true
 }
+
+// causeWait bounds how long the launcher waits for a blamed rank's own account.
+const causeWait = time.Second
 
 // causeLine is the launcher's line naming what started a job's failure, or "" when no rank
 // said. failed is the rank whose exit ends the job.
@@ -35,7 +43,11 @@ func (j *job) causeLine(failed int) string {
 	if j.rv == nil {
 		return ""
 	}
-	rank, by, why, ok := culprit(j.rv.Causes(), failed, len(j.ranks))
+	rank, by, why, ok, settled := culprit(j.rv.Causes(), failed, len(j.ranks))
+	for end := time.Now().Add(causeWait); ok && !settled && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+		rank, by, why, ok, settled = culprit(j.rv.Causes(), failed, len(j.ranks))
+	}
 	if !ok {
 		return ""
 	}

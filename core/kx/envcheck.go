@@ -7,9 +7,10 @@ import (
 
 // otherEnv are the KYLIX_ variables that are not options: read by the library itself
 // (NOSIMD: the SIMD level; STALL_MS: the stall report's period) or by the project's bindings,
-// launcher and tools (LIBRARY, BUILD, JAR, INCLUDE, TOOL, PYENV, SPARK_MASTER).
-var otherEnv = []string{"NOSIMD", "STALL_MS", "LIBRARY", "BUILD", "JAR", "INCLUDE", "TOOL",
-	"PYENV", "SPARK_MASTER"}
+// launcher, tools and benchmarks (LIBRARY, BUILD, BUILDS, JAR, INCLUDE, TOOL, PYENV,
+// SPARK_MASTER).
+var otherEnv = []string{"NOSIMD", "STALL_MS", "LIBRARY", "BUILD", "BUILDS", "JAR", "INCLUDE",
+	"TOOL", "PYENV", "SPARK_MASTER"}
 
 // UnknownEnv returns a warning for every KYLIX_ variable in environ (KEY=value entries) that is
 // neither an option nor one of the library's other variables, naming the nearest known name:

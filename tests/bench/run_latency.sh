@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_latency.sh — the small-step latency benchmark of issue 18: 2000 back-to-back reduces of
+# run_latency.sh — the small-step latency benchmark: 2000 back-to-back reduces of
 # a kept plan (in = out, f32 SUM, width 1, Poisson power-law keys of powerlaw.h) and 2000
 # 8-float dense allreduces, Kylix through the C ABI (kylix_sparse.c lat=N) against the paper's
 # direct all-to-all in plain Open MPI (mpi_direct.c lat=N) and MPI_Allreduce, Open MPI once
@@ -86,7 +86,7 @@ done
 if grep -q 'check=FAIL' "$log"; then echo "run_latency: a result check FAILED" >&2; fi
 
 {
-  echo "Small-step latency (issue 18), Open MPI $(mpirun --version 2>/dev/null | sed -n '1s/.*) //p')," \
+  echo "Small-step latency, Open MPI $(mpirun --version 2>/dev/null | sed -n '1s/.*) //p')," \
     "$(nproc) cores, $iters calls a run, median of $reps runs, $(date -u +%Y-%m-%dT%H:%MZ)," \
     "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- core netio capi 2>/dev/null || echo '+dirty')," \
     "$(($(date +%s) - start)) s, 1-min load $load0 before / $(cut -d' ' -f1 /proc/loadavg 2>/dev/null) after"

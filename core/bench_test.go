@@ -93,12 +93,7 @@ func BenchmarkConfig4x2M(b *testing.B) {
 // BenchmarkReduceF32x4x2M reduces f32 values of 2M-index sets on 4 in-memory ranks, direct.
 func BenchmarkReduceF32x4x2M(b *testing.B) {
 	sets := benchSets(4, 2_000_000, 10_000_000)
-	j := newLiveJob(b, 4, kx.Options{Degrees: "direct", Threads: 1})
-	plans := make([]*core.Plan, 4)
-	j.each(b, func(r int, c *core.Comm) (err error) {
-		plans[r], err = c.Config(sets[r], sets[r])
-		return err
-	})
+	j, plans := directPlans(b, sets)
 	vals := make([][]byte, 4)
 	res := make([][]byte, 4)
 	for r := range vals {
@@ -160,12 +155,7 @@ func BenchmarkReduceF64x4x1M(b *testing.B) {
 	sets := benchSets(4, 1_000_000, 4_000_000)
 	for _, o := range []kx.Op{kx.Sum, kx.RSum} {
 		b.Run(o.String(), func(b *testing.B) {
-			j := newLiveJob(b, 4, kx.Options{Degrees: "direct", Threads: 1})
-			plans := make([]*core.Plan, 4)
-			j.each(b, func(r int, c *core.Comm) (err error) {
-				plans[r], err = c.Config(sets[r], sets[r])
-				return err
-			})
+			j, plans := directPlans(b, sets)
 			vals := make([][]byte, 4)
 			res := make([][]byte, 4)
 			for r := range vals {
@@ -184,4 +174,16 @@ func BenchmarkReduceF64x4x1M(b *testing.B) {
 			}
 		})
 	}
+}
+
+// directPlans configures sets (in = out) on a 4-rank in-memory job, degrees direct, one thread:
+// the plans the reduce benchmarks reduce on.
+func directPlans(b *testing.B, sets [][]int64) (*liveJob, []*core.Plan) {
+	j := newLiveJob(b, 4, kx.Options{Degrees: "direct", Threads: 1})
+	plans := make([]*core.Plan, 4)
+	j.each(b, func(r int, c *core.Comm) (err error) {
+		plans[r], err = c.Config(sets[r], sets[r])
+		return err
+	})
+	return j, plans
 }

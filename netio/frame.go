@@ -24,7 +24,7 @@ type FrameType uint8
 
 const (
 	FrameData  FrameType = 1 // a message for (seq, layer, phase)
-	FrameAbort FrameType = 2 // collective seq failed: 1 byte code, then the message
+	FrameAbort FrameType = 2 // collective seq failed: 1 byte code, 4 bytes named rank + 1, the message
 	FrameBye   FrameType = 3 // the sender finalized; nothing follows
 	// FrameHeartbeat says the sender is alive (liveness.go); Seq is the collective it is in
 	// (or was last in). Nothing follows.
@@ -147,28 +147,33 @@ func DecodeHeader(buf []byte, maxPayload uint64) (Header, error) {
 	return h, nil
 }
 
-// encodeAbort builds an abort payload: 1 byte code, then the message (cut to fit the bound).
-func encodeAbort(code kx.Code, msg string) []byte {
-	if len(msg) > maxAbortPayload-1 {
-		msg = msg[:maxAbortPayload-1]
+// encodeAbort writes an abort frame's payload: the code, the rank the error names first + 1 (0
+// for none; 4 bytes), then the message, cut to fit. The named rank travels beside the text so
+// that a rank failed by a peer's report still knows whom the report blames (the launcher names
+// that rank as the cause).
+func encodeAbort(code kx.Code, named int, msg string) []byte {
+	if len(msg) > maxAbortPayload-5 {
+		msg = msg[:maxAbortPayload-5]
 	}
-	b := make([]byte, 1+len(msg))
+	b := make([]byte, 5+len(msg))
 	if code < 0 || code > math.MaxUint8 {
 		code = kx.CodeInternal
 	}
 	b[0] = byte(code)
-	copy(b[1:], msg)
+	binary.LittleEndian.PutUint32(b[1:], uint32(max(named+1, 0)))
+	copy(b[5:], msg)
 	return b
 }
 
-// decodeAbort reverses encodeAbort; a code that is not a failure becomes CodeInternal.
-func decodeAbort(b []byte) (kx.Code, string) {
-	if len(b) == 0 {
-		return kx.CodeInternal, "aborted without a reason"
+// decodeAbort reverses encodeAbort; a code that is not a failure becomes CodeInternal, a
+// payload too short for the named rank names none.
+func decodeAbort(b []byte) (code kx.Code, named int, msg string) {
+	if len(b) < 5 {
+		return kx.CodeInternal, -1, "aborted without a reason"
 	}
-	code := kx.Code(b[0])
+	code = kx.Code(b[0])
 	if code <= kx.OK || code > kx.CodeInternal {
 		code = kx.CodeInternal
 	}
-	return code, string(b[1:])
+	return code, int(binary.LittleEndian.Uint32(b[1:])) - 1, string(b[5:])
 }

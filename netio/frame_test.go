@@ -72,17 +72,20 @@ func TestDecodeHeaderRejects(t *testing.T) {
 }
 
 func TestAbortPayload(t *testing.T) {
-	code, msg := decodeAbort(encodeAbort(kx.CodeMismatch, "rank 1 rejected"))
-	if code != kx.CodeMismatch || msg != "rank 1 rejected" {
-		t.Fatalf("got %v %q", code, msg)
+	code, named, msg := decodeAbort(encodeAbort(kx.CodeMismatch, 1, "rank 1 rejected"))
+	if code != kx.CodeMismatch || named != 1 || msg != "rank 1 rejected" {
+		t.Fatalf("got %v %d %q", code, named, msg)
 	}
-	if code, _ := decodeAbort([]byte{0}); code != kx.CodeInternal {
+	if _, named, _ := decodeAbort(encodeAbort(kx.CodeArg, -1, "no rank")); named != -1 {
+		t.Errorf("an abort naming no rank names %d", named)
+	}
+	if code, _, _ := decodeAbort([]byte{0, 0, 0, 0, 0}); code != kx.CodeInternal {
 		t.Errorf("code OK in an abort should become internal, got %v", code)
 	}
-	if code, _ := decodeAbort(nil); code != kx.CodeInternal {
-		t.Errorf("empty abort: got %v", code)
+	if code, named, _ := decodeAbort(nil); code != kx.CodeInternal || named != -1 {
+		t.Errorf("empty abort: got %v %d", code, named)
 	}
-	if b := encodeAbort(kx.CodePeer, strings.Repeat("x", 2*maxAbortPayload)); len(b) != maxAbortPayload {
+	if b := encodeAbort(kx.CodePeer, 0, strings.Repeat("x", 2*maxAbortPayload)); len(b) != maxAbortPayload {
 		t.Errorf("long abort message not cut to the bound: %d", len(b))
 	}
 }

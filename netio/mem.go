@@ -1,6 +1,7 @@
 package netio
 
 import (
+	"errors"
 	"kylix/core/kx"
 	"kylix/netio/mailbox"
 	"sync"
@@ -91,14 +92,14 @@ func (m *Mem) Recv(from int, tag kx.Tag) ([]byte, error) { return m.mb.Recv(from
 // Abort fails collective seq here and on every live peer with err's code and message (unless
 // seq already failed through a peer's abort, which reached everyone).
 func (m *Mem) Abort(seq uint64, err error) {
-	code, msg := abortReason(err)
-	m.mb.Abort(seq, -1, code, msg)
+	code, named, msg := abortReason(err)
+	m.mb.Abort(seq, -1, code, named, msg)
 	if m.goneErr() != nil || m.mb.AbortedByPeer(seq) {
 		return
 	}
 	for r, p := range m.job.ranks {
 		if r != m.rank && m.mb.Dead(r) == nil {
-			p.mb.Abort(seq, m.rank, code, msg)
+			p.mb.Abort(seq, m.rank, code, named, msg)
 		}
 	}
 }
@@ -159,15 +160,21 @@ func (m *Mem) Release(b []byte) { mailbox.PutBuf(b) }
 func (m *Mem) Stats() []PeerStats { return snapshot(m.stats) }
 
 // abortReason turns the error a collective failed with into what an abort frame carries.
-func abortReason(err error) (kx.Code, string) {
+func abortReason(err error) (code kx.Code, named int, msg string) {
 	if err == nil {
-		return kx.CodeInternal, "collective aborted without a reason"
+		return kx.CodeInternal, -1, "collective aborted without a reason"
 	}
-	code := kx.CodeOf(err)
+	code, named = kx.CodeOf(err), -1
 	if code == kx.OK {
 		code = kx.CodeInternal
 	}
-	return code, err.Error()
+	var e *kx.Error
+	if errors.As(err, &e) {
+		if r, ok := e.Rank(); ok {
+			named = r
+		}
+	}
+	return code, named, err.Error()
 }
 
 var _ kx.Transport = (*Mem)(nil)

@@ -77,7 +77,7 @@ func TestShmMatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, ok := hostIdentity(); !ok {
-		t.Skip("no host identity here")
+		t.Skip("no host identity here (boot_id or the namespace links of /proc are unreadable): shm is never offered, so there is no decision to test")
 	}
 	if ok, same, _ := shmMatch(me, me); !ok || !same {
 		t.Fatal("the same host and user do not match")
@@ -168,7 +168,7 @@ func TestShmSpinOnlyWhereCoresAllow(t *testing.T) {
 	spinAllowed = cpus.SpinAllowed
 	n := cpus.Usable() + 1
 	if n > 8 {
-		t.Skip("too many CPUs for an oversubscribed in-process job")
+		t.Skipf("%d usable CPUs: an oversubscribed in-process job would need %d ranks (the cases above ran)", n-1, n)
 	}
 	ts := startShmJob(t, n, "auto")
 	defer closeAll(ts)
@@ -246,7 +246,7 @@ const killMsg = 256 << 20
 // never was there) nor an fd here once the transport is closed.
 func TestShmKillMidMessage(t *testing.T) {
 	if os.Getenv("KYLIX_TEST_SHM_CHILD") != "" {
-		t.Skip("child")
+		t.Skip("runs only as its own child process (KYLIX_TEST_SHM_CHILD set)")
 	}
 	fds := func() int { es, _ := os.ReadDir("/proc/self/fd"); return len(es) }
 	before := fds()

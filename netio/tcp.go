@@ -208,12 +208,12 @@ func (t *TCP) count(r, n int, sent bool) {
 // returns within Timeout() whatever the peers do. When seq already failed through a peer's
 // abort, that peer has told everyone and nothing is sent.
 func (t *TCP) Abort(seq uint64, err error) {
-	code, msg := abortReason(err)
-	t.mb.Abort(seq, -1, code, msg)
+	code, named, msg := abortReason(err)
+	t.mb.Abort(seq, -1, code, named, msg)
 	if t.closing.Load() || t.mb.AbortedByPeer(seq) {
 		return
 	}
-	payload := encodeAbort(code, msg)
+	payload := encodeAbort(code, named, msg)
 	_, fp := t.mb.Current()
 	deadline := time.Now().Add(t.timeout)
 	var wg sync.WaitGroup
@@ -522,8 +522,8 @@ func (t *TCP) file(p *peer, h *Header, r mailbox.Payload) (bye bool, err error) 
 		if _, err := io.ReadFull(r, b); err != nil {
 			return false, err
 		}
-		code, msg := decodeAbort(b)
-		t.mb.Abort(h.Seq, p.rank, code, msg)
+		code, named, msg := decodeAbort(b)
+		t.mb.Abort(h.Seq, p.rank, code, named, msg)
 	case FrameBye:
 		return true, nil
 	}

@@ -11,8 +11,9 @@ import (
 // rank that blames a peer is not the cause: the peer is, and the peer's own account,
 // if it gave one, says why. by is the rank whose account why is; ok is false when the failing
 // rank gave none (it died outside the library, or its library had no line to the launcher).
-// settled is false when the chain ends at a rank that has not told yet: it may still (a peer's
-// abort can reach a rank, fail its call and end it before the aborting rank has reported).
+// settled is false when the chain ends at a rank that has not told yet. Whom to blame is
+// already right then (a rank failed by a peer's abort blames the rank the abort names), but the
+// culprit may still tell why in its own words: its peers' aborts can end them before it reports.
 func culprit(causes map[int]rendezvous.Cause, failed, n int) (rank, by int, why string, ok, settled bool) {
 	c, ok := causes[failed]
 	if !ok {

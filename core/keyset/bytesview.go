@@ -5,6 +5,7 @@ import "unsafe"
 // Keys travel as their in-memory bytes: hosts are little-endian (amd64, arm64), and this
 // avoids an encode pass over every index on every layer.
 
+// WordBytes views words as their bytes, without copying.
 func WordBytes(k []uint64) []byte {
 	if len(k) == 0 {
 		return nil

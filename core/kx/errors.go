@@ -48,6 +48,7 @@ type Error struct {
 	format   string
 	args     []any
 	reporter int // the reporting peer + 1; 0 for none
+	named    int // a peer's report: the rank its text named first + 1 (only the text travels)
 }
 
 // RankRef is a rank named in an error message (format it with %d).
@@ -80,7 +81,7 @@ func (e *Error) Rank() (int, bool) {
 			return int(r), true
 		}
 	}
-	return 0, false
+	return e.named - 1, e.named > 0
 }
 
 // Seq is the first collective the error names, if any.
@@ -107,8 +108,10 @@ func (e *Error) Layer() (int, bool) {
 func (e *Error) Reporter() (int, bool) { return e.reporter - 1, e.reporter > 0 }
 
 // Reported is err as reported by peer rank: how a failure a peer announced reaches the waits.
-func Reported(code Code, msg string, rank int) *Error {
-	return &Error{Code: code, Msg: msg, reporter: rank + 1}
+// named is the rank the peer's error named first (its Rank), -1 for none: the text arrives
+// already in this comm's numbers, so named is kept as it is by Renumber, like the text.
+func Reported(code Code, msg string, rank, named int) *Error {
+	return &Error{Code: code, Msg: msg, reporter: rank + 1, named: max(named+1, 0)}
 }
 
 // Renumber returns the error with every rank and collective it names mapped: rank(r) gives the

@@ -39,7 +39,7 @@ func TestErrorFieldsAndRenumber(t *testing.T) {
 	}
 
 	// A peer's report: the reporter is a field, appended to the text and renumbered.
-	rep := Reported(CodePeer, "rank 1 is lost", 7)
+	rep := Reported(CodePeer, "rank 1 is lost", 7, 1)
 	if rep.Error() != "rank 1 is lost (reported by rank 7)" {
 		t.Errorf("reported: %q", rep.Error())
 	}
@@ -48,6 +48,13 @@ func TestErrorFieldsAndRenumber(t *testing.T) {
 	}
 	if r, ok := rep.Reporter(); !ok || r != 7 {
 		t.Errorf("Reporter() = %d, %v", r, ok)
+	}
+	// The rank the report names travelled beside its text, in the same numbers: kept as is.
+	if r, ok := rep.Renumber(rank, seq).Rank(); !ok || r != 1 {
+		t.Errorf("the renumbered report names rank %d, %v; want 1", r, ok)
+	}
+	if _, ok := Reported(CodeArg, "x", 7, -1).Rank(); ok {
+		t.Error("a report naming no rank names one")
 	}
 
 	// A prefix keeps the fields, and renumbering keeps the prefix.

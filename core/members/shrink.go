@@ -3,9 +3,9 @@ package members
 import (
 	"encoding/binary"
 	"hash/fnv"
+	"kylix/core/keyset"
 	"kylix/core/kx"
 	"slices"
-	"unsafe"
 )
 
 // Shrink (kylix_shrink, like ULFM's MPI_Comm_shrink): after a peer failure the survivors agree on
@@ -199,7 +199,7 @@ func agree(t *View, epoch int) (bitset, error) {
 		out.FP = fp
 		for j := 0; j < n; j++ {
 			if j != me && !dead.has(j) {
-				t.sendRank(j, out, wordBytes(msg))
+				t.sendRank(j, out, keyset.WordBytes(msg))
 			}
 		}
 		if decided {
@@ -289,9 +289,4 @@ func (s bitset) addRanks(rs []int, self int) {
 			s.add(r)
 		}
 	}
-}
-
-// wordBytes views words as little-endian bytes (the machine's order: amd64 and arm64).
-func wordBytes(w []uint64) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), 8*len(w))
 }

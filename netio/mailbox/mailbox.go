@@ -211,13 +211,14 @@ func (m *Mailbox) deliverCopy(src int, seq uint64, layer uint8, phase kx.Phase, 
 }
 
 // Abort records that collective seq failed with code and msg: a peer's report (src >= 0, the
-// error's Reporter) or this rank's own (src < 0). The first failure of a sequence wins; an
+// error's Reporter; named is the rank its error named first, -1 for none) or this rank's own
+// (src < 0). The first failure of a sequence wins; an
 // abort of a sequence this rank already left is dropped, one of a future sequence waits for it.
-func (m *Mailbox) Abort(seq uint64, src int, code kx.Code, msg string) {
+func (m *Mailbox) Abort(seq uint64, src int, code kx.Code, named int, msg string) {
 	e := &kx.Error{Code: code, Msg: msg}
 	if src >= 0 {
 		m.live.heard(src)
-		e = kx.Reported(code, msg, src)
+		e = kx.Reported(code, msg, src, named)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -122,7 +122,7 @@ func TestMailboxAbort(t *testing.T) {
 	m := New(0, 3, 2*time.Second)
 	m.Begin(1, fpAll)
 	// An abort for a future collective is kept until this rank gets there.
-	m.Abort(3, 2, kx.CodeTimeout, "rank 1 sent nothing")
+	m.Abort(3, 2, kx.CodeTimeout, -1, "rank 1 sent nothing")
 	m.deliver(1, 1, 0, 1, fpAll, []byte("ok"))
 	if b, err := m.Recv(1, kx.Tag{FP: fpAll, Seq: 1, Phase: 1}); err != nil || string(b) != "ok" {
 		t.Fatalf("collective 1 disturbed: %q %v", b, err)
@@ -136,7 +136,7 @@ func TestMailboxAbort(t *testing.T) {
 	// ...but not waits on other ranks: they run out their own timer and name whom they waited
 	// for, so the rank that really stalled is the one named.
 	m.Begin(10, fpAll)
-	m.Abort(10, 2, kx.CodeTimeout, "rank 1 sent nothing")
+	m.Abort(10, 2, kx.CodeTimeout, -1, "rank 1 sent nothing")
 	start := time.Now()
 	_, err = m.Recv(1, kx.Tag{FP: fpAll, Seq: 10, Phase: 1})
 	wantErr(t, err, kx.CodeTimeout, "rank 1 sent nothing for")
@@ -151,16 +151,16 @@ func TestMailboxAbort(t *testing.T) {
 	go func() { _, werr = m.Recv(1, kx.Tag{FP: fpAll, Seq: 4, Phase: 1}); close(done) }()
 	time.Sleep(10 * time.Millisecond)
 	within(t, 500*time.Millisecond, func() {
-		m.Abort(4, 2, kx.CodeMismatch, "rank 2 rejected its arguments")
+		m.Abort(4, 2, kx.CodeMismatch, -1, "rank 2 rejected its arguments")
 		<-done
 	})
 	wantErr(t, werr, kx.CodeMismatch, "rank 2 rejected")
 
 	// An abort of a collective already left is dropped; the first abort of a sequence wins.
 	m.Begin(5, fpAll)
-	m.Abort(4, 1, kx.CodePeer, "old")
-	m.Abort(5, -1, kx.CodePeer, "first")
-	m.Abort(5, 1, kx.CodeTimeout, "second")
+	m.Abort(4, 1, kx.CodePeer, -1, "old")
+	m.Abort(5, -1, kx.CodePeer, -1, "first")
+	m.Abort(5, 1, kx.CodeTimeout, -1, "second")
 	_, err = m.Recv(2, kx.Tag{FP: fpAll, Seq: 5, Phase: 1})
 	wantErr(t, err, kx.CodePeer, "first")
 }

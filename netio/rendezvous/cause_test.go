@@ -27,9 +27,13 @@ func TestReportFailureReachesServer(t *testing.T) {
 	if want := (Cause{Code: kx.CodeArg, Msg: "kylix_reduce: out is NULL", Blamed: 0}); got != want {
 		t.Errorf("after its own bad argument: %+v, want %+v", got, want)
 	}
-	ReportFailure(0, "relayed", kx.Reported(kx.CodeMismatch, "rank 2 rejected", 2))
+	ReportFailure(0, "relayed", kx.Reported(kx.CodeMismatch, "rank 2 rejected", 2, -1))
 	if b := srv.Causes()[0].Blamed; b != 2 {
 		t.Errorf("a failure reported by rank 2 blames %d, want 2", b)
+	}
+	ReportFailure(0, "relayed", kx.Reported(kx.CodePeer, "rank 3 is lost", 2, 3))
+	if b := srv.Causes()[0].Blamed; b != 3 {
+		t.Errorf("a loss of rank 3 reported by rank 2 blames %d, want 3", b)
 	}
 	// A server that is gone costs the report nothing and drops the line.
 	srv.Close()

@@ -33,7 +33,7 @@ const (
 func TestChild(t *testing.T) {
 	role := os.Getenv(childEnv)
 	if role == "" {
-		t.Skip("runs only as a helper process")
+		t.Skip("runs only as the child process the two-process tests start (KYLIX_SHM_CHILD set)")
 	}
 	if err := runChild(role); err != nil {
 		fmt.Fprintf(os.Stderr, "child %s: %v\n", role, err)

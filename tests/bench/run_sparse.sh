@@ -10,7 +10,8 @@
 #                             [--reps=3] [--dense-ranks="2 4"] [--dense-count=16777216]
 #                             [--out=FILE]
 # Each option also comes from BENCH_RANKS, BENCH_DENSITIES, BENCH_N, BENCH_REPS,
-# BENCH_DENSE_RANKS, BENCH_DENSE_COUNT (flags win). --quick: n = 10^6, 1 rep, ranks 2 4, dense
+# BENCH_DENSE_RANKS, BENCH_DENSE_COUNT (flags win); BENCH_MPI=defaults: Open MPI with its
+# default transports (shared memory on one host) instead of TCP. --quick: n = 10^6, 1 rep, ranks 2 4, dense
 # 1M (a smoke test, ~10 s); the full run takes ~4 min on 2 cores. BUILD=dir uses a library
 # built elsewhere. Kylix options (KYLIX_DEGREES, KYLIX_THREADS, ...) pass through to
 # kylix_init("") (threads defaults to the core count in every rank). BENCH_PHASES=1 makes
@@ -67,8 +68,14 @@ gcc -O2 -I"$build/include" tests/bench/kylix_allreduce.c -L"$build" -lkylix \
   -Wl,-rpath,"$(cd "$build" && pwd)" -o "$bin/kylix_allreduce"
 mpicc -O2 tests/bench/mpi_allreduce.c -o "$bin/mpi_allreduce"
 
-mpirun=(mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self
-  --mca btl_tcp_if_include lo --mca mpi_yield_when_idle 1)
+# BENCH_MPI=defaults runs Open MPI with its own transports (shared memory between the ranks of
+# this host), as a user's plain mpirun would; the default is TCP over loopback.
+if [ "${BENCH_MPI:-tcp}" = defaults ]; then
+  mpirun=(mpirun --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1)
+else
+  mpirun=(mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self
+    --mca btl_tcp_if_include lo --mca mpi_yield_when_idle 1)
+fi
 log=$(mktemp /tmp/run_sparse.XXXXXX)
 trap 'rm -f "$log"' EXIT
 start=$(date +%s)
@@ -150,7 +157,7 @@ table() {
 }
 {
   echo "Kylix vs direct all-to-all (Open MPI $(mpirun --version 2>/dev/null | sed -n '1s/.*) //p')," \
-    "loopback TCP, $(nproc) cores, n=$n, $(date -u +%Y-%m-%dT%H:%MZ)," \
+    "MPI over ${BENCH_MPI:-tcp}, $(nproc) cores, n=$n, $(date -u +%Y-%m-%dT%H:%MZ)," \
     "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- core netio capi 2>/dev/null || echo '+dirty')," \
     "$(($(date +%s) - start)) s, 1-min load average $load0 before / $(cut -d' ' -f1 /proc/loadavg 2>/dev/null) after"
   env | grep '^KYLIX_' | sed 's/^/env: /' || true

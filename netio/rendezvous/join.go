@@ -56,8 +56,8 @@ type joinState struct {
 	admitMu sync.Mutex // one admission at a time
 	next    uint64     // arrival numbers
 	offers  uint64
-	waiting []*joiner       // in arrival order (under Server.mu)
-	arrived chan struct{}   // closed and replaced at each arrival (under Server.mu)
+	waiting []*joiner      // in arrival order (under Server.mu)
+	arrived chan struct{}  // closed and replaced at each arrival (under Server.mu)
 	onAdmit func(Admitted) // (under Server.mu)
 }
 

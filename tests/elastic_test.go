@@ -30,6 +30,7 @@ type elasticRun struct {
 	secret string
 	env    []string // extra KYLIX_ settings for everyone
 	args   []string
+	wrap   func(id int) []string // a command that runs the program (ip netns exec NS), or nil
 
 	mu    sync.Mutex
 	procs map[int]*eproc // by ELASTIC_ID
@@ -87,7 +88,11 @@ func (e *elasticRun) start(id int, env ...string) *eproc {
 	full := append(baseEnv(), e.env...)
 	full = append(full, env...)
 	full = append(full, "ELASTIC_ID="+strconv.Itoa(id))
-	cmd := exec.Command(e.prog, append([]string{e.args[0], e.dir}, e.args[1:]...)...)
+	argv := append([]string{e.prog, e.args[0], e.dir}, e.args[1:]...)
+	if e.wrap != nil {
+		argv = append(e.wrap(id), argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = full
 	p := &eproc{id: id, cmd: cmd, out: &syncBuf{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
@@ -357,4 +362,52 @@ func TestElasticCycles(t *testing.T) {
 	e.members(3)
 	lines := e.wait(140 * time.Second)
 	e.expectPass(lines, []int{0, 1, 2}, "cycles: 200 resizes")
+}
+
+// A network split (two network namespaces, the link cut while the job runs): the half with rank
+// 0 resizes and goes on, the other half gets PEER from its resize. Needs root and iproute2.
+func TestElasticNetworkSplit(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for network namespaces")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("ip not found (iproute2: make test installs it with tests/netns/deps.sh)")
+	}
+	t.Parallel()
+	defer slot()()
+	tag := strconv.Itoa(os.Getpid() % 100000)
+	nsA, nsB, veth := "kxsplA"+tag, "kxsplB"+tag, "kxsp"+tag
+	if out, err := runTool(".", 20*time.Second, "ip", "netns", "add", nsA); err != nil {
+		t.Skipf("cannot create a network namespace (ip netns add: %v): %s", err, out)
+	}
+	runTool(".", 20*time.Second, "ip", "netns", "del", nsA)
+	t.Cleanup(func() {
+		if out, err := runTool(".", 30*time.Second, "sh", netnsScript("down.sh"), nsA, nsB); err != nil {
+			t.Logf("down.sh: %v: %s", err, out)
+		}
+	})
+	if out, err := runTool(".", 30*time.Second, "sh", netnsScript("up.sh"), nsA, nsB, veth); err != nil {
+		t.Fatalf("up.sh: %v: %s", err, out)
+	}
+	const n = 4
+	e := newElastic(t, []string{"KYLIX_TIMEOUT_MS=30000", "KYLIX_LIVENESS_MS=2000", "KYLIX_SHM=off"}, "split")
+	e.rv = "10.201.0.1:7300"
+	e.wrap = func(id int) []string {
+		ns := nsA
+		if id >= n/2 {
+			ns = nsB
+		}
+		return []string{"ip", "netns", "exec", ns}
+	}
+	e.members(n)
+	for r := 0; r < n; r++ {
+		e.marker("ready."+strconv.Itoa(r), 60*time.Second)
+	}
+	if out, err := runTool(".", 20*time.Second, "ip", "-n", nsA, "link", "set", veth+"-a", "down"); err != nil {
+		t.Fatalf("cutting the link: %v: %s", err, out)
+	}
+	e.mark("cut")
+	lines := e.wait(90 * time.Second)
+	e.expectPass(lines, []int{0, 1}, "split: this side went on")
+	e.expectPass(lines, []int{2, 3}, "split: this side stopped with PEER")
 }

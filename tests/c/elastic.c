@@ -20,6 +20,9 @@
  *   minwait           2 members: resize(3) with nobody joining gives TIMEOUT
  *                     and c goes on; then resize(3) waits for the joiner the
  *                     driver starts
+ *   split             run across two network namespaces: after the driver
+ *                     cuts the link, the half with rank 0 resizes and goes
+ *                     on, the other half gets PEER
  *   replica VICTIM    4 members, replication 2: VICTIM dies, resize(4) admits
  *                     the relaunched joiner in its place; prints DIGEST lines
  *   ref               the unreplicated reference of replica (2 ranks)
@@ -283,6 +286,44 @@ static void mode_minwait(void) {
   if (!g_fail) PASS("minwait: rank %d of %d right", rank_, size_);
 }
 
+/* Ranks 0..n/2-1 in one network namespace, the rest in another; the driver cuts the link. */
+static void mode_split(void) {
+  init_any();
+  int n = size_, side_a = rank_ < size_ / 2;
+  for (int i = 0; i < 3; i++) step();
+  MUST_OK(kylix_barrier(C));
+  char m[32];
+  snprintf(m, sizeof m, "ready.%d", rank_);
+  marker(m);
+  await_marker("cut", 60);
+  int64_t a = 1, b = 0;
+  double t0 = now_s();
+  int st = kylix_allreduce(C, &a, &b, 1, KYLIX_I64, KYLIX_SUM);
+  INFO("allreduce across the cut: %s after %.2f s: %s", status_name(st), now_s() - t0, st ? errmsg_of(C) : "");
+  CHECK(st == KYLIX_ERR_PEER || st == KYLIX_ERR_TIMEOUT, "allreduce across the cut returned %s", status_name(st));
+  kylix_comm *next = NULL;
+  t0 = now_s();
+  st = kylix_resize(C, 0, &next);
+  const char *msg = st ? errmsg_of(C) : "";
+  INFO("resize after the cut: %s after %.2f s: %s", status_name(st), now_s() - t0, msg);
+  if (side_a) {
+    CHECK(st == KYLIX_OK, "the side with rank 0 and half the ranks: resize returned %s: %s", status_name(st), msg);
+    if (st != KYLIX_OK) return;
+    MUST_OK(kylix_finalize(C));
+    C = next;
+    refresh();
+    CHECK(size_ == n / 2, "the side that went on has %d ranks, want %d", size_, n / 2);
+    for (int i = 0; i < 3; i++) step();
+    MUST_OK(kylix_barrier(C));
+    if (!g_fail) PASS("split: this side went on with %d ranks", size_);
+  } else {
+    CHECK(st == KYLIX_ERR_PEER, "the side without rank 0: resize returned %s, want PEER", status_name(st));
+    CHECK(next == NULL, "a comm came back");
+    CHECK(strstr(msg, "more than half") != NULL, "the message does not explain the quorum: %s", msg);
+    if (!g_fail) PASS("split: this side stopped with PEER");
+  }
+}
+
 static void mode_replica(int victim) {
   init_any();
   int s = 2;
@@ -387,6 +428,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "fail") && argc > 4) mode_fail(atoi(argv[3]), atoi(argv[4]));
   else if (!strcmp(mode, "stall")) mode_stall();
   else if (!strcmp(mode, "minwait")) mode_minwait();
+  else if (!strcmp(mode, "split")) mode_split();
   else if (!strcmp(mode, "replica") && argc > 3) mode_replica(atoi(argv[3]));
   else if (!strcmp(mode, "ref")) mode_ref();
   else if (!strcmp(mode, "cycles") && argc > 3) mode_cycles(atoi(argv[3]));

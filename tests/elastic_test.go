@@ -179,7 +179,8 @@ func (e *elasticRun) wait(limit time.Duration) map[int][]line {
 		sc := bufio.NewScanner(strings.NewReader(p.out.String()))
 		for sc.Scan() {
 			if m := lineRE.FindStringSubmatch(sc.Text()); m != nil {
-				lines[p.id] = append(lines[p.id], line{m[2], m[3]})
+				id, _ := strconv.Atoi(m[1]) // a process's id is the rank it prints (kylixrun's output holds several)
+				lines[id] = append(lines[id], line{m[2], m[3]})
 			}
 		}
 	}
@@ -410,4 +411,32 @@ func TestElasticNetworkSplit(t *testing.T) {
 	lines := e.wait(90 * time.Second)
 	e.expectPass(lines, []int{0, 1}, "split: this side went on")
 	e.expectPass(lines, []int{2, 3}, "split: this side stopped with PEER")
+}
+
+// The contract with the launcher: a job under kylixrun (which knows nothing of elasticity here)
+// is joined at its rendezvous address, KYLIX_RENDEZVOUS, with its secret; rank 0 writes both
+// (and checks that kylix_join_address gives the address) for this driver.
+func TestElasticUnderKylixrun(t *testing.T) {
+	t.Parallel()
+	defer slot()()
+	dir := setup(t)
+	e := newElastic(t, []string{"KYLIX_TIMEOUT_MS=20000", "KYLIX_ELASTIC=1"}, "minwait")
+	e.wrap = func(int) []string {
+		return []string{filepath.Join(dir, "kylixrun"), "-n", "2", "--job-timeout", "100", "--"}
+	}
+	e.start(0)
+	e.marker("timedout", 60*time.Second)
+	b, err := os.ReadFile(filepath.Join(e.dir, "join.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		t.Fatalf("join.env: %q", b)
+	}
+	e.rv, e.secret = f[0], f[1]
+	e.wrap = nil
+	e.joiner(100)
+	lines := e.wait(90 * time.Second)
+	e.expectPass(lines, []int{0, 1, 100}, "minwait: rank")
 }

@@ -447,3 +447,36 @@ func TestResizeCyclesFlat(t *testing.T) {
 		t.Errorf("not flat over 180 resizes: goroutines %d -> %d, fds %d -> %d, heap %d -> %d", goroutines, g, fds, f, heap, h)
 	}
 }
+
+// When the join server is gone (rank 0's own server dies with it), a resize that needs no
+// joiner still goes on, admitting nobody; one that needs joiners fails with CodeNet at once,
+// naming the join address, instead of waiting out the timeout.
+func TestResizeJoinServerGone(t *testing.T) {
+	const timeout = 20 * time.Second
+	srv, c3 := elasticJob(t, 3, timeout)
+	addr := srv.Addr()
+	srv.Close()
+	c3b := resizeAll(t, c3, 0, nil)
+	closeAll(c3)
+	defer closeAll(c3b)
+	checkSums(t, c3b, 1)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, c := range c3b {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = c.Resize(4)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if kx.CodeOf(err) != kx.CodeNet || !strings.Contains(err.Error(), addr) {
+			t.Errorf("member %d: %v, want CodeNet naming %s", i, err, addr)
+		}
+	}
+	if d := time.Since(start); d > timeout/2 {
+		t.Errorf("the resize took %v to find the join server gone", d)
+	}
+}

@@ -356,9 +356,17 @@ static void mode_replica(int victim) {
     CHECK_ST(kylix_members(C, prev, MAXR, &n), KYLIX_OK);
     CHECK(n == 4 && prev[victim] == -1, "the joiner did not take the dead replica's place %d", victim);
   }
+  kylix_stats_reset(C);
   digest_reduce(size_ / s, rank_ % (size_ / s), "after");
+  /* The resized comm races the replicas' copies (a fresh mesh told its replica groups). */
+  static char js[1 << 16];
+  int64_t need = 0;
+  MUST_OK(kylix_stats_json(C, js, sizeof js, &need));
+  long long won = 0;
+  for (const char *p = js; (p = strstr(p, "\"copies_won\":")); p++) won += atoll(p + strlen("\"copies_won\":"));
+  CHECK(won > 0, "no racing copy won on the resized replicated comm (stats %.300s)", js);
   MUST_OK(kylix_barrier(C));
-  if (!g_fail) PASS("replica: rank %d of %d", rank_, size_);
+  if (!g_fail) PASS("replica: rank %d of %d, %lld racing copies won", rank_, size_, won);
 }
 
 static void mode_ref(void) {

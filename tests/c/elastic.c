@@ -399,7 +399,7 @@ static int count_fds(void) {
 
 static void mode_cycles(int n) {
   init_any();
-  int fd0 = 0;
+  int fd0 = 0, fdmid = 0;
   long rss0 = 0, thr0 = 0;
   double t0 = now_s();
   for (int i = 0; i < n; i++) {
@@ -407,6 +407,7 @@ static void mode_cycles(int n) {
     int64_t a = rank_ + 1, b = 0;
     MUST_OK(kylix_allreduce(C, &a, &b, 1, KYLIX_I64, KYLIX_SUM));
     CHECK(b == (int64_t)size_ * (size_ + 1) / 2, "cycle %d: allreduce %" PRId64, i, b);
+    if (i == n / 2 + 9) fdmid = count_fds();
     if (i == 19) {
       fd0 = count_fds();
       rss0 = proc_status("VmRSS");
@@ -416,7 +417,9 @@ static void mode_cycles(int n) {
   int fd1 = count_fds();
   long rss1 = proc_status("VmRSS"), thr1 = proc_status("Threads");
   INFO("after %d resizes in %.2f s: fds %d -> %d, RSS %ld -> %ld kB, threads %ld -> %ld", n, now_s() - t0, fd0, fd1, rss0, rss1, thr0, thr1);
-  CHECK(fd1 <= fd0, "fds grew from %d to %d over %d resizes", fd0, fd1, n - 20);
+  /* Flat: the Go runtime may open one or two descriptors lazily (the thread count moves too),
+     but a leak of even one per resize would show hundreds. */
+  CHECK(fd1 <= fd0 + 2 && fd1 <= fdmid + 1, "fds grew from %d to %d to %d over %d resizes", fd0, fdmid, fd1, n - 20);
   CHECK(rss1 - rss0 < 16 * 1024, "RSS grew from %ld to %ld kB over %d resizes", rss0, rss1, n - 20);
   CHECK(thr1 <= thr0 + 2, "threads grew from %ld to %ld over %d resizes", thr0, thr1, n - 20);
   MUST_OK(kylix_barrier(C));

@@ -7,7 +7,7 @@ package main
 import "C"
 
 import (
-	"time"
+	"kylix/core"
 	"unsafe"
 )
 
@@ -25,27 +25,7 @@ func kylixgo_resize(h C.uintptr_t, minSize C.int32_t, out *C.uintptr_t, eb *C.ch
 		case minSize < 0:
 			return fail(name, s, argErr("min_size: %d is negative", int32(minSize)))
 		}
-		t0 := time.Now()
-		oldRank, oldSize := ce.c.Rank(), ce.c.Size()
-		nc, err := ce.c.Resize(int(minSize))
-		if err != nil {
-			return fail(name, s, err)
-		}
-		ne, err := addComm(nc, ce.logLevel)
-		if err != nil {
-			nc.Close()
-			return fail(name, s, err)
-		}
-		joiners := 0
-		for _, p := range nc.Members() {
-			if p < 0 {
-				joiners++
-			}
-		}
-		logf(logInfo, ce.logLevel, nc.Rank(), "resized: rank %d of %d is now rank %d of %d (%d joiners) in %v",
-			oldRank, oldSize, nc.Rank(), nc.Size(), joiners, time.Since(t0).Round(time.Millisecond))
-		*out = C.uintptr_t(ne.id)
-		return 0
+		return handOut(name, s, ce, out, func() (*core.Comm, error) { return ce.c.Resize(int(minSize)) })
 	})
 }
 
@@ -90,19 +70,6 @@ func kylixgo_join_address(h C.uintptr_t, buf *C.char, capacity C.int64_t, needed
 		if err != nil {
 			return fail(name, s, err)
 		}
-		n := int64(len(addr)) + 1
-		if needed != nil {
-			*needed = C.int64_t(n)
-		}
-		if int64(capacity) < n {
-			return fail(name, s, argErr("cap: %d is too small for the join address: buf needs %d bytes (see *needed)", int64(capacity), n))
-		}
-		if err := checkSpan(unsafe.Pointer(buf), uint64(n), 1, "buf", "cap"); err != nil {
-			return fail(name, s, err)
-		}
-		dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
-		copy(dst, addr)
-		dst[n-1] = 0
-		return 0
+		return putString(name, s, addr, "the join address", buf, capacity, needed)
 	})
 }

@@ -8,7 +8,6 @@ import "C"
 
 import (
 	"kylix/core"
-	"unsafe"
 )
 
 // kylixgo_resize makes the resized comm (core.Comm.Resize) and hands out a new handle for it,
@@ -32,27 +31,7 @@ func kylixgo_resize(h C.uintptr_t, minSize C.int32_t, out *C.uintptr_t, eb *C.ch
 //export kylixgo_members
 func kylixgo_members(h C.uintptr_t, prev *C.int32_t, capacity C.int32_t, n *C.int32_t, eb *C.char, ecap C.size_t) (st C.int) {
 	return onComm("kylix_members", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
-		const name = "kylix_members"
-		switch {
-		case n == nil:
-			return fail(name, s, argErr("n is NULL"))
-		case capacity < 0:
-			return fail(name, s, argErr("cap: %d is negative", int32(capacity)))
-		case prev == nil && capacity > 0:
-			return fail(name, s, argErr("prev_ranks is NULL but cap=%d", int32(capacity)))
-		}
-		ms := ce.c.Members()
-		*n = C.int32_t(len(ms))
-		if capacity > 0 {
-			dst := unsafe.Slice((*int32)(unsafe.Pointer(prev)), int(capacity))
-			for i := 0; i < len(ms) && i < len(dst); i++ {
-				dst[i] = int32(ms[i])
-			}
-		}
-		if int(capacity) < len(ms) {
-			return fail(name, s, argErr("cap: %d is too small for %d ranks (see *n)", int32(capacity), len(ms)))
-		}
-		return 0
+		return putRanks("kylix_members", s, ce.c.Members, "prev_ranks", "ranks", prev, capacity, n)
 	})
 }
 

@@ -306,6 +306,19 @@ func TestElasticStalledJoiner(t *testing.T) {
 	e.expectPass(lines, []int{0, 1, 100}, "stall: rank")
 }
 
+// An ireduce in flight when the members call kylix_resize: the resize waits for it, its
+// kylix_wait returns OK with the old comm's sums, and its plan no longer reduces.
+func TestElasticIreduceInFlight(t *testing.T) {
+	t.Parallel()
+	defer slot()()
+	e := newElastic(t, []string{"KYLIX_TIMEOUT_MS=30000"}, "inflight")
+	e.members(3)
+	e.joiner(100)
+	lines := e.wait(90 * time.Second)
+	e.expectPass(lines, []int{0, 1, 2}, "inflight: the ireduce in flight completed")
+	e.expectPass(lines, []int{0, 1, 2, 100}, "inflight: rank")
+}
+
 // Replication 2: a replica dies, a joiner takes its place, and the results are bitwise those of
 // an unreplicated job of the same nodes.
 func TestElasticReplicaReplaced(t *testing.T) {

@@ -23,6 +23,8 @@
  *   split             run across two network namespaces: after the driver
  *                     cuts the link, the half with rank 0 resizes and goes
  *                     on, the other half gets PEER
+ *   inflight          3 members: an ireduce in flight when resize(4) is
+ *                     called completes with its own status and the old sums
  *   replica VICTIM    4 members, replication 2: VICTIM dies, resize(4) admits
  *                     the relaunched joiner in its place; prints DIGEST lines
  *   ref               the unreplicated reference of replica (2 ranks)
@@ -337,6 +339,44 @@ static void mode_split(void) {
   }
 }
 
+/* An ireduce in flight when kylix_resize is called: the resize waits for it, kylix_wait then
+   returns its own status (OK) with the sums of the old comm, and the joiner gets a new comm. */
+static void mode_inflight(void) {
+  init_any();
+  if (!getenv("KYLIX_JOIN")) {
+    enum { N = 20000 };
+    static int64_t idx[N], ov[N], iv[N];
+    for (int64_t i = 0; i < N; i++) {
+      idx[i] = i * 7 + 3;
+      ov[i] = i + rank_;
+    }
+    kylix_plan *p = NULL;
+    MUST_OK(kylix_config(C, idx, N, idx, N, &p));
+    kylix_request *req = NULL;
+    MUST_OK(kylix_ireduce(p, ov, iv, KYLIX_I64, KYLIX_SUM, 1, &req));
+    int old = size_;
+    kylix_comm *next = NULL;
+    MUST_OK(kylix_resize(C, old + 1, &next));
+    CHECK_ST(kylix_wait(req), KYLIX_OK);
+    int bad = 0;
+    for (int64_t i = 0; i < N && !bad; i++)
+      if (iv[i] != old * i + (int64_t)old * (old - 1) / 2) {
+        FAILF("the ireduce in flight: element %" PRId64 " = %" PRId64 ", want %" PRId64, i, iv[i], old * i + (int64_t)old * (old - 1) / 2);
+        bad = 1;
+      }
+    CHECK_ST(kylix_reduce(p, ov, iv, KYLIX_I64, KYLIX_SUM, 1), KYLIX_ERR_STATE); /* plans belong to c */
+    MUST_OK(kylix_plan_free(p));
+    MUST_OK(kylix_finalize(C));
+    C = next;
+    refresh();
+    sync_iter();
+    if (!g_fail) PASS("inflight: the ireduce in flight completed with the old comm's sums; now rank %d of %d", rank_, size_);
+  }
+  for (int i = 0; i < 2; i++) step();
+  MUST_OK(kylix_barrier(C));
+  if (!g_fail) PASS("inflight: rank %d of %d right", rank_, size_);
+}
+
 static void mode_replica(int victim) {
   init_any();
   int s = 2;
@@ -453,6 +493,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "stall")) mode_stall();
   else if (!strcmp(mode, "minwait")) mode_minwait();
   else if (!strcmp(mode, "split")) mode_split();
+  else if (!strcmp(mode, "inflight")) mode_inflight();
   else if (!strcmp(mode, "replica") && argc > 3) mode_replica(atoi(argv[3]));
   else if (!strcmp(mode, "ref")) mode_ref();
   else if (!strcmp(mode, "cycles") && argc > 3) mode_cycles(atoi(argv[3]));

@@ -381,28 +381,12 @@ func TestElasticCycles(t *testing.T) {
 // A network split (two network namespaces, the link cut while the job runs): the half with rank
 // 0 resizes and goes on, the other half gets PEER from its resize. Needs root and iproute2.
 func TestElasticNetworkSplit(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for network namespaces")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("ip not found (iproute2: make test installs it with tests/netns/deps.sh)")
-	}
+	needNetns(t, "ip")
 	t.Parallel()
 	defer slot()()
 	tag := strconv.Itoa(os.Getpid() % 100000)
 	nsA, nsB, veth := "kxsplA"+tag, "kxsplB"+tag, "kxsp"+tag
-	if out, err := runTool(".", 20*time.Second, "ip", "netns", "add", nsA); err != nil {
-		t.Skipf("cannot create a network namespace (ip netns add: %v): %s", err, out)
-	}
-	runTool(".", 20*time.Second, "ip", "netns", "del", nsA)
-	t.Cleanup(func() {
-		if out, err := runTool(".", 30*time.Second, "sh", netnsScript("down.sh"), nsA, nsB); err != nil {
-			t.Logf("down.sh: %v: %s", err, out)
-		}
-	})
-	if out, err := runTool(".", 30*time.Second, "sh", netnsScript("up.sh"), nsA, nsB, veth); err != nil {
-		t.Fatalf("up.sh: %v: %s", err, out)
-	}
+	twoNamespaces(t, nsA, nsB, veth)
 	const n = 4
 	e := newElastic(t, []string{"KYLIX_TIMEOUT_MS=30000", "KYLIX_LIVENESS_MS=2000", "KYLIX_SHM=off"}, "split")
 	e.rv = "10.201.0.1:7300"

@@ -3,7 +3,10 @@ package tests
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -248,8 +251,9 @@ func TestElasticRampUp(t *testing.T) {
 }
 
 // min_size: a resize that no joiner can meet gives TIMEOUT and the comm goes on unchanged; then
-// one waits for the joiner. Meanwhile a stranger with the wrong secret at the join port gets
-// AUTH and changes nothing.
+// one waits for the joiner. Meanwhile strangers at the join port change nothing: a joiner with
+// the wrong secret gets AUTH, one of another protocol version AUTH naming both versions, and
+// garbage, a forged length and a half-open connection stay there through both resizes.
 func TestElasticMinSizeWrongSecret(t *testing.T) {
 	t.Parallel()
 	defer slot()()
@@ -257,6 +261,8 @@ func TestElasticMinSizeWrongSecret(t *testing.T) {
 	e.members(2)
 	bad := &elasticRun{t: t, prog: e.prog, dir: e.dir, rv: e.rv, secret: "wrong", args: []string{"badjoin"}, procs: e.procs}
 	bad.joiner(200)
+	hostile := strangersAtJoinPort(t, e.rv)
+	defer hostile()
 	e.marker("timedout", 60*time.Second)
 	e.joiner(100)
 	lines := e.wait(90 * time.Second)
@@ -436,4 +442,57 @@ func TestElasticUnderKylixrun(t *testing.T) {
 	e.joiner(100)
 	lines := e.wait(90 * time.Second)
 	e.expectPass(lines, []int{0, 1, 100}, "minwait: rank")
+}
+
+// strangersAtJoinPort speaks to a running job's join port as strangers do: a join of protocol
+// version 99 (refused with AUTH naming both versions), garbage, a forged length, and a connection
+// that says nothing. It returns what closes the connections still open.
+func strangersAtJoinPort(t *testing.T, addr string) func() {
+	t.Helper()
+	var conns []net.Conn
+	dial := func() net.Conn {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				conns = append(conns, c)
+				return c
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the join port %s: %v", addr, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	frame := func(b []byte) []byte { return append(binary.LittleEndian.AppendUint32(nil, uint32(len(b))), b...) }
+	c := dial()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	var lb [4]byte
+	if _, err := io.ReadFull(c, lb[:]); err != nil {
+		t.Fatalf("no challenge from the join port: %v", err)
+	}
+	io.CopyN(io.Discard, c, int64(binary.LittleEndian.Uint32(lb[:])))
+	c.Write(frame([]byte(`{"type":"join","v":99,"addr":"127.0.0.1:9","nonce":"AAAA","proof":"AAAA"}`)))
+	if _, err := io.ReadFull(c, lb[:]); err != nil {
+		t.Fatalf("no answer to a join of version 99: %v", err)
+	}
+	body := make([]byte, binary.LittleEndian.Uint32(lb[:]))
+	io.ReadFull(c, body)
+	var m struct {
+		Type  string `json:"type"`
+		Code  int    `json:"code"`
+		Error string `json:"error"`
+	}
+	json.Unmarshal(body, &m)
+	if m.Type != "error" || m.Code != 6 || !strings.Contains(m.Error, "version 1") || !strings.Contains(m.Error, "99") {
+		t.Errorf("a joiner of version 99 got %s, want an AUTH error (6) naming versions 1 and 99", body)
+	}
+	dial().Write([]byte("GET / HTTP/1.0\r\n\r\n"))
+	dial().Write(binary.LittleEndian.AppendUint32(nil, 1<<31))
+	dial() // half-open: says nothing
+	return func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
 }

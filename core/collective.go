@@ -162,8 +162,10 @@ func (g *sendGroup) send(to int, tag kx.Tag, bufs ...[]byte) {
 		return
 	}
 	g.wg.Add(1)
+	kx.AsyncSends.Add(1)
 	go func() {
 		defer g.wg.Done()
+		defer kx.AsyncSends.Add(-1)
 		g.fail(g.c.send(to, tag, bufs...))
 	}()
 }

@@ -122,6 +122,9 @@ func connect(o kx.Options, listenHost string) (*TCP, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !shmOffered(o) {
+		pairs = nil // no hello exchanged: nothing is known of the peers' hosts
+	}
 	t := newTCP(o.Rank, o.Size, job, timeout, conns, pairs)
 	debug("shared memory with %d of %d peers; %d ranks on this host, spinning %v", t.ShmStats().Peers, o.Size-1, t.ranksOnHost, t.spin)
 	return t.configure(o), nil

@@ -2,8 +2,16 @@ package kx
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
 )
+
+// AsyncSends counts the sends of this process running on goroutines of their own (large
+// messages, core's sendGroup; writes left to slow replicas, netio's late sends). A transport
+// whose waits read their sockets on the waiting thread (netio's caller-thread reads) waits the
+// old way while any is running: a thread blocked in poll(2) keeps the only P of a
+// GOMAXPROCS=1 rank, and the send would wait for the runtime's monitor to take it back.
+var AsyncSends atomic.Int32
 
 // Transport moves messages between the ranks of one job. core sees nothing else of the network:
 // netio provides a TCP implementation and an in-memory one with the same semantics.

@@ -120,7 +120,8 @@ type Segment struct {
 
 	stats struct{ spins, spinHits, sleeps, wakes atomic.Uint64 }
 
-	bells map[*atomic.Uint32]*bell // nil: futex sleeps (doorbell.go)
+	bells   map[*atomic.Uint32]*bell // nil: futex sleeps (doorbell.go)
+	watcher *bellWatcher             // shared reading: AwaitFrame's view of the read doorbell (shared.go)
 
 	peerMu    sync.Mutex
 	peerPid   int

@@ -727,12 +727,13 @@ int kylix_shrink(kylix_comm *c, kylix_comm **survivors);     /* survivors renumb
  *                   peers with copies only; null without replication or on
  *                   a comm made by kylix_shrink)
  *   shm             {"peers","ranks_on_host","spin_allowed","spins",
- *                   "spin_hits","sleeps","wakes_sent"}: the peers reached
- *                   through shared memory (shm=auto, same host and user),
- *                   the ranks found on this host, whether waits may spin
- *                   (only while those ranks fit the usable CPUs), and the
- *                   waits on the rings that spun, were satisfied spinning,
- *                   slept (futex) and the wakes sent; null where the
+ *                   "spin_hits","yields","sleeps","wakes_sent"}: the peers
+ *                   reached through shared memory (shm=auto, same host and
+ *                   user), the ranks found on this host, whether waits may
+ *                   spin (only while those ranks fit the usable CPUs), and
+ *                   the waits that spun, were satisfied spinning, yielded
+ *                   the CPU between looks instead (where spinning is not
+ *                   allowed), slept, and the wakes sent; null where the
  *                   comm's transport has no such figures
  *   retired_plans   {"plans","calls","seconds","agree","layers"}: the sum of
  *                   the plan records dropped to bound memory (beyond 64

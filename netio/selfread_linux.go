@@ -42,6 +42,10 @@ var selfReadOff bool
 // tests and measurements.
 var driveSpin = 100 * time.Microsecond
 
+// driveYield is how long a driving wait yields the CPU between looks before it sleeps where the
+// host's ranks outnumber its CPUs (a variable for tests and measurements).
+var driveYield = 200 * time.Microsecond
+
 // selfReads is the transport's side of it. One wait drives at a time (mu); the others sleep.
 type selfReads struct {
 	mu    sync.Mutex
@@ -50,7 +54,8 @@ type selfReads struct {
 	rings []*peer // the peers whose ring tokens it holds
 	pfds  []unix.PollFd
 
-	spins, spinHits, sleeps atomic.Uint64 // for ShmStats: a spin never happens where it may not
+	spins, spinHits, yields, sleeps atomic.Uint64 // for ShmStats: a spin never happens where it may not
+	driven                          atomic.Uint64 // frames filed by waits (tests)
 }
 
 // startSelfRead marks the peers whose sockets or rings waits may read (plain TCP peers with
@@ -115,15 +120,22 @@ func (t *TCP) drive(srcs []int, woken <-chan struct{}, until time.Time) bool {
 		return false
 	}
 	defer t.releaseTokens()
+	// First spin (cores allow it) or yield (they do not: every look gives the CPU to whatever
+	// else is runnable, Open MPI's yield_when_idle), for a bounded time; then sleep.
 	var spinUntil time.Time
-	if t.spin {
+	yield := !t.spin
+	switch {
+	case t.spin:
 		spinUntil = time.Now().Add(driveSpin)
 		sr.spins.Add(1)
+	case driveYield > 0:
+		spinUntil = time.Now().Add(driveYield)
+		sr.yields.Add(1)
 	}
 	for i := 0; ; i++ {
 		select {
 		case <-woken:
-			if i > 0 && !spinUntil.IsZero() && time.Now().Before(spinUntil) {
+			if i > 0 && !yield && !spinUntil.IsZero() {
 				sr.spinHits.Add(1)
 			}
 			return true
@@ -136,7 +148,7 @@ func (t *TCP) drive(srcs []int, woken <-chan struct{}, until time.Time) bool {
 			return false
 		}
 		if !spinUntil.IsZero() {
-			if i&63 != 63 {
+			if !yield && i&63 != 63 {
 				continue
 			}
 			if now := time.Now(); now.Before(spinUntil) && now.Before(until) {
@@ -166,6 +178,7 @@ func (t *TCP) readSome() bool {
 	for _, p := range sr.socks {
 		if !p.rdone && p.br.Buffered() > 0 {
 			p.rdone = t.readFrame(p)
+			sr.driven.Add(1)
 			sr.dropDone()
 			return true
 		}
@@ -173,6 +186,7 @@ func (t *TCP) readSome() bool {
 	for _, p := range sr.rings {
 		if !p.ringDone && (p.link.seg.Reader().Ready() || p.link.tcpEnded()) {
 			p.ringDone = t.readRingFrame(p) // after the TCP end: drains, then reports the end
+			sr.driven.Add(1)
 			sr.dropDone()
 			return true
 		}
@@ -228,6 +242,7 @@ func (t *TCP) pollSocks(ms int) (closing bool) {
 	for i, p := range sr.socks {
 		if sr.pfds[i].Revents != 0 && !p.rdone {
 			p.rdone = t.readFrame(p)
+			sr.driven.Add(1)
 		}
 	}
 	sr.dropDone()

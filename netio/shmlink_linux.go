@@ -622,6 +622,7 @@ func (t *TCP) ShmStats() ShmStats {
 	s.Spins += t.sr.spins.Load()
 	s.SpinHits += t.sr.spinHits.Load()
 	s.Sleeps += t.sr.sleeps.Load()
+	s.Yields += t.sr.yields.Load()
 	s.RanksOnHost = t.ranksOnHost
 	s.SpinAllowed = t.spin
 	return s

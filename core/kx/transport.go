@@ -192,6 +192,7 @@ type ShmStats struct {
 	SpinAllowed bool   `json:"spin_allowed"`
 	Spins       uint64 `json:"spins"`     // waits that spun before sleeping
 	SpinHits    uint64 `json:"spin_hits"` // of those, satisfied while spinning
-	Sleeps      uint64 `json:"sleeps"`    // futex sleeps
+	Yields      uint64 `json:"yields"`    // waits that gave the CPU away between looks before sleeping (no spin allowed)
+	Sleeps      uint64 `json:"sleeps"`    // sleeps (futex, doorbell or poll(2))
 	WakesSent   uint64 `json:"wakes_sent"`
 }

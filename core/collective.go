@@ -157,7 +157,10 @@ func (g *sendGroup) send(to int, tag kx.Tag, bufs ...[]byte) {
 	for _, b := range bufs {
 		n += len(b)
 	}
-	if n <= members.InlineSendBytes { // fits the socket buffer: the write returns at once, no goroutine
+	// The write returns at once (a small message, or room for it in the ring or socket
+	// buffer): no goroutine, and the waits that follow may read on this thread (netio's
+	// caller-thread reads stand aside while a send runs on a goroutine of its own).
+	if n <= members.InlineSendBytes || g.c.v.SendFits(to, n) {
 		g.fail(g.c.send(to, tag, bufs...))
 		return
 	}

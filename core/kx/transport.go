@@ -80,6 +80,10 @@ type Transport interface {
 	// SameHost tells whether messages to rank stay on this host (a copy through the kernel, not
 	// a network link).
 	SameHost(rank int) bool
+	// SendFits tells whether a Send of n bytes to rank would complete now, without waiting
+	// for the peer to read (its ring or socket buffer has the room): core then sends a large
+	// message on the calling thread instead of a goroutine of its own.
+	SendFits(rank, n int) bool
 }
 
 // Tag names one message inside a collective.

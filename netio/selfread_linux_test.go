@@ -108,3 +108,25 @@ func TestSelfReadCloseWakesWait(t *testing.T) {
 		t.Fatal("the wait did not end after Close")
 	}
 }
+
+// Large frames between ranks of one process go by reference (shmref_linux.go) and arrive whole,
+// several buffers to a message, while every rank sends to every other at once; the buffers are
+// the test's own, freed by nothing but the collector once Send returned.
+func TestShmByReference(t *testing.T) {
+	ts := startShmJob(t, 3, "auto")
+	defer closeAll(ts)
+	exchangeAll(t, tcpTransports(ts), []int{refMin - 1, refMin, 3 << 20, 9 << 20})
+	runtime.GC()
+	exchangeAll(t, tcpTransports(ts), []int{refMin, 5 << 20})
+	var refs uint64
+	for _, tr := range ts {
+		for _, p := range tr.peers {
+			if p != nil && p.link != nil {
+				refs += p.link.refsSent.Load()
+			}
+		}
+	}
+	if want := uint64(3 * 2 * 5); refs != want {
+		t.Errorf("%d frames went by reference, want %d", refs, want)
+	}
+}

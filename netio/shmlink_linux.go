@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -167,6 +168,12 @@ type shmLink struct {
 	pl     *ringPayload     // the current frame's payload as a mailbox.Payload
 	hb     [HeaderSize]byte // the header being read
 	shared bool             // set at start: waits may read the ring too (selfread_linux.go)
+	rdesc  []byte           // a reference frame's list as read (shmref_linux.go)
+	refs   []memRef         // ... parsed
+	ref    refPayload       // ... as the mailbox reads it
+
+	desc     []byte        // the reference list being written; guarded by the peer's write lock
+	refsSent atomic.Uint64 // frames sent by reference (tests)
 }
 
 func newShmLink(seg *shm.Segment) *shmLink {
@@ -299,6 +306,7 @@ func shmCreate(c net.Conn, rank, peer int, job uint64, me, them *shmHello, step 
 		if seg.PeerPid() != int(them.pid) {
 			return fmt.Errorf("segment attached by pid %d, the peer is pid %d", seg.PeerPid(), them.pid)
 		}
+		seg.ProbePeerMemory() // before the verdict: the attacher's frames may go by reference after it
 		return nil
 	}()
 	seg.CloseFD() // mapped by both (or failed): the segment now lives only in the mappings
@@ -355,6 +363,7 @@ func shmAttach(c net.Conn, rank, peer int, job uint64, me, them *shmHello, step 
 			seg.Close()
 			return nil, fmt.Errorf("segment made by pid %d, the peer is pid %d", seg.PeerPid(), them.pid)
 		}
+		seg.ProbePeerMemory() // before the ack: the creator's frames may go by reference after it
 		if _, err := uc.Write([]byte{'A'}); err != nil {
 			seg.Close()
 			return nil, err

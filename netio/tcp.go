@@ -8,6 +8,7 @@ import (
 	"kylix/core/kx"
 	"kylix/netio/mailbox"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -348,18 +349,34 @@ func (p *peer) write(h *Header, bufs [][]byte, hard time.Time) error {
 	if !p.lock(lockBy) {
 		return kx.Errorf(kx.CodeTimeout, "send to rank %d: its connection stayed busy for %v", kx.RankRef(p.rank), t.timeout)
 	}
-	defer p.unlock()
 	if err := p.writable(); err != nil {
+		p.unlock()
 		return err
 	}
-	if p.link != nil {
-		deadline := hard
-		if deadline.IsZero() {
-			deadline = time.Now().Add(t.timeout)
-		}
-		return p.writeShm(h, bufs, deadline)
+	if p.link == nil {
+		_, err := p.writeFrame(h, bufs, hard, nil)
+		p.unlock()
+		return err
 	}
-	_, err := p.writeFrame(h, bufs, hard, nil)
+	deadline := hard
+	if deadline.IsZero() {
+		deadline = time.Now().Add(t.timeout)
+	}
+	if h.Type != FrameData || !p.link.byRef(h.Len) {
+		err := p.writeShm(h, bufs, deadline)
+		p.unlock()
+		return err
+	}
+	// By reference (shmref_linux.go): the write lock goes back before the wait for the peer's
+	// copy, so that this rank's other frames to it (and its own answers) are not held up.
+	end, err := p.writeShmRef(h, bufs, deadline)
+	p.unlock()
+	if err == nil {
+		err = p.awaitRefCopied(h, end)
+	}
+	// The peer reads bufs by address until then: the collector must not free them before
+	// (nothing else here holds them).
+	runtime.KeepAlive(bufs)
 	return err
 }
 
@@ -570,6 +587,8 @@ func (t *TCP) file(p *peer, h *Header, r mailbox.Payload) (bye bool, err error) 
 		}
 		code, named, msg := decodeAbort(b)
 		t.mb.Abort(h.Seq, p.rank, code, named, msg)
+	case FrameDataRef:
+		return false, t.receiveRef(p, h, r)
 	case FrameBye:
 		return true, nil
 	}

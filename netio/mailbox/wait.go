@@ -93,17 +93,19 @@ func (m *Mailbox) Recv(from int, tag kx.Tag) ([]byte, error) {
 
 // takeMsg pops the first buffered message with key k, or returns nil.
 func takeMsg(b *seqBox, k msgKey) []byte {
-	q := b.msgs[k]
-	if len(q) == 0 {
+	q, ok := b.msgs[k]
+	if !ok {
 		return nil
 	}
-	data := q[0].data
-	q[0] = frame{}
-	if len(q) == 1 {
+	data := q.head.data
+	if len(q.rest) == 0 {
 		delete(b.msgs, k)
-	} else {
-		b.msgs[k] = q[1:]
+		return data
 	}
+	q.head = q.rest[0]
+	q.rest[0] = frame{}
+	q.rest = q.rest[1:]
+	b.msgs[k] = q
 	return data
 }
 

@@ -705,7 +705,14 @@ int kylix_shrink(kylix_comm *c, kylix_comm **survivors);     /* survivors renumb
  *                   loopback) and peers (this rank's own links). The first
  *                   config measures the links when degrees=auto without
  *                   min_packet, or compress=auto; fixed degrees with
- *                   compress=off or lz4 never probe.
+ *                   compress=off or lz4 never probe. "ranks_per_host":
+ *                   the ranks sharing a host, when they sit in blocks of
+ *                   one size (1 otherwise); across several such hosts,
+ *                   "local" and "remote" are the links within a host and
+ *                   between hosts (each of the same shape), which
+ *                   degrees=auto prices apart: it may then group each
+ *                   host's ranks in one layer so the network carries
+ *                   each index once per host.
  *   totals          traffic of every collective of c
  *   phase_seconds   {"config","reduce_down","reduce_up","config_reduce_down",
  *                   "config_reduce_up","dense"}: time in each phase, summed

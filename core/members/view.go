@@ -121,7 +121,6 @@ func (v *View) FailedRanks() []int {
 	return out
 }
 
-// SameHost tells whether messages to node stay on this host (its first replica's).
 // SendFits tells whether a message of n bytes to node goes out now (kx.Transport.SendFits); with
 // replication, never: the copies to the replicas go out in parallel (Send).
 func (v *View) SendFits(node, n int) bool {
@@ -131,6 +130,7 @@ func (v *View) SendFits(node, n int) bool {
 	return v.t.SendFits(v.replicas[node][0], n)
 }
 
+// SameHost tells whether messages to node stay on this host (its first replica's).
 func (v *View) SameHost(node int) bool {
 	return node >= 0 && node < v.m && v.t.SameHost(v.replicas[node][0])
 }

@@ -68,8 +68,8 @@ type frameQ struct {
 
 type seqBox struct {
 	msgs   map[msgKey]frameQ // FIFO per key
-	fail   error              // mismatch or abort: the collective is over
-	remote bool               // fail came from a peer's abort, which every peer got too
+	fail   error             // mismatch or abort: the collective is over
+	remote bool              // fail came from a peer's abort, which every peer got too
 	// stalled holds peers' timeout reports. A timeout is a guess about who is to blame: in a
 	// chain of waits every rank times out at about the same moment, and the first report would
 	// otherwise pre-empt the ranks that wait on the culprit itself. So a report from rank r ends

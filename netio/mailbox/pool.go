@@ -11,7 +11,7 @@ import (
 // next payload of the same size class reuses it. Buffers come in power-of-two classes from
 // minPooled to maxPooled; smaller and larger ones are plain allocations.
 const (
-	minPooledShift = 6 // 64 B
+	minPooledShift = 6  // 64 B
 	maxPooledShift = 26 // 64 MiB
 )
 

@@ -139,13 +139,20 @@ func (c *Comm) reject(abort error) {
 }
 
 // sendGroup sends to several nodes at once and waits for every send, so no goroutine touches
-// the buffers after it returns. It returns the first error.
+// the buffers after it returns. It returns the first error. It lives on the collective's stack:
+// only a send that goes out on a goroutine of its own makes the shared part (bg).
 type sendGroup struct {
+	c   *Comm
+	fp  kx.Fingerprint // the collective's, set on every message
+	err error          // the first error of a send made on this goroutine
+	bg  *bgSends
+}
+
+// bgSends are a group's sends on goroutines of their own.
+type bgSends struct {
 	wg  sync.WaitGroup
 	mu  sync.Mutex
 	err error
-	c   *Comm
-	fp  kx.Fingerprint // the collective's, set on every message
 }
 
 // sends is a sendGroup for the running collective.
@@ -157,29 +164,42 @@ func (g *sendGroup) send(to int, tag kx.Tag, bufs ...[]byte) {
 	for _, b := range bufs {
 		n += len(b)
 	}
-	if n <= members.InlineSendBytes { // fits the socket buffer: the write returns at once, no goroutine
-		g.fail(g.c.send(to, tag, bufs...))
+	c := g.c
+	// The write returns at once (a small message, or room for it in the ring or socket
+	// buffer): no goroutine, and the waits that follow may read on this thread (netio's
+	// caller-thread reads stand aside while a send runs on a goroutine of its own).
+	if n <= members.InlineSendBytes || c.v.SendFits(to, n) {
+		if err := c.send(to, tag, bufs...); err != nil && g.err == nil {
+			g.err = err
+		}
 		return
 	}
-	g.wg.Add(1)
+	if g.bg == nil {
+		g.bg = &bgSends{}
+	}
+	bg := g.bg
+	bg.wg.Add(1)
+	kx.AsyncSends.Add(1)
 	go func() {
-		defer g.wg.Done()
-		g.fail(g.c.send(to, tag, bufs...))
+		defer bg.wg.Done()
+		defer kx.AsyncSends.Add(-1)
+		if err := c.send(to, tag, bufs...); err != nil {
+			bg.mu.Lock()
+			if bg.err == nil {
+				bg.err = err
+			}
+			bg.mu.Unlock()
+		}
 	}()
 }
 
-func (g *sendGroup) fail(err error) {
-	if err != nil {
-		g.mu.Lock()
-		if g.err == nil {
-			g.err = err
-		}
-		g.mu.Unlock()
-	}
-}
-
 func (g *sendGroup) wait() error {
-	g.wg.Wait()
+	if g.bg != nil {
+		g.bg.wg.Wait()
+		if g.err == nil {
+			g.err = g.bg.err
+		}
+	}
 	return g.err
 }
 

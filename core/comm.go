@@ -32,8 +32,10 @@ type Comm struct {
 	// rowKeyBuf is PackLayer0's row → key scratch (out, in), likewise kept: config's layer-0
 	// messages carry slices of it, and it is free again once config has returned.
 	rowKeyBuf [2][]uint64
-	// denseBuf is where the members' copies of this rank's chunks land in dense allreduce.
+	// denseBuf is where the members' copies of this rank's chunks land in dense allreduce;
+	// smallBuf is this rank's own vector in the direct exchange of a small one.
 	denseBuf []byte
+	smallBuf []byte
 	// raceBase: the transport's racing counts at the last ResetStats (stats_replicas.go).
 	raceBase []kx.RacePeerStats
 	mu       sync.Mutex // guards broken/closed/raceBase against other goroutines

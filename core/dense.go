@@ -264,7 +264,10 @@ func (c *Comm) allreduceDirect(seq uint64, buf []byte, d kx.Dtype, o kx.Op) erro
 		return nil
 	}
 	tag := kx.Tag{Seq: seq, Phase: kx.PhaseSmall}
-	mine := append([]byte(nil), buf...)
+	// This rank's own copy (buf becomes the sum), in the comm's scratch: collectives of a comm
+	// run one at a time, and every send of it is done when this returns.
+	c.smallBuf = append(c.smallBuf[:0], buf...)
+	mine := c.smallBuf
 	sg := c.sends()
 	for r := 0; r < m; r++ {
 		if r != me {

@@ -99,10 +99,10 @@ func (c *Comm) measureLinks(seq uint64) (*planning.Links, error) {
 	buf := make([]byte, probeMaxBytes)
 	layer := 0
 	var moved int64 // probe bytes this rank sent and received
-	round := func(s, k int) (time.Duration, error) {
+	round := func(s, to, from int) (time.Duration, error) {
 		best := time.Duration(math.MaxInt64)
 		for range probeReps {
-			d, err := c.probeRound(seq, uint8(layer), (me+k)%m, (me-k+m)%m, buf[:s])
+			d, err := c.probeRound(seq, uint8(layer), to, from, buf[:s])
 			layer += 2
 			moved += 2 * int64(s)
 			if err != nil {
@@ -112,23 +112,43 @@ func (c *Comm) measureLinks(seq uint64) (*planning.Links, error) {
 		}
 		return best, nil
 	}
+	hostOf, err := c.agreeHosts(seq)
+	if err != nil {
+		return nil, err
+	}
+	// Probe partners: the job-wide shifts, then, where the nodes sit on several hosts in
+	// blocks, the next node of this one's host, in rounds of their own (planning.HostLinks
+	// says why).
+	tos, froms := make([]int, 0, len(shifts)+1), make([]int, 0, len(shifts)+1)
+	for _, k := range shifts {
+		tos, froms = append(tos, (me+k)%m), append(froms, (me-k+m)%m)
+	}
+	localCol := -1
+	if rph := planning.HostBlocks(hostOf); rph > 1 && rph < m {
+		lead := me / rph * rph
+		localCol = len(tos)
+		tos, froms = append(tos, lead+(me-lead+1)%rph), append(froms, lead+(me-lead-1+rph)%rph)
+	}
+	stride := len(tos) + 1 // each rank's words: a round trip per partner, then its elapsed time
 	// sizes[0] is the tiny probe that gives the latency; then doubling sizes.
 	var sizes []int
-	var agreed [][]uint64 // per size: every rank's best round trip per shift (ns), in rank order
+	var agreed [][]uint64 // per size: every rank's words, in rank order
 	own := make([][]time.Duration, len(shifts))
 	var tiny time.Duration // the tiny probe's typical round trip
 	byteBound := 0         // sizes whose round trip is mostly bytes (probeByteBound x tiny's)
 	for s := probeTinyBytes; ; {
-		words := make([]uint64, len(shifts)+1)
-		for h, k := range shifts {
-			d, err := round(s, k)
+		words := make([]uint64, stride)
+		for h := range tos {
+			d, err := round(s, tos[h], froms[h])
 			if err != nil {
 				return nil, err
 			}
 			words[h] = uint64(d)
-			own[h] = append(own[h], d)
+			if h < len(shifts) {
+				own[h] = append(own[h], d)
+			}
 		}
-		words[len(shifts)] = uint64(time.Since(start))
+		words[stride-1] = uint64(time.Since(start))
 		all, err := c.allgatherSmall(seq, words)
 		if err != nil {
 			return nil, err
@@ -136,18 +156,18 @@ func (c *Comm) measureLinks(seq uint64) (*planning.Links, error) {
 		sizes, agreed = append(sizes, s), append(agreed, all)
 		var elapsed uint64
 		for r := 0; r < m; r++ {
-			elapsed = max(elapsed, all[r*len(words)+len(shifts)])
+			elapsed = max(elapsed, all[r*stride+stride-1])
 		}
 		// The typical (median) round decides, not the slowest: on shared cores one rank's
 		// round can take milliseconds of scheduling, which says nothing of the link. The next
-		// size costs about twice this one's round, probeReps times per shift.
-		typical := time.Duration(1e9 * planning.MedianRound(all, len(shifts), m))
+		// size costs about twice this one's round, probeReps times per partner.
+		typical := time.Duration(1e9 * planning.MedianRound(all, len(shifts), stride, m))
 		if len(sizes) == 1 {
 			tiny = typical
 		} else if typical >= probeByteBound*tiny {
 			byteBound++
 		}
-		next := time.Duration(elapsed) + 2*typical*time.Duration(probeReps*len(shifts))
+		next := time.Duration(elapsed) + 2*typical*time.Duration(probeReps*len(tos))
 		if s >= probeMaxBytes || len(sizes) > 1 && typical > probeStepBudget || byteBound >= 2 && next > probeBudget {
 			break
 		}
@@ -157,7 +177,10 @@ func (c *Comm) measureLinks(seq uint64) (*planning.Links, error) {
 			s *= 2
 		}
 	}
-	l := planning.LinksFrom(sizes, agreed, len(shifts), m)
+	l := planning.LinksFrom(sizes, agreed, len(shifts), stride, m)
+	if l.RanksPerHost = planning.HostBlocks(hostOf); l.RanksPerHost > 1 {
+		l.Local, l.Remote = planning.HostLinks(sizes, agreed, shifts, stride, localCol, hostOf)
+	}
 	for h, k := range shifts {
 		peer := (me + k) % m
 		if slices.ContainsFunc(l.Peers, func(p planning.LinkPeer) bool { return p.Rank == peer }) {
@@ -180,6 +203,28 @@ func (c *Comm) measureLinks(seq uint64) (*planning.Links, error) {
 	l.Finish()
 	c.setLinks(l)
 	return l, nil
+}
+
+// agreeHosts gives every rank each node's host, named by the lowest node on it (as this
+// transport tells same-host peers: View.SameHost), so that all split the links alike.
+func (c *Comm) agreeHosts(seq uint64) ([]int, error) {
+	m, me := c.nodes(), c.node()
+	lead := me
+	for r := 0; r < me; r++ {
+		if c.v.SameHost(r) {
+			lead = r
+			break
+		}
+	}
+	all, err := c.allgatherSmall(seq, []uint64{uint64(lead)})
+	if err != nil {
+		return nil, err
+	}
+	hostOf := make([]int, m)
+	for r := range hostOf {
+		hostOf[r] = int(all[r])
+	}
+	return hostOf, nil
 }
 
 // agreeRates gives every rank the median over ranks of each compute rate, so that all plan

@@ -796,7 +796,14 @@ int kylix_join_address(const kylix_comm *c, char *buf, int64_t cap, int64_t *nee
  *                   loopback) and peers (this rank's own links). The first
  *                   config measures the links when degrees=auto without
  *                   min_packet, or compress=auto; fixed degrees with
- *                   compress=off or lz4 never probe.
+ *                   compress=off or lz4 never probe. "ranks_per_host":
+ *                   the ranks sharing a host, when they sit in blocks of
+ *                   one size (1 otherwise); across several such hosts,
+ *                   "local" and "remote" are the links within a host and
+ *                   between hosts (each of the same shape), which
+ *                   degrees=auto prices apart: it may then group each
+ *                   host's ranks in one layer so the network carries
+ *                   each index once per host.
  *   totals          traffic of every collective of c
  *   phase_seconds   {"config","reduce_down","reduce_up","config_reduce_down",
  *                   "config_reduce_up","dense"}: time in each phase, summed
@@ -818,12 +825,13 @@ int kylix_join_address(const kylix_comm *c, char *buf, int64_t cap, int64_t *nee
  *                   peers with copies only; null without replication or on
  *                   a comm made by kylix_shrink)
  *   shm             {"peers","ranks_on_host","spin_allowed","spins",
- *                   "spin_hits","sleeps","wakes_sent"}: the peers reached
- *                   through shared memory (shm=auto, same host and user),
- *                   the ranks found on this host, whether waits may spin
- *                   (only while those ranks fit the usable CPUs), and the
- *                   waits on the rings that spun, were satisfied spinning,
- *                   slept (futex) and the wakes sent; null where the
+ *                   "spin_hits","yields","sleeps","wakes_sent"}: the peers
+ *                   reached through shared memory (shm=auto, same host and
+ *                   user), the ranks found on this host, whether waits may
+ *                   spin (only while those ranks fit the usable CPUs), and
+ *                   the waits that spun, were satisfied spinning, yielded
+ *                   the CPU between looks instead (where spinning is not
+ *                   allowed), slept, and the wakes sent; null where the
  *                   comm's transport has no such figures
  *   retired_plans   {"plans","calls","seconds","agree","layers"}: the sum of
  *                   the plan records dropped to bound memory (beyond 64

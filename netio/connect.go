@@ -132,6 +132,9 @@ func meshTransport(ln net.Listener, o kx.Options, peers []string, job uint64, ti
 	if err != nil {
 		return nil, err
 	}
+	if !shmOffered(o) {
+		pairs = nil // no hello exchanged: nothing is known of the peers' hosts
+	}
 	t := newTCP(o.Rank, o.Size, job, timeout, conns, pairs)
 	debug("shared memory with %d of %d peers; %d ranks on this host, spinning %v", t.ShmStats().Peers, o.Size-1, t.ranksOnHost, t.spin)
 	return t.configure(o), nil

@@ -29,6 +29,9 @@ const (
 	// FrameHeartbeat says the sender is alive (liveness.go); Seq is the collective it is in
 	// (or was last in). Nothing follows.
 	FrameHeartbeat FrameType = 4
+	// FrameDataRef is a data frame whose payload stays in the sender's memory (shared memory
+	// only: shmref_linux.go): where it is, then an 8-byte trailer.
+	FrameDataRef FrameType = 5
 )
 
 func (t FrameType) String() string {
@@ -41,6 +44,8 @@ func (t FrameType) String() string {
 		return "bye"
 	case FrameHeartbeat:
 		return "heartbeat"
+	case FrameDataRef:
+		return "data by reference"
 	}
 	return "frame?"
 }
@@ -137,7 +142,7 @@ func DecodeHeader(buf []byte, maxPayload uint64) (Header, error) {
 		Len: le.Uint64(buf[48:]),
 	}
 	switch h.Type {
-	case FrameData, FrameAbort, FrameBye, FrameHeartbeat:
+	case FrameData, FrameAbort, FrameBye, FrameHeartbeat, FrameDataRef:
 	default:
 		return Header{}, kx.Errorf(kx.CodeNet, "frame: unknown frame type %d", buf[5])
 	}

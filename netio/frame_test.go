@@ -47,7 +47,7 @@ func TestDecodeHeaderRejects(t *testing.T) {
 		{"magic", func(b []byte) { b[0] = 'X' }, MaxPayload, kx.CodeNet, "magic"},
 		{"version", func(b []byte) { b[4] = ProtocolVersion + 1 }, MaxPayload, kx.CodeAuth, fmt.Sprintf("version %d", ProtocolVersion+1)},
 		{"type0", func(b []byte) { b[5] = 0 }, MaxPayload, kx.CodeNet, "frame type 0"},
-		{"type5", func(b []byte) { b[5] = 5 }, MaxPayload, kx.CodeNet, "frame type 5"},
+		{"type6", func(b []byte) { b[5] = 6 }, MaxPayload, kx.CodeNet, "frame type 6"},
 		{"bound", func(b []byte) {}, 1<<20 - 1, kx.CodeNet, "exceeds"},
 		{"short", nil, MaxPayload, kx.CodeNet, "shorter"},
 	}

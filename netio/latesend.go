@@ -202,10 +202,12 @@ func (p *peer) enqueue(b []byte, haveLock bool, n int) error {
 	q.mu.Unlock()
 	switch {
 	case haveLock && start:
+		kx.AsyncSends.Add(1)
 		go p.drain(true)
 	case haveLock: // cannot happen: a queue being drained holds the lock
 		p.unlock()
 	case start:
+		kx.AsyncSends.Add(1)
 		go p.drain(false)
 	}
 	p.t.count(p.rank, n, true)
@@ -215,6 +217,7 @@ func (p *peer) enqueue(b []byte, haveLock bool, n int) error {
 // drain writes the late queue until it is empty, holding the write lock throughout. A failed
 // write drops the rest: the peer is gone (or declared so).
 func (p *peer) drain(haveLock bool) {
+	defer kx.AsyncSends.Add(-1)
 	t := p.t
 	q := &p.late
 	if !haveLock {

@@ -153,6 +153,9 @@ func (m *Mem) SendOrLeave(to int, tag kx.Tag, _ <-chan struct{}, bufs ...[]byte)
 // the simulator model the network between them).
 func (m *Mem) SameHost(int) bool { return false }
 
+// SendFits is always true: a send copies into the receiver's mailbox at once.
+func (m *Mem) SendFits(int, int) bool { return true }
+
 // Release gives a payload returned by Recv back for reuse (see (*TCP).Release).
 func (m *Mem) Release(b []byte) { mailbox.PutBuf(b) }
 

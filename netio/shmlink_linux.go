@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -162,6 +163,23 @@ type shmLink struct {
 	parts   [][]byte      // WriteFrame's argument, reused under the peer's write lock
 	tcpGone chan struct{} // closed when the TCP reader ended without a bye: the ring reader stops once it drained
 	gone    sync.Once
+
+	// The read side, guarded by the peer's ring token.
+	pl     *ringPayload     // the current frame's payload as a mailbox.Payload
+	hb     [HeaderSize]byte // the header being read
+	shared bool             // set at start: waits may read the ring too (selfread_linux.go)
+	rdesc  []byte           // a reference frame's list as read (shmref_linux.go)
+	refs   []memRef         // ... parsed
+	ref    refPayload       // ... as the mailbox reads it
+
+	desc     []byte        // the reference list being written; guarded by the peer's write lock
+	refsSent atomic.Uint64 // frames sent by reference (tests)
+}
+
+func newShmLink(seg *shm.Segment) *shmLink {
+	l := &shmLink{seg: seg, tcpGone: make(chan struct{})}
+	l.pl = &ringPayload{r: seg.Reader(), w: shm.Wait{Abort: l.tcpGone}}
+	return l
 }
 
 func (l *shmLink) close() { l.seg.Close() }
@@ -288,6 +306,7 @@ func shmCreate(c net.Conn, rank, peer int, job uint64, me, them *shmHello, step 
 		if seg.PeerPid() != int(them.pid) {
 			return fmt.Errorf("segment attached by pid %d, the peer is pid %d", seg.PeerPid(), them.pid)
 		}
+		seg.ProbePeerMemory() // before the verdict: the attacher's frames may go by reference after it
 		return nil
 	}()
 	seg.CloseFD() // mapped by both (or failed): the segment now lives only in the mappings
@@ -299,7 +318,7 @@ func shmCreate(c net.Conn, rank, peer int, job uint64, me, them *shmHello, step 
 		seg.Close()
 		return nil, err
 	}
-	return &shmLink{seg: seg, tcpGone: make(chan struct{})}, nil
+	return newShmLink(seg), nil
 }
 
 func shmAttach(c net.Conn, rank, peer int, job uint64, me, them *shmHello, step time.Time) (*shmLink, error) {
@@ -344,6 +363,7 @@ func shmAttach(c net.Conn, rank, peer int, job uint64, me, them *shmHello, step 
 			seg.Close()
 			return nil, fmt.Errorf("segment made by pid %d, the peer is pid %d", seg.PeerPid(), them.pid)
 		}
+		seg.ProbePeerMemory() // before the ack: the creator's frames may go by reference after it
 		if _, err := uc.Write([]byte{'A'}); err != nil {
 			seg.Close()
 			return nil, err
@@ -368,7 +388,7 @@ func shmAttach(c net.Conn, rank, peer int, job uint64, me, them *shmHello, step 
 		}
 		return nil, &shmFallback{aerr}
 	}
-	return &shmLink{seg: seg, tcpGone: make(chan struct{})}, nil
+	return newShmLink(seg), nil
 }
 
 // checkPeerCred binds the unix socket to the TCP peer: its process must be the pid and uid
@@ -482,41 +502,67 @@ func (rp *ringPayload) Discard(n int) (int, error) {
 	return n, nil
 }
 
-// shmReadLoop files every frame from p's ring, as readLoop does from its connection.
+// shmReadLoop files every frame from p's ring, as readLoop does from its connection. With
+// shared reading (selfread_linux.go) it waits for a frame without p's ring token and reads only
+// what is there once it holds it; else it keeps the token for good.
 func (t *TCP) shmReadLoop(p *peer) {
 	defer t.wg.Done()
 	l := p.link
 	r := l.seg.Reader()
-	pl := &ringPayload{r: r, w: shm.Wait{Abort: l.tcpGone}}
-	var hb [HeaderSize]byte
-	for {
-		n, err := r.Next(pl.w)
-		if err != nil {
-			t.shmReadFailed(p, err)
-			return
+	p.ringMu.Lock()
+	defer p.ringMu.Unlock()
+	for !p.ringDone {
+		if !l.shared {
+			p.ringDone = t.readRingFrame(p)
+			continue
 		}
-		if n < HeaderSize {
-			p.down(kx.Errorf(kx.CodeNet, "rank %d sent a ring frame of %d bytes", kx.RankRef(p.rank), n))
-			return
+		p.ringMu.Unlock()
+		werr := l.seg.AwaitFrame(l.pl.w)
+		p.ringMu.Lock()
+		if p.ringDone || werr == nil && !r.Ready() {
+			continue // a waiting caller read what woke us, or ended the ring
 		}
-		if err := r.ReadFull(pl.w, hb[:]); err != nil {
-			t.shmReadFailed(p, err)
-			return
-		}
-		h, ok := t.checkFrame(p, hb[:], n-HeaderSize)
-		if !ok {
-			return
-		}
-		bye, err := t.file(p, &h, pl)
-		switch {
-		case err != nil:
-			t.shmReadFailed(p, err)
-			return
-		case bye:
-			p.down(mailbox.FinalizedError(p.rank))
-			return
+		for !p.ringDone {
+			p.ringDone = t.readRingFrame(p)
+			if !r.Ready() {
+				break
+			}
 		}
 	}
+}
+
+// readRingFrame reads and files one frame from p's ring; the caller holds p's ring token. It
+// reports whether the ring is finished with.
+func (t *TCP) readRingFrame(p *peer) (done bool) {
+	l := p.link
+	r := l.seg.Reader()
+	n, err := r.Next(l.pl.w)
+	if err != nil {
+		t.shmReadFailed(p, err)
+		return true
+	}
+	if n < HeaderSize {
+		p.down(kx.Errorf(kx.CodeNet, "rank %d sent a ring frame of %d bytes", kx.RankRef(p.rank), n))
+		return true
+	}
+	if err := r.ReadFull(l.pl.w, l.hb[:]); err != nil {
+		t.shmReadFailed(p, err)
+		return true
+	}
+	h, ok := t.checkFrame(p, l.hb[:], n-HeaderSize)
+	if !ok {
+		return true
+	}
+	bye, err := t.file(p, &h, l.pl)
+	switch {
+	case err != nil:
+		t.shmReadFailed(p, err)
+		return true
+	case bye:
+		p.down(mailbox.FinalizedError(p.rank))
+		return true
+	}
+	return false
 }
 
 func (t *TCP) shmReadFailed(p *peer, err error) {
@@ -535,9 +581,19 @@ func (t *TCP) shmReadFailed(p *peer, err error) {
 	}
 }
 
-// tcpEnded is the TCP reader's end for a peer on shared memory: the ring reader decides what
+// tcpEnded tells whether the TCP connection ended without a bye (tcpGone is closed).
+func (l *shmLink) tcpEnded() bool {
+	select {
+	case <-l.tcpGone:
+		return true
+	default:
+		return false
+	}
+}
+
+// endTCP is the TCP reader's end for a peer on shared memory: the ring reader decides what
 // it means, after draining what the peer published (a bye there, or a death).
-func (l *shmLink) tcpEnded(bye bool) {
+func (l *shmLink) endTCP(bye bool) {
 	if bye {
 		return
 	}
@@ -571,6 +627,11 @@ func (t *TCP) ShmStats() ShmStats {
 		s.Sleeps += st.Sleeps
 		s.WakesSent += st.WakesSent
 	}
+	// Waits that read their rings on their own thread (selfread_linux.go) spin and sleep there.
+	s.Spins += t.sr.spins.Load()
+	s.SpinHits += t.sr.spinHits.Load()
+	s.Sleeps += t.sr.sleeps.Load()
+	s.Yields += t.sr.yields.Load()
 	s.RanksOnHost = t.ranksOnHost
 	s.SpinAllowed = t.spin
 	return s

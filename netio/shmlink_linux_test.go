@@ -158,6 +158,9 @@ func TestShmSpinOnlyWhereCoresAllow(t *testing.T) {
 			if !fit && (st.Spins != 0 || st.SpinHits != 0) {
 				t.Errorf("rank %d spun on an oversubscribed host: %+v", r, st)
 			}
+			if !fit && st.Yields == 0 {
+				t.Errorf("rank %d never yielded before sleeping on an oversubscribed host: %+v", r, st)
+			}
 			if fit && st.Spins == 0 {
 				t.Errorf("rank %d never spun where cores allow it: %+v", r, st)
 			}

@@ -19,7 +19,7 @@ func negotiateShm(net.Conn, bool, int, int, uint64, time.Time, func(string, ...a
 }
 
 func (l *shmLink) close()                                   {}
-func (l *shmLink) tcpEnded(bool)                            {}
+func (l *shmLink) endTCP(bool)                              {}
 func setSpin([]*shmLink, bool)                              {}
 func (p *peer) writeShm(*Header, [][]byte, time.Time) error { return nil }
 func (p *peer) writeShmRaw([]byte) error                    { return nil }

@@ -44,3 +44,29 @@ func (t *TCP) SameHost(rank int) bool {
 	ra, rok := c.RemoteAddr().(*net.TCPAddr)
 	return lok && rok && (ra.IP.IsLoopback() || la.IP.Equal(ra.IP))
 }
+
+// SendFits tells whether a frame of n payload bytes to rank goes out now: its ring has the
+// room, or its socket's send buffer has twice the room (the kernel counts its own overhead
+// against the buffer too). False while another write to rank holds its write lock.
+func (t *TCP) SendFits(rank, n int) bool {
+	if rank == t.rank {
+		return true
+	}
+	if rank < 0 || rank >= t.size || t.peers[rank] == nil {
+		return false
+	}
+	p := t.peers[rank]
+	select {
+	case p.wsem <- struct{}{}:
+	default:
+		return false
+	}
+	defer p.unlock()
+	if p.lateBusy() {
+		return false
+	}
+	if p.link != nil {
+		return p.shmFits(n)
+	}
+	return p.sendRoom() >= 2*(n+HeaderSize)
+}

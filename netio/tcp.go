@@ -8,6 +8,7 @@ import (
 	"kylix/core/kx"
 	"kylix/netio/mailbox"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,8 +29,9 @@ type TCP struct {
 	wg         sync.WaitGroup // reader goroutines and keepAlive
 	done       chan struct{}  // closed by Close: keepAlive stops
 
-	ranksOnHost int  // this rank and the peers found on its host at set-up
-	spin        bool // waits on shared-memory rings may spin (spinAllowed(ranksOnHost))
+	ranksOnHost int       // this rank and the peers found on its host at set-up
+	spin        bool      // waits on shared-memory rings may spin (spinAllowed(ranksOnHost))
+	sr          selfReads // waits that read their sockets on their own thread (selfread_linux.go)
 }
 
 type peer struct {
@@ -48,6 +50,20 @@ type peer struct {
 	werr     atomic.Pointer[error] // set once a write failed: later writes fail with it
 	late     lateQueue             // frames a slow replica has yet to take (latesend.go)
 	readDone chan struct{}         // closed when readLoop returns
+
+	// The read side. rmu is the read token: whoever holds it reads conn (the reader goroutine,
+	// or a wait reading on its own thread: selfread_linux.go). shared is set at start when
+	// waits may do so.
+	rmu    sync.Mutex
+	shared bool
+	stream sockStream       // what br reads from; guarded by rmu
+	br     *bufio.Reader    // guarded by rmu
+	rhb    [HeaderSize]byte // the header being read; guarded by rmu
+	rdone  bool             // guarded by rmu: the stream is finished with, the reader stops
+	// ringMu is the shared-memory ring's read token, as rmu is the socket's (with a link, the
+	// socket carries only heartbeats and is its reader goroutine's alone).
+	ringMu   sync.Mutex
+	ringDone bool // guarded by ringMu
 }
 
 // writeChunk is how much one writev may carry before the write deadline is pushed on: the
@@ -66,6 +82,10 @@ func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn,
 			continue
 		}
 		p := &peer{t: t, rank: r, conn: c, wsem: make(chan struct{}, 1), readDone: make(chan struct{})}
+		p.stream.init(p)
+		// A small buffer: it batches small frames, and a payload read after its header passes
+		// through it only for what the header read brought along (docs/netio-notes.md).
+		p.br = bufio.NewReaderSize(&p.stream, 4<<10)
 		if r < len(pairs) {
 			p.link = pairs[r].link
 			if pairs[r].sameHost {
@@ -75,8 +95,10 @@ func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn,
 		}
 		t.peers[r] = p
 	}
-	t.spin = spinAllowed(t.ranksOnHost)
+	// Spinning needs to know who shares this host, which only the shared-memory hello tells.
+	t.spin = pairs != nil && spinAllowed(t.ranksOnHost)
 	setSpin(links, t.spin)
+	t.startSelfRead()
 	for _, p := range t.peers {
 		if p != nil {
 			t.wg.Add(1)
@@ -242,6 +264,7 @@ func (t *TCP) Close() error {
 		}
 		deadline := time.Now().Add(min(t.timeout, time.Second))
 		t.closing.Store(true)
+		t.interruptSelfRead()
 		close(t.done)
 		var wg sync.WaitGroup
 		for _, p := range t.peers {
@@ -273,6 +296,7 @@ func (t *TCP) Close() error {
 		wg.Wait()
 		t.mb.Close(t.closedErr())
 		t.wg.Wait()
+		t.stopSelfRead()
 	})
 	return nil
 }
@@ -325,18 +349,34 @@ func (p *peer) write(h *Header, bufs [][]byte, hard time.Time) error {
 	if !p.lock(lockBy) {
 		return kx.Errorf(kx.CodeTimeout, "send to rank %d: its connection stayed busy for %v", kx.RankRef(p.rank), t.timeout)
 	}
-	defer p.unlock()
 	if err := p.writable(); err != nil {
+		p.unlock()
 		return err
 	}
-	if p.link != nil {
-		deadline := hard
-		if deadline.IsZero() {
-			deadline = time.Now().Add(t.timeout)
-		}
-		return p.writeShm(h, bufs, deadline)
+	if p.link == nil {
+		_, err := p.writeFrame(h, bufs, hard, nil)
+		p.unlock()
+		return err
 	}
-	_, err := p.writeFrame(h, bufs, hard, nil)
+	deadline := hard
+	if deadline.IsZero() {
+		deadline = time.Now().Add(t.timeout)
+	}
+	if h.Type != FrameData || !p.link.byRef(h.Len) {
+		err := p.writeShm(h, bufs, deadline)
+		p.unlock()
+		return err
+	}
+	// By reference (shmref_linux.go): the write lock goes back before the wait for the peer's
+	// copy, so that this rank's other frames to it (and its own answers) are not held up.
+	end, err := p.writeShmRef(h, bufs, deadline)
+	p.unlock()
+	if err == nil {
+		err = p.awaitRefCopied(h, end)
+	}
+	// The peer reads bufs by address until then: the collector must not free them before
+	// (nothing else here holds them).
+	runtime.KeepAlive(bufs)
 	return err
 }
 
@@ -444,41 +484,64 @@ func (p *peer) down(err error) {
 }
 
 // readLoop files every frame from p until the connection ends. A payload is read straight into
-// the buffer Recv will hand out.
+// the buffer Recv will hand out. Where waits may read p's socket themselves (p.shared,
+// selfread_linux.go), the loop waits for the socket to become readable without holding p's
+// read token, and reads only what is there once it holds it; else it keeps the token for good.
 func (t *TCP) readLoop(p *peer) {
 	defer t.wg.Done()
 	defer close(p.readDone)
-	// A small buffer: it batches small frames, and a payload read after its header passes
-	// through it only for what the header read brought along (docs/netio-notes.md).
-	br := bufio.NewReaderSize(p.conn, 4<<10)
-	var hb [HeaderSize]byte
-	for {
-		if _, err := io.ReadFull(br, hb[:]); err != nil {
-			if p.link != nil && !t.closing.Load() {
-				p.link.tcpEnded(false)
-				return
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	for !p.rdone {
+		if !p.shared {
+			p.rdone = t.readFrame(p)
+			continue
+		}
+		p.rmu.Unlock()
+		werr := p.stream.awaitReadable()
+		p.rmu.Lock()
+		if p.rdone || werr == nil && !p.stream.readable() {
+			continue // a waiting caller read what woke us, or ended the stream
+		}
+		for !p.rdone {
+			p.rdone = t.readFrame(p)
+			if p.br.Buffered() == 0 {
+				break
 			}
-			t.readFailed(p, err)
-			return
-		}
-		h, ok := t.checkFrame(p, hb[:], -1)
-		if !ok {
-			return
-		}
-		bye, err := t.file(p, &h, br)
-		switch {
-		case err != nil:
-			t.readFailed(p, err)
-			return
-		case bye && p.link != nil:
-			// The bye in the ring, behind the data, is the one that counts.
-			p.link.tcpEnded(true)
-			return
-		case bye:
-			p.down(mailbox.FinalizedError(p.rank))
-			return
 		}
 	}
+}
+
+// readFrame reads and files one frame from p's connection; the caller holds p's read token.
+// It reports whether the stream is finished with (a failure, a bad frame or a bye, each
+// already told to the mailbox or the shared-memory link).
+func (t *TCP) readFrame(p *peer) (done bool) {
+	if _, err := io.ReadFull(p.br, p.rhb[:]); err != nil {
+		if p.link != nil && !t.closing.Load() {
+			p.link.endTCP(false)
+			return true
+		}
+		t.readFailed(p, err)
+		return true
+	}
+	h, ok := t.checkFrame(p, p.rhb[:], -1)
+	if !ok {
+		return true
+	}
+	bye, err := t.file(p, &h, p.br)
+	switch {
+	case err != nil:
+		t.readFailed(p, err)
+		return true
+	case bye && p.link != nil:
+		// The bye in the ring, behind the data, is the one that counts.
+		p.link.endTCP(true)
+		return true
+	case bye:
+		p.down(mailbox.FinalizedError(p.rank))
+		return true
+	}
+	return false
 }
 
 // checkFrame decodes a frame header from p and checks it belongs to p and this job; a bad one
@@ -524,6 +587,8 @@ func (t *TCP) file(p *peer, h *Header, r mailbox.Payload) (bye bool, err error) 
 		}
 		code, named, msg := decodeAbort(b)
 		t.mb.Abort(h.Seq, p.rank, code, named, msg)
+	case FrameDataRef:
+		return false, t.receiveRef(p, h, r)
 	case FrameBye:
 		return true, nil
 	}

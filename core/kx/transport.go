@@ -2,8 +2,16 @@ package kx
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
 )
+
+// AsyncSends counts the sends of this process running on goroutines of their own (large
+// messages, core's sendGroup; writes left to slow replicas, netio's late sends). A transport
+// whose waits read their sockets on the waiting thread (netio's caller-thread reads) waits the
+// old way while any is running: a thread blocked in poll(2) keeps the only P of a
+// GOMAXPROCS=1 rank, and the send would wait for the runtime's monitor to take it back.
+var AsyncSends atomic.Int32
 
 // Transport moves messages between the ranks of one job. core sees nothing else of the network:
 // netio provides a TCP implementation and an in-memory one with the same semantics.
@@ -72,6 +80,10 @@ type Transport interface {
 	// SameHost tells whether messages to rank stay on this host (a copy through the kernel, not
 	// a network link).
 	SameHost(rank int) bool
+	// SendFits tells whether a Send of n bytes to rank would complete now, without waiting
+	// for the peer to read (its ring or socket buffer has the room): core then sends a large
+	// message on the calling thread instead of a goroutine of its own.
+	SendFits(rank, n int) bool
 }
 
 // Tag names one message inside a collective.
@@ -184,6 +196,7 @@ type ShmStats struct {
 	SpinAllowed bool   `json:"spin_allowed"`
 	Spins       uint64 `json:"spins"`     // waits that spun before sleeping
 	SpinHits    uint64 `json:"spin_hits"` // of those, satisfied while spinning
-	Sleeps      uint64 `json:"sleeps"`    // futex sleeps
+	Yields      uint64 `json:"yields"`    // waits that gave the CPU away between looks before sleeping (no spin allowed)
+	Sleeps      uint64 `json:"sleeps"`    // sleeps (futex, doorbell or poll(2))
 	WakesSent   uint64 `json:"wakes_sent"`
 }

@@ -121,6 +121,15 @@ func (v *View) FailedRanks() []int {
 	return out
 }
 
+// SendFits tells whether a message of n bytes to node goes out now (kx.Transport.SendFits); with
+// replication, never: the copies to the replicas go out in parallel (Send).
+func (v *View) SendFits(node, n int) bool {
+	if v.s != 1 || node < 0 || node >= v.m {
+		return false
+	}
+	return v.t.SendFits(v.replicas[node][0], n)
+}
+
 // SameHost tells whether messages to node stay on this host (its first replica's).
 func (v *View) SameHost(node int) bool {
 	return node >= 0 && node < v.m && v.t.SameHost(v.replicas[node][0])

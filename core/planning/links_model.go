@@ -33,8 +33,14 @@ type Links struct {
 	Source      string      `json:"source,omitempty"`
 	// Rates are the compute rates every rank plans with (degrees=auto): each rank's quick
 	// measurement, the median over ranks.
-	Rates   ComputeRates `json:"compute_rates"`
-	peerIdx map[int]int  // rank -> index in Peers
+	Rates ComputeRates `json:"compute_rates"`
+	// RanksPerHost is the job's placement as the cost model takes it (links_hosts.go), with the
+	// links within a host (Local) and between hosts (Remote) fitted apart when both kinds were
+	// measured.
+	RanksPerHost int         `json:"ranks_per_host"`
+	Local        *Links      `json:"local,omitempty"`
+	Remote       *Links      `json:"remote,omitempty"`
+	peerIdx      map[int]int // rank -> index in Peers
 }
 
 // LinkPeer is one link this rank measured itself, fitted as Links is: for decisions about
@@ -100,22 +106,23 @@ func (l *Links) Finish() {
 }
 
 // LinksFrom turns the gathered round trips into the agreed model: per size the median over all
-// (rank, shift) links. Every rank computes it from the same numbers in the same order.
-func LinksFrom(sizes []int, agreed [][]uint64, nShifts, m int) *Links {
+// (rank, shift) links. Every rank computes it from the same numbers in the same order. Each
+// rank's words are stride long, its nShifts round trips first.
+func LinksFrom(sizes []int, agreed [][]uint64, nShifts, stride, m int) *Links {
 	med := make([]float64, len(sizes))
 	for j, all := range agreed {
-		med[j] = MedianRound(all, nShifts, m)
+		med[j] = MedianRound(all, nShifts, stride, m)
 	}
 	return &Links{LatencyS: med[0] / 2, Points: CurvePoints(sizes, med), Measured: m * nShifts}
 }
 
-// MedianRound is the median, in seconds, of one size's round trips gathered from m ranks
-// (nShifts round trips and the elapsed time per rank).
-func MedianRound(all []uint64, nShifts, m int) float64 {
+// MedianRound is the median, in seconds, of one size's round trips gathered from m ranks (the
+// first nShifts of each rank's stride words).
+func MedianRound(all []uint64, nShifts, stride, m int) float64 {
 	var v []float64
 	for r := 0; r < m; r++ {
 		for h := 0; h < nShifts; h++ {
-			v = append(v, float64(all[r*(nShifts+1)+h])/1e9)
+			v = append(v, float64(all[r*stride+h])/1e9)
 		}
 	}
 	slices.Sort(v)

@@ -118,8 +118,10 @@ type Recorder struct {
 	retired planRec    // aggregate of dropped records (calls, secs, agree, layers)
 	nRetir  int
 	active  map[uint64]*activeColl
-	index   IndexBytes // every config message's, for CompressionStats
-	packed  bool       // some message travelled compressed
+	// freeActive are records of ended collectives, for reuse.
+	freeActive []*activeColl
+	index      IndexBytes // every config message's, for CompressionStats
+	packed     bool       // some message travelled compressed
 }
 
 // NewRecorder starts counting.
@@ -131,7 +133,8 @@ func NewRecorder() *Recorder {
 func (s *Recorder) Begin(seq uint64, fp kx.Fingerprint) {
 	now := time.Now()
 	s.mu.Lock()
-	a := &activeColl{kind: fp.Kind, start: now, slotStart: now, slot: -1}
+	a := s.newActive()
+	*a = activeColl{kind: fp.Kind, start: now, slotStart: now, slot: -1}
 	if int(fp.Kind) >= len(s.kinds) {
 		a.kind = kx.KindInvalid
 	}
@@ -205,12 +208,29 @@ func (s *Recorder) End(seq uint64, err error) {
 	s.mu.Unlock()
 }
 
+// newActive is a record for a collective, reused from one that ended (a small collective
+// allocates nothing here).
+func (s *Recorder) newActive() *activeColl {
+	if n := len(s.freeActive); n > 0 {
+		a := s.freeActive[n-1]
+		s.freeActive = s.freeActive[:n-1]
+		return a
+	}
+	return new(activeColl)
+}
+
 func (s *Recorder) endLocked(seq uint64, err error, now time.Time) {
 	a := s.active[seq]
 	if a == nil {
 		return
 	}
 	delete(s.active, seq)
+	defer func() {
+		*a = activeColl{}
+		if len(s.freeActive) < 4 {
+			s.freeActive = append(s.freeActive, a)
+		}
+	}()
 	k := &s.kinds[a.kind]
 	k.calls++
 	k.secs += now.Sub(a.start)

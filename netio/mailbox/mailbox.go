@@ -36,13 +36,16 @@ type Mailbox struct {
 	dead    []error // per rank: why it is gone, nil while alive
 	closed  error   // set by Close: every wait fails with it
 	waiters []*waiter
-	// freeWaiters are waiters done with, for reuse.
+	// freeWaiters are waiters done with, for reuse; freeBoxes the same for boxes.
 	freeWaiters []*waiter
+	freeBoxes   []*seqBox
 	// posts are the landing places core named with Expect for the current collective (cur):
 	// a data frame for one of them is read straight into it (see claim).
 	posts map[msgKey]*post
 	// quiet is signalled when a post being filled lands or its reader fails (Quiesce).
 	quiet sync.Cond
+	// driver, when set, reads a wait's sources on the waiting thread (drive.go).
+	driver Driver
 }
 
 type msgKey struct {
@@ -56,10 +59,17 @@ type frame struct {
 	data []byte
 }
 
+// frameQ is the FIFO of one key's buffered frames: the first inline, so the usual single frame
+// costs no allocation.
+type frameQ struct {
+	head frame
+	rest []frame
+}
+
 type seqBox struct {
-	msgs   map[msgKey][]frame // FIFO per key
-	fail   error              // mismatch or abort: the collective is over
-	remote bool               // fail came from a peer's abort, which every peer got too
+	msgs   map[msgKey]frameQ // FIFO per key
+	fail   error             // mismatch or abort: the collective is over
+	remote bool              // fail came from a peer's abort, which every peer got too
 	// stalled holds peers' timeout reports. A timeout is a guess about who is to blame: in a
 	// chain of waits every rank times out at about the same moment, and the first report would
 	// otherwise pre-empt the ranks that wait on the culprit itself. So a report from rank r ends
@@ -95,20 +105,52 @@ func New(rank, size int, timeout time.Duration) *Mailbox {
 // free recycles the payloads nobody will read.
 func (b *seqBox) free() {
 	for _, q := range b.msgs {
-		for _, f := range q {
+		PutBuf(q.head.data)
+		for _, f := range q.rest {
 			PutBuf(f.data)
 		}
 	}
-	b.msgs = map[msgKey][]frame{}
+	clear(b.msgs)
 }
 
+// put appends a frame to key k's queue.
+func (b *seqBox) put(k msgKey, f frame) {
+	q, ok := b.msgs[k]
+	if !ok {
+		q.head = f
+	} else {
+		q.rest = append(q.rest, f)
+	}
+	b.msgs[k] = q
+}
+
+// box is seq's box, made (or taken from the boxes of collectives left) when it has none: a
+// small collective allocates nothing here.
 func (m *Mailbox) box(seq uint64) *seqBox {
 	b := m.boxes[seq]
 	if b == nil {
-		b = &seqBox{msgs: map[msgKey][]frame{}, accepted: map[msgKey]int{}, seen: map[copyKey]int{}}
+		if n := len(m.freeBoxes); n > 0 {
+			b = m.freeBoxes[n-1]
+			m.freeBoxes[n-1] = nil
+			m.freeBoxes = m.freeBoxes[:n-1]
+		} else {
+			b = &seqBox{msgs: map[msgKey]frameQ{}, accepted: map[msgKey]int{}, seen: map[copyKey]int{}}
+		}
 		m.boxes[seq] = b
 	}
 	return b
+}
+
+// recycle empties a box of a collective left and keeps it for a later one.
+func (m *Mailbox) recycle(b *seqBox) {
+	b.free()
+	clear(b.accepted)
+	clear(b.seen)
+	clear(b.stalled)
+	b.fail, b.remote = nil, false
+	if len(m.freeBoxes) < 4 {
+		m.freeBoxes = append(m.freeBoxes, b)
+	}
 }
 
 // stale reports whether seq belongs to a collective this rank has already left.
@@ -128,8 +170,8 @@ func (m *Mailbox) Begin(seq uint64, fp kx.Fingerprint) {
 	}
 	for s, b := range m.boxes {
 		if s < seq {
-			b.free()
 			delete(m.boxes, s)
+			m.recycle(b)
 		}
 	}
 	b := m.boxes[seq]
@@ -139,7 +181,11 @@ func (m *Mailbox) Begin(seq uint64, fp kx.Fingerprint) {
 	first := -1
 	var theirs kx.Fingerprint
 	for k, q := range b.msgs {
-		for _, f := range q {
+		for i := -1; i < len(q.rest); i++ {
+			f := q.head
+			if i >= 0 {
+				f = q.rest[i]
+			}
 			if f.fp != fp && (first < 0 || k.src < first) {
 				first, theirs = k.src, f.fp
 			}
@@ -205,7 +251,7 @@ func (m *Mailbox) deliverCopy(src int, seq uint64, layer uint8, phase kx.Phase, 
 		// Posted after claim looked and before this frame was filed: hand it to the post.
 		p.state, p.data = postEarly, data
 	} else {
-		b.msgs[k] = append(b.msgs[k], frame{fp, data})
+		b.put(k, frame{fp, data})
 	}
 	m.wakeKey(seq, k)
 }

@@ -11,11 +11,15 @@ import (
 // next payload of the same size class reuses it. Buffers come in power-of-two classes from
 // minPooled to maxPooled; smaller and larger ones are plain allocations.
 const (
-	minPooledShift = 12 // 4 KiB
+	minPooledShift = 6  // 64 B
 	maxPooledShift = 26 // 64 MiB
 )
 
 var payloadPools [maxPooledShift + 1]sync.Pool
+
+// holders are the *[]byte the pools hold buffers in, kept for reuse: a pool holds pointers, and
+// taking a fresh one for every PutBuf would cost an allocation per message.
+var holders sync.Pool
 
 // GetBuf returns a buffer of length n whose contents are undefined (the reader overwrites it).
 func GetBuf(n int) []byte {
@@ -24,7 +28,10 @@ func GetBuf(n int) []byte {
 	}
 	k := bits.Len(uint(n - 1)) // smallest k with 1<<k >= n
 	if p, _ := payloadPools[k].Get().(*[]byte); p != nil {
-		return (*p)[:n]
+		b := (*p)[:n]
+		*p = nil
+		holders.Put(p)
+		return b
 	}
 	return make([]byte, n, 1<<k)
 }
@@ -35,6 +42,10 @@ func PutBuf(b []byte) {
 	if c < 1<<minPooledShift || c > 1<<maxPooledShift || c&(c-1) != 0 {
 		return
 	}
-	b = b[:c]
-	payloadPools[bits.Len(uint(c))-1].Put(&b)
+	p, _ := holders.Get().(*[]byte)
+	if p == nil {
+		p = new([]byte)
+	}
+	*p = b[:c]
+	payloadPools[bits.Len(uint(c))-1].Put(p)
 }

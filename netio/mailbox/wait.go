@@ -15,6 +15,8 @@ type waiter struct {
 	need  int           // a prefix wait's bytes (progress below it does not wake), else < 0
 	ch    chan struct{} // buffered(1): a wake-up is never lost and never blocks the sender
 	timer *time.Timer   // stopped while the waiter is free
+	due   time.Time     // when timer fires
+	one   [1]int        // the source list of a plain wait, for the driver (drive.go)
 }
 
 // getWaiter takes a waiter from the free list (waits are frequent; their channel and timer
@@ -60,6 +62,12 @@ func (m *Mailbox) removeWaiter(w *waiter) {
 	}
 }
 
+// arm sets w's timer to fire after d.
+func (w *waiter) arm(d time.Duration) {
+	w.timer.Reset(d)
+	w.due = time.Now().Add(d)
+}
+
 func wake(w *waiter) {
 	select {
 	case w.ch <- struct{}{}:
@@ -85,17 +93,19 @@ func (m *Mailbox) Recv(from int, tag kx.Tag) ([]byte, error) {
 
 // takeMsg pops the first buffered message with key k, or returns nil.
 func takeMsg(b *seqBox, k msgKey) []byte {
-	q := b.msgs[k]
-	if len(q) == 0 {
+	q, ok := b.msgs[k]
+	if !ok {
 		return nil
 	}
-	data := q[0].data
-	q[0] = frame{}
-	if len(q) == 1 {
+	data := q.head.data
+	if len(q.rest) == 0 {
 		delete(b.msgs, k)
-	} else {
-		b.msgs[k] = q[1:]
+		return data
 	}
+	q.head = q.rest[0]
+	q.rest[0] = frame{}
+	q.rest = q.rest[1:]
+	b.msgs[k] = q
 	return data
 }
 
@@ -131,9 +141,13 @@ func (m *Mailbox) wait(from int, tag kx.Tag, prefix int) (ready, error) {
 		if w == nil {
 			w = m.getWaiter(tag.Seq, k, prefix)
 			m.waiters = append(m.waiters, w)
-			w.timer.Reset(m.nextCheck(m.timeout, nextStall))
+			w.arm(m.nextCheck(m.timeout, nextStall))
 		}
 		m.mu.Unlock()
+		if m.driver != nil && m.drive(w, k, from) {
+			m.mu.Lock()
+			continue
+		}
 		select {
 		case <-w.ch:
 			m.mu.Lock()
@@ -148,7 +162,7 @@ func (m *Mailbox) wait(from int, tag kx.Tag, prefix int) (ready, error) {
 			// from the peer (a long message may still be arriving); heartbeats do not count.
 			last := max(start.UnixNano(), m.live.latestData(m.race.sources(k, from)))
 			if left := time.Until(time.Unix(0, last).Add(m.timeout)); left > 0 {
-				w.timer.Reset(m.nextCheck(left, nextStall-waited))
+				w.arm(m.nextCheck(left, nextStall-waited))
 				continue
 			}
 			// One last look: the message may have raced the timer.

@@ -112,4 +112,7 @@ func (s *Segment) closeBells() {
 	for _, b := range s.bells {
 		b.f.Close()
 	}
+	if s.watcher != nil {
+		s.watcher.f.Close()
+	}
 }

@@ -152,7 +152,7 @@ func (w *Writer) reserve(wt *Wait, need uint64) error {
 		w.headSeen = w.head.Load()
 		return w.free() >= need
 	}
-	err := w.s.await(wt, w.wsleep, ready)
+	err := w.s.await(wt, w.wsleep, ready, false)
 	if err == nil {
 		if d := w.pos - w.headSeen; d > w.size {
 			return fmt.Errorf("%w: head %d behind tail %d", ErrBadSegment, w.headSeen, w.pos)
@@ -303,7 +303,7 @@ func (r *Reader) fill(wt *Wait, need uint64) error {
 		r.tailSeen = r.tail.Load()
 		return r.avail() >= need
 	}
-	err := r.s.await(wt, r.rsleep, ready)
+	err := r.s.await(wt, r.rsleep, ready, false)
 	if err == nil && r.avail() > r.size {
 		return fmt.Errorf("%w: tail %d ahead of head %d", ErrBadSegment, r.tailSeen, r.pos)
 	}

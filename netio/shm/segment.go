@@ -63,7 +63,8 @@ const (
 	offVersion = 8
 	offRingLog = 12
 
-	// side s (0 creator, 1 attacher) at offSide + s*line: pid int32, closed uint32.
+	// side s (0 creator, 1 attacher) at offSide + s*line: pid int32, closed uint32, then the
+	// single-copy probe's fields (cma.go).
 	offSide = 2 * line
 	// ring r (written by side r) at offRing + r*ringHdr: tail, head, reader's sleep word,
 	// writer's sleep word, each on its own line.
@@ -120,7 +121,8 @@ type Segment struct {
 
 	stats struct{ spins, spinHits, sleeps, wakes atomic.Uint64 }
 
-	bells map[*atomic.Uint32]*bell // nil: futex sleeps (doorbell.go)
+	bells   map[*atomic.Uint32]*bell // nil: futex sleeps (doorbell.go)
+	watcher *bellWatcher             // shared reading: AwaitFrame's view of the read doorbell (shared.go)
 
 	peerMu    sync.Mutex
 	peerPid   int
@@ -164,6 +166,7 @@ func Create(ringSize int, opt Options) (*Segment, error) {
 	*(*uint32)(unsafe.Pointer(&mem[offRingLog])) = uint32(log)
 	s := newSegment(mem, fd, 0, ringSize, opt)
 	s.sidePid(0).Store(int32(unix.Getpid()))
+	s.publishProbe()
 	return s, nil
 }
 
@@ -200,6 +203,7 @@ func Open(fd int, opt Options) (*Segment, error) {
 		unix.Munmap(mem)
 		return nil, fmt.Errorf("%w: already opened by pid %d", ErrBadSegment, other)
 	}
+	s.publishProbe()
 	// The creator's pid is known now: pin it with a pidfd at once, so that a reused pid
 	// cannot pass for the creator later.
 	s.peerGone()

@@ -47,10 +47,12 @@ func (s *Segment) wake(w *atomic.Uint32) {
 // sees the other: either the waiter sees the new position, or the peer sees 1 and wakes it
 // (FUTEX_WAIT refuses to sleep once the word is no longer 1).
 //
+// watch (AwaitFrame only) sleeps on the read doorbell's watcher, which never drains it.
+//
 // It returns ErrPeerClosed when the peer closed its side and ready() still fails after
 // that (the peer publishes before it closes, so nothing sent is lost), *PeerDeadError,
 // ErrClosed, ErrAborted or ErrTimeout.
-func (s *Segment) await(wt *Wait, sleep *atomic.Uint32, ready func() bool) error {
+func (s *Segment) await(wt *Wait, sleep *atomic.Uint32, ready func() bool, watch bool) error {
 	if ready() {
 		return nil
 	}
@@ -94,7 +96,11 @@ func (s *Segment) await(wt *Wait, sleep *atomic.Uint32, ready func() bool) error
 		}
 		start := time.Now()
 		s.stats.sleeps.Add(1)
-		s.sleepOn(sleep, d)
+		if watch {
+			s.watchFrames(d)
+		} else {
+			s.sleepOn(sleep, d)
+		}
 		if ready() {
 			sleep.Store(0)
 			return nil

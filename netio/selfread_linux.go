@@ -1,0 +1,399 @@
+//go:build linux
+
+package netio
+
+import (
+	"io"
+	"kylix/core/kx"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Caller-thread reads (docs/measurements.md, "Small steps through the C ABI"). A cgo call into
+// Kylix runs on a goroutine locked to the C thread, so a wait that sleeps until a reader
+// goroutine has filed its message pays two thread hand-offs per message; through the C ABI that
+// was 42% of a small reduce's CPU. Here a wait reads its sources' sockets itself: it takes
+// their read tokens, poll(2)s them on its own thread and files frames through the mailbox like
+// the reader goroutine, until its own message is in. A reader goroutine only waits for its
+// socket to become readable without the token, so a socket has one reader at a time.
+//
+// A wait takes the tokens that are free (a reader goroutine in the middle of a frame keeps its
+// own) and sleeps as before when none is. It does not while any send of this process runs on a
+// goroutine of its own (kx.AsyncSends): with GOMAXPROCS=1 a thread blocked in poll(2) keeps the
+// only P, and the send would wait for the runtime's monitor to take it back (measured: 32768
+// keys, 650 against 290 us).
+
+// driveSlice bounds one poll(2) of a driving wait: a wake-up that does not come from its own
+// reads (a death found by liveness, an abort from another peer) is seen within it.
+const driveSlice = 10 * time.Millisecond
+
+// midFrameSlice bounds one poll(2) inside a frame, between looks at whether the transport
+// closed or the peer was dropped.
+const midFrameSlice = 100 * time.Millisecond
+
+// selfReadOff turns caller-thread reads off (tests of the reader goroutines alone).
+var selfReadOff bool
+
+// driveSpin is how long a driving wait spins (looking at its rings and, now and then, its
+// sockets) before it sleeps, where this host's ranks fit its CPUs (TCP.spin); a variable for
+// tests and measurements.
+var driveSpin = 100 * time.Microsecond
+
+// driveYield is how long a driving wait yields the CPU between looks before it sleeps where the
+// host's ranks outnumber its CPUs (a variable for tests and measurements).
+var driveYield = 200 * time.Microsecond
+
+// selfReads is the transport's side of it. One wait drives at a time (mu); the others sleep.
+type selfReads struct {
+	mu    sync.Mutex
+	intr  int     // eventfd, readable once the transport closes: every poll(2) returns; -1 when closed
+	socks []*peer // the peers whose socket tokens the driving wait holds
+	rings []*peer // the peers whose ring tokens it holds
+	pfds  []unix.PollFd
+
+	spins, spinHits, yields, sleeps atomic.Uint64 // for ShmStats: a spin never happens where it may not
+	driven                          atomic.Uint64 // frames filed by waits (tests)
+}
+
+// startSelfRead marks the peers whose sockets or rings waits may read (plain TCP peers with
+// raw access; links with doorbells) and installs the driver.
+func (t *TCP) startSelfRead() {
+	t.sr.intr = -1
+	if selfReadOff {
+		return
+	}
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return
+	}
+	any := false
+	for _, p := range t.peers {
+		switch {
+		case p == nil:
+		case p.link != nil:
+			if p.link.seg.SetShared() == nil {
+				p.link.shared, any = true, true
+			}
+		case p.stream.rc != nil && p.stream.fd >= 0:
+			p.shared, any = true, true
+		}
+	}
+	if !any {
+		unix.Close(fd)
+		return
+	}
+	t.sr.intr = fd
+	t.mb.SetDriver(t.drive)
+}
+
+// interruptSelfRead wakes every poll(2) of a driving wait for good (Close).
+func (t *TCP) interruptSelfRead() {
+	if t.sr.intr >= 0 {
+		one := [8]byte{1}
+		unix.Write(t.sr.intr, one[:])
+	}
+}
+
+// stopSelfRead closes the eventfd once no wait can be driving.
+func (t *TCP) stopSelfRead() {
+	t.sr.mu.Lock()
+	defer t.sr.mu.Unlock()
+	if t.sr.intr >= 0 {
+		unix.Close(t.sr.intr)
+		t.sr.intr = -1
+	}
+}
+
+// drive is the mailbox's Driver: it reads the sockets and rings of srcs on this thread until
+// woken has the wait's wake-up (true) or until passes, the transport closes or no token could
+// be taken (false). Where cores allow it spins for up to driveSpin first.
+func (t *TCP) drive(srcs []int, woken <-chan struct{}, until time.Time) bool {
+	sr := &t.sr
+	if kx.AsyncSends.Load() > 0 || !sr.mu.TryLock() {
+		return false
+	}
+	defer sr.mu.Unlock()
+	if sr.intr < 0 || t.closing.Load() || !t.takeTokens(srcs) {
+		return false
+	}
+	defer t.releaseTokens()
+	// First spin (cores allow it) or yield (they do not: every look gives the CPU to whatever
+	// else is runnable, Open MPI's yield_when_idle), for a bounded time; then sleep.
+	var spinUntil time.Time
+	yield := !t.spin
+	switch {
+	case t.spin:
+		spinUntil = time.Now().Add(driveSpin)
+		sr.spins.Add(1)
+	case driveYield > 0:
+		spinUntil = time.Now().Add(driveYield)
+		sr.yields.Add(1)
+	}
+	for i := 0; ; i++ {
+		select {
+		case <-woken:
+			if i > 0 && !yield && !spinUntil.IsZero() {
+				sr.spinHits.Add(1)
+			}
+			return true
+		default:
+		}
+		if t.readSome() {
+			continue
+		}
+		if len(sr.socks)+len(sr.rings) == 0 {
+			return false
+		}
+		if !spinUntil.IsZero() {
+			if !yield && i&63 != 63 {
+				continue
+			}
+			if now := time.Now(); now.Before(spinUntil) && now.Before(until) {
+				if len(sr.socks) > 0 && t.pollSocks(0) {
+					return false
+				}
+				unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+				continue
+			}
+			spinUntil = time.Time{}
+		}
+		left := time.Until(until)
+		if left <= 0 {
+			return false
+		}
+		sr.sleeps.Add(1)
+		if !t.sleepOnSources(min(left, driveSlice)) {
+			return false // closing
+		}
+	}
+}
+
+// readSome files one frame from a held socket with bytes buffered or a held ring with a frame
+// waiting; false when there is none.
+func (t *TCP) readSome() bool {
+	sr := &t.sr
+	for _, p := range sr.socks {
+		if !p.rdone && p.br.Buffered() > 0 {
+			p.rdone = t.readFrame(p)
+			sr.driven.Add(1)
+			sr.dropDone()
+			return true
+		}
+	}
+	for _, p := range sr.rings {
+		if !p.ringDone && (p.link.seg.Reader().Ready() || p.link.tcpEnded()) {
+			p.ringDone = t.readRingFrame(p) // after the TCP end: drains, then reports the end
+			sr.driven.Add(1)
+			sr.dropDone()
+			return true
+		}
+	}
+	return false
+}
+
+// sleepOnSources sleeps in one poll(2) on the held sockets, the held rings' read doorbells
+// and the close interrupt, for at most d, then reads a frame from each socket that became
+// readable. False when the transport is closing.
+func (t *TCP) sleepOnSources(d time.Duration) bool {
+	sr := &t.sr
+	for _, p := range sr.rings {
+		p.link.seg.AnnounceRead()
+	}
+	for _, p := range sr.rings {
+		if p.link.seg.Reader().Ready() {
+			return true // published before the announcement was seen: no sleep
+		}
+	}
+	return !t.pollSocks(pollMillis(d))
+}
+
+// pollSocks polls the held sockets, the held rings' doorbells (unless ms is 0: a spin looks at
+// the rings themselves) and the interrupt for ms milliseconds, drains the doorbells that rang
+// and reads a frame from every socket that is readable. It reports the interrupt.
+func (t *TCP) pollSocks(ms int) (closing bool) {
+	sr := &t.sr
+	sr.pfds = sr.pfds[:0]
+	for _, p := range sr.socks {
+		sr.pfds = append(sr.pfds, unix.PollFd{Fd: int32(p.stream.fd), Events: unix.POLLIN})
+	}
+	if ms != 0 {
+		for _, p := range sr.rings {
+			sr.pfds = append(sr.pfds, unix.PollFd{Fd: int32(p.link.seg.ReadBell()), Events: unix.POLLIN})
+		}
+	}
+	sr.pfds = append(sr.pfds, unix.PollFd{Fd: int32(sr.intr), Events: unix.POLLIN})
+	n, err := unix.Poll(sr.pfds, ms)
+	if err != nil || n <= 0 {
+		return false
+	}
+	if sr.pfds[len(sr.pfds)-1].Revents != 0 {
+		return true
+	}
+	if ms != 0 {
+		for i, p := range sr.rings {
+			if sr.pfds[len(sr.socks)+i].Revents != 0 {
+				p.link.seg.DrainReadBell()
+			}
+		}
+	}
+	for i, p := range sr.socks {
+		if sr.pfds[i].Revents != 0 && !p.rdone {
+			p.rdone = t.readFrame(p)
+			sr.driven.Add(1)
+		}
+	}
+	sr.dropDone()
+	return false
+}
+
+// takeTokens takes the read tokens of srcs that are free and switches their sockets to direct
+// reads; it reports whether it took any.
+func (t *TCP) takeTokens(srcs []int) bool {
+	sr := &t.sr
+	sr.socks, sr.rings = sr.socks[:0], sr.rings[:0]
+	for _, r := range srcs {
+		if r < 0 || r >= len(t.peers) || t.peers[r] == nil {
+			continue
+		}
+		p := t.peers[r]
+		switch {
+		case p.link != nil && p.link.shared && p.ringMu.TryLock():
+			if p.ringDone {
+				p.ringMu.Unlock()
+				continue
+			}
+			sr.rings = append(sr.rings, p)
+		case p.shared && p.rmu.TryLock():
+			if p.rdone {
+				p.rmu.Unlock()
+				continue
+			}
+			p.stream.direct = true
+			sr.socks = append(sr.socks, p)
+		}
+	}
+	return len(sr.socks)+len(sr.rings) > 0
+}
+
+// releaseTokens gives the tokens back. Whole frames still in a socket's buffer are filed first:
+// the reader goroutine learns of bytes only from the socket, so it would never look at them. A
+// ring's reader goroutine looks at the ring itself.
+func (t *TCP) releaseTokens() {
+	sr := &t.sr
+	for _, p := range sr.socks {
+		for !p.rdone && p.br.Buffered() > 0 {
+			p.rdone = t.readFrame(p)
+		}
+		p.stream.direct = false
+		p.rmu.Unlock()
+	}
+	for _, p := range sr.rings {
+		p.ringMu.Unlock()
+	}
+	clear(sr.socks)
+	clear(sr.rings)
+	sr.socks, sr.rings = sr.socks[:0], sr.rings[:0]
+}
+
+// dropDone releases the held peers whose stream or ring is finished with.
+func (sr *selfReads) dropDone() {
+	socks := sr.socks[:0]
+	for _, p := range sr.socks {
+		if p.rdone {
+			p.stream.direct = false
+			p.rmu.Unlock()
+			continue
+		}
+		socks = append(socks, p)
+	}
+	clear(sr.socks[len(socks):])
+	sr.socks = socks
+	rings := sr.rings[:0]
+	for _, p := range sr.rings {
+		if p.ringDone {
+			p.ringMu.Unlock()
+			continue
+		}
+		rings = append(rings, p)
+	}
+	clear(sr.rings[len(rings):])
+	sr.rings = rings
+}
+
+// pollMillis is d in whole milliseconds for poll(2), rounded up so a short wait still sleeps.
+func pollMillis(d time.Duration) int {
+	return int((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// pollReadable tells whether fd has bytes (or an end) to read within ms milliseconds.
+func pollReadable(fd, ms int) bool {
+	pfd := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(pfd[:], ms)
+		if err == unix.EINTR {
+			continue
+		}
+		return n > 0
+	}
+}
+
+// rawRead is a direct read: read(2) under rc.Control (so Close never recycles the fd under
+// it), and poll(2) on this thread while the socket is empty, as long as the transport is open
+// and the peer not dropped.
+func (s *sockStream) rawRead(b []byte) (int, error) {
+	for {
+		var n int
+		var err error
+		if cerr := s.rc.Control(func(fd uintptr) { n, err = unix.Read(int(fd), b) }); cerr != nil {
+			return 0, cerr
+		}
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			if err := s.awaitMidFrame(); err != nil {
+				return 0, err
+			}
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0 && len(b) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// awaitMidFrame sleeps in poll(2) until the socket is readable; it fails when the transport
+// closes or the peer was dropped meanwhile.
+func (s *sockStream) awaitMidFrame() error {
+	t := s.p.t
+	pfd := [2]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(t.sr.intr), Events: unix.POLLIN}}
+	for {
+		if t.closing.Load() {
+			return t.closedErr()
+		}
+		if err := t.mb.Dead(s.p.rank); err != nil {
+			return err
+		}
+		n, err := unix.Poll(pfd[:], pollMillis(midFrameSlice))
+		if err != nil && err != unix.EINTR {
+			return err
+		}
+		if n > 0 && pfd[0].Revents != 0 {
+			return nil
+		}
+	}
+}
+
+// awaitReadable is the reader goroutine's wait, without the token: it parks in the runtime's
+// poller until the socket is readable (or closed: the error).
+func (s *sockStream) awaitReadable() error {
+	return s.rc.Read(func(fd uintptr) bool { return pollReadable(int(fd), 0) })
+}
+
+// readable tells whether a read would find bytes now; the caller holds the token.
+func (s *sockStream) readable() bool { return s.p.br.Buffered() > 0 || pollReadable(s.fd, 0) }

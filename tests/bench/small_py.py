@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""The 8-float allreduce from Python, Kylix's binding against mpi4py, one rank's loop each.
+
+    build/kylixrun -n 2 -- python3 tests/bench/small_py.py kylix [iters]
+    mpirun -n 2 python3 tests/bench/small_py.py mpi [iters]   # add --mca btl tcp,self for TCP
+
+Times `iters` back-to-back allreduces of 8 float32 (out= a kept array, no allocation per call)
+after a warm-up, and prints the slowest rank's mean per call in microseconds.
+"""
+import sys
+import time
+
+import numpy as np
+
+
+def main():
+    impl = sys.argv[1]
+    iters = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
+    x = np.arange(8, dtype=np.float32)
+    out = np.empty_like(x)
+    if impl == "kylix":
+        import kylix
+        comm = kylix.init()
+        call = lambda: comm.allreduce(x, out=out)
+        slowest = lambda t: comm.allreduce(np.array([t], dtype=np.float64), op="max")[0]
+        rank = comm.rank
+    else:
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        call = lambda: comm.Allreduce(x, out, op=MPI.SUM)
+        slowest = lambda t: comm.allreduce(t, op=MPI.MAX)
+        rank = comm.Get_rank()
+    for _ in range(200):
+        call()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        call()
+    mean = (time.perf_counter() - t0) / iters * 1e6
+    worst = slowest(mean)
+    if rank == 0:
+        print(f"PYLAT impl={impl} op=dense8 iters={iters} mean_us={worst:.2f}")
+    if impl == "kylix":
+        comm.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -7,12 +7,14 @@ import (
 	"io"
 	"kylix/core/kx"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 )
 
 const usageText = `usage: kylixrun -n N [options] [--] program [args...]
+       kylixrun --join F -n K [--tag-output] [--timeout SEC] [--job-timeout SEC] [--] program [args...]
 
 Starts N ranks of program, serves the rendezvous they use to find each other, and gives
 every rank KYLIX_RANK, KYLIX_SIZE, KYLIX_RENDEZVOUS and a fresh KYLIX_SECRET (plus
@@ -36,6 +38,19 @@ options:
   --tag-output           prefix every line of every rank's stdout and stderr with "[rank] "
   --keep-going           do not stop the other ranks when one fails; exit with the first
                          failure's code once all are done
+  --elastic              the job goes on when ranks die: the survivors call kylix_resize, and
+                         processes may join (KYLIX_ELASTIC=1; the join address is the
+                         rendezvous, which stays up for the whole job). Exits 0 when every
+                         rank still in the job at its end exits 0
+  --restarts R           with --elastic: relaunch a dead rank as a joiner (same host), up to R
+                         relaunches in all (default 0)
+  --job-file F           with --elastic: write {"join": "host:port", "secret": "..."} to F
+                         (mode 0600) before any rank starts; removed when the job ends
+  --join F               add -n K ranks to the running elastic job whose --job-file is F: each
+                         gets KYLIX_JOIN and KYLIX_SECRET (no KYLIX_RANK, KYLIX_SIZE,
+                         KYLIX_RENDEZVOUS) and its kylix_init returns once the members'
+                         next kylix_resize admitted it. A joiner that fails does not stop the
+                         others; the exit status is the first failure's
   --ssh CMD              remote shell for hosts other than this one (default "ssh")
   --rendezvous-host H    address remote ranks use to reach this machine (default: the
                          local address that routes to the first remote host)
@@ -48,7 +63,7 @@ variables (the secret travels over ssh's stdin, never on a command line), and ar
 when the launcher or their ssh goes away. At most 8 ssh logins per host are in progress at
 once (sshd's default MaxStartups refuses more than 10). Rank 0 gets kylixrun's stdin, the others /dev/null.
 
-exit status: 0 if all ranks exit 0; the failing rank's code; 124 on --job-timeout;
+exit status: 0 if all ranks exit 0 (--elastic: all ranks still in the job at its end); the failing rank's code; 124 on --job-timeout;
 128+signal when kylixrun is interrupted; 127 if program is not found; 2 on bad usage.
 `
 
@@ -65,6 +80,11 @@ type config struct {
 	ssh         []string
 	rvHost      string
 	argv        []string
+
+	elastic  bool   // --elastic
+	restarts int    // --restarts: relaunches left to the whole job
+	jobFile  string // --job-file
+	join     string // --join: the job file of the elastic job to join
 }
 
 // usageError is a command-line mistake: exit status 2.
@@ -128,6 +148,10 @@ func parseArgs(args []string) (*config, error) {
 	fs.BoolVar(&c.keepGoing, "keep-going", false, "")
 	fs.StringVar(&sshArg, "ssh", "ssh", "")
 	fs.StringVar(&c.rvHost, "rendezvous-host", "", "")
+	fs.BoolVar(&c.elastic, "elastic", false, "")
+	fs.IntVar(&c.restarts, "restarts", 0, "")
+	fs.StringVar(&c.jobFile, "job-file", "", "")
+	fs.StringVar(&c.join, "join", "", "")
 	fs.BoolVar(&help, "h", false, "")
 	fs.BoolVar(&help, "help", false, "")
 	fs.BoolVar(&showVersion, "version", false, "")
@@ -149,6 +173,9 @@ func parseArgs(args []string) (*config, error) {
 	c.argv = fs.Args()
 	if len(c.argv) == 0 {
 		return nil, usagef("no program given")
+	}
+	if err := checkElastic(c, set); err != nil {
+		return nil, err
 	}
 	if set["hosts"] && set["hostfile"] {
 		return nil, usagef("give --hosts or --hostfile, not both")
@@ -201,6 +228,53 @@ func parseArgs(args []string) (*config, error) {
 		return nil, usagef("--ssh must name a command")
 	}
 	return c, nil
+}
+
+// joinCompatible are the flags that mean something to kylixrun --join: it starts local joiners
+// of a job whose layout the members already agreed on.
+var joinCompatible = map[string]bool{"join": true, "n": true, "np": true, "tag-output": true,
+	"timeout": true, "job-timeout": true}
+
+// checkElastic checks the flags of elastic jobs and of --join against the others.
+func checkElastic(c *config, set map[string]bool) error {
+	if set["join"] {
+		if c.join == "" {
+			return usagef("--join needs the job file of a running kylixrun --elastic --job-file F")
+		}
+		for _, name := range sortedKeys(set) {
+			if !joinCompatible[name] {
+				return usagef("--%s does not go with --join (a joiner takes the running job's settings)", name)
+			}
+		}
+		if !set["n"] && !set["np"] {
+			return usagef("--join F needs -n K, the number of ranks to add")
+		}
+		return nil
+	}
+	for _, name := range []string{"restarts", "job-file"} {
+		if set[name] && !c.elastic {
+			return usagef("--%s needs --elastic", name)
+		}
+	}
+	if c.elastic && c.keepGoing {
+		return usagef("--keep-going does not go with --elastic (an elastic job goes on by itself)")
+	}
+	if c.restarts < 0 {
+		return usagef("--restarts %d must be >= 0", c.restarts)
+	}
+	if set["job-file"] && c.jobFile == "" {
+		return usagef("--job-file needs a file name")
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // printUsageError writes the one-line complaint and a pointer to --help.

@@ -25,6 +25,11 @@ When a rank exits non-zero or dies of a signal, the other ranks are stopped (SIG
 each rank's process group, SIGKILL 2 s later) and kylixrun exits with that rank's code
 (128+signal for a signal death). SIGINT, SIGTERM and SIGHUP are forwarded to every rank.
 
+With --elastic a rank that dies is reported and the others go on: the program's survivors call
+kylix_resize. --restarts relaunches it as a joiner ([j0], [j1], ... with --tag-output). The
+job ends when its ranks end; a joiner still not admitted 10 s after the first rank finished
+cleanly is stopped and does not count.
+
 options:
   -n N, -np N            number of ranks (default with --hosts/--hostfile: all their slots)
   --hosts h1:s1,h2:s2    hosts and slots (":s" defaults to 1); ranks fill the slots in order

@@ -199,13 +199,8 @@ func kylixgo_init(options *C.char, out *C.uintptr_t, eb *C.char, ecap C.size_t) 
 		return fail(name, s, err)
 	}
 	t0 := time.Now()
-	t, err := netio.Connect(o)
+	c, err := connectComm(o)
 	if err != nil {
-		return failLog(err)
-	}
-	c, err := core.NewComm(t, o)
-	if err != nil {
-		t.Close()
 		return failLog(err)
 	}
 	ce, err := addComm(c, lvl)
@@ -217,6 +212,38 @@ func kylixgo_init(options *C.char, out *C.uintptr_t, eb *C.char, ecap C.size_t) 
 		c.Rank(), c.Size(), o.Degrees, o.Timeout, time.Since(t0).Round(time.Millisecond))
 	*out = C.uintptr_t(ce.id)
 	return 0
+}
+
+// connectComm makes the comm of o: connected at start-up, or, with join=, admitted to a running
+// elastic job by its members' next resize. An elastic comm gets the join client.
+func connectComm(o kx.Options) (*core.Comm, error) {
+	var g *netio.Grower
+	if o.Elastic {
+		var err error
+		if g, err = netio.NewGrower(o); err != nil {
+			return nil, err
+		}
+	}
+	if o.Join != "" {
+		t, a, err := netio.Join(o)
+		if err != nil {
+			return nil, err
+		}
+		return core.NewJoinedComm(t, o, a, g)
+	}
+	t, err := netio.Connect(o)
+	if err != nil {
+		return nil, err
+	}
+	c, err := core.NewComm(t, o)
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	if g != nil {
+		c.SetGrower(g)
+	}
+	return c, nil
 }
 
 //export kylixgo_finalize

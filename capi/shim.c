@@ -226,6 +226,28 @@ int kylix_shrink(kylix_comm *c, kylix_comm **survivors) {
   return st;
 }
 
+// Implemented (capi/exports_resize.go): the new comm gets a handle of its own.
+int kylix_resize(kylix_comm *c, int32_t min_size, kylix_comm **next) {
+  if (next) *next = NULL;
+  if (forked) return fork_fail();
+  uintptr_t h = 0;
+  int st = kylixgo_resize(H(c), min_size, next ? &h : NULL, EB);
+  if (next && st == KYLIX_OK) *next = (kylix_comm *)h;
+  return st;
+}
+
+int kylix_members(const kylix_comm *c, int32_t *prev_ranks, int32_t cap, int32_t *n) {
+  if (n) *n = 0;
+  if (forked) return fork_fail();
+  return kylixgo_members(H(c), prev_ranks, cap, n, EB);
+}
+
+int kylix_join_address(const kylix_comm *c, char *buf, int64_t cap, int64_t *needed) {
+  if (needed) *needed = 0;
+  if (forked) return fork_fail();
+  return kylixgo_join_address(H(c), buf, cap, (int64_t *)needed, EB);
+}
+
 int kylix_stats_json(const kylix_comm *c, char *buf, int64_t cap, int64_t *needed) {
   if (needed) *needed = 0;
   if (forked) return fork_fail();

@@ -41,6 +41,12 @@ type Comm struct {
 	ex executor
 
 	net netState // link model and index-codec estimates (links.go, links_compress.go)
+
+	// Elastic membership (resize.go): the join client when elastic, each rank's number in the
+	// comm this one was resized from (nil: an original comm), and the failed resizes of c.
+	grower         kx.Grower
+	prev           []int
+	resizeAttempts int
 }
 
 // NewComm makes the original comm of a connected transport, which it takes over (Close closes

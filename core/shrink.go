@@ -5,24 +5,35 @@ import (
 	"kylix/core/kx"
 )
 
-// Shrink (kylix_shrink, like ULFM's MPI_Comm_shrink): members/shrink.go agrees on the survivors
-// and makes their view; this is the comm's side of it.
+// Shrink (kylix_shrink, like ULFM's MPI_Comm_shrink) is a resize that admits nobody
+// (resize.go, members/resize.go).
 
-// shrunkError marks a comm that kylix_shrink has used: it is broken for good (cause is the
-// failure that broke it before, if any), and a second Shrink is refused.
-type shrunkError struct{ cause error }
+// shrunkError marks a comm that a resize or shrink has used: broken for good once one succeeded
+// (done; cause is the failure that broke it before, if any), and a second resize is refused.
+// After a failed one (not done) the comm is broken but may be resized again.
+type shrunkError struct {
+	cause error
+	done  bool
+}
 
 func (e *shrunkError) Error() string {
-	if e.cause != nil {
-		return e.cause.Error() + "; the comm was then shrunk: use the comm kylix_shrink returned"
+	what := "the comm was resized: use the comm kylix_resize (or kylix_shrink) returned"
+	if !e.done {
+		what = "a resize of this comm failed: call kylix_resize (or kylix_shrink) again on every live member"
 	}
-	return "the comm was shrunk: use the comm kylix_shrink returned"
+	if e.cause != nil {
+		return e.cause.Error() + "; " + what
+	}
+	return what
 }
+
+func (e *shrunkError) Unwrap() error { return e.cause }
 
 // Shrink is called by every surviving rank of c. It returns a new comm of the ranks that are
 // alive, renumbered 0..k-1 in the order of their ranks in c, with c's options; when the degrees
 // option was a fixed list (8x4x2) whose product is no longer k, the new comm plans with
-// degrees=auto ("direct" and "binary" adapt to k).
+// degrees=auto ("direct" and "binary" adapt to k). It is Resize(0) admitting nobody, even on an
+// elastic comm.
 //
 // c itself is broken from then on (collectives fail with CodeState), whether Shrink succeeds or
 // not; it must still be closed, and closing it does not disturb the new comm. A comm can be
@@ -32,37 +43,30 @@ func (e *shrunkError) Error() string {
 // Every survivor must call Shrink within c's timeout of the others: a rank that stays silent
 // longer is taken for failed. The time Shrink takes is a few message round trips, plus one
 // timeout per round in which a rank is silent. Errors: CodeState (c was closed or already
-// shrunk), CodePeer (the others took this rank for failed: it is not in their new comm),
-// CodeMismatch/CodeInternal (a protocol violation).
+// shrunk), CodePeer (the others took this rank for failed: it is not in their new comm; or
+// this side holds no majority of c), CodeMismatch/CodeInternal (a protocol violation).
 func (c *Comm) Shrink() (*Comm, error) {
+	return c.resize(0, false, "shrink: ")
+}
+
+// startResize marks c as being resized and returns the attempt number, or CodeState.
+func (c *Comm) startResize(what string) (attempt int, prior error, err error) {
 	c.ex.waitIdle() // no request in flight may touch the transport from now on
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	var se *shrunkError
 	switch {
 	case c.closed:
-		c.mu.Unlock()
-		return nil, kx.Errorf(kx.CodeState, "shrink: comm was finalized")
+		return 0, nil, kx.Errorf(kx.CodeState, "%scomm was finalized", what)
+	case errors.As(c.broken, &se) && se.done:
+		return 0, nil, kx.Errorf(kx.CodeState, "%sthis comm was already resized (once per comm: resize the comm kylix_resize or kylix_shrink returned)", what)
 	case errors.As(c.broken, &se):
-		c.mu.Unlock()
-		return nil, kx.Errorf(kx.CodeState, "shrink: this comm was already shrunk (once per comm: shrink the comm kylix_shrink returned)")
+		prior = se.cause
+	default:
+		prior = c.broken
 	}
-	c.broken = &shrunkError{cause: c.broken}
-	c.mu.Unlock()
-
-	nv, err := c.v.Shrink(c.seq)
-	if err != nil {
-		return nil, err
-	}
-	opts := c.opts
-	opts.Rank, opts.Size = nv.Rank(), nv.Size()
-	if _, err := kx.ParseDegreesSpec(opts.Degrees, nv.Nodes()); err != nil {
-		opts.Degrees = "auto"
-	}
-	nc, err := newComm(nv, opts)
-	if err != nil {
-		nv.Close()
-		return nil, kx.Prefixed("shrink: ", err)
-	}
-	nc.denseSwitchBytes = c.denseSwitchBytes
-	return nc, nil
+	c.broken = &shrunkError{cause: prior}
+	attempt = c.resizeAttempts
+	c.resizeAttempts++
+	return attempt, prior, nil
 }

@@ -226,6 +226,20 @@ const char *kylix_errmsg(const kylix_comm *c);
  *                    setting it up, uses the socket (log=debug says why).
  *                    Waits may spin briefly only while the host's ranks fit
  *                    its usable CPUs; heartbeats stay on the socket
+ *     elastic        0 | 1 (default 0; kylixrun --elastic sets it): the
+ *                    comm admits joiners at its next kylix_resize.  Needs a
+ *                    rendezvous, which is the job's join address (see
+ *                    kylix_join_address)
+ *     join           host:port of a running elastic job (what
+ *                    kylix_join_address gives on any member): this process
+ *                    joins it.  rank, size and rendezvous are then not
+ *                    needed; secret must be the job's.  kylix_init returns
+ *                    once a resize of the members admitted it, with that
+ *                    comm (its degrees, replication, compress and min_packet
+ *                    are the job's), KYLIX_ERR_AUTH for a wrong secret, job
+ *                    or protocol version (nothing changes for the job), or
+ *                    KYLIX_ERR_TIMEOUT when no resize admitted it within
+ *                    timeout_ms
  *   A size=1 job needs neither peers nor rendezvous.
  * out: receives the new comm on success, NULL on failure.  Must not be NULL.
  *   Release the comm with kylix_finalize.
@@ -656,6 +670,83 @@ int kylix_failed_ranks(const kylix_comm *c, int32_t *ranks, int32_t cap, int32_t
  *   violation).  Details in kylix_errmsg(c).
  */
 int kylix_shrink(kylix_comm *c, kylix_comm **survivors);     /* survivors renumbered 0..k-1 */
+
+/*
+ * kylix_resize - elastic membership (Zhang and Qiu's ramp-up and
+ * failure-ignorance modes): make the next comm of c's job in *next (NULL on
+ * failure).  Collective over c's live members; kylix_shrink is a resize
+ * that admits nobody.
+ *
+ * Membership: the live members agree on who failed, as kylix_shrink does,
+ *   and, when c is elastic (option elastic=1), admit every process waiting
+ *   to join (option join=) at the moment they agree.  *next numbers the
+ *   survivors 0..k-1 in their order in c, then the joiners in the order
+ *   they arrived; every member and joiner gets the same membership.  With
+ *   replication s, joiners first take the places of dead replicas (lowest
+ *   node first) and then form new nodes s at a time; the rest wait for a
+ *   later resize (and none is admitted while fewer joiners wait than dead
+ *   replicas are to be replaced).  A joiner that does not answer within
+ *   liveness_ms (a stopped process) is passed over and waits for the next
+ *   resize: it holds up a resize by liveness_ms at most.
+ *
+ * Quorum: a resize goes on only with more than half of c's members alive,
+ *   or exactly half including c's rank 0: when the network splits a job,
+ *   one side goes on and the other fails with KYLIX_ERR_PEER naming the
+ *   ranks it lost.
+ *
+ * min_size: when the new comm would have fewer than min_size ranks, the
+ *   resize waits for more joiners, up to timeout_ms (less a margin of at
+ *   most 2 s); if too few come it returns KYLIX_ERR_TIMEOUT, admits nobody,
+ *   and c goes on unchanged (same members, same plans, usable).  0: take
+ *   whoever waits, maybe nobody.
+ *
+ * Requests in flight: kylix_resize first waits for every non-blocking
+ *   operation of c to finish (each bounded by timeout_ms); each keeps its
+ *   own status, which kylix_wait returns.  None is cut short, none runs on
+ *   *next.
+ *
+ * *next: plans belong to one comm: configure again on *next.  Use
+ *   kylix_members(*next) to find the joiners (-1) and send them the state
+ *   (e.g. a bcast from rank 0).  With joiners, *next has connections of its
+ *   own (a fresh mesh); without, it shares c's, as kylix_shrink's comm does.
+ *
+ * c: after a successful resize, c is broken for good (collectives return
+ *   KYLIX_ERR_STATE; a second resize returns KYLIX_ERR_STATE): at most one
+ *   resize of c succeeds.  After a failed one (other than the min_size
+ *   timeout) c is broken but every live member may call kylix_resize on c
+ *   again.  c and *next are finalized separately, in any order.
+ *
+ * Returns KYLIX_OK; KYLIX_ERR_ARG (c or next NULL, min_size negative);
+ *   KYLIX_ERR_STATE (c finalized or already resized); KYLIX_ERR_TIMEOUT
+ *   (min_size not met: c unchanged); KYLIX_ERR_PEER (no majority, left out
+ *   by the others, or a rank died during the resize: the message names it);
+ *   KYLIX_ERR_NET, KYLIX_ERR_AUTH (the join address could not be used).
+ *   Details in kylix_errmsg(c).
+ */
+int kylix_resize(kylix_comm *c, int32_t min_size, kylix_comm **next);
+
+/*
+ * kylix_members - for each rank of c, the rank it had in the comm c was
+ * resized (or shrunk) from, or -1 for a joiner; on a comm from a plain
+ * kylix_init, each rank's own number.  prev_ranks[0..cap) receives up to
+ * cap entries, *n the size of c (prev_ranks may be NULL when cap is 0).
+ * Local.  Returns KYLIX_OK; KYLIX_ERR_ARG for a NULL n, a negative cap, a
+ * NULL prev_ranks with cap > 0, or a cap below the size (the first cap
+ * entries are written and *n is the size).
+ */
+int kylix_members(const kylix_comm *c, int32_t *prev_ranks, int32_t cap, int32_t *n);
+
+/*
+ * kylix_join_address - the address processes join c's job at (option
+ * join=), as a NUL-terminated "host:port" in buf[0..cap).  It is the job's
+ * rendezvous: kylixrun's, which lives as long as the job, or, for a job
+ * started without a launcher, the one rank 0 serves itself, which dies with
+ * rank 0's process.  *needed (if not NULL) receives the bytes needed,
+ * terminator included.  Local.  Returns KYLIX_OK; KYLIX_ERR_STATE when c is
+ * not elastic (no elastic=1); KYLIX_ERR_ARG for a negative cap, a NULL buf
+ * with cap > 0, or a cap below *needed (nothing is written).
+ */
+int kylix_join_address(const kylix_comm *c, char *buf, int64_t cap, int64_t *needed);
 
 /* ------------------------------------------------------------------------ */
 /* Observability and planning                                                */

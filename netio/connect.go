@@ -94,7 +94,11 @@ func connect(o kx.Options, listenHost string) (*TCP, error) {
 			if err == nil {
 				err = srv.Wait() // every rank has its table (each send is bounded by timeout)
 			}
-			srv.Close()
+			if err != nil || !o.Elastic {
+				srv.Close()
+			} else {
+				keepJoinServer(srv) // grow.go: the job's join address, for rank 0's lifetime
+			}
 			if err != nil {
 				err = kx.Errorf(kx.CodeOf(err), "%v (rank 0 served this rendezvous itself, as nothing listened on %s on its host)", err, o.Rendezvous)
 			}

@@ -1,6 +1,7 @@
 package kx
 
 import (
+	"net"
 	"runtime"
 	"slices"
 	"sort"
@@ -24,6 +25,11 @@ type Options struct {
 	Threads     int
 	Log         string // off, error, warn, info, debug
 	Shm         string // auto (ranks of one host use shared memory), off; "" counts as auto
+	// Elastic: the comm accepts joiners at its next resize (kylix_resize); its join address is
+	// the rendezvous. Join: host:port of a running elastic job that this process joins (rank
+	// and size then come from the resize that admits it, not from the options).
+	Elastic bool
+	Join    string
 }
 
 // DefaultTimeout bounds the wait for a live peer that is late to a collective (a long
@@ -39,7 +45,7 @@ const DefaultLiveness = 5 * time.Second
 const DefaultMinPacket = 1 << 20
 
 var optionKeys = []string{"rank", "size", "peers", "rendezvous", "degrees", "replication",
-	"timeout_ms", "liveness_ms", "secret", "compress", "min_packet", "threads", "log", "shm"}
+	"timeout_ms", "liveness_ms", "secret", "compress", "min_packet", "threads", "log", "shm", "elastic", "join"}
 
 // ParseOptions reads "key=value;key=value" with every key also taken from the environment as
 // KYLIX_<KEY>; the string wins. Rank and size also come from Open MPI, PMI and Slurm variables.
@@ -51,9 +57,13 @@ func ParseOptions(s string, getenv func(string) string) (Options, error) {
 	}
 	o := Options{Rank: -1, Size: -1, Degrees: "auto", Replication: 1, Timeout: DefaultTimeout,
 		Liveness: DefaultLiveness, Compress: "auto", Threads: runtime.NumCPU(), Log: "warn", Shm: "auto",
-		Rendezvous: vals["rendezvous"], Secret: vals["secret"]}
-	for _, step := range []func(*Options, map[string]string) error{parseNumbers, checkRankSize,
-		parsePeers, parseWords} {
+		Rendezvous: vals["rendezvous"], Secret: vals["secret"], Join: vals["join"]}
+	steps := []func(*Options, map[string]string) error{parseNumbers, checkRankSize, parsePeers, parseWords, parseElastic}
+	if o.Join != "" {
+		// A joiner learns its rank, size and peers from the resize that admits it.
+		steps = []func(*Options, map[string]string) error{parseNumbers, parseWords, parseElastic}
+	}
+	for _, step := range steps {
 		if err := step(&o, vals); err != nil {
 			return Options{}, err
 		}
@@ -174,7 +184,7 @@ func parsePeers(o *Options, vals map[string]string) error {
 
 // parseWords reads the options whose values are words: degrees, compress, log, shm.
 func parseWords(o *Options, vals map[string]string) error {
-	if v := vals["degrees"]; v != "" {
+	if v := vals["degrees"]; v != "" && o.Join == "" { // a joiner takes the job's degrees
 		if _, e := ParseDegreesSpec(v, o.Size/o.Replication); e != nil {
 			return e
 		}
@@ -196,6 +206,25 @@ func parseWords(o *Options, vals map[string]string) error {
 				strings.Join(w.words[:len(w.words)-1], ", "), w.words[len(w.words)-1])
 		}
 		*w.dst = v
+	}
+	return nil
+}
+
+// parseElastic reads elastic (0 or 1) and checks join=host:port. A joiner is elastic: the comm
+// a resize admits it to accepts later joiners too.
+func parseElastic(o *Options, vals map[string]string) error {
+	switch vals["elastic"] {
+	case "", "0":
+	case "1":
+		o.Elastic = true
+	default:
+		return Errorf(CodeArg, "options: elastic=%q must be 0 or 1", vals["elastic"])
+	}
+	if o.Join != "" {
+		if _, port, err := net.SplitHostPort(o.Join); err != nil || port == "" || port == "0" {
+			return Errorf(CodeArg, "options: join=%q is not host:port with a port other than 0", o.Join)
+		}
+		o.Elastic = true
 	}
 	return nil
 }

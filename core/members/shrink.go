@@ -67,51 +67,20 @@ func viewOf(epoch int, members []int) uint64 {
 }
 
 // Shrink is called by every surviving rank of the comm v is the view of, after the comm's
-// collective revokeSeq failed (or to revoke it): the survivors agree on who failed and Shrink
-// returns the view of the comm of the survivors, renumbered 0..k-1 in their order in this one,
-// over the same process transport; its collectives start at its Base(). Every survivor must
-// call Shrink within the timeout of the others: a rank that stays silent longer is taken for
-// failed. Errors: CodeState (too many shrinks), CodePeer (the others took this rank for failed:
-// it is not in their new comm), CodeMismatch/CodeInternal (a protocol violation).
-func (v *View) Shrink(revokeSeq uint64) (*View, error) {
-	if v.epoch >= maxEpoch {
-		return nil, kx.Errorf(kx.CodeState, "shrink: this comm descends from %d shrinks, the most supported", maxEpoch)
-	}
-	epoch := v.epoch + 1
-
-	// Revoke the old comm: a peer that has not noticed the failure and enters its next
-	// collective (or waits in it) fails at once instead of waiting for a message this rank will
-	// not send. Peers past that collective (already agreeing) drop the abort as stale.
-	v.Abort(revokeSeq, kx.Errorf(kx.CodePeer, "rank %d left this comm to shrink it: call kylix_shrink on every survivor", v.rank))
-
-	failed, err := agree(v, epoch)
+// collective revokeSeq failed (or to revoke it): a resize that admits nobody (resize.go). The
+// survivors agree on who failed and Shrink returns the view of the comm of the survivors,
+// renumbered 0..k-1 in their order in this one, over the same process transport; its
+// collectives start at its Base(). Every survivor must call Shrink within the timeout of the
+// others: a rank that stays silent longer is taken for failed. attempt counts the earlier
+// failed resizes of this comm. Errors: CodeState (too many shrinks), CodePeer (the others took
+// this rank for failed: it is not in their new comm; or this side holds no majority),
+// CodeMismatch/CodeInternal (a protocol violation).
+func (v *View) Shrink(revokeSeq uint64, attempt int) (*View, error) {
+	r, err := v.Resize(ResizeRequest{RevokeSeq: revokeSeq, Attempt: attempt})
 	if err != nil {
 		return nil, kx.Prefixed("shrink: ", err)
 	}
-	nv := &View{proc: v.proc, t: v.t, rank: -1, epoch: epoch, commOf: make([]int, v.t.Size())}
-	for i := range nv.commOf {
-		nv.commOf[i] = -1
-	}
-	keep := survivors(failed, v.size, v.s)
-	for r := 0; r < v.size; r++ {
-		if keep(r) {
-			if r == v.rank {
-				nv.rank = len(nv.procOf)
-			}
-			nv.commOf[v.procRank(r)] = len(nv.procOf)
-			nv.procOf = append(nv.procOf, v.procRank(r))
-		}
-	}
-	if nv.rank < 0 { // agree never puts this rank in the failed set
-		return nil, kx.Errorf(kx.CodeInternal, "shrink: this rank is not among the survivors it agreed on")
-	}
-	nv.size = len(nv.procOf)
-	nv.base = commBase(epoch, viewOf(epoch, nv.procOf))
-	// Survivors keep whole nodes (survivors), so the transport's grouping of the original comm
-	// still holds for this one: only the view's own grouping is made anew.
-	nv.group(v.s)
-	v.proc.acquire()
-	return nv, nil
+	return r.View, nil
 }
 
 // survivors says which ranks of a comm of size ranks make the shrunk comm, given the agreed
@@ -165,7 +134,7 @@ func survivors(failed bitset, size, s int) func(r int) bool {
 // that arrives late learns from the sets sent to it that the others took it for failed and
 // fails with CodePeer (that is what the second agreeing round is for: the first round's sets
 // may predate its being dropped).
-func agree(t *View, epoch int) (bitset, error) {
+func agree(t *View, epoch, roundBase int) (bitset, error) {
 	n, me := t.Size(), t.Rank()
 	fp := kx.Fingerprint{Kind: kx.KindAgree, Plan: shrinkPlan, Count: int64(epoch)<<32 | int64(n)}
 	F := newBitset(n)
@@ -179,7 +148,7 @@ func agree(t *View, epoch int) (bitset, error) {
 		if r >= maxRounds {
 			return nil, kx.Errorf(kx.CodeInternal, "agreement on the failed ranks did not settle in %d rounds", maxRounds)
 		}
-		tag := kx.Tag{Seq: agreeSeq(epoch, r), Phase: kx.PhaseSmall}
+		tag := kx.Tag{Seq: agreeSeq(epoch, roundBase+r), Phase: kx.PhaseSmall}
 		t.Begin(tag.Seq, fp)
 		dead := newBitset(n)
 		dead.addRanks(t.FailedRanks(), me)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"kylix/core/kx"
 	"net"
+	"strconv"
 	"time"
 )
 
@@ -65,6 +66,17 @@ type client struct {
 	deadline time.Time
 }
 
+// who names the client in messages: its rank, or "joiner" (joinclient.go).
+func (cl *client) who() string {
+	switch cl.rank {
+	case -1:
+		return "joiner"
+	case -2:
+		return "resize leader"
+	}
+	return "rank " + strconv.Itoa(cl.rank)
+}
+
 // dial reaches the server, retrying with backoff (it may start later) until the deadline.
 func (cl *client) dial() (net.Conn, error) {
 	backoff := 10 * time.Millisecond
@@ -76,11 +88,11 @@ func (cl *client) dial() (net.Conn, error) {
 		}
 		var dns *net.DNSError
 		if errors.As(err, &dns) && dns.IsNotFound {
-			return nil, kx.Errorf(kx.CodeNet, "rank %d cannot resolve the rendezvous address %s: %v", cl.rank, cl.addr, err)
+			return nil, kx.Errorf(kx.CodeNet, "%s cannot resolve the rendezvous address %s: %v", cl.who(), cl.addr, err)
 		}
 		wait := min(backoff, time.Until(cl.deadline))
 		if wait <= 0 {
-			return nil, kx.Errorf(kx.CodeTimeout, "rank %d could not reach the rendezvous at %s within %v: %v", cl.rank, cl.addr, cl.timeout, err)
+			return nil, kx.Errorf(kx.CodeTimeout, "%s could not reach the rendezvous at %s within %v: %v", cl.who(), cl.addr, cl.timeout, err)
 		}
 		time.Sleep(wait)
 		backoff = min(2*backoff, 500*time.Millisecond)
@@ -90,9 +102,9 @@ func (cl *client) dial() (net.Conn, error) {
 // failed words an I/O error with the server.
 func (cl *client) failed(err error) error {
 	if isTimeout(err) {
-		return kx.Errorf(kx.CodeTimeout, "rank %d: the rendezvous at %s did not answer within %v", cl.rank, cl.addr, cl.timeout)
+		return kx.Errorf(kx.CodeTimeout, "%s: the rendezvous at %s did not answer within %v", cl.who(), cl.addr, cl.timeout)
 	}
-	return kx.Errorf(kx.CodeNet, "rank %d: rendezvous at %s: %v", cl.rank, cl.addr, err)
+	return kx.Errorf(kx.CodeNet, "%s: rendezvous at %s: %v", cl.who(), cl.addr, err)
 }
 
 // challenge reads the server's first message. A rendezvous sends its challenge as soon as it
@@ -109,15 +121,15 @@ func (cl *client) challenge(c net.Conn) (*message, error) {
 		var bad *badMessage
 		switch {
 		case errors.As(err, &bad):
-			return nil, kx.Errorf(kx.CodeNet, "rank %d: %s is not a Kylix rendezvous (%v): is the port taken by another program?", cl.rank, cl.addr, err)
+			return nil, kx.Errorf(kx.CodeNet, "%s: %s is not a Kylix rendezvous (%v): is the port taken by another program?", cl.who(), cl.addr, err)
 		case isTimeout(err):
-			return nil, kx.Errorf(kx.CodeNet, "rank %d: the process at %s accepted the connection but sent no rendezvous challenge within %v: is the port taken by another program?", cl.rank, cl.addr, min(cl.timeout, challengeWait))
+			return nil, kx.Errorf(kx.CodeNet, "%s: the process at %s accepted the connection but sent no rendezvous challenge within %v: is the port taken by another program?", cl.who(), cl.addr, min(cl.timeout, challengeWait))
 		}
 		return nil, cl.failed(err)
 	}
 	c.SetDeadline(cl.deadline)
 	if ch.Type != "challenge" || ch.V != version {
-		return nil, kx.Errorf(kx.CodeAuth, "rank %d: the rendezvous at %s speaks another protocol (version %d, this rank %d)", cl.rank, cl.addr, ch.V, version)
+		return nil, kx.Errorf(kx.CodeAuth, "%s: the rendezvous at %s speaks another protocol (version %d, this process %d)", cl.who(), cl.addr, ch.V, version)
 	}
 	return ch, nil
 }

@@ -24,7 +24,8 @@ import (
 //	                 proof = HMAC(secret, "table" | server nonce | client nonce | job | peers)
 //	server → client  {type:"error", code, error} on refusal (bad proof, size, duplicate rank)
 //
-// Both sides prove the secret; it never travels. The server serves exactly one job.
+// Both sides prove the secret; it never travels. The server serves exactly one job, then
+// stays up for joiners (join.go).
 const version = 1
 
 const maxMessage = 16 << 20
@@ -42,6 +43,9 @@ type message struct {
 	Missing []int    `json:"missing,omitempty"`
 	Code    int      `json:"code,omitempty"`
 	Error   string   `json:"error,omitempty"`
+	// The join port (join.go): an admit request and an admission, as kx's JSON.
+	Req json.RawMessage `json:"req,omitempty"`
+	Adm json.RawMessage `json:"adm,omitempty"`
 }
 
 func writeMsg(w io.Writer, m *message) error {

@@ -33,6 +33,7 @@ type Server struct {
 	served bool
 	closed bool
 	causes map[int]Cause // the failures ranks reported after the table (cause.go)
+	join   joinState     // joiners waiting and admissions (join.go)
 	err    error         // outcome, once done is closed
 	done   chan struct{} // closed when the job was served or the server closed
 	once   sync.Once     // closes done
@@ -123,7 +124,7 @@ func (s *Server) acceptLoop() {
 			return // closed (served or Close)
 		}
 		s.mu.Lock()
-		if s.closed || s.served {
+		if s.closed {
 			s.mu.Unlock()
 			c.Close()
 			return
@@ -156,7 +157,17 @@ func (s *Server) serve(c net.Conn) {
 		return
 	}
 	m, err := readMsg(c)
-	if err != nil || m.Type != "register" {
+	if err != nil {
+		return
+	}
+	switch m.Type {
+	case "join", "admit":
+		// After the table the server stays up for the job's life: joiners wait here, and the
+		// leader of a resize asks which of them to admit (join.go).
+		s.serveJoin(c, m, nonce)
+		return
+	case "register":
+	default:
 		return
 	}
 	if m.V != version {
@@ -177,8 +188,13 @@ func (s *Server) serve(c net.Conn) {
 	}
 	reg := &registration{rank: m.Rank, conn: c, addr: m.Addr, serverNonce: nonce, clientNonce: m.Nonce}
 	s.mu.Lock()
-	if s.served || s.closed {
+	if s.closed {
 		s.mu.Unlock()
+		return
+	}
+	if s.served {
+		s.mu.Unlock()
+		s.refuse(c, kx.CodeState, "the rendezvous already served its job's table (it serves one job; a process joins a running job with join=)")
 		return
 	}
 	if old := s.regs[m.Rank]; old != nil {
@@ -225,7 +241,8 @@ func (s *Server) serve(c net.Conn) {
 	}
 }
 
-// sendTables sends every rank the table, then closes the job: the server forgets it.
+// sendTables sends every rank the table; the server forgets the registrations but keeps
+// listening, for joiners (join.go).
 func (s *Server) sendTables() {
 	var jb [8]byte
 	rand.Read(jb[:])
@@ -233,7 +250,6 @@ func (s *Server) sendTables() {
 	s.mu.Lock()
 	regs := s.regs
 	s.regs = map[int]*registration{}
-	s.ln.Close()
 	s.mu.Unlock()
 	peers := make([]string, s.size)
 	for r, reg := range regs {

@@ -3,9 +3,12 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"kylix/netio/rendezvous"
 )
 
 // joinerEndWait is how long a joiner may run on once a rank of an elastic job finished cleanly.
@@ -130,10 +133,14 @@ func (s *supervisor) elasticEnd() {
 	if !el.ending && s.code == 0 && len(el.died) > 0 {
 		s.code = el.firstDeath
 	}
-	if len(el.died) == 0 && len(el.stranded) == 0 {
+	admitted := s.j.admitted.Load()
+	if len(el.died) == 0 && len(el.stranded) == 0 && admitted == 0 {
 		return
 	}
 	parts := []string{fmt.Sprintf("--elastic job ended with status %d", s.code)}
+	if admitted > 0 {
+		parts = append(parts, fmt.Sprintf("%d joiner(s) admitted", admitted))
+	}
 	if !el.ending && !s.stopping {
 		parts[0] += " (no rank finished cleanly)"
 	}
@@ -147,4 +154,31 @@ func (s *supervisor) elasticEnd() {
 		}
 	}
 	s.j.logf("%s", strings.Join(parts, "; "))
+}
+
+// admitter is the part of netio/rendezvous.Server that reports the resizes that admitted joiners.
+type admitter interface {
+	OnAdmit(func(rendezvous.Admitted))
+}
+
+// watchAdmissions logs each resize that admitted joiners (the joiners' new ranks), and counts
+// them for the job's last line.
+func (j *job) watchAdmissions(rv rendezvousServer) {
+	a, ok := rv.(admitter)
+	if !ok {
+		return
+	}
+	a.OnAdmit(func(adm rendezvous.Admitted) {
+		var ranks []string
+		for r, prev := range adm.Prev {
+			if prev < 0 {
+				ranks = append(ranks, strconv.Itoa(r))
+			}
+		}
+		if len(ranks) == 0 {
+			return
+		}
+		j.admitted.Add(int64(len(ranks)))
+		j.logf("a resize admitted %d joiner(s) as rank(s) %s: the job has %d ranks", len(ranks), strings.Join(ranks, ", "), len(adm.Prev))
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -28,6 +29,7 @@ type job struct {
 	rvAddr, secret string                   // what joiners are given (elastic.go)
 	restartsLeft   int                      // --restarts not yet used
 	joiners        int                      // joiners started so far: the next is j<joiners>
+	admitted       atomic.Int64             // joiners that resizes admitted (watchAdmissions)
 	sshSlots       map[string]chan struct{} // ssh startups in progress, by host (sshSlot)
 }
 
@@ -86,6 +88,9 @@ func (j *job) run() int {
 	}
 
 	j.hosts, j.rvAddr, j.secret, j.restartsLeft = p.hosts, rvAddr, p.secret, c.restarts
+	if c.elastic {
+		j.watchAdmissions(rv)
+	}
 	if c.jobFile != "" {
 		wrote, err := writeJobFile(c.jobFile, jobFile{Join: rvAddr, Secret: p.secret})
 		if err != nil {

@@ -199,6 +199,7 @@ static int check_log(opts o) {
 typedef struct {
   kylix_comm *comm;
   int rank, size;
+  int gen;         /* comms so far: 1 for the one from kylix_init */
   long changed_at; /* the iteration of the last change of comm: no second resize there */
   FILE *log;
 } member;
@@ -235,6 +236,7 @@ static void adopt(member *m, const opts *o, kylix_comm *next, long *iter, double
     *iter = (long)it;
   }
   m->changed_at = *iter;
+  m->gen++;
   log_membership(m, o, *iter);
 }
 
@@ -290,7 +292,7 @@ int main(int argc, char **argv) {
   while (iter < o.iters) {
     int32_t min_size = resize_due(&o, iter);
     if (min_size >= 0 && m.changed_at != iter) resize(&m, &o, min_size, &iter, w);
-    if (!joined && m.rank == o.die_rank && iter == o.die_iter && o.die_rank >= 0) raise(SIGKILL);
+    if (!joined && m.gen == 1 && m.rank == o.die_rank && iter == o.die_iter) raise(SIGKILL);
     range_sums(&o, (long)m.rank * o.parts, (long)(m.rank + 1) * o.parts, w, sums);
     int st = kylix_allreduce(m.comm, sums, sums, F + 2, KYLIX_F64, KYLIX_RSUM);
     if (st == KYLIX_ERR_PEER || st == KYLIX_ERR_TIMEOUT) {

@@ -134,3 +134,23 @@ func TestElasticLogRegFailureIgnorance(t *testing.T) {
 		}
 	}
 }
+
+// With every member dead, the relaunched joiner waits for a resize that nobody will call:
+// kylixrun stops it and fails the job with the first death's code.
+func TestElasticNoMemberLeft(t *testing.T) {
+	b := setup(t)
+	bin := buildExample(t, "elastic_logreg")
+	start := time.Now()
+	out, err := run(".", runLimit, nil, b.kylixrun, "-n", "1", "--elastic", "--restarts", "1",
+		"--job-timeout", jobTimeout, "--", bin, "--iters", "10", "--die-at", "3:0")
+	t.Logf("the job (%v):\n%s", time.Since(start), out)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 137 {
+		t.Errorf("kylixrun: %v, want exit status 137", err)
+	}
+	for _, want := range []string{"no member of the job is left to admit the 1 joiner(s) waiting",
+		"--elastic job ended with status 137 (no rank finished cleanly)", "never admitted: joiner j0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kylixrun's lines lack %q", want)
+		}
+	}
+}

@@ -23,8 +23,9 @@ type elasticLog struct {
 	died       []string // "rank 2 (pid 7) was killed by signal 9", in order
 	firstDeath int      // the exit code the first death would give
 	relaunched []string
-	rejoined   []string // relaunched joiners that ended with status 0
-	stranded   []string // joiners stopped at the end, never admitted (strandJoiners)
+	rejoined   []string  // relaunched joiners that ended with status 0
+	stranded   []string  // joiners stopped at the end, never admitted (strandJoiners)
+	orphans    time.Time // since when only waiting joiners are left (checkOrphans)
 }
 
 // elasticExit is the rule of an --elastic job: a rank that dies before the job's end is
@@ -103,8 +104,41 @@ func (j *job) relaunch(dead *rank, sigs <-chan os.Signal) (*rank, os.Signal, err
 	return r, nil, nil
 }
 
+// waiter is the part of netio/rendezvous.Server that lists the joiners waiting now.
+type waiter interface {
+	Waiting() []string
+}
+
+// checkOrphans ends a job whose members are all gone while its relaunched joiners wait to be
+// admitted by nobody: when every live process is a joiner and the rendezvous has at least as
+// many joiners waiting, for joinerEndWait, the joiners are stopped. (Joiners that were admitted
+// are not waiting, so a job whose ranks have all been replaced goes on.)
+func (s *supervisor) checkOrphans(now time.Time) {
+	w, ok := s.j.rv.(waiter)
+	if !ok || s.stopping || s.el.ending {
+		return
+	}
+	onlyJoiners := s.live > 0
+	for _, r := range s.j.ranks {
+		onlyJoiners = onlyJoiners && (r.ended || r.joiner >= 0)
+	}
+	if !onlyJoiners || len(w.Waiting()) < s.live {
+		s.el.orphans = time.Time{}
+		return
+	}
+	if s.el.orphans.IsZero() {
+		s.el.orphans = now
+		return
+	}
+	if now.Sub(s.el.orphans) >= joinerEndWait {
+		s.j.logf("no member of the job is left to admit the %d joiner(s) waiting", s.live)
+		s.strandJoiners()
+	}
+}
+
 // strandJoiners stops the joiners still running joinerEndWait after the job's first clean
-// exit: they were never admitted. The ranks started with the job are left to their own end.
+// exit (or once no member is left, checkOrphans): they were never admitted. The ranks started
+// with the job are left to their own end.
 func (s *supervisor) strandJoiners() {
 	var stranded []*rank
 	for _, r := range s.j.ranks {
@@ -112,7 +146,7 @@ func (s *supervisor) strandJoiners() {
 			r.stranded = true
 			stranded = append(stranded, r)
 			s.el.stranded = append(s.el.stranded, r.where())
-			s.j.logf("%s still runs %v after the first rank finished: not admitted before the job's end; stopping it", r.where(), joinerEndWait)
+			s.j.logf("%s was not admitted before the job's end; stopping it", r.where())
 			r.signal(syscall.SIGTERM)
 		}
 	}

@@ -19,6 +19,7 @@ type supervisor struct {
 	nodes    *replicaSet // with replication: the live replicas of each node
 
 	killTimer, jobTimer, endTimer <-chan time.Time
+	orphanTick                    <-chan time.Time // --elastic: are only waiting joiners left? (elastic.go)
 
 	onExit func(rankExit) // the job's rule for a process that ended
 	onEnd  func()         // called once every process has ended
@@ -36,6 +37,9 @@ func (j *job) supervise(sigs <-chan os.Signal, code int, stopping bool) int {
 		s.onExit = s.joinExit
 	case c.elastic:
 		s.onExit, s.onEnd = s.elasticExit, s.elasticEnd
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		s.orphanTick = tick.C
 	default:
 		s.nodes = replicaNodes(len(j.ranks), c.replicas())
 	}
@@ -70,6 +74,8 @@ func (j *job) supervise(sigs <-chan os.Signal, code int, stopping bool) int {
 		case <-s.endTimer:
 			s.endTimer = nil
 			s.strandJoiners()
+		case now := <-s.orphanTick:
+			s.checkOrphans(now)
 		}
 	}
 	s.onEnd()

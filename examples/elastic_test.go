@@ -120,9 +120,11 @@ func TestElasticLogRegFailureIgnorance(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kylixrun --elastic: %v", err)
 	}
-	want := []string{"M 0 3 0 1 2", "M 5 2 0 2", "M 12 3 0 1 -1"}
-	if got := checkLog(t, bin, log); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("membership log %q, want %q", got, want)
+	// The relaunched rank usually joins at iteration 12; when it reaches the join port before
+	// the survivors' resize after the death, that resize admits it at once.
+	got := strings.Join(checkLog(t, bin, log), "|")
+	if got != "M 0 3 0 1 2|M 5 2 0 2|M 12 3 0 1 -1" && got != "M 0 3 0 1 2|M 5 3 0 2 -1|M 12 3 0 1 2" {
+		t.Errorf("membership log %q, want the death at 5 and the rejoin at 5 or 12", got)
 	}
 	for _, re := range []string{
 		`kylixrun: rank 1 \(pid \d+\) was killed by signal 9 \(SIGKILL\); relaunched as joiner j0`,

@@ -36,7 +36,10 @@ def test_failure_ignorance(kylixrun, tmp_path):
                  "--resize-every", "0", "--die-at", "5:1", "--ramp", "12:3", "--log", str(log)],
                 _env(), tmp_path, HARD_DEADLINE_S)
     assert r.code == 0, r.dump()
-    assert _check(tmp_path, log) == ["M 0 3 0 1 2", "M 5 2 0 2", "M 12 3 0 1 -1"]
+    # The relaunched rank usually joins at 12; when it reaches the join port before the
+    # survivors' resize after the death, that resize admits it at once.
+    assert _check(tmp_path, log) in (["M 0 3 0 1 2", "M 5 2 0 2", "M 12 3 0 1 -1"],
+                                     ["M 0 3 0 1 2", "M 5 3 0 2 -1", "M 12 3 0 1 2"])
     assert re.search(r"rejoined and finished: joiner j0 \(pid \d+, relaunch of rank 1\)", r.output), r.dump()
 
 

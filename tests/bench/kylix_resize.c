@@ -96,20 +96,32 @@ static double fresh_init(int rep) {
   return slowest_ms(comm, t0, t1);
 }
 
+/* comm becomes next; the comm it replaces is finalized */
+static void adopt(kylix_comm *next) {
+  kylix_comm *old = comm;
+  comm = next;
+  must(kylix_finalize(old), "finalize");
+}
+
+/* one timed change of comm (kylix_resize with min_size, or kylix_shrink when min_size < 0)
+   between a barrier and the slowest rank's return; returns that rank's ms */
+static double timed_change(int32_t min_size) {
+  kylix_comm *next = NULL;
+  must(kylix_barrier(comm), "barrier");
+  double t0 = now();
+  must(min_size < 0 ? kylix_shrink(comm, &next) : kylix_resize(comm, min_size, &next),
+       min_size < 0 ? "shrink" : "resize");
+  double t1 = now();
+  adopt(next);
+  return slowest_ms(comm, t0, t1);
+}
+
 static void base(int reps) {
   int size = kylix_size(comm);
   double *ms = calloc((size_t)reps, sizeof *ms);
-  for (int k = 0; k < 2; k++) { /* resize0, then shrink */
+  for (int k = 0; k < 2; k++) {         /* resize0, then shrink */
     for (int r = -1; r < reps; r++) { /* r = -1: a warm-up, not counted */
-      kylix_comm *next = NULL;
-      must(kylix_barrier(comm), "barrier");
-      double t0 = now();
-      must(k == 0 ? kylix_resize(comm, 0, &next) : kylix_shrink(comm, &next), k ? "shrink" : "resize");
-      double t1 = now();
-      kylix_comm *old = comm;
-      comm = next;
-      must(kylix_finalize(old), "finalize");
-      double dt = slowest_ms(comm, t0, t1);
+      double dt = timed_change(k == 0 ? 0 : -1);
       if (r >= 0) ms[r] = dt;
     }
     report(k == 0 ? "resize0" : "shrink", size, 0, ms, reps);
@@ -126,15 +138,7 @@ static void members_join(int reps, int joiners) {
   double *ms = calloc((size_t)reps, sizeof *ms);
   for (int r = -1; r < reps; r++) { /* r = -1: a warm-up (the joiners start late), not counted */
     nanosleep(&(struct timespec){0, 300 * 1000000}, NULL); /* the joiners are at the port */
-    kylix_comm *next = NULL;
-    must(kylix_barrier(comm), "barrier");
-    double t0 = now();
-    must(kylix_resize(comm, size + joiners, &next), "resize with joiners");
-    double t1 = now();
-    kylix_comm *old = comm;
-    comm = next;
-    must(kylix_finalize(old), "finalize");
-    double dt = slowest_ms(comm, t0, t1);
+    double dt = timed_change(size + joiners);
     if (r >= 0) ms[r] = dt;
     must(kylix_barrier(comm), "barrier with the joiners");
     /* the joiners leave; the members drop them once their byes are in */
@@ -144,10 +148,9 @@ static void members_join(int reps, int joiners) {
       if (n < joiners) nanosleep(&(struct timespec){0, 2 * 1000000}, NULL);
     }
     /* a shrink: a resize that admits nobody (the joiners are back at the port already) */
+    kylix_comm *next = NULL;
     must(kylix_shrink(comm, &next), "shrink dropping the joiners");
-    old = comm;
-    comm = next;
-    must(kylix_finalize(old), "finalize");
+    adopt(next);
     if (kylix_size(comm) != size) {
       fprintf(stderr, "kylix_resize: %d ranks after dropping the joiners, want %d\n", kylix_size(comm), size);
       exit(1);

@@ -2,13 +2,11 @@
 --job-file F` and a second `kylixrun --join F` from "another shell" (worker_elastic.py)."""
 
 import sys
-import threading
-import time
 
 import pytest
 
 import kylix
-from conftest import HARD_DEADLINE_S, JOB_TIMEOUT_S, TESTS, _env, run_cmd
+from conftest import JOB_TIMEOUT_S, TESTS, run_with_join
 
 
 def _needs_resize():
@@ -24,17 +22,8 @@ def test_resize_with_joiner(kylixrun, tmp_path, members, joiners):
     worker = [sys.executable, str(TESTS / "worker_elastic.py"), str(members), str(joiners)]
     common = ["--tag-output", "--timeout", "60", "--job-timeout", str(JOB_TIMEOUT_S)]
     job = [str(kylixrun), "-n", str(members), "--elastic", "--job-file", str(jf), *common, "--", *worker]
-    results = []
-    t = threading.Thread(target=lambda: results.append(run_cmd(job, _env(), tmp_path, HARD_DEADLINE_S)))
-    t.start()
-    deadline = time.monotonic() + 30
-    while not jf.exists() and time.monotonic() < deadline and t.is_alive():
-        time.sleep(0.05)
-    assert jf.exists(), "no job file"
     join = [str(kylixrun), "--join", str(jf), "-n", str(joiners), *common[:1], "--", *worker]
-    jr = run_cmd(join, _env(), tmp_path, HARD_DEADLINE_S)
-    t.join()
-    r = results[0]
+    r, jr = run_with_join(job, join, jf, tmp_path)
     jr.expect_clean(range(members, members + joiners))
     r.expect_clean(range(members))
     assert not jf.exists(), "the job file outlived the job"

@@ -4,13 +4,11 @@ the membership log the job wrote."""
 
 import re
 import sys
-import threading
-import time
 
 import pytest
 
 import kylix
-from conftest import HARD_DEADLINE_S, JOB_TIMEOUT_S, PYROOT, _env, run_cmd
+from conftest import HARD_DEADLINE_S, JOB_TIMEOUT_S, PYROOT, _env, run_cmd, run_with_join
 
 EXAMPLE = str(PYROOT / "examples" / "elastic_logreg.py")
 
@@ -49,15 +47,8 @@ def test_ramp_up(kylixrun, tmp_path):
     prog = ["--", sys.executable, EXAMPLE, "--iters", "20", "--resize-every", "0", "--ramp", "5:4"]
     job = [str(kylixrun), "-n", "2", "--elastic", "--job-file", str(jf), "--timeout", "100",
            "--job-timeout", str(JOB_TIMEOUT_S), *prog, "--log", str(log)]
-    results = []
-    t = threading.Thread(target=lambda: results.append(run_cmd(job, _env(), tmp_path, HARD_DEADLINE_S)))
-    t.start()
-    deadline = time.monotonic() + 60
-    while not jf.exists() and time.monotonic() < deadline and t.is_alive():
-        time.sleep(0.05)
-    jr = run_cmd([str(kylixrun), "--join", str(jf), "-n", "2", "--timeout", "100", *prog], _env(),
-                 tmp_path, HARD_DEADLINE_S)
-    t.join()
-    assert results[0].code == 0, results[0].dump()
+    join = [str(kylixrun), "--join", str(jf), "-n", "2", "--timeout", "100", *prog]
+    r, jr = run_with_join(job, join, jf, tmp_path)
+    assert r.code == 0, r.dump()
     assert jr.code == 0, jr.dump()
     assert _check(tmp_path, log) == ["M 0 2 0 1", "M 5 4 0 1 -1 -1"]

@@ -218,10 +218,20 @@ public final class Comm extends DenseCollectives implements AutoCloseable {
   /** The ranks of this comm known to have failed ({@code kylix_failed_ranks}). Local. */
   public int[] failedRanks() {
     live.checkOpen("Comm.failedRanks");
+    return rankList(KylixNative::kylix_failed_ranks);
+  }
+
+  /** The kylix_failed_ranks / kylix_members shape: up to cap int32s and their count. */
+  private interface RankListCall {
+    int call(Pointer c, Pointer ranks, int cap, IntByReference n);
+  }
+
+  /** Calls f with room for every rank of the comm (neither list can be longer). */
+  private int[] rankList(RankListCall f) {
     int cap = Math.max(live.size, 1);
     Memory m = new Memory(4L * cap);
     IntByReference n = new IntByReference();
-    live.check(KylixNative.kylix_failed_ranks(live.ptr, m, cap, n));
+    live.check(f.call(live.ptr, m, cap, n));
     return m.getIntArray(0, Math.min(n.getValue(), cap));
   }
 
@@ -270,11 +280,7 @@ public final class Comm extends DenseCollectives implements AutoCloseable {
    */
   public int[] members() {
     live.checkOpen("Comm.members");
-    int cap = Math.max(live.size, 1);
-    Memory m = new Memory(4L * cap);
-    IntByReference n = new IntByReference();
-    live.check(KylixNative.kylix_members(live.ptr, m, cap, n));
-    return m.getIntArray(0, Math.min(n.getValue(), cap));
+    return rankList(KylixNative::kylix_members);
   }
 
   /**
@@ -285,20 +291,7 @@ public final class Comm extends DenseCollectives implements AutoCloseable {
    */
   public String joinAddress() {
     live.checkOpen("Comm.joinAddress");
-    LongByReference needed = new LongByReference();
-    long cap = 0;
-    Memory m = null;
-    for (int attempt = 0; ; attempt++) {
-      int st = KylixNative.kylix_join_address(live.ptr, m, cap, needed);
-      if (st == 0 && m != null) {
-        return m.getString(0, StandardCharsets.UTF_8.name());
-      }
-      if ((st != 0 && st != KylixNative.KYLIX_ERR_ARG) || needed.getValue() <= cap || attempt > 4) {
-        live.check(st);
-      }
-      cap = needed.getValue() + 1;
-      m = new Memory(cap);
-    }
+    return text(KylixNative::kylix_join_address);
   }
 
   /**
@@ -307,15 +300,25 @@ public final class Comm extends DenseCollectives implements AutoCloseable {
    */
   public String stats() {
     live.checkOpen("Comm.stats");
+    return text(KylixNative::kylix_stats_json);
+  }
+
+  /** The kylix_stats_json / kylix_join_address shape: a string into buf[0..cap), *needed. */
+  private interface TextCall {
+    int call(Pointer c, Pointer buf, long cap, LongByReference needed);
+  }
+
+  /** Calls f with a buffer that grows to what it says it needs (stats can grow in between). */
+  private String text(TextCall f) {
     LongByReference needed = new LongByReference();
     long cap = 0;
     Memory m = null;
     for (int attempt = 0; ; attempt++) {
-      int st = KylixNative.kylix_stats_json(live.ptr, m, cap, needed);
-      if (st == 0) {
+      int st = f.call(live.ptr, m, cap, needed);
+      if (st == 0 && m != null) {
         return m.getString(0, StandardCharsets.UTF_8.name());
       }
-      if (st != KylixNative.KYLIX_ERR_ARG || needed.getValue() <= cap || attempt > 4) {
+      if ((st != 0 && st != KylixNative.KYLIX_ERR_ARG) || needed.getValue() <= cap || attempt > 4) {
         live.check(st);
       }
       cap = needed.getValue() + 256;

@@ -524,28 +524,34 @@ func kylixgo_allreduce(h C.uintptr_t, send, recv unsafe.Pointer, count C.int64_t
 func kylixgo_failed_ranks(h C.uintptr_t, ranks *C.int32_t, capacity C.int32_t, n *C.int32_t,
 	eb *C.char, ecap C.size_t) (st C.int) {
 	return onComm("kylix_failed_ranks", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
-		const name = "kylix_failed_ranks"
-		switch {
-		case n == nil:
-			return fail(name, s, argErr("n is NULL"))
-		case capacity < 0:
-			return fail(name, s, argErr("cap: %d is negative", int32(capacity)))
-		case ranks == nil && capacity > 0:
-			return fail(name, s, argErr("ranks is NULL but cap=%d", int32(capacity)))
-		}
-		failed := ce.c.FailedRanks()
-		*n = C.int32_t(len(failed))
-		if capacity > 0 {
-			dst := unsafe.Slice((*int32)(unsafe.Pointer(ranks)), int(capacity))
-			for i := 0; i < len(failed) && i < len(dst); i++ {
-				dst[i] = int32(failed[i])
-			}
-		}
-		if int(capacity) < len(failed) {
-			return fail(name, s, argErr("cap: %d is too small for %d failed ranks", int32(capacity), len(failed)))
-		}
-		return 0
+		return putRanks("kylix_failed_ranks", s, ce.c.FailedRanks, "ranks", "failed ranks", ranks, capacity, n)
 	})
+}
+
+// putRanks is a rank-list getter's answer: after its argument checks, *n gets the length of the
+// list and dst the first cap entries; a cap below the length is ARG (the call can be repeated
+// with a larger buffer).
+func putRanks(name string, s *sink, list func() []int, dstName, what string, dst *C.int32_t, capacity C.int32_t, n *C.int32_t) C.int {
+	switch {
+	case n == nil:
+		return fail(name, s, argErr("n is NULL"))
+	case capacity < 0:
+		return fail(name, s, argErr("cap: %d is negative", int32(capacity)))
+	case dst == nil && capacity > 0:
+		return fail(name, s, argErr("%s is NULL but cap=%d", dstName, int32(capacity)))
+	}
+	vals := list()
+	*n = C.int32_t(len(vals))
+	if capacity > 0 {
+		out := unsafe.Slice((*int32)(unsafe.Pointer(dst)), int(capacity))
+		for i := 0; i < len(vals) && i < len(out); i++ {
+			out[i] = int32(vals[i])
+		}
+	}
+	if int(capacity) < len(vals) {
+		return fail(name, s, argErr("cap: %d is too small for %d %s (see *n)", int32(capacity), len(vals), what))
+	}
+	return 0
 }
 
 // ---- planning ------------------------------------------------------------------------------

@@ -6,7 +6,10 @@ package main
 */
 import "C"
 
-import "time"
+import (
+	"kylix/core"
+	"time"
+)
 
 // kylixgo_shrink makes the comm of c's survivors (core.Comm.Shrink) and hands out a new handle
 // for it, with its own kylix_errmsg and plans, at c's log level. A failure is reported on c.
@@ -21,20 +24,32 @@ func kylixgo_shrink(h C.uintptr_t, out *C.uintptr_t, eb *C.char, ecap C.size_t) 
 			// Not a collective slot of c (c is normally broken): nothing to keep in step.
 			return fail(name, s, argErr("survivors is NULL"))
 		}
-		t0 := time.Now()
-		oldRank, oldSize := ce.c.Rank(), ce.c.Size()
-		nc, err := ce.c.Shrink()
-		if err != nil {
-			return fail(name, s, err)
-		}
-		ne, err := addComm(nc, ce.logLevel)
-		if err != nil {
-			nc.Close()
-			return fail(name, s, err)
-		}
-		logf(logInfo, ce.logLevel, nc.Rank(), "shrunk: rank %d of %d is now rank %d of %d (%d ranks left) in %v",
-			oldRank, oldSize, nc.Rank(), nc.Size(), oldSize-nc.Size(), time.Since(t0).Round(time.Millisecond))
-		*out = C.uintptr_t(ne.id)
-		return 0
+		return handOut(name, s, ce, out, ce.c.Shrink)
 	})
+}
+
+// handOut runs a call that makes the next comm of ce's (kylix_shrink, kylix_resize) and gives
+// the new comm a handle of its own in *out, at ce's log level.
+func handOut(name string, s *sink, ce *commEntry, out *C.uintptr_t, next func() (*core.Comm, error)) C.int {
+	t0 := time.Now()
+	oldRank, oldSize := ce.c.Rank(), ce.c.Size()
+	nc, err := next()
+	if err != nil {
+		return fail(name, s, err)
+	}
+	ne, err := addComm(nc, ce.logLevel)
+	if err != nil {
+		nc.Close()
+		return fail(name, s, err)
+	}
+	joiners := 0
+	for _, p := range nc.Members() {
+		if p < 0 {
+			joiners++
+		}
+	}
+	logf(logInfo, ce.logLevel, nc.Rank(), "%s: rank %d of %d is now rank %d of %d (%d joiners) in %v",
+		name, oldRank, oldSize, nc.Rank(), nc.Size(), joiners, time.Since(t0).Round(time.Millisecond))
+	*out = C.uintptr_t(ne.id)
+	return 0
 }

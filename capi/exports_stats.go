@@ -30,21 +30,27 @@ func kylixgo_stats_json(h C.uintptr_t, buf *C.char, capacity C.int64_t, needed *
 		if err != nil {
 			return fail(name, s, err)
 		}
-		n := int64(len(js)) + 1
-		if needed != nil {
-			*needed = C.int64_t(n)
-		}
-		if int64(capacity) < n {
-			return fail(name, s, argErr("cap: %d is too small for the stats: buf needs %d bytes (see *needed)", int64(capacity), n))
-		}
-		if err := checkSpan(unsafe.Pointer(buf), uint64(n), 1, "buf", "cap"); err != nil {
-			return fail(name, s, err)
-		}
-		dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
-		copy(dst, js)
-		dst[n-1] = 0
-		return 0
+		return putString(name, s, string(js), "the stats", buf, capacity, needed)
 	})
+}
+
+// putString is a string getter's answer: *needed (if not NULL) gets the bytes str needs with
+// its terminator, and str goes to buf only when all of it fits (nothing is written otherwise).
+func putString(name string, s *sink, str, what string, buf *C.char, capacity C.int64_t, needed *C.int64_t) C.int {
+	n := int64(len(str)) + 1
+	if needed != nil {
+		*needed = C.int64_t(n)
+	}
+	if int64(capacity) < n {
+		return fail(name, s, argErr("cap: %d is too small for %s: buf needs %d bytes (see *needed)", int64(capacity), what, n))
+	}
+	if err := checkSpan(unsafe.Pointer(buf), uint64(n), 1, "buf", "cap"); err != nil {
+		return fail(name, s, err)
+	}
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
+	copy(dst, str)
+	dst[n-1] = 0
+	return 0
 }
 
 // kylixgo_stats_reset zeroes c's counters and timers (local).

@@ -7,6 +7,8 @@ import (
 	"kylix/core/kx"
 	"kylix/netio"
 	"kylix/netio/rendezvous"
+	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -399,5 +401,82 @@ func TestResizeQuorum(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// 200 resize cycles over TCP: every tenth admits a joiner and then lets it leave (a fresh mesh
+// each time), the rest admit nobody; goroutines, fds and the live heap stay flat.
+func TestResizeCyclesFlat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200 resizes: not in -short")
+	}
+	const timeout = 10 * time.Second
+	srv, comms := elasticJob(t, 3, timeout)
+	var goroutines, fds int
+	var heap uint64
+	measure := func() (int, int, uint64) {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		ents, _ := os.ReadDir("/proc/self/fd")
+		return runtime.NumGoroutine(), len(ents), ms.HeapAlloc
+	}
+	for i := 0; i < 200; i++ {
+		var next []*core.Comm
+		if i%10 == 5 {
+			grown := resizeAll(t, comms, len(comms)+1, []chan joined{startJoiner(t, srv, timeout)})
+			closeAll(comms)
+			checkSums(t, grown, i)
+			grown[len(grown)-1].Close() // the joiner leaves
+			next = resizeAll(t, grown[:len(grown)-1], 0, nil)
+			closeAll(grown[:len(grown)-1])
+		} else {
+			next = resizeAll(t, comms, 0, nil)
+			closeAll(comms)
+		}
+		comms = next
+		checkSums(t, comms, i)
+		if i == 19 {
+			goroutines, fds, heap = measure()
+		}
+	}
+	g, f, h := measure()
+	closeAll(comms)
+	t.Logf("after 20 cycles: %d goroutines, %d fds, %d heap bytes; after 200: %d, %d, %d", goroutines, fds, heap, g, f, h)
+	if g > goroutines+2 || f > fds || h > heap+4<<20 {
+		t.Errorf("not flat over 180 resizes: goroutines %d -> %d, fds %d -> %d, heap %d -> %d", goroutines, g, fds, f, heap, h)
+	}
+}
+
+// When the join server is gone (rank 0's own server dies with it), a resize that needs no
+// joiner still goes on, admitting nobody; one that needs joiners fails with CodeNet at once,
+// naming the join address, instead of waiting out the timeout.
+func TestResizeJoinServerGone(t *testing.T) {
+	const timeout = 20 * time.Second
+	srv, c3 := elasticJob(t, 3, timeout)
+	addr := srv.Addr()
+	srv.Close()
+	c3b := resizeAll(t, c3, 0, nil)
+	closeAll(c3)
+	defer closeAll(c3b)
+	checkSums(t, c3b, 1)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, c := range c3b {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = c.Resize(4)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if kx.CodeOf(err) != kx.CodeNet || !strings.Contains(err.Error(), addr) {
+			t.Errorf("member %d: %v, want CodeNet naming %s", i, err, addr)
+		}
+	}
+	if d := time.Since(start); d > timeout/2 {
+		t.Errorf("the resize took %v to find the join server gone", d)
 	}
 }

@@ -17,7 +17,7 @@ type shrunkError struct {
 }
 
 func (e *shrunkError) Error() string {
-	what := "the comm was resized: use the comm kylix_resize (or kylix_shrink) returned"
+	what := "the comm was shrunk or resized: use the comm kylix_shrink or kylix_resize returned"
 	if !e.done {
 		what = "a resize of this comm failed: call kylix_resize (or kylix_shrink) again on every live member"
 	}
@@ -59,7 +59,7 @@ func (c *Comm) startResize(what string) (attempt int, prior error, err error) {
 	case c.closed:
 		return 0, nil, kx.Errorf(kx.CodeState, "%scomm was finalized", what)
 	case errors.As(c.broken, &se) && se.done:
-		return 0, nil, kx.Errorf(kx.CodeState, "%sthis comm was already resized (once per comm: resize the comm kylix_resize or kylix_shrink returned)", what)
+		return 0, nil, kx.Errorf(kx.CodeState, "%sthis comm was already shrunk or resized (once per comm: use the comm kylix_shrink or kylix_resize returned)", what)
 	case errors.As(c.broken, &se):
 		prior = se.cause
 	default:

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // DefaultTimeout is used when Options.Timeout is not set (the rendezvous's bound too).
@@ -45,7 +46,6 @@ func connect(o kx.Options, listenHost string) (*TCP, error) {
 		ln    net.Listener
 		peers []string
 		job   uint64
-		err   error
 	)
 	switch {
 	case len(o.Peers) > 0:
@@ -110,6 +110,12 @@ func connect(o kx.Options, listenHost string) (*TCP, error) {
 	default:
 		return nil, kx.Errorf(kx.CodeArg, "connect: size=%d needs peers= or rendezvous=", o.Size)
 	}
+	return meshTransport(ln, o, peers, job, timeout)
+}
+
+// meshTransport connects rank o.Rank of the table peers (job's mesh) on ln and starts its
+// transport: at start-up, and for a resized membership (grow.go).
+func meshTransport(ln net.Listener, o kx.Options, peers []string, job uint64, timeout time.Duration) (*TCP, error) {
 	level := kx.ParseLogLevel(o.Log)
 	debug := func(format string, args ...any) { kx.Logf(kx.LogDebug, level, o.Rank, format, args...) }
 	conns, pairs, err := mesh(ln, o.Rank, o.Size, peers, job, o.Secret, timeout, shmOffered(o), debug)

@@ -100,23 +100,7 @@ func meshAdmitted(ln net.Listener, o kx.Options, rank int, a kx.Admission) (*TCP
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	level := kx.ParseLogLevel(o.Log)
-	debug := func(format string, args ...any) { kx.Logf(kx.LogDebug, level, o.Rank, format, args...) }
-	conns, pairs, err := mesh(ln, o.Rank, o.Size, a.Peers, a.Job, o.Secret, timeout, shmOffered(o), debug)
-	if err == nil {
-		err = tuneSockets(conns, o.Rank, o.Liveness)
-		if err != nil {
-			for _, p := range pairs {
-				if p.link != nil {
-					p.link.close()
-				}
-			}
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return newTCP(o.Rank, o.Size, a.Job, timeout, conns, pairs).configure(o), nil
+	return meshTransport(ln, o, a.Peers, a.Job, timeout)
 }
 
 // Join is a joiner's kylix_init (option join=host:port): it listens, waits at the join server

@@ -30,14 +30,7 @@ import (
 )
 
 func TestShapedLinkCompressAuto(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for network namespaces and tc")
-	}
-	for _, tool := range []string{"ip", "tc"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found (iproute2: make test installs it with tests/netns/deps.sh)", tool)
-		}
-	}
+	needNetns(t, "ip", "tc")
 	dir := setup(t)
 	root := repoRoot()
 	prog := filepath.Join(dir, "bench-kylix_net")
@@ -48,18 +41,7 @@ func TestShapedLinkCompressAuto(t *testing.T) {
 	}
 	id := strconv.Itoa(os.Getpid())
 	nsA, nsB, veth := "kx-la-"+id, "kx-lb-"+id, "kxl"+id
-	if out, err := runTool(".", 20*time.Second, "ip", "netns", "add", nsA); err != nil {
-		t.Skipf("cannot create a network namespace (ip netns add: %v): %s", err, out)
-	}
-	runTool(".", 20*time.Second, "ip", "netns", "del", nsA)
-	t.Cleanup(func() {
-		if out, err := runTool(".", 30*time.Second, "sh", netnsScript("down.sh"), nsA, nsB); err != nil {
-			t.Errorf("down.sh: %v\n%s", err, out)
-		}
-	})
-	if out, err := runTool(".", 30*time.Second, "sh", netnsScript("up.sh"), nsA, nsB, veth); err != nil {
-		t.Fatalf("up.sh: %v\n%s", err, out)
-	}
+	twoNamespaces(t, nsA, nsB, veth)
 	for _, end := range [][2]string{{nsA, veth + "-a"}, {nsB, veth + "-b"}} {
 		if out, err := runTool(".", 20*time.Second, "sh", netnsScript("shape.sh"), end[0], end[1], "100mbit"); err != nil {
 			t.Skipf("cannot shape the veth with tbf (%v): %s", err, out)
@@ -128,4 +110,35 @@ var resultRE = regexp.MustCompile(`(?m)^RESULT (.*)$`)
 func median(v []float64) float64 {
 	s := slices.Sorted(slices.Values(v))
 	return s[len(s)/2]
+}
+
+// needNetns skips a test that cannot have network namespaces here: not root, or a tool missing.
+func needNetns(t *testing.T, tools ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for network namespaces")
+	}
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not found (iproute2: make test installs it with tests/netns/deps.sh)", tool)
+		}
+	}
+}
+
+// twoNamespaces makes nsA and nsB joined by veth (netns/up.sh: 10.201.0.1 and .2), undone at
+// cleanup, or skips the test when namespaces cannot be made.
+func twoNamespaces(t *testing.T, nsA, nsB, veth string) {
+	t.Helper()
+	if out, err := runTool(".", 20*time.Second, "ip", "netns", "add", nsA); err != nil {
+		t.Skipf("cannot create a network namespace (ip netns add: %v): %s", err, out)
+	}
+	runTool(".", 20*time.Second, "ip", "netns", "del", nsA)
+	t.Cleanup(func() {
+		if out, err := runTool(".", 30*time.Second, "sh", netnsScript("down.sh"), nsA, nsB); err != nil {
+			t.Errorf("down.sh: %v\n%s", err, out)
+		}
+	})
+	if out, err := runTool(".", 30*time.Second, "sh", netnsScript("up.sh"), nsA, nsB, veth); err != nil {
+		t.Fatalf("up.sh: %v\n%s", err, out)
+	}
 }

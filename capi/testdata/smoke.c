@@ -229,6 +229,42 @@ static void test_surface_calls(kylix_comm *c) {
   CHECK_ST(kylix_failed_ranks(s, NULL, 0, &n32), KYLIX_OK);
   CHECK(n32 == 0, "failed_ranks of the shrunk comm n=%d", n32);
   CHECK_ST(kylix_finalize(s), KYLIX_OK);
+  /* resize, members, join address (capi/exports_resize.go) on a comm that is not elastic: a
+     resize admits nobody; min_size above what is left times out at once, c unchanged. */
+  kylix_comm *c3 = init1(), *n3 = (kylix_comm *)0x1;
+  int32_t prev[4] = {-7, -7, -7, -7};
+  CHECK_ST(kylix_members(c3, prev, 4, &n32), KYLIX_OK);
+  CHECK(n32 == 1 && prev[0] == 0 && prev[1] == -7, "members: n=%d prev %d %d", n32, prev[0], prev[1]);
+  CHECK_ST(kylix_members(c3, prev, 4, NULL), KYLIX_ERR_ARG);
+  CHECK(contains(kylix_errmsg(c3), "n is NULL"), "errmsg(c3)=\"%s\"", kylix_errmsg(c3));
+  CHECK_ST(kylix_members(c3, NULL, 1, &n32), KYLIX_ERR_ARG);
+  CHECK(contains(kylix_errmsg(c3), "prev_ranks"), "errmsg(c3)=\"%s\"", kylix_errmsg(c3));
+  CHECK_ST(kylix_members(c3, prev, -1, &n32), KYLIX_ERR_ARG);
+  CHECK(contains(kylix_errmsg(c3), "cap"), "errmsg(c3)=\"%s\"", kylix_errmsg(c3));
+  CHECK_ST(kylix_members(c3, NULL, 0, &n32), KYLIX_ERR_ARG); /* cap 0: only *n */
+  CHECK(n32 == 1, "members with cap 0: n=%d", n32);
+  char ja[8] = "xxxxxxx";
+  n64 = -1;
+  CHECK_ST(kylix_join_address(c3, ja, sizeof ja, &n64), KYLIX_ERR_STATE);
+  CHECK(contains(kylix_errmsg(c3), "not elastic"), "errmsg(c3)=\"%s\"", kylix_errmsg(c3));
+  CHECK(ja[0] == 'x', "join_address wrote into buf on failure");
+  CHECK_ST(kylix_join_address(c3, NULL, 4, &n64), KYLIX_ERR_ARG);
+  CHECK_ST(kylix_join_address(NULL, ja, sizeof ja, &n64), KYLIX_ERR_ARG);
+  CHECK_ST(kylix_resize(c3, 1, NULL), KYLIX_ERR_ARG);
+  CHECK(contains(kylix_errmsg(c3), "next is NULL"), "errmsg(c3)=\"%s\"", kylix_errmsg(c3));
+  CHECK_ST(kylix_resize(c3, -1, &n3), KYLIX_ERR_ARG);
+  CHECK(n3 == NULL && contains(kylix_errmsg(c3), "min_size"), "errmsg(c3)=\"%s\"", kylix_errmsg(c3));
+  CHECK_ST(kylix_resize(NULL, 0, &n3), KYLIX_ERR_ARG);
+  CHECK_ST(kylix_resize(c3, 2, &n3), KYLIX_ERR_TIMEOUT); /* nobody can join */
+  CHECK(n3 == NULL && contains(kylix_errmsg(c3), "not elastic"), "errmsg(c3)=\"%s\"", kylix_errmsg(c3));
+  CHECK_ST(kylix_allreduce(c3, x, x, 2, KYLIX_F64, KYLIX_SUM), KYLIX_OK); /* c3 unchanged */
+  CHECK_ST(kylix_resize(c3, 1, &n3), KYLIX_OK);
+  CHECK(n3 != NULL && kylix_size(n3) == 1, "resized comm");
+  CHECK_ST(kylix_barrier(c3), KYLIX_ERR_STATE);
+  CHECK_ST(kylix_members(n3, prev, 4, &n32), KYLIX_OK);
+  CHECK(n32 == 1 && prev[0] == 0, "members of the resized comm: n=%d prev %d", n32, prev[0]);
+  CHECK_ST(kylix_finalize(c3), KYLIX_OK);
+  CHECK_ST(kylix_finalize(n3), KYLIX_OK);
   CHECK_ST(kylix_stats_json(c, NULL, 0, &n64), KYLIX_ERR_ARG); /* cap 0: only *needed */
   CHECK(n64 > 2, "stats_json needed=%lld", (long long)n64);
   CHECK_ST(kylix_stats_reset(c), KYLIX_OK);

@@ -8,8 +8,10 @@
 //     address nodes; a View sends to every live replica of a node, takes the first copy from any
 //     of them ("Kylix: A Sparse Allreduce for Commodity Clusters", §V, packet racing), and names
 //     ranks in its errors and statistics as the comm numbers them.
-//   - Shrink agrees with the other survivors on who failed and makes the View of the comm that
-//     goes on without them (ULFM's MPI_Comm_shrink).
+//   - Resize agrees with the other live members on who failed, checks that they hold a majority,
+//     and admits the joiners the job's join server holds (resize.go; Zhang and Qiu, "Efficient,
+//     Fault-tolerant and Elastic Allreduce Framework for Iterative Algorithms" §5-6); Shrink is
+//     a resize that admits nobody (ULFM's MPI_Comm_shrink).
 //
 // Every capability of the process transport (racing, late sends, quiescing, same-host links)
 // reaches every comm through its View, shrunk or not.

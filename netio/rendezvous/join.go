@@ -71,8 +71,9 @@ type joiner struct {
 	accepts     chan uint64 // offer numbers confirmed
 }
 
-// OnAdmit registers f, called (on the server's goroutine, after the joiners and the leader were
-// told) with every admission. f must not block.
+// OnAdmit registers f, called with every admission that takes joiners, on the server's
+// goroutine, after the joiners were told and before the leader's answer (so the launcher knows
+// of a membership before any member runs on it). f must not block.
 func (s *Server) OnAdmit(f func(Admitted)) {
 	s.mu.Lock()
 	s.join.onAdmit = f
@@ -187,14 +188,14 @@ func (s *Server) serveAdmit(c net.Conn, m *message, nonce []byte) {
 		s.refuse(c, kx.CodeOf(err), "%v", err)
 		return
 	}
-	b, _ := json.Marshal(adm)
-	writeMsg(c, &message{Type: "admission", Adm: b, Proof: joinProof(s.secret, "admission", nonce, m.Nonce, b)})
 	s.mu.Lock()
 	f := s.join.onAdmit
 	s.mu.Unlock()
 	if f != nil && adm.Joiners > 0 {
 		f(Admitted{Peers: adm.Peers, Prev: adm.Prev, Job: adm.Job})
 	}
+	b, _ := json.Marshal(adm)
+	writeMsg(c, &message{Type: "admission", Adm: b, Proof: joinProof(s.secret, "admission", nonce, m.Nonce, b)})
 }
 
 // admit picks the joiners (admitMu held).
@@ -217,7 +218,9 @@ func (s *Server) admit(req kx.AdmitRequest) (kx.Admission, error) {
 		s.mu.Unlock()
 		var ok []*joiner
 		if kx.AdmitCount(len(snap), holes, req.Replication) > 0 {
-			ok = s.offer(snap, liveness)
+			// Near the end of a min_size wait, a stopped joiner is given only what is left (a
+			// live one answers in a round trip), so the leader answers within the wait.
+			ok = s.offer(snap, min(liveness, max(time.Until(deadline), 200*time.Millisecond)))
 		}
 		n := kx.AdmitCount(len(ok), holes, req.Replication)
 		if n >= req.Need {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -78,8 +79,13 @@ func stalledJoiner(t *testing.T, addr, secret, my string) net.Conn {
 func TestJoinAdmit(t *testing.T) {
 	base := runtime.NumGoroutine()
 	srv := servedJob(t)
+	var amu sync.Mutex
 	var admitted []Admitted
-	srv.OnAdmit(func(a Admitted) { admitted = append(admitted, a) })
+	srv.OnAdmit(func(a Admitted) {
+		amu.Lock()
+		admitted = append(admitted, a)
+		amu.Unlock()
+	})
 
 	// Hostile traffic first: garbage, a forged length, a half-open connection.
 	for _, b := range [][]byte{[]byte("GET / HTTP/1.0\r\n\r\n"), binary.LittleEndian.AppendUint32(nil, 1<<31), nil} {
@@ -121,9 +127,11 @@ func TestJoinAdmit(t *testing.T) {
 	if w := srv.Waiting(); !slices.Equal(w, []string{"127.0.0.1:8100"}) {
 		t.Errorf("waiting after the admission: %v, want the stalled joiner only", w)
 	}
+	amu.Lock()
 	if len(admitted) != 1 || admitted[0].Job != a.Job {
 		t.Errorf("OnAdmit saw %+v", admitted)
 	}
+	amu.Unlock()
 
 	// min_size that cannot be met: CodeTimeout after the wait, nobody admitted.
 	start = time.Now()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"kylix/core/kx"
+	"net"
 	"time"
 )
 
@@ -70,9 +71,11 @@ func Join(addr, myAddr, secret string, timeout time.Duration) (int, kx.Admission
 // the request's wait plus its liveness plus timeout.
 func Admit(addr, secret string, req kx.AdmitRequest, timeout time.Duration) (kx.Admission, error) {
 	cl := &client{addr: addr, rank: -2, secret: secret, timeout: timeout, deadline: time.Now().Add(timeout)}
-	c, err := cl.dial()
+	// One attempt: the server of a running job is up or gone (unlike start-up, where it may
+	// start later), and a resize must not wait out the timeout for a dead one.
+	c, err := net.DialTimeout("tcp", addr, min(timeout, challengeWait))
 	if err != nil {
-		return kx.Admission{}, err
+		return kx.Admission{}, kx.Errorf(kx.CodeNet, "the join server at %s cannot be reached: %v (a job started without kylixrun loses its join address with rank 0)", addr, err)
 	}
 	defer c.Close()
 	ch, err := cl.challenge(c)

@@ -156,8 +156,8 @@ with kylix.init() as comm:
         with sub:
             chk.ok(sub.size == size and sub.rank == rank, f"shrink of a healthy job: {sub}")
             chk.equal(sub.allreduce(np.ones(3)), np.full(3, float(size)), "allreduce on it")
-            chk.raises(kylix.StateError, comm.barrier, match=["resized"],
+            chk.raises(kylix.StateError, comm.barrier, match=["shrunk"],
                        text="the shrunk comm is broken")
-            chk.raises(kylix.StateError, comm.shrink, match=["already resized"],
+            chk.raises(kylix.StateError, comm.shrink, match=["already shrunk"],
                        text="a comm can be shrunk once")
 chk.finish()

@@ -355,9 +355,9 @@ class LocalTest {
       s.allreduce(x, Op.SUM);
       assertEquals(7, x[0]);
       StateException e = assertThrows(StateException.class, comm::barrier);
-      assertTrue(e.getMessage().contains("resized"), e.getMessage()); // a shrink is a resize
+      assertTrue(e.getMessage().contains("shrunk"), e.getMessage());
       e = assertThrows(StateException.class, comm::shrink);
-      assertTrue(e.getMessage().contains("already resized"), e.getMessage()); // once per comm
+      assertTrue(e.getMessage().contains("already shrunk"), e.getMessage()); // once per comm
     }
   }
 

@@ -26,9 +26,10 @@ each rank's process group, SIGKILL 2 s later) and kylixrun exits with that rank'
 (128+signal for a signal death). SIGINT, SIGTERM and SIGHUP are forwarded to every rank.
 
 With --elastic a rank that dies is reported and the others go on: the program's survivors call
-kylix_resize. --restarts relaunches it as a joiner ([j0], [j1], ... with --tag-output). The
-job ends when its ranks end; a joiner still not admitted 10 s after the first rank finished
-cleanly is stopped and does not count.
+kylix_resize. --restarts relaunches it as a joiner ([j0], [j1], ... with --tag-output). A rank's
+clean exit starts the job's end: from then on nobody is relaunched, a rank that fails gives
+the job its status, and a joiner still not admitted 10 s later is stopped (and does not count).
+The job ends when its ranks end.
 
 options:
   -n N, -np N            number of ranks (default with --hosts/--hostfile: all their slots)
@@ -134,42 +135,17 @@ func (s *secondsValue) Set(v string) error {
 // first non-flag argument or at "--", so the program's own flags are never touched.
 func parseArgs(args []string) (*config, error) {
 	c := &config{}
-	fs := flag.NewFlagSet("kylixrun", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	var hostsArg, hostfile, sshArg string
-	var help, showVersion bool
-	timeout := &secondsValue{d: &c.timeout}
-	jobTimeout := &secondsValue{d: &c.jobTimeout}
-	fs.IntVar(&c.n, "n", 0, "")
-	fs.IntVar(&c.n, "np", 0, "")
-	fs.StringVar(&hostsArg, "hosts", "", "")
-	fs.StringVar(&hostfile, "hostfile", "", "")
-	fs.StringVar(&c.degrees, "degrees", "", "")
-	fs.IntVar(&c.replication, "replication", 0, "")
-	fs.Var(timeout, "timeout", "")
-	fs.Var(jobTimeout, "job-timeout", "")
-	fs.BoolVar(&c.tagOutput, "tag-output", false, "")
-	fs.BoolVar(&c.keepGoing, "keep-going", false, "")
-	fs.StringVar(&sshArg, "ssh", "ssh", "")
-	fs.StringVar(&c.rvHost, "rendezvous-host", "", "")
-	fs.BoolVar(&c.elastic, "elastic", false, "")
-	fs.IntVar(&c.restarts, "restarts", 0, "")
-	fs.StringVar(&c.jobFile, "job-file", "", "")
-	fs.StringVar(&c.join, "join", "", "")
-	fs.BoolVar(&help, "h", false, "")
-	fs.BoolVar(&help, "help", false, "")
-	fs.BoolVar(&showVersion, "version", false, "")
+	fs, v := newFlagSet(c)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, errHelp
 		}
 		return nil, unknownFlag(fs, err)
 	}
-	if help {
+	if v.help {
 		return nil, errHelp
 	}
-	if showVersion {
+	if v.version {
 		return nil, errVersion
 	}
 	set := map[string]bool{}
@@ -188,9 +164,9 @@ func parseArgs(args []string) (*config, error) {
 	var err error
 	switch {
 	case set["hosts"]:
-		c.hosts, err = parseHostList(hostsArg)
+		c.hosts, err = parseHostList(v.hosts)
 	case set["hostfile"]:
-		c.hosts, err = readHostfile(hostfile)
+		c.hosts, err = readHostfile(v.hostfile)
 	}
 	if err != nil {
 		return nil, &usageError{err.Error()}
@@ -225,14 +201,49 @@ func parseArgs(args []string) (*config, error) {
 			return nil, usagef("--degrees %q: %v", c.degrees, err)
 		}
 	}
-	if timeout.set && c.timeout < time.Millisecond {
+	if v.timeout.set && c.timeout < time.Millisecond {
 		return nil, usagef("--timeout must be at least 0.001 seconds")
 	}
-	c.ssh = strings.Fields(sshArg)
+	c.ssh = strings.Fields(v.ssh)
 	if len(c.ssh) == 0 {
 		return nil, usagef("--ssh must name a command")
 	}
 	return c, nil
+}
+
+// flagVars are the flags that are not fields of config as they are.
+type flagVars struct {
+	hosts, hostfile, ssh string
+	help, version        bool
+	timeout              *secondsValue
+}
+
+// newFlagSet defines kylixrun's flags, writing into c and the returned flagVars.
+func newFlagSet(c *config) (*flag.FlagSet, *flagVars) {
+	v := &flagVars{timeout: &secondsValue{d: &c.timeout}}
+	fs := flag.NewFlagSet("kylixrun", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.IntVar(&c.n, "n", 0, "")
+	fs.IntVar(&c.n, "np", 0, "")
+	fs.StringVar(&v.hosts, "hosts", "", "")
+	fs.StringVar(&v.hostfile, "hostfile", "", "")
+	fs.StringVar(&c.degrees, "degrees", "", "")
+	fs.IntVar(&c.replication, "replication", 0, "")
+	fs.Var(v.timeout, "timeout", "")
+	fs.Var(&secondsValue{d: &c.jobTimeout}, "job-timeout", "")
+	fs.BoolVar(&c.tagOutput, "tag-output", false, "")
+	fs.BoolVar(&c.keepGoing, "keep-going", false, "")
+	fs.StringVar(&v.ssh, "ssh", "ssh", "")
+	fs.StringVar(&c.rvHost, "rendezvous-host", "", "")
+	fs.BoolVar(&c.elastic, "elastic", false, "")
+	fs.IntVar(&c.restarts, "restarts", 0, "")
+	fs.StringVar(&c.jobFile, "job-file", "", "")
+	fs.StringVar(&c.join, "join", "", "")
+	fs.BoolVar(&v.help, "h", false, "")
+	fs.BoolVar(&v.help, "help", false, "")
+	fs.BoolVar(&v.version, "version", false, "")
+	return fs, v
 }
 
 // joinCompatible are the flags that mean something to kylixrun --join: it starts local joiners

@@ -17,7 +17,9 @@ n_members, n_join = int(sys.argv[1]), int(sys.argv[2])
 joining = "KYLIX_JOIN" in os.environ
 
 if joining:
-    comm = kylix.init()                       # returns once a resize admitted this process
+    # The options string's join and secret (kylixrun --join set the same in the environment):
+    # init returns once a resize admitted this process.
+    comm = kylix.init(join=os.environ["KYLIX_JOIN"], secret=os.environ["KYLIX_SECRET"])
     chk = Checker("elastic", comm.rank)
     chk.ok(n_members <= comm.rank < n_members + n_join, f"joiner is rank {comm.rank}")
 else:

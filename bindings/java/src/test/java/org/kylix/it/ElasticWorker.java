@@ -23,7 +23,10 @@ public final class ElasticWorker {
     Comm comm;
     Check chk;
     if (joining) {
-      comm = Kylix.init(); // returns once a resize admitted this process
+      // The options string's join and secret (kylixrun --join set the same in the
+      // environment): init returns once a resize admitted this process.
+      comm = Kylix.init("join=" + System.getenv("KYLIX_JOIN") + ";secret="
+          + System.getenv("KYLIX_SECRET"));
       chk = new Check(comm.rank(), 100);
       chk.expect(comm.rank() >= nMembers && comm.rank() < nMembers + nJoin,
           "joiner is rank " + comm.rank());

@@ -40,7 +40,7 @@ func envFile(t *testing.T, path string) map[string]string {
 func TestElasticDeathGoesOn(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	prog := `cd "$OUT"; env > env.$KYLIX_RANK; [ "$KYLIX_RANK" = 1 ] && exit 3; sleep 0.5`
+	prog := `cd "$OUT"; env > env.$KYLIX_RANK; [ "$KYLIX_RANK" = 1 ] && exit 3; sleep 2`
 	r := runLauncher(t, dir, []string{"OUT=" + dir}, "-n", "3", "--elastic", "sh", "-c", prog)
 	if r.code != 0 {
 		t.Errorf("exit %d, want 0\n%s", r.code, r.stderr)
@@ -106,7 +106,7 @@ func TestElasticRestartsLimit(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	prog := `cd "$OUT"; if [ -n "$KYLIX_JOIN" ]; then touch j.$$; exit 5; fi; [ "$KYLIX_RANK" = 1 ] && exit 5
-		` + waitFiles("^j\\.", 2) + `sleep 0.5`
+		` + waitFiles("^j\\.", 2) + `sleep 2`
 	r := runLauncher(t, dir, []string{"OUT=" + dir}, "-n", "2", "--elastic", "--restarts", "2", "--tag-output", "sh", "-c", prog)
 	if r.code != 0 {
 		t.Errorf("exit %d, want 0\n%s", r.code, r.stderr)
@@ -131,7 +131,7 @@ func TestElasticExitCodes(t *testing.T) {
 	if r.code != 4 || !strings.Contains(r.stderr, "exited with status 4 at the job's end: the job fails") {
 		t.Errorf("failure at the end: exit %d, want 4\n%s", r.code, r.stderr)
 	}
-	r = runLauncher(t, t.TempDir(), nil, "-n", "2", "--elastic", "sh", "-c", `[ "$KYLIX_RANK" = 0 ] && exit 6; sleep 0.3; exit 7`)
+	r = runLauncher(t, t.TempDir(), nil, "-n", "2", "--elastic", "sh", "-c", `[ "$KYLIX_RANK" = 0 ] && exit 6; sleep 1; exit 7`)
 	if r.code != 6 || !strings.Contains(r.stderr, "--elastic job ended with status 6 (no rank finished cleanly); died: rank 0") {
 		t.Errorf("every rank died: exit %d, want 6\n%s", r.code, r.stderr)
 	}

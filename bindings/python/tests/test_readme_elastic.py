@@ -29,6 +29,6 @@ def test_readme_elastic_example(kylixrun, tmp_path):
                                    env.get("PATH", "")])
     r = run_cmd(["sh", "-ec", blocks["sh"]], env, tmp_path, HARD_DEADLINE_S)
     assert r.code == 0, r.dump()
-    assert re.search(r"^\[0\] step 40: 4 ranks, sum \d+$", r.output, re.M), r.dump()
+    assert re.search(r"^\[0\] step 60: 4 ranks, sum \d+$", r.output, re.M), r.dump()
     assert "--elastic job ended with status 0; 2 joiner(s) admitted" in r.output, r.dump()
     assert not (tmp_path / "job.json").exists(), "the job file outlived the job"

@@ -41,7 +41,7 @@ class ReadmeElasticTest {
     Thread.sleep(4000); // as the README's sleep 4
     String joined = run(dir, List.of("--join", jf.toString(), "-n", "2", "--tag-output"));
     String out = job.get();
-    assertTrue(Pattern.compile("(?m)^\\[0\\] step 40: 4 ranks, sum \\d+$").matcher(out).find(),
+    assertTrue(Pattern.compile("(?m)^\\[0\\] step 60: 4 ranks, sum \\d+$").matcher(out).find(),
         "rank 0 did not end on 4 ranks:\n" + out + "\n--- joiners:\n" + joined);
   }
 

@@ -62,7 +62,11 @@ func (s *supervisor) died(e rankExit) {
 	if len(el.died) == 1 {
 		el.firstDeath = e.st.exitCode()
 	}
-	if j.restartsLeft == 0 {
+	switch {
+	case s.live == 0:
+		j.logf("%s %v; no rank is left", e.r.where(), e.st)
+		return
+	case j.restartsLeft == 0:
 		j.logf("%s %v; --elastic: the job goes on with the %s", e.r.where(), e.st, s.others())
 		return
 	}

@@ -137,13 +137,14 @@ func TestElasticLogRegFailureIgnorance(t *testing.T) {
 	}
 }
 
-// With every member dead, the relaunched joiner waits for a resize that nobody will call:
-// kylixrun stops it and fails the job with the first death's code.
+// Rank 0 of 2 dies and is relaunched; rank 1 alone is half the comm without rank 0, so its
+// resize fails (no quorum) and it exits. The relaunched joiner then waits for a resize that
+// nobody will call: kylixrun stops it and fails the job with the first death's code.
 func TestElasticNoMemberLeft(t *testing.T) {
 	b := setup(t)
 	bin := buildExample(t, "elastic_logreg")
 	start := time.Now()
-	out, err := run(".", runLimit, nil, b.kylixrun, "-n", "1", "--elastic", "--restarts", "1",
+	out, err := run(".", runLimit, nil, b.kylixrun, "-n", "2", "--elastic", "--restarts", "1",
 		"--job-timeout", jobTimeout, "--", bin, "--iters", "10", "--die-at", "3:0")
 	t.Logf("the job (%v):\n%s", time.Since(start), out)
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 137 {

@@ -186,3 +186,16 @@ func TestJoinRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A served job whose ranks register again (kylix_finalize, then kylix_init under the same
+// launcher) gets a new table from the server, which stays up for joiners.
+func TestRendezvousServesAgain(t *testing.T) {
+	srv := servedJob(t)
+	defer srv.Close()
+	res := lookupAll(srv.Addr(), []int{1, 0}, 2, "k", 2*time.Second)
+	for i, r := range res {
+		if r.err != nil || len(r.peers) != 2 || r.job != res[0].job {
+			t.Fatalf("client %d of the second round: %v %v job %x", i, r.err, r.peers, r.job)
+		}
+	}
+}

@@ -193,9 +193,10 @@ func (s *Server) serve(c net.Conn) {
 		return
 	}
 	if s.served {
-		s.mu.Unlock()
-		s.refuse(c, kx.CodeState, "the rendezvous already served its job's table (it serves one job; a process joins a running job with join=)")
-		return
+		// The job's ranks registering again (kylix_finalize then kylix_init): a new round of
+		// the same job. The server stays up after a table (join.go), so it serves this round
+		// itself, where before the ranks found the port free and rank 0 served it.
+		s.served = false
 	}
 	if old := s.regs[m.Rank]; old != nil {
 		s.mu.Unlock()

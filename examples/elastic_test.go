@@ -147,13 +147,15 @@ func TestElasticNoMemberLeft(t *testing.T) {
 	out, err := run(".", runLimit, nil, b.kylixrun, "-n", "2", "--elastic", "--restarts", "1",
 		"--job-timeout", jobTimeout, "--", bin, "--iters", "10", "--die-at", "3:0")
 	t.Logf("the job (%v):\n%s", time.Since(start), out)
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 137 {
-		t.Errorf("kylixrun: %v, want exit status 137", err)
+	// The first death is rank 0's SIGKILL (137) or, when the launcher reaps rank 1 first (it
+	// fails within milliseconds), rank 1's status 1.
+	if ee, ok := err.(*exec.ExitError); !ok || (ee.ExitCode() != 137 && ee.ExitCode() != 1) {
+		t.Errorf("kylixrun: %v, want exit status 137 or 1", err)
 	}
-	for _, want := range []string{"no member of the job is left to admit the 1 joiner(s) waiting",
-		"--elastic job ended with status 137 (no rank finished cleanly)", "never admitted: joiner j0"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("kylixrun's lines lack %q", want)
+	for _, re := range []string{`no member of the job is left to admit the 1 joiner\(s\) waiting`,
+		`--elastic job ended with status (137|1) \(no rank finished cleanly\)`, `never admitted: joiner j0`} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("kylixrun's lines lack %s", re)
 		}
 	}
 }

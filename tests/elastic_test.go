@@ -3,7 +3,10 @@ package tests
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -248,8 +251,9 @@ func TestElasticRampUp(t *testing.T) {
 }
 
 // min_size: a resize that no joiner can meet gives TIMEOUT and the comm goes on unchanged; then
-// one waits for the joiner. Meanwhile a stranger with the wrong secret at the join port gets
-// AUTH and changes nothing.
+// one waits for the joiner. Meanwhile strangers at the join port change nothing: a joiner with
+// the wrong secret gets AUTH, one of another protocol version AUTH naming both versions, and
+// garbage, a forged length and a half-open connection stay there through both resizes.
 func TestElasticMinSizeWrongSecret(t *testing.T) {
 	t.Parallel()
 	defer slot()()
@@ -257,6 +261,8 @@ func TestElasticMinSizeWrongSecret(t *testing.T) {
 	e.members(2)
 	bad := &elasticRun{t: t, prog: e.prog, dir: e.dir, rv: e.rv, secret: "wrong", args: []string{"badjoin"}, procs: e.procs}
 	bad.joiner(200)
+	hostile := strangersAtJoinPort(t, e.rv)
+	defer hostile()
 	e.marker("timedout", 60*time.Second)
 	e.joiner(100)
 	lines := e.wait(90 * time.Second)
@@ -293,7 +299,16 @@ func TestElasticStalledJoiner(t *testing.T) {
 	e := newElastic(t, []string{"KYLIX_TIMEOUT_MS=40000", "KYLIX_LIVENESS_MS=1500"}, "stall")
 	e.members(2)
 	j := e.joiner(100)
-	time.Sleep(2 * time.Second) // it connects and waits at the join server
+	// Stop it once it waits at the join server: connected, then a moment to authenticate.
+	_, port, _ := net.SplitHostPort(e.rv)
+	deadline := time.Now().Add(60 * time.Second)
+	for !connectedTo(j.cmd.Process.Pid, port) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the joiner never connected to the join port\n%s", e.dump())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
 	if err := syscall.Kill(j.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -436,4 +451,81 @@ func TestElasticUnderKylixrun(t *testing.T) {
 	e.joiner(100)
 	lines := e.wait(90 * time.Second)
 	e.expectPass(lines, []int{0, 1, 100}, "minwait: rank")
+}
+
+// strangersAtJoinPort speaks to a running job's join port as strangers do: a join of protocol
+// version 99 (refused with AUTH naming both versions), garbage, a forged length, and a connection
+// that says nothing. It returns what closes the connections still open.
+func strangersAtJoinPort(t *testing.T, addr string) func() {
+	t.Helper()
+	var conns []net.Conn
+	dial := func() net.Conn {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				conns = append(conns, c)
+				return c
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the join port %s: %v", addr, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	frame := func(b []byte) []byte { return append(binary.LittleEndian.AppendUint32(nil, uint32(len(b))), b...) }
+	c := dial()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	var lb [4]byte
+	if _, err := io.ReadFull(c, lb[:]); err != nil {
+		t.Fatalf("no challenge from the join port: %v", err)
+	}
+	io.CopyN(io.Discard, c, int64(binary.LittleEndian.Uint32(lb[:])))
+	c.Write(frame([]byte(`{"type":"join","v":99,"addr":"127.0.0.1:9","nonce":"AAAA","proof":"AAAA"}`)))
+	if _, err := io.ReadFull(c, lb[:]); err != nil {
+		t.Fatalf("no answer to a join of version 99: %v", err)
+	}
+	body := make([]byte, binary.LittleEndian.Uint32(lb[:]))
+	io.ReadFull(c, body)
+	var m struct {
+		Type  string `json:"type"`
+		Code  int    `json:"code"`
+		Error string `json:"error"`
+	}
+	json.Unmarshal(body, &m)
+	if m.Type != "error" || m.Code != 6 || !strings.Contains(m.Error, "version 1") || !strings.Contains(m.Error, "99") {
+		t.Errorf("a joiner of version 99 got %s, want an AUTH error (6) naming versions 1 and 99", body)
+	}
+	dial().Write([]byte("GET / HTTP/1.0\r\n\r\n"))
+	dial().Write(binary.LittleEndian.AppendUint32(nil, 1<<31))
+	dial() // half-open: says nothing
+	return func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+}
+
+// connectedTo tells whether process pid holds an established TCP connection to port (decimal),
+// from its descriptors and the kernel's socket table.
+func connectedTo(pid int, port string) bool {
+	inodes := map[string]bool{}
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	p, _ := strconv.Atoi(port)
+	want := fmt.Sprintf(":%04X", p)
+	for _, table := range []string{"tcp", "tcp6"} {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		for _, ln := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(ln)
+			if len(f) > 9 && strings.HasSuffix(f[2], want) && f[3] == "01" && inodes[f[9]] {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -28,6 +28,11 @@ import (
 //     and joiners get it from the same exchange. With joiners, every rank of the new comm
 //     builds a fresh mesh (new job id, sequence numbers from 0); with none, step 3.
 //
+// Known limit: a joiner that dies after confirming its offer, in the middle of the new mesh, can
+// leave some members with the new comm (whose first collective then fails with CodePeer naming
+// it) and others with a failed resize; the rule of one membership holds for every member that
+// returns a comm.
+//
 // A resize that fails leaves the old comm broken (as shrink does) but may be tried again on
 // it: each attempt agrees at numbers of its own. The exception is CodeTimeout from min_size:
 // every member then gets Unchanged, a view of the same members at fresh numbers, so the comm

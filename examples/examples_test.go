@@ -7,7 +7,10 @@
 //     examples/tools/pagerankref: every score within 1e-9 relative, same top 10;
 //   - pagerank --rsum (KYLIX_RSUM) on 1, 2 and 4 ranks and 2 nodes x 2 replicas: the same
 //     scores hash every time;
-//   - minibatch on 4 ranks: the loss goes down.
+//   - minibatch on 4 ranks: the loss goes down;
+//   - elastic_logreg (elastic_test.go) in ramp-up (2 -> 4 -> 6 ranks with kylixrun --join) and
+//     failure-ignorance mode (a rank killed, relaunched, rejoining), every iteration's gradient
+//     checked against the single-process reference given the job's membership log.
 //
 // KYLIX_BUILD, if set, names a directory holding libkylix.so and kylixrun (and
 // optionally kylix.h or include/kylix.h; else ../include is used). If it is not

@@ -15,21 +15,37 @@ import (
 
 // logreg: examples/c/logreg.c compares three ways to sync a data-parallel model (allreduce
 // every step, kylix_mix every step, allreduce every k steps). doBuild compiles only the
-// original examples, so logreg is compiled here, once, against the same library and header.
+// original examples, so logreg (and elastic_logreg) are compiled here, once each, against the
+// same library and header.
 
 var (
-	logregOnce sync.Once
-	logregBin  string
-	logregErr  error
+	extraMu    sync.Mutex
+	extraBuilt = map[string]*extraBuild{}
 )
 
-func buildLogreg(t *testing.T) string {
+type extraBuild struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+func buildLogreg(t *testing.T) string { return buildExample(t, "logreg") }
+
+// buildExample compiles examples/c/<name>.c into the test's build directory, once.
+func buildExample(t *testing.T, name string) string {
 	t.Helper()
 	b := setup(t)
-	logregOnce.Do(func() {
+	extraMu.Lock()
+	e := extraBuilt[name]
+	if e == nil {
+		e = &extraBuild{}
+		extraBuilt[name] = e
+	}
+	extraMu.Unlock()
+	e.once.Do(func() {
 		exDir, err := os.Getwd()
 		if err != nil {
-			logregErr = err
+			e.err = err
 			return
 		}
 		libDir, incDir := b.dir, filepath.Join(filepath.Dir(exDir), "include")
@@ -42,20 +58,20 @@ func buildLogreg(t *testing.T) string {
 				}
 			}
 		}
-		bin := filepath.Join(b.dir, "logreg")
+		bin := filepath.Join(b.dir, name)
 		out, err := run(exDir, 2*time.Minute, nil, "gcc", "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror",
-			"-I", incDir, "-o", bin, filepath.Join("c", "logreg.c"), "-L", libDir, "-lkylix", "-lm",
+			"-I", incDir, "-o", bin, filepath.Join("c", name+".c"), "-L", libDir, "-lkylix", "-lm",
 			"-Wl,-rpath,"+libDir)
 		if err != nil {
-			logregErr = fmt.Errorf("compiling logreg.c: %v\n%s", err, out)
+			e.err = fmt.Errorf("compiling %s.c: %v\n%s", name, err, out)
 			return
 		}
-		logregBin = bin
+		e.bin = bin
 	})
-	if logregErr != nil {
-		t.Fatal(logregErr)
+	if e.err != nil {
+		t.Fatal(e.err)
 	}
-	return logregBin
+	return e.bin
 }
 
 var (

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -24,6 +25,11 @@ type job struct {
 	ranks          []*rank
 	exits          chan rankExit
 	rv             rendezvousServer         // the ranks' failure reports (causeLine)
+	hosts          []string                 // by rank: where it runs, "" for local (placement)
+	rvAddr, secret string                   // what joiners are given (elastic.go)
+	restartsLeft   int                      // --restarts not yet used
+	joiners        int                      // joiners started so far: the next is j<joiners>
+	admitted       atomic.Int64             // joiners that resizes admitted (watchAdmissions)
 	sshSlots       map[string]chan struct{} // ssh startups in progress, by host (sshSlot)
 }
 
@@ -81,25 +87,33 @@ func (j *job) run() int {
 		}
 	}
 
-	// Signals are caught before the first rank starts, so none can slip past the forwarding.
-	sigs := make(chan os.Signal, 8)
-	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGHUP} {
-		// A launcher started with them ignored (nohup, "&" in a script) keeps them ignored.
-		if !signal.Ignored(s) {
-			signal.Notify(sigs, s)
-		}
+	j.hosts, j.rvAddr, j.secret, j.restartsLeft = p.hosts, rvAddr, p.secret, c.restarts
+	if c.elastic {
+		j.watchAdmissions(rv)
 	}
-	signal.Notify(sigs, syscall.SIGTERM)
-	// A closed stdout must fail the write of the --tag-output copier, not kill the launcher.
-	// (Notify, unlike Ignore, is not inherited by the ranks.)
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	if c.jobFile != "" {
+		wrote, err := writeJobFile(c.jobFile, jobFile{Join: rvAddr, Secret: p.secret})
+		if err != nil {
+			j.logf("--job-file: cannot write %s: %v", c.jobFile, err)
+			return 1
+		}
+		defer removeJobFile(c.jobFile, wrote)
+	}
+
+	// Signals are caught before the first rank starts, so none can slip past the forwarding.
+	sigs := catchSignals()
 	defer signal.Reset(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGPIPE)
 
 	code, stopping := j.start(p, rvAddr, sigs)
 	code = j.supervise(sigs, code, stopping)
 
-	// Output still in the pipes is copied out; a pipe that a runaway process keeps open past
-	// its group's end does not hold the launcher.
+	j.drainOutput()
+	return code
+}
+
+// drainOutput waits for the output still in the pipes to be copied out; a pipe that a runaway
+// process keeps open past its group's end does not hold the launcher.
+func (j *job) drainOutput() {
 	done := make(chan struct{})
 	go func() {
 		for _, r := range j.ranks {
@@ -111,7 +125,23 @@ func (j *job) run() int {
 	case <-done:
 	case <-time.After(grace):
 	}
-	return code
+}
+
+// catchSignals turns the signals the launcher forwards into messages, and keeps a closed stdout
+// from killing it; signal.Reset(SIGINT, SIGHUP, SIGTERM, SIGPIPE) undoes it.
+func catchSignals() chan os.Signal {
+	sigs := make(chan os.Signal, 8)
+	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGHUP} {
+		// A launcher started with them ignored (nohup, "&" in a script) keeps them ignored.
+		if !signal.Ignored(s) {
+			signal.Notify(sigs, s)
+		}
+	}
+	signal.Notify(sigs, syscall.SIGTERM)
+	// A closed stdout must fail the write of the --tag-output copier, not kill the launcher.
+	// (Notify, unlike Ignore, is not inherited by the ranks.)
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	return sigs
 }
 
 // placement is what preflight settles before anything starts.
@@ -171,7 +201,7 @@ func (j *job) preflight() (*placement, int) {
 // the exit code so far and whether the job is stopping.
 func (j *job) start(p *placement, rvAddr string, sigs <-chan os.Signal) (code int, stopping bool) {
 	c := j.cfg
-	j.exits = make(chan rankExit, c.n)
+	j.exits = make(chan rankExit, c.n+c.restarts)
 	for id := 0; id < c.n; id++ {
 		var release func()
 		if p.hosts[id] != "" {
@@ -182,125 +212,43 @@ func (j *job) start(p *placement, rvAddr string, sigs <-chan os.Signal) (code in
 				return 128 + int(s), true
 			}
 		}
-		vars := jobVars(c, id, rvAddr, p.secret)
-		if t := localThreads(p.hosts, id, os.Getenv("KYLIX_THREADS")); t != "" {
-			vars = append(vars, "KYLIX_THREADS="+t)
-		}
-		// The library's Go runtime likewise: ranks that share the cores do not each keep
-		// threads spinning for work on all of them.
-		if t := localThreads(p.hosts, id, os.Getenv("GOMAXPROCS")); t != "" {
-			vars = append(vars, "GOMAXPROCS="+t)
-		}
-		env := rankEnv(os.Environ(), vars)
-		r, err := j.startRank(rankSpec{id: id, host: p.hosts[id], env: env, release: release})
-		if err != nil {
-			if release != nil {
-				release()
-			}
+		spec := rankSpec{id: id, joiner: -1, of: -1, host: p.hosts[id], release: release}
+		if _, err := j.launch(spec, jobVars(c, id, rvAddr, p.secret)); err != nil {
 			j.logf("cannot start rank %d: %v", id, err)
 			return execErrorCode(err), true
 		}
-		j.ranks = append(j.ranks, r)
-		go j.watch(r)
 	}
 	return 0, false
 }
 
-// supervise waits for every started rank and applies the stopping rules. code and stopping
-// carry a failure that happened while starting.
-func (j *job) supervise(sigs <-chan os.Signal, code int, stopping bool) int {
-	c := j.cfg
-	live := len(j.ranks)
-	exited := make([]bool, len(j.ranks))
-	nodes := replicaNodes(len(j.ranks), c.replicas())
-	var killTimer, jobTimer <-chan time.Time
-	if c.jobTimeout > 0 {
-		jobTimer = time.After(c.jobTimeout)
+// launch starts one process with the job's variables vars (plus its share of the threads of
+// its host), adds it to j.ranks and watches it. s.env is filled in here.
+func (j *job) launch(s rankSpec, vars []string) (*rank, error) {
+	slot := s.id
+	if s.of >= 0 {
+		slot = s.of // a relaunch takes the dead rank's place on its host
 	}
-	signalLive := func(sig syscall.Signal) {
-		for i, r := range j.ranks {
-			if !exited[i] {
-				r.signal(sig)
-			}
+	if slot < len(j.hosts) {
+		if t := localThreads(j.hosts, slot, os.Getenv("KYLIX_THREADS")); t != "" {
+			vars = append(vars, "KYLIX_THREADS="+t)
+		}
+		// The library's Go runtime likewise: ranks that share the cores do not each keep
+		// threads spinning for work on all of them.
+		if t := localThreads(j.hosts, slot, os.Getenv("GOMAXPROCS")); t != "" {
+			vars = append(vars, "GOMAXPROCS="+t)
 		}
 	}
-	stop := func(sig syscall.Signal) {
-		stopping = true
-		signalLive(sig)
-		killTimer = time.After(grace)
-	}
-	if stopping && live > 0 {
-		stop(syscall.SIGTERM)
-	}
-	others := func() string {
-		if live == 1 {
-			return "1 other rank"
+	s.env = rankEnv(os.Environ(), vars)
+	r, err := j.startRank(s)
+	if err != nil {
+		if s.release != nil {
+			s.release()
 		}
-		return strconv.Itoa(live) + " other ranks"
+		return nil, err
 	}
-
-	for live > 0 {
-		select {
-		case e := <-j.exits:
-			exited[e.r.id] = true
-			live--
-			if e.st.ok() || stopping {
-				// While stopping, deaths are the launcher's doing, not news.
-				continue
-			}
-			if left, tolerated := nodes.lose(e.r.id); tolerated {
-				// Replication: the node's other replicas stand in (packet racing).
-				j.logf("%s %v; node %d has %d live replica(s) left: the job goes on", e.r.where(), e.st, nodes.of(e.r.id), left)
-				continue
-			}
-			if code == 0 {
-				code = e.st.exitCode()
-				if why := j.causeLine(e.r.id); why != "" {
-					j.logf("%s", why)
-				}
-			}
-			switch {
-			case live == 0:
-				j.logf("%s %v", e.r.where(), e.st)
-			case c.keepGoing:
-				j.logf("%s %v; --keep-going: waiting for the %s", e.r.where(), e.st, others())
-			default:
-				j.logf("%s %v; stopping the %s", e.r.where(), e.st, others())
-				stop(syscall.SIGTERM)
-			}
-
-		case s := <-sigs:
-			sig := s.(syscall.Signal)
-			if stopping {
-				// A second ^C, or one during the grace: no more waiting.
-				j.logf("got %s again; killing the %d remaining ranks", sigName(sig), live)
-				signalLive(syscall.SIGKILL)
-				continue
-			}
-			if code == 0 {
-				code = 128 + int(sig)
-			}
-			j.logf("got %s; forwarding it to %d ranks", sigName(sig), live)
-			stop(sig)
-
-		case <-jobTimer:
-			jobTimer = nil
-			if stopping {
-				continue
-			}
-			if code == 0 {
-				code = exitJobTimeout
-			}
-			j.logf("--job-timeout of %v reached; stopping %d ranks", c.jobTimeout, live)
-			stop(syscall.SIGTERM)
-
-		case <-killTimer:
-			killTimer = nil
-			j.logf("%d ranks still running %v after SIGTERM; sending SIGKILL", live, grace)
-			signalLive(syscall.SIGKILL)
-		}
-	}
-	return code
+	j.ranks = append(j.ranks, r)
+	go j.watch(r)
+	return r, nil
 }
 
 // execErrorCode is the shell's code for a program that cannot be run.

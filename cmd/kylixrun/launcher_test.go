@@ -163,16 +163,7 @@ func TestEnvPerRank(t *testing.T) {
 		}
 		var rendezvous, secret string
 		for i := 0; i < 4; i++ {
-			b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("env.%d.%d", i, job)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			vars := map[string]string{}
-			for _, line := range strings.Split(string(b), "\n") {
-				if k, v, ok := strings.Cut(line, "="); ok {
-					vars[k] = v
-				}
-			}
+			vars := envFile(t, filepath.Join(dir, fmt.Sprintf("env.%d.%d", i, job)))
 			for k, want := range map[string]string{"KYLIX_RANK": strconv.Itoa(i), "KYLIX_SIZE": "4",
 				"KYLIX_DEGREES": "2", "KYLIX_REPLICATION": "2", "KYLIX_TIMEOUT_MS": "2500",
 				"KYLIX_LOG": "debug", "KYLIXRUN_TEST_INHERIT": "yes"} {

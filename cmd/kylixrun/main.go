@@ -27,5 +27,8 @@ func run(args []string) int {
 		return 2
 	}
 	j := &job{cfg: cfg, stdout: &lineWriter{w: os.Stdout}, stderr: stderr}
+	if cfg.join != "" {
+		return j.runJoin()
+	}
 	return j.run()
 }

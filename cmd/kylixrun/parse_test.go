@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -185,5 +186,65 @@ func TestLocalThreads(t *testing.T) {
 	}
 	if got := localThreads(mixed, 1, ""); got != "" {
 		t.Errorf("remote rank got %q", got)
+	}
+}
+
+func TestParseElastic(t *testing.T) {
+	c, err := parseArgs(strings.Fields("-n 2 --elastic --restarts 3 --job-file /tmp/j.json prog"))
+	if err != nil || !c.elastic || c.restarts != 3 || c.jobFile != "/tmp/j.json" {
+		t.Errorf("parseArgs(--elastic) = %+v, %v", c, err)
+	}
+	c, err = parseArgs(strings.Fields("--join /tmp/j.json -n 2 --tag-output --timeout 5 -- prog --elastic"))
+	if err != nil || c.join != "/tmp/j.json" || c.n != 2 || !c.tagOutput || c.elastic ||
+		!reflect.DeepEqual(c.argv, []string{"prog", "--elastic"}) {
+		t.Errorf("parseArgs(--join) = %+v, %v", c, err)
+	}
+	for _, tc := range []struct {
+		args string
+		err  string
+	}{
+		{"-n 2 --restarts 1 prog", "--restarts needs --elastic"},
+		{"-n 2 --job-file f prog", "--job-file needs --elastic"},
+		{"-n 2 --elastic --restarts -1 prog", "--restarts -1 must be >= 0"},
+		{"-n 2 --elastic --keep-going prog", "--keep-going does not go with --elastic"},
+		{"-n 2 --elastic --job-file= prog", "--job-file needs a file name"},
+		{"--join f prog", "--join F needs -n K"},
+		{"--join= -n 2 prog", "--join needs the job file"},
+		{"--join f -n 2 --elastic prog", "--elastic does not go with --join"},
+		{"--join f -n 2 --restarts 1 prog", "--restarts does not go with --join"},
+		{"--join f -n 2 --job-file g prog", "--job-file does not go with --join"},
+		{"--join f -n 2 --hosts a:2 prog", "--hosts does not go with --join"},
+		{"--join f -n 2 --degrees 2 prog", "--degrees does not go with --join"},
+		{"--join f -n 2 --replication 2 prog", "--replication does not go with --join"},
+		{"--join f -n 2 --keep-going prog", "--keep-going does not go with --join"},
+		{"--join f -n 0 prog", "at least one rank"},
+		{"--elastc -n 2 prog", "did you mean --elastic"},
+	} {
+		_, err := parseArgs(strings.Fields(tc.args))
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("parseArgs(%q) error = %v; want a usage error containing %q", tc.args, err, tc.err)
+		}
+	}
+}
+
+func TestJoinerVars(t *testing.T) {
+	c := &config{n: 2, elastic: true, timeout: 2 * time.Second}
+	base := []string{"PATH=/bin", "KYLIX_RANK=1", "KYLIX_SIZE=4", "KYLIX_RENDEZVOUS=h:1", "KYLIX_JOIN=old:1",
+		"KYLIX_ELASTIC=0", "KYLIX_SECRET=old"}
+	got := rankEnv(base, joinerVars(c, "127.0.0.1:9", "s3cret"))
+	want := []string{"PATH=/bin", "KYLIX_JOIN=127.0.0.1:9", "KYLIX_SECRET=s3cret", "KYLIX_ELASTIC=1", "KYLIX_TIMEOUT_MS=2000"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("joiner env = %q, want %q", got, want)
+	}
+	got = rankEnv(base, jobVars(c, 0, "127.0.0.1:9", "s"))
+	if !slices.Contains(got, "KYLIX_ELASTIC=1") || slices.Contains(got, "KYLIX_JOIN=old:1") {
+		t.Errorf("member env of an elastic job = %q", got)
+	}
+	c.elastic = false
+	if got = rankEnv(base, jobVars(c, 0, "127.0.0.1:9", "s")); slices.ContainsFunc(got, func(kv string) bool {
+		return strings.HasPrefix(kv, "KYLIX_ELASTIC=") || strings.HasPrefix(kv, "KYLIX_JOIN=")
+	}) {
+		t.Errorf("a fixed job's rank inherits KYLIX_ELASTIC or KYLIX_JOIN: %q", got)
 	}
 }

@@ -63,16 +63,22 @@ func statusOf(ps *os.ProcessState) exitStatus {
 
 // rank is one started process of the job: the program itself, or ssh for a remote rank.
 type rank struct {
-	id    int
-	host  string // "" when local
-	cmd   *exec.Cmd
-	pid   int
-	stdin *os.File // write end held open: the secret and liveness pipe of a remote rank
+	id   int    // index in job.ranks: the rank number for the ranks started with the job
+	host string // "" when local
+	// joiner is the joiner's number (j0, j1, ...) for a process started with KYLIX_JOIN, or -1;
+	// of is the rank it relaunches (--restarts), or -1.
+	joiner, of int
+	cmd        *exec.Cmd
+	pid        int
+	stdin      *os.File // write end held open: the secret and liveness pipe of a remote rank
 	// release frees the rank's ssh startup slot (sshSlot); nil for a local rank.
 	release func()
 
 	mu     sync.Mutex
 	reaped bool
+
+	ended    bool // reported on job.exits (the supervisor's own)
+	stranded bool // a joiner the supervisor stopped at the job's end (elastic.go)
 
 	pumps sync.WaitGroup // output copiers with --tag-output
 }
@@ -88,15 +94,39 @@ func (r *rank) signal(sig syscall.Signal) {
 }
 
 func (r *rank) where() string {
+	if r.joiner >= 0 {
+		return r.joinerWhere()
+	}
 	if r.host == "" {
 		return fmt.Sprintf("rank %d (pid %d)", r.id, r.pid)
 	}
 	return fmt.Sprintf("rank %d (on %s)", r.id, r.host)
 }
 
+func (r *rank) joinerWhere() string {
+	at := fmt.Sprintf("pid %d", r.pid)
+	if r.host != "" {
+		at = "on " + r.host
+	}
+	if r.of >= 0 {
+		return fmt.Sprintf("joiner j%d (%s, relaunch of rank %d)", r.joiner, at, r.of)
+	}
+	return fmt.Sprintf("joiner j%d (%s)", r.joiner, at)
+}
+
+// tag is the --tag-output label: the rank, or j1 for joiner 1.
+func (r *rank) tag() string {
+	if r.joiner >= 0 {
+		return "j" + strconv.Itoa(r.joiner)
+	}
+	return strconv.Itoa(r.id)
+}
+
 // rankSpec is what start needs to know beyond the job-wide settings.
 type rankSpec struct {
 	id      int
+	joiner  int    // joiner number, -1 for a rank started with the job
+	of      int    // the rank a joiner relaunches, or -1
 	host    string // "" when local
 	env     []string
 	release func() // frees the ssh startup slot of a remote rank
@@ -104,7 +134,8 @@ type rankSpec struct {
 
 // managedVars are the variables the launcher owns: inherited values would point a rank at
 // another job (KYLIX_PEERS would even win over the rendezvous).
-var managedVars = []string{"KYLIX_RANK", "KYLIX_SIZE", "KYLIX_RENDEZVOUS", "KYLIX_SECRET", "KYLIX_PEERS"}
+var managedVars = []string{"KYLIX_RANK", "KYLIX_SIZE", "KYLIX_RENDEZVOUS", "KYLIX_SECRET", "KYLIX_PEERS",
+	"KYLIX_JOIN", "KYLIX_ELASTIC"}
 
 // rankEnv is base without the managed variables and those in extra, followed by extra.
 func rankEnv(base, extra []string) []string {
@@ -140,10 +171,24 @@ func jobVars(c *config, id int, rendezvous, secret string) []string {
 	if c.replication > 0 {
 		v = append(v, "KYLIX_REPLICATION="+strconv.Itoa(c.replication))
 	}
-	if c.timeout > 0 {
-		v = append(v, "KYLIX_TIMEOUT_MS="+strconv.FormatInt(c.timeout.Milliseconds(), 10))
+	if c.elastic {
+		v = append(v, "KYLIX_ELASTIC=1")
 	}
-	return v
+	return append(v, timeoutVars(c)...)
+}
+
+// joinerVars are the KYLIX_* settings of a process that joins the job at join: no rank, size
+// or rendezvous, which the admitting resize decides.
+func joinerVars(c *config, join, secret string) []string {
+	v := []string{"KYLIX_JOIN=" + join, "KYLIX_SECRET=" + secret, "KYLIX_ELASTIC=1"}
+	return append(v, timeoutVars(c)...)
+}
+
+func timeoutVars(c *config) []string {
+	if c.timeout > 0 {
+		return []string{"KYLIX_TIMEOUT_MS=" + strconv.FormatInt(c.timeout.Milliseconds(), 10)}
+	}
+	return nil
 }
 
 // localThreads is the KYLIX_THREADS (and GOMAXPROCS) a local rank gets when the user set
@@ -167,13 +212,13 @@ func localThreads(hosts []string, id int, user string) string {
 // environment. Output goes straight to the launcher's stdout and stderr, or with --tag-output
 // through pipes and copiers that prefix each line.
 func (j *job) startRank(s rankSpec) (*rank, error) {
-	r := &rank{id: s.id, host: s.host, release: s.release}
+	r := &rank{id: s.id, joiner: s.joiner, of: s.of, host: s.host, release: s.release}
 	var cmd *exec.Cmd
 	var secret string
 	if s.host == "" {
 		cmd = exec.Command(j.cfg.argv[0], j.cfg.argv[1:]...)
 		cmd.Env = s.env
-		if s.id == 0 {
+		if s.id == 0 && s.joiner < 0 {
 			stdin, closeAfter, err := rank0Stdin()
 			if err != nil {
 				return nil, err
@@ -217,7 +262,7 @@ func (j *job) startRank(s rankSpec) (*rank, error) {
 	// startup marker (and frees the rank's ssh startup slot when it comes).
 	prefix := ""
 	if j.cfg.tagOutput {
-		prefix = "[" + strconv.Itoa(s.id) + "] "
+		prefix = "[" + r.tag() + "] "
 	}
 	for _, d := range []struct {
 		dst    *io.Writer

@@ -190,7 +190,9 @@ def init(options: Union[None, str, Mapping[str, Any]] = None, **kw: Any) -> "Com
     """Join a job (``kylix_init``); collective over all ranks of the job.
 
     With no arguments everything comes from the environment (what ``kylixrun``, Slurm or
-    mpirun set).  Options are given as keywords (``init(rank=0, size=1, timeout_ms=5000)``),
+    mpirun set).  A process joins a running elastic job with ``init(join="host:port",
+    secret=...)`` (or ``kylixrun --join F``): it returns once the members' next
+    :meth:`Comm.resize` admitted it, with that comm.  Options are given as keywords (``init(rank=0, size=1, timeout_ms=5000)``),
     a mapping, or the library's own ``"key=value;key=value"`` string; lists become
     ``a,b,c`` (``degrees=(8, 4, 2)`` becomes ``8x4x2``).  Keywords win over the string.
 
@@ -479,6 +481,66 @@ class Comm(CommHandle):
         st = _raw.kylix_shrink(c, ctypes.byref(out))
         self._check(st, call)
         return Comm(out.value)
+
+    # -- elastic membership -------------------------------------------------------------------
+
+    def resize(self, min_size: int = 0) -> "Comm":
+        """The next comm of an elastic job (``kylix_resize``): the live members of this comm,
+        in their order, then every process that was waiting to join, in arrival order.
+
+        Collective over the live members (seed 004's ramp-up and failure-ignorance modes): call
+        it every few iterations to admit joiners, and after a collective failed with
+        :class:`PeerError` to go on without the dead.  With ``min_size``, waits up to
+        timeout_ms for joiners until the new comm would have that many ranks.  Afterwards this
+        comm is spent (collectives raise :class:`StateError`); close both comms, in any order.
+        Plans belong to one comm: configure again on the new one.  :meth:`members` tells each
+        rank of the new comm who is new, so the survivors can send the joiners the state.
+
+        Raises:
+            TimeoutError: fewer than ``min_size`` ranks within timeout_ms (this comm is unchanged).
+            PeerError: this side of a split job holds no majority of the members.
+            StateError: this comm was already resized or shrunk, or closed.
+        """
+        call = "kylix_resize"
+        if not 0 <= min_size <= 0x7FFFFFFF:
+            raise ArgumentError(f"min_size {min_size} must be in 0..2^31-1", call=call)
+        c = self._ptr(call)
+        out = _raw.comm_p()
+        st = _raw.kylix_resize(c, min_size, ctypes.byref(out))
+        self._check(st, call)
+        return Comm(out.value)
+
+    def members(self) -> List[int]:
+        """For each rank of this comm, the rank it had in the comm this one was resized from,
+        or -1 for a process that joined (``kylix_members``); local.  On a comm from
+        :func:`init`, each rank's own number."""
+        call = "kylix_members"
+        c = self._ptr(call)
+        cap = self._size
+        buf = (ctypes.c_int32 * max(cap, 1))()
+        n = ctypes.c_int32(0)
+        self._check(_raw.kylix_members(c, buf, cap, ctypes.byref(n)), call)
+        return [int(buf[k]) for k in range(min(n.value, cap))]
+
+    def join_address(self) -> str:
+        """``host:port`` where processes join this comm's job with ``kylix.init(join=...)``
+        (``kylix_join_address``); local.  Raises :class:`StateError` when the job is not
+        elastic."""
+        call = "kylix_join_address"
+        c = self._ptr(call)
+        needed = ctypes.c_int64(0)
+        cap = 0
+        buf = None
+        for _ in range(4):
+            st = _raw.kylix_join_address(c, buf, cap, ctypes.byref(needed))
+            if st == _raw.KYLIX_OK and buf is not None:
+                return buf.value.decode("utf-8")
+            if st not in (_raw.KYLIX_OK, _raw.KYLIX_ERR_ARG) or needed.value <= cap:
+                self._check(st, call)
+            cap = int(needed.value) + 1
+            buf = ctypes.create_string_buffer(cap)
+        self._check(st, call)
+        raise KylixError("the join address kept growing", call=call)
 
     # -- observability ------------------------------------------------------------------------
 

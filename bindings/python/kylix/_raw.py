@@ -222,6 +222,30 @@ kylix_failed_ranks = _fn("kylix_failed_ranks", c_int,
 # int kylix_shrink(kylix_comm *c, kylix_comm **survivors);
 kylix_shrink = _fn("kylix_shrink", c_int, [comm_p, POINTER(comm_p)])
 
+
+def _fn_since(name: str, restype, argtypes):
+    """Like _fn, for a function a library older than this binding may lack: calling it then
+    raises AttributeError naming the library to rebuild, and the rest of the binding works."""
+    if hasattr(lib, name):
+        return _fn(name, restype, argtypes)
+
+    def missing(*_args):
+        raise AttributeError(f"{library_path} has no {name}: the library is older than this "
+                             "binding; rebuild it (make) or install a matching wheel")
+    return missing
+
+
+# int kylix_resize(kylix_comm *c, int32_t min_size, kylix_comm **next);
+kylix_resize = _fn_since("kylix_resize", c_int, [comm_p, c_int32, POINTER(comm_p)])
+
+# int kylix_members(const kylix_comm *c, int32_t *prev_ranks, int32_t cap, int32_t *n);
+kylix_members = _fn_since("kylix_members", c_int,
+                          [comm_p, POINTER(c_int32), c_int32, POINTER(c_int32)])
+
+# int kylix_join_address(const kylix_comm *c, char *buf, int64_t cap, int64_t *needed);
+kylix_join_address = _fn_since("kylix_join_address", c_int,
+                               [comm_p, POINTER(c_char), c_int64, POINTER(c_int64)])
+
 # ---- observability and planning -------------------------------------------------------------
 
 # int kylix_stats_json(const kylix_comm *c, char *buf, int64_t cap, int64_t *needed);

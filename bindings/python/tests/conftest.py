@@ -171,3 +171,19 @@ def python_script(tmp_path):
         return run_cmd([sys.executable, target, *map(str, args)], _env(env), tmp_path, deadline)
 
     return run
+
+
+def run_with_join(job: List[str], join: List[str], job_file: Path, cwd: Path):
+    """Runs an elastic job (kylixrun --elastic --job-file job_file ...) and, once the job file
+    exists, `join` (a kylixrun --join) beside it, as from another shell: (job, join) Results."""
+    import threading
+    results: List[Result] = []
+    t = threading.Thread(target=lambda: results.append(run_cmd(job, _env(), cwd, HARD_DEADLINE_S)))
+    t.start()
+    deadline = time.monotonic() + 60
+    while not job_file.exists() and time.monotonic() < deadline and t.is_alive():
+        time.sleep(0.05)
+    assert job_file.exists(), f"no job file {job_file}"
+    jr = run_cmd(join, _env(), cwd, HARD_DEADLINE_S)
+    t.join()
+    return results[0], jr

@@ -218,10 +218,20 @@ public final class Comm extends DenseCollectives implements AutoCloseable {
   /** The ranks of this comm known to have failed ({@code kylix_failed_ranks}). Local. */
   public int[] failedRanks() {
     live.checkOpen("Comm.failedRanks");
+    return rankList(KylixNative::kylix_failed_ranks);
+  }
+
+  /** The kylix_failed_ranks / kylix_members shape: up to cap int32s and their count. */
+  private interface RankListCall {
+    int call(Pointer c, Pointer ranks, int cap, IntByReference n);
+  }
+
+  /** Calls f with room for every rank of the comm (neither list can be longer). */
+  private int[] rankList(RankListCall f) {
     int cap = Math.max(live.size, 1);
     Memory m = new Memory(4L * cap);
     IntByReference n = new IntByReference();
-    live.check(KylixNative.kylix_failed_ranks(live.ptr, m, cap, n));
+    live.check(f.call(live.ptr, m, cap, n));
     return m.getIntArray(0, Math.min(n.getValue(), cap));
   }
 
@@ -236,21 +246,79 @@ public final class Comm extends DenseCollectives implements AutoCloseable {
     return new Comm(out.getValue());
   }
 
+  // ---- elastic membership --------------------------------------------------------------------
+
+  /**
+   * The next comm of an elastic job ({@code kylix_resize}): the live members of this comm in
+   * their order, then every process that was waiting to join ({@code join=host:port}), in arrival
+   * order. Collective over the live members: call it every few iterations to admit joiners
+   * (ramp-up), and after a {@link PeerException} to go on without the dead (failure-ignorance).
+   * With {@code minSize > 0} it waits up to timeout_ms for joiners until the new comm would have
+   * that many ranks ({@link TimeoutException} otherwise, and this comm goes on unchanged).
+   * Afterwards this comm is spent and must still be closed; plans belong to one comm, so
+   * configure again. {@link #members()} on the new comm tells who is new.
+   */
+  public Comm resize(int minSize) {
+    live.checkOpen("Comm.resize");
+    if (minSize < 0) {
+      throw new ArgumentException("Comm.resize: minSize " + minSize + " must be >= 0", "minSize");
+    }
+    PointerByReference out = new PointerByReference();
+    live.check(KylixNative.kylix_resize(live.ptr, minSize, out));
+    return new Comm(out.getValue());
+  }
+
+  /** {@link #resize(int)} with no minimum: take whoever waits, maybe nobody. */
+  public Comm resize() {
+    return resize(0);
+  }
+
+  /**
+   * For each rank of this comm, the rank it had in the comm this one was resized from, or -1 for
+   * a process that joined ({@code kylix_members}); on a comm from {@link Kylix#init}, each rank's
+   * own number. Local.
+   */
+  public int[] members() {
+    live.checkOpen("Comm.members");
+    return rankList(KylixNative::kylix_members);
+  }
+
+  /**
+   * The {@code host:port} where processes join this comm's job ({@code kylix_join_address}):
+   * {@code Kylix.init("join=" + address + ";secret=...")}, or {@code kylixrun --join F}. Local.
+   *
+   * @throws StateException when the job is not elastic
+   */
+  public String joinAddress() {
+    live.checkOpen("Comm.joinAddress");
+    return text(KylixNative::kylix_join_address);
+  }
+
   /**
    * What this comm has done, as the library's JSON object ({@code kylix_stats_json}): traffic,
    * time per phase, calls and errors per collective, per-plan layer shapes. Local.
    */
   public String stats() {
     live.checkOpen("Comm.stats");
+    return text(KylixNative::kylix_stats_json);
+  }
+
+  /** The kylix_stats_json / kylix_join_address shape: a string into buf[0..cap), *needed. */
+  private interface TextCall {
+    int call(Pointer c, Pointer buf, long cap, LongByReference needed);
+  }
+
+  /** Calls f with a buffer that grows to what it says it needs (stats can grow in between). */
+  private String text(TextCall f) {
     LongByReference needed = new LongByReference();
     long cap = 0;
     Memory m = null;
     for (int attempt = 0; ; attempt++) {
-      int st = KylixNative.kylix_stats_json(live.ptr, m, cap, needed);
-      if (st == 0) {
+      int st = f.call(live.ptr, m, cap, needed);
+      if (st == 0 && m != null) {
         return m.getString(0, StandardCharsets.UTF_8.name());
       }
-      if (st != KylixNative.KYLIX_ERR_ARG || needed.getValue() <= cap || attempt > 4) {
+      if ((st != 0 && st != KylixNative.KYLIX_ERR_ARG) || needed.getValue() <= cap || attempt > 4) {
         live.check(st);
       }
       cap = needed.getValue() + 256;

@@ -147,6 +147,16 @@ public final class KylixNative {
   // int kylix_shrink(kylix_comm *c, kylix_comm **survivors);
   public static native int kylix_shrink(Pointer c, PointerByReference survivors);
 
+  // int kylix_resize(kylix_comm *c, int32_t min_size, kylix_comm **next);
+  public static native int kylix_resize(Pointer c, int minSize, PointerByReference next);
+
+  // int kylix_members(const kylix_comm *c, int32_t *prev_ranks, int32_t cap, int32_t *n);
+  public static native int kylix_members(Pointer c, Pointer prevRanks, int cap, IntByReference n);
+
+  // int kylix_join_address(const kylix_comm *c, char *buf, int64_t cap, int64_t *needed);
+  public static native int kylix_join_address(Pointer c, Pointer buf, long cap,
+      LongByReference needed);
+
   // int kylix_stats_json(const kylix_comm *c, char *buf, int64_t cap, int64_t *needed);
   public static native int kylix_stats_json(Pointer c, Pointer buf, long cap,
       LongByReference needed);

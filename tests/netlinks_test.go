@@ -30,46 +30,10 @@ import (
 )
 
 func TestShapedLinkCompressAuto(t *testing.T) {
-	needNetns(t, "ip", "tc")
-	dir := setup(t)
-	root := repoRoot()
-	prog := filepath.Join(dir, "bench-kylix_net")
-	if out, err := runTool(root, 2*time.Minute, "gcc", "-O2", "-std=c11", "-Wall", "-Wno-unused-function",
-		"-I"+filepath.Join(root, "include"), "-o", prog, filepath.Join(root, "tests", "bench", "kylix_net.c"),
-		"-L"+dir, "-lkylix", "-Wl,-rpath,"+dir, "-lm"); err != nil {
-		t.Fatalf("compiling kylix_net.c: %v\n%s", err, out)
-	}
-	id := strconv.Itoa(os.Getpid())
-	nsA, nsB, veth := "kx-la-"+id, "kx-lb-"+id, "kxl"+id
-	twoNamespaces(t, nsA, nsB, veth)
-	for _, end := range [][2]string{{nsA, veth + "-a"}, {nsB, veth + "-b"}} {
-		if out, err := runTool(".", 20*time.Second, "sh", netnsScript("shape.sh"), end[0], end[1], "100mbit"); err != nil {
-			t.Skipf("cannot shape the veth with tbf (%v): %s", err, out)
-		}
-	}
-
+	nsA, nsB, prog := shapedHosts(t, "kx-l")
 	run := func(compress string, check bool) map[string]string {
 		t.Helper()
-		args := []string{netnsScript("job.sh"), nsA, nsB, "4", "60", prog, "n=1e6", "density=0.2", "check=0"}
-		if check {
-			args[len(args)-1] = "check=1"
-		}
-		cmd := exec.Command("sh", args...)
-		cmd.Env = append(os.Environ(), "KYLIX_COMPRESS="+compress, "KYLIX_DEGREES=direct")
-		r := runBounded(t, cmd, 90*time.Second)
-		m := resultRE.FindStringSubmatch(r.Output)
-		if r.Code != 0 || m == nil {
-			t.Fatalf("compress=%s: exit %d, no RESULT line:\n%s", compress, r.Code, r.Output)
-		}
-		kv := map[string]string{}
-		for _, f := range strings.Fields(m[1]) {
-			k, v, _ := strings.Cut(f, "=")
-			kv[k] = v
-		}
-		if check && kv["check"] != "OK" {
-			t.Errorf("compress=%s: results wrong: %s", compress, m[0])
-		}
-		return kv
+		return runShaped(t, nsA, nsB, prog, check, "KYLIX_COMPRESS="+compress, "KYLIX_DEGREES=direct")
 	}
 	num := func(kv map[string]string, k string) float64 {
 		v, err := strconv.ParseFloat(kv[k], 64)
@@ -141,4 +105,56 @@ func twoNamespaces(t *testing.T, nsA, nsB, veth string) {
 	if out, err := runTool(".", 30*time.Second, "sh", netnsScript("up.sh"), nsA, nsB, veth); err != nil {
 		t.Fatalf("up.sh: %v\n%s", err, out)
 	}
+}
+
+// shapedHosts makes two namespaces (names from prefix) joined by a veth that tbf holds to
+// 100 Mbit/s both ways, and builds tests/bench/kylix_net.c; it skips the test without root, the
+// tools or namespaces.
+func shapedHosts(t *testing.T, prefix string) (nsA, nsB, prog string) {
+	t.Helper()
+	needNetns(t, "ip", "tc")
+	dir := setup(t)
+	root := repoRoot()
+	prog = filepath.Join(dir, "bench-kylix_net")
+	if out, err := runTool(root, 2*time.Minute, "gcc", "-O2", "-std=c11", "-Wall", "-Wno-unused-function",
+		"-I"+filepath.Join(root, "include"), "-o", prog, filepath.Join(root, "tests", "bench", "kylix_net.c"),
+		"-L"+dir, "-lkylix", "-Wl,-rpath,"+dir, "-lm"); err != nil {
+		t.Fatalf("compiling kylix_net.c: %v\n%s", err, out)
+	}
+	id := strconv.Itoa(os.Getpid())
+	nsA, nsB, veth := prefix+"a-"+id, prefix+"b-"+id, strings.ReplaceAll(prefix, "-", "")+id
+	twoNamespaces(t, nsA, nsB, veth)
+	for _, end := range [][2]string{{nsA, veth + "-a"}, {nsB, veth + "-b"}} {
+		if out, err := runTool(".", 20*time.Second, "sh", netnsScript("shape.sh"), end[0], end[1], "100mbit"); err != nil {
+			t.Skipf("cannot shape the veth with tbf (%v): %s", err, out)
+		}
+	}
+	return nsA, nsB, prog
+}
+
+// runShaped runs kylix_net on 4 ranks across the two namespaces (job.sh: two hosts of two ranks)
+// with the extra environment and returns its RESULT line's fields; with check, results must
+// match the brute force.
+func runShaped(t *testing.T, nsA, nsB, prog string, check bool, env ...string) map[string]string {
+	t.Helper()
+	args := []string{netnsScript("job.sh"), nsA, nsB, "4", "60", prog, "n=1e6", "density=0.2", "check=0"}
+	if check {
+		args[len(args)-1] = "check=1"
+	}
+	cmd := exec.Command("sh", args...)
+	cmd.Env = append(os.Environ(), env...)
+	r := runBounded(t, cmd, 90*time.Second)
+	m := resultRE.FindStringSubmatch(r.Output)
+	if r.Code != 0 || m == nil {
+		t.Fatalf("%v: exit %d, no RESULT line:\n%s", env, r.Code, r.Output)
+	}
+	kv := map[string]string{}
+	for _, f := range strings.Fields(m[1]) {
+		k, v, _ := strings.Cut(f, "=")
+		kv[k] = v
+	}
+	if check && kv["check"] != "OK" {
+		t.Errorf("%v: results wrong: %s", env, m[0])
+	}
+	return kv
 }

@@ -77,12 +77,13 @@ int main(int argc, char **argv) {
     const char *comp = getenv("KYLIX_COMPRESS");
     printf("RESULT impl=kylix-net ranks=%d n=%lld density=%g keys_per_rank=%lld compress=%s degrees=%s "
            "min_packet=%.0f link_overhead_us=%.1f link_mbps=%.1f config_ms=%.2f reduce_ms=%.2f "
-           "config_reduce_ms=%.2f index_raw=%.0f index_wire=%.0f ranks_per_host=%.0f check=%s\n",
+           "config_reduce_ms=%.2f index_raw=%.0f index_wire=%.0f ranks_per_host=%.0f local_mbps=%.1f remote_mbps=%.1f check=%s\n",
            m, (long long)o.n, o.density, (long long)(keys / m), comp && *comp ? comp : "auto", deg,
            json_num(js, "\"options\"", "min_packet"), 1e6 * json_num(js, "\"links\":{", "overhead_s"),
            json_num(js, "\"links\":{", "bytes_per_s") / 1e6, pl_median(t.config, PL_CONFIGS),
            pl_median(t.reduce, PL_REDUCES), pl_median(t.oneshot, PL_ONESHOTS), bytes[0], bytes[1],
-           json_num(js, "\"links\":{", "ranks_per_host"), !expect ? "skipped" : bad ? "FAIL" : "OK");
+           json_num(js, "\"links\":{", "ranks_per_host"), json_num(js, "\"local\":{", "bytes_per_s") / 1e6,
+           json_num(js, "\"remote\":{", "bytes_per_s") / 1e6, !expect ? "skipped" : bad ? "FAIL" : "OK");
   }
   free(js);
   kylix_finalize(comm);

@@ -184,13 +184,10 @@ func newShmLink(seg *shm.Segment) *shmLink {
 
 func (l *shmLink) close() { l.seg.Close() }
 
-// shmOffered tells whether this rank offers shared memory at the handshake. Not with
-// replication yet: tests/TestReplicationSurvivesDeadReplicas got dense allreduce results that
-// differ from the brute force over shared memory (not over TCP), not yet understood (the
-// racing receive, mailbox/copies.go, meeting a faster stream is the first suspect).
+// shmOffered tells whether this rank offers shared memory at the handshake.
 func shmOffered(o kx.Options) bool {
 	_, ok := hostIdentity()
-	return o.Shm != "off" && o.Replication <= 1 && shm.Supported && ok
+	return o.Shm != "off" && shm.Supported && ok
 }
 
 // negotiateShm runs the exchange above on c, right after its handshake. An error is a TCP

@@ -239,8 +239,11 @@ func (m *Mailbox) deliverCopy(src int, seq uint64, layer uint8, phase kx.Phase, 
 		b.accepted[k] = idx + 1
 		m.race.count(src, true, len(data))
 		if p := m.posts[k]; p != nil && p.seq == seq && p.state == postFilling {
-			// Other copies are being offered into the post: complete it from this one.
-			copy(p.dst, data)
+			// Other copies are being offered into the post: complete it from this one. Only
+			// past the filled prefix: that prefix is the same message, and its waiter may
+			// already have combined into it in place (AwaitPrefix; dense allreduce accumulates
+			// in the first member's slot), so writing it again would undo that work.
+			copy(p.dst[p.filled:], data[p.filled:])
 			PutBuf(data)
 			p.filled, p.state = len(p.dst), postLanded
 			m.wakeKey(seq, k)

@@ -425,16 +425,16 @@ func TestElasticNetworkSplit(t *testing.T) {
 	e.expectPass(lines, []int{2, 3}, "split: this side stopped with PEER")
 }
 
-// The contract with the launcher: a job under kylixrun (which knows nothing of elasticity here)
-// is joined at its rendezvous address, KYLIX_RENDEZVOUS, with its secret; rank 0 writes both
-// (and checks that kylix_join_address gives the address) for this driver.
+// The contract with the launcher: a job under kylixrun --elastic is joined at its rendezvous
+// address, KYLIX_RENDEZVOUS, with its secret; rank 0 writes both (and checks that
+// kylix_join_address gives the address) for this driver, which starts the joiner itself.
 func TestElasticUnderKylixrun(t *testing.T) {
 	t.Parallel()
 	defer slot()()
 	dir := setup(t)
 	e := newElastic(t, []string{"KYLIX_TIMEOUT_MS=20000", "KYLIX_ELASTIC=1"}, "minwait")
 	e.wrap = func(int) []string {
-		return []string{filepath.Join(dir, "kylixrun"), "-n", "2", "--job-timeout", "100", "--"}
+		return []string{filepath.Join(dir, "kylixrun"), "-n", "2", "--elastic", "--job-timeout", "100", "--"}
 	}
 	e.start(0)
 	e.marker("timedout", 60*time.Second)

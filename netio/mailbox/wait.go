@@ -15,7 +15,8 @@ type waiter struct {
 	need  int           // a prefix wait's bytes (progress below it does not wake), else < 0
 	ch    chan struct{} // buffered(1): a wake-up is never lost and never blocks the sender
 	timer *time.Timer   // stopped while the waiter is free
-	due   time.Time     // when timer fires
+	due   time.Time     // when the wait next looks at the clock (its timer fires)
+	armed bool          // timer runs: set only when the wait sleeps (a driven wait rarely does)
 	one   [1]int        // the source list of a plain wait, for the driver (drive.go)
 }
 
@@ -37,12 +38,13 @@ func (m *Mailbox) getWaiter(seq uint64, k msgKey, need int) *waiter {
 // channel empty. The caller holds the lock.
 func (m *Mailbox) putWaiter(w *waiter) {
 	m.removeWaiter(w)
-	if !w.timer.Stop() { // fired and not received: drain so the next Reset starts clean
+	if w.armed && !w.timer.Stop() { // fired and not received: drain so the next Reset starts clean
 		select {
 		case <-w.timer.C:
 		default:
 		}
 	}
+	w.armed = false
 	select { // a wake-up that came too late must not wake the next user
 	case <-w.ch:
 	default:
@@ -62,10 +64,21 @@ func (m *Mailbox) removeWaiter(w *waiter) {
 	}
 }
 
-// arm sets w's timer to fire after d.
-func (w *waiter) arm(d time.Duration) {
-	w.timer.Reset(d)
+// plan sets when w next looks at the clock; its timer is started only when the wait sleeps
+// (sleep), so a wait its driver completes costs no timer.
+func (w *waiter) plan(d time.Duration) {
 	w.due = time.Now().Add(d)
+	if w.armed {
+		w.timer.Reset(d)
+	}
+}
+
+// sleep starts w's timer for the time left until due, unless it runs.
+func (w *waiter) sleep() {
+	if !w.armed {
+		w.timer.Reset(max(time.Until(w.due), 0))
+		w.armed = true
+	}
 }
 
 func wake(w *waiter) {
@@ -141,13 +154,14 @@ func (m *Mailbox) wait(from int, tag kx.Tag, prefix int) (ready, error) {
 		if w == nil {
 			w = m.getWaiter(tag.Seq, k, prefix)
 			m.waiters = append(m.waiters, w)
-			w.arm(m.nextCheck(m.timeout, nextStall))
+			w.plan(m.nextCheck(m.timeout, nextStall))
 		}
 		m.mu.Unlock()
 		if m.driver != nil && m.drive(w, k, from) {
 			m.mu.Lock()
 			continue
 		}
+		w.sleep()
 		select {
 		case <-w.ch:
 			m.mu.Lock()
@@ -162,7 +176,7 @@ func (m *Mailbox) wait(from int, tag kx.Tag, prefix int) (ready, error) {
 			// from the peer (a long message may still be arriving); heartbeats do not count.
 			last := max(start.UnixNano(), m.live.latestData(m.race.sources(k, from)))
 			if left := time.Until(time.Unix(0, last).Add(m.timeout)); left > 0 {
-				w.arm(m.nextCheck(left, nextStall-waited))
+				w.plan(m.nextCheck(left, nextStall-waited))
 				continue
 			}
 			// One last look: the message may have raced the timer.

@@ -15,10 +15,10 @@ import (
 // goroutine and a thread that reads the ring itself while it waits for a message (netio's
 // caller-thread reads), exchanging a read token the caller of this package keeps. Without the
 // token, the goroutine only waits for a frame (AwaitFrame); with it, either party calls Ready,
-// Next, ReadFull and Discard. A thread that sleeps in poll(2) on the read doorbell (ReadBell)
-// drains it afterwards (DrainReadBell); the goroutine's sleeps then only watch the doorbell
-// through the runtime's poller and never drain it, so a wake-up is never taken from a thread
-// asleep in poll(2) on the same eventfd.
+// Next, ReadFull and Discard. The token holder's sleeps in the middle of a frame drain the read
+// doorbell as usual; AwaitFrame watches a second descriptor of it and never drains it, so it can
+// never take the wake-up the token holder sleeps for. Neither takes back its sleep announcement
+// (wait.go, unannounce): only the writer clears it.
 
 // SetShared switches the reading side to shared reading; call it before any read. It needs the
 // doorbells (AddDoorbells, UseDoorbells).
@@ -102,33 +102,4 @@ func (r *Reader) Ready() bool {
 	}
 	r.tailSeen = r.tail.Load()
 	return r.avail() >= r.pad+prefix
-}
-
-// ReadBell is the eventfd that rings when the peer publishes while this side announced a
-// sleep (AnnounceRead), for poll(2); -1 without doorbells. It is closed with the segment.
-func (s *Segment) ReadBell() int {
-	if b := s.bells[s.r.rsleep]; b != nil {
-		return b.fd
-	}
-	return -1
-}
-
-// AnnounceRead tells the peer that this side is about to sleep on the read doorbell: its next
-// publication rings it. Look at Ready after announcing, before sleeping.
-func (s *Segment) AnnounceRead() {
-	if s.enter() != nil {
-		return
-	}
-	s.r.rsleep.Store(1)
-	s.exit()
-}
-
-// DrainReadBell resets the read doorbell after a poll(2) on it.
-func (s *Segment) DrainReadBell() {
-	if s.enter() != nil {
-		return
-	}
-	defer s.exit()
-	var buf [8]byte
-	unix.Read(s.ReadBell(), buf[:])
 }

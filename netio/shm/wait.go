@@ -81,11 +81,11 @@ func (s *Segment) await(wt *Wait, sleep *atomic.Uint32, ready func() bool, watch
 	for {
 		sleep.Store(1)
 		if ready() {
-			sleep.Store(0)
+			s.unannounce(sleep)
 			return nil
 		}
 		if err := s.stopWaiting(wt, peer, ready); err != nil {
-			sleep.Store(0)
+			s.unannounce(sleep)
 			return err
 		}
 		d := s.poll
@@ -102,20 +102,30 @@ func (s *Segment) await(wt *Wait, sleep *atomic.Uint32, ready func() bool, watch
 			s.sleepOn(sleep, d)
 		}
 		if ready() {
-			sleep.Store(0)
+			s.unannounce(sleep)
 			return nil
 		}
 		// Nobody wakes us if the peer died, so the poll timeout is where death shows; a
 		// spurious wake (a wake for a smaller need, Interrupt) does not pay for the check.
 		if time.Since(start) >= d {
 			if pid, gone := s.peerGone(); gone {
-				sleep.Store(0)
+				s.unannounce(sleep)
 				if ready() { // it may have published everything before it died
 					return nil
 				}
 				return &PeerDeadError{Pid: pid}
 			}
 		}
+	}
+}
+
+// unannounce takes back a sleep announcement, except on a read side shared with a polling
+// thread (shared.go): two parties announce on that word, and one taking it back could take back
+// the other's, which then sleeps through the next publication. Only the writer clears it there
+// (its CAS when it rings), at the price of a ring nobody needed now and then.
+func (s *Segment) unannounce(sleep *atomic.Uint32) {
+	if s.watcher == nil || sleep != s.r.rsleep {
+		sleep.Store(0)
 	}
 }
 

@@ -265,41 +265,11 @@ func AddScatterF64(dst []byte, vals []float64, idx []int32) { addScatterValues(d
 func AddScatterF32(dst []byte, vals []float32, idx []int32) { addScatterValues(dst, vals, idx) }
 
 func addScatterValues[T float32 | float64](dst []byte, vals []T, idx []int32) {
-	idx = idx[:len(vals)]
 	switch v := any(vals).(type) {
 	case []float64:
-		// words64 and addWords64 written out: the loop is bound by dst's cache misses, and
-		// fewer instructions a value keep more of them in flight.
-		const lm = 1<<limbBits64 - 1
-		for j, x := range v {
-			o := int(idx[j]) * Acc64Bytes
-			d := dst[o : o+Acc64Bytes : o+Acc64Bytes]
-			b := math.Float64bits(x)
-			e := b >> 52 & 0x7ff
-			lead := e + 51
-			top := lead / binBits
-			u := b<<11 | 1<<63
-			p0 := u >> ((63 - lead%binBits) & 63)
-			rest := u << ((lead%binBits + 1) & 63)
-			neg := -int64(b >> 63)
-			b1 := uint64((int64(rest>>binBits)^neg)-neg)&lm | (flagOther>>4|top%8<<1)<<limbBits64
-			b2 := uint64((int64(rest&binMask)^neg)-neg)&lm | top/8<<limbBits64
-			if e-1 >= 0x7fe { // zero, subnormal, Inf, NaN
-				b0, b1, b2 := slowWords64(b)
-				addWords64(d, b0, b1, b2)
-				continue
-			}
-			b0 := uint64((int64(p0)^neg)-neg) & lm
-			a0, a1, a2 := le.Uint64(d), le.Uint64(d[8:]), le.Uint64(d[16:])
-			if (a1^b1)>>61|(a2^b2)>>60 != 0 { // another top bin, or an empty d
-				add64Shift(d, a0, a1, a2, b0, b1, b2)
-				continue
-			}
-			le.PutUint64(d, addSame(a0, b0, limbBits64))
-			le.PutUint64(d[8:], addSame(a1, b1, limbBits64))
-			le.PutUint64(d[16:], addSame(a2, b2, limbBits64))
-		}
+		addScatter64(dst, v, idx)
 	case []float32:
+		idx = idx[:len(v)]
 		for j, x := range v {
 			o := int(idx[j]) * Acc32Bytes
 			b0, b1, ok := words32(math.Float32bits(x))
@@ -308,6 +278,66 @@ func addScatterValues[T float32 | float64](dst []byte, vals []T, idx []int32) {
 			}
 			addWords32(dst[o:o+Acc32Bytes:o+Acc32Bytes], b0, b1)
 		}
+	}
+}
+
+// addScatter64 is AddScatterF64: words64 and addFlat64 written out in one loop. The loop is
+// bound by its instructions (a row in L1 costs as much as one in L2) and, with a branch on
+// the data, by mispredictions: whether a row is empty, or holds the same top bin as the
+// value, is a coin toss when ranks' contributions meet. So every value takes the same
+// branch-free path, the general aligned add (an empty row's zero limbs shift out).
+// scatterBlock is how many values addScatter64 adds between two prefetches: the rows of the
+// block after next are asked for while this block adds.
+const scatterBlock = 16
+
+func addScatter64(dst []byte, vals []float64, idx []int32) {
+	idx = idx[:len(vals)]
+	if len(vals) == 0 {
+		return
+	}
+	_ = dst[len(dst)-1]
+	prefetchRows(&dst[0], idx[:min(len(idx), 2*scatterBlock)], Acc64Bytes)
+	for lo := 0; lo < len(vals); lo += scatterBlock {
+		hi := min(lo+scatterBlock, len(vals))
+		if p := hi + scatterBlock; p < len(idx) {
+			prefetchRows(&dst[0], idx[p:min(len(idx), p+scatterBlock)], Acc64Bytes)
+		}
+		addValues64(dst, vals[lo:hi], idx[lo:hi])
+	}
+}
+
+// addValues64 adds each value into its row of dst, dst[idx[j]] += vals[j], without a branch on
+// the row: words64 inline, then the general aligned add on the packed words (add64Shift's
+// arithmetic: the window with the higher top bin is kept, the other's limbs move down by the
+// difference, at most 3 as past that they all fall below the window, and add in; the flags
+// OR). An empty row, top bin 0, needs no case of its own: its zero limbs shift out. Whether a
+// row is empty or holds the value's top bin is a coin toss when ranks' contributions meet, and
+// a mispredicted branch on a row that missed the cache also holds back the rows after it.
+func addValues64(dst []byte, vals []float64, idx []int32) {
+	const lm = 1<<limbBits64 - 1
+	idx = idx[:len(vals)]
+	var t [8]uint64 // t[3:6]: the lower window's words; t[0:3] stay zero (shifted-in limbs)
+	for j, x := range vals {
+		o := int(idx[j]) * Acc64Bytes
+		d := dst[o : o+Acc64Bytes : o+Acc64Bytes]
+		b0, b1, b2, ok := words64(math.Float64bits(x))
+		if !ok { // zero, subnormal, Inf, NaN
+			b0, b1, b2 = slowWords64(math.Float64bits(x))
+		}
+		a0, a1, a2 := le.Uint64(d), le.Uint64(d[8:]), le.Uint64(d[16:])
+		ta, tb := a1>>61|a2>>60<<3, b1>>61|b2>>60<<3
+		h0, h1, h2, l0, l1, l2 := a0, a1, a2, b0, b1, b2
+		k := ta - tb
+		if tb > ta {
+			h0, h1, h2, l0, l1, l2 = b0, b1, b2, a0, a1, a2
+			k = tb - ta
+		}
+		k = min(k, 3)
+		t[3], t[4], t[5] = l0, l1, l2
+		s0, s1, s2 := t[(3-k)&7], t[(4-k)&7], t[(5-k)&7]
+		le.PutUint64(d, (h0+s0)&lm|(a0|b0)&^lm)
+		le.PutUint64(d[8:], (h1+s1)&lm|(a1|b1)&(1<<limbBits64)|h1&^(lm|1<<limbBits64))
+		le.PutUint64(d[16:], (h2+s2)&lm|h2&^lm)
 	}
 }
 
@@ -492,4 +522,29 @@ func ToF32(dst []float32, acc []byte) {
 		}
 		dst[i] = math.Float32frombits(uint32(finish(h, 0, l0, l1, e2, &f32)))
 	}
+}
+
+// addFlat64 adds the accumulator with words b0, b1, b2 into d without a branch on the data:
+// the window with the higher top bin is kept, the other's limbs move down by the difference
+// (at most 3: past that they all fall below the window) and add in, the flags OR. It is
+// add64Shift's arithmetic on the packed words, for any pair (an empty d, top bin 0, needs no
+// case of its own: its zero limbs shift out). Branch-free, the loads of the next rows issue
+// while this one waits for its own.
+func addFlat64(d []byte, b0, b1, b2 uint64) {
+	const lm = 1<<limbBits64 - 1
+	a0, a1, a2 := le.Uint64(d), le.Uint64(d[8:]), le.Uint64(d[16:])
+	ta, tb := a1>>61|a2>>60<<3, b1>>61|b2>>60<<3
+	h0, h1, h2, l0, l1, l2 := a0, a1, a2, b0, b1, b2
+	k := ta - tb
+	if tb > ta {
+		h0, h1, h2, l0, l1, l2 = b0, b1, b2, a0, a1, a2
+		k = tb - ta
+	}
+	k = min(k, 3)
+	var t [8]uint64
+	t[3], t[4], t[5] = l0, l1, l2
+	s0, s1, s2 := t[(3-k)&7], t[(4-k)&7], t[(5-k)&7]
+	le.PutUint64(d, (h0+s0)&lm|(a0|b0)&^lm)
+	le.PutUint64(d[8:], (h1+s1)&lm|(a1|b1)&(1<<limbBits64)|h1&^(lm|1<<limbBits64))
+	le.PutUint64(d[16:], (h2+s2)&lm|h2&^lm)
 }

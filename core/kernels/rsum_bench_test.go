@@ -1,0 +1,105 @@
+package kernels
+
+import (
+	"kylix/core/kx"
+	"math"
+	"math/rand"
+	"testing"
+)
+
+// A layer-0 combine as reduce runs it on one rank of the issue-20 benchmark (4 ranks, 1M
+// hashed draws a rank over 4M keys, one direct layer): the rank owns a quarter of the keys,
+// cut into 4 sub-ranges; each of the 4 sources sends its draws of the sub-range in caller
+// order, merged in order of first appearance (sender order, then row order), as
+// keyset.SortLayer0 does for a plan of one layer with in = out. Per sub-range: identity,
+// the sources folded in source order, then (RSum) the rounding in place, as combineSub does.
+type layer0Bench struct {
+	rows []int     // rows of each sub-range
+	maps [][]int32 // [sub*4+g]: source g's merged rows in sub-range sub
+	vals [][]byte  // [sub*4+g]: its f64 values
+}
+
+func newBenchCombine() *layer0Bench {
+	const ranks, draws, space = 4, 1_000_000, 4_000_000
+	nsub := benchNsub
+	rng := rand.New(rand.NewSource(3))
+	owned := space / ranks
+	sub := owned / nsub
+	b := &layer0Bench{rows: make([]int, nsub), maps: make([][]int32, nsub*ranks), vals: make([][]byte, nsub*ranks)}
+	place := make([]int32, owned)
+	for i := range place {
+		place[i] = -1
+	}
+	for g := 0; g < ranks; g++ {
+		for i := 0; i < draws/ranks; i++ { // the draws that land in this rank's keys
+			k := rng.Intn(owned)
+			s := k / sub
+			v := math.Ldexp(1+float64(i%977)/977, (i*ranks+g)%121-60)
+			if place[k] < 0 {
+				place[k] = int32(b.rows[s])
+				b.rows[s]++
+			}
+			b.maps[s*ranks+g] = append(b.maps[s*ranks+g], place[k])
+			var w [8]byte
+			putF64(w[:], v)
+			b.vals[s*ranks+g] = append(b.vals[s*ranks+g], w[:]...)
+		}
+	}
+	return b
+}
+
+func (b *layer0Bench) run(dst []byte, o kx.Op) { b.runPart(dst, o, true, true) }
+
+func (b *layer0Bench) runPart(dst []byte, o kx.Op, combine, round bool) {
+	es := ElemBytes(kx.F64, o)
+	for s, n := range b.rows {
+		d := dst[:n*es]
+		if combine {
+			Identity(kx.F64, o, d)
+		}
+		for g := 0; g < 4 && combine; g++ {
+			if o == kx.RSum {
+				FromScatterCombine(kx.F64, d, b.vals[s*4+g], b.maps[s*4+g], 1)
+			} else {
+				ScatterCombine(kx.F64, o, d, b.vals[s*4+g], b.maps[s*4+g], 1)
+			}
+		}
+		if o == kx.RSum && round {
+			Round(kx.F64, d[:n*8], d)
+		}
+	}
+}
+
+func BenchmarkCombineLayer0(b *testing.B) {
+	bc := newBenchCombine()
+	n := 0
+	for _, r := range bc.rows {
+		n = max(n, r)
+	}
+	for _, o := range []kx.Op{kx.Sum, kx.RSum} {
+		b.Run(o.String(), func(b *testing.B) {
+			dst := AlignedBytes(n * ElemBytes(kx.F64, o))
+			b.ReportAllocs()
+			for b.Loop() {
+				bc.run(dst, o)
+			}
+		})
+	}
+	dst := AlignedBytes(n * ElemBytes(kx.F64, kx.RSum))
+	bc.run(dst, kx.RSum)
+	b.Run("rsum-combine", func(b *testing.B) {
+		for b.Loop() {
+			bc.runPart(dst, kx.RSum, true, false)
+		}
+	})
+	b.Run("rsum-round", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			bc.runPart(dst, kx.RSum, true, false)
+			b.StartTimer()
+			bc.runPart(dst, kx.RSum, false, true)
+		}
+	})
+}
+
+var benchNsub = 4

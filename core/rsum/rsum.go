@@ -320,20 +320,32 @@ func addValues64(dst []byte, vals []float64, idx []int32) {
 	for j, x := range vals {
 		o := int(idx[j]) * Acc64Bytes
 		d := dst[o : o+Acc64Bytes : o+Acc64Bytes]
-		b0, b1, b2, ok := words64(math.Float64bits(x))
-		if !ok { // zero, subnormal, Inf, NaN
-			b0, b1, b2 = slowWords64(math.Float64bits(x))
+		// words64, written out (the compiler would not inline it here).
+		b := math.Float64bits(x)
+		e := b >> 52 & 0x7ff
+		lead := e + 51
+		u := b<<11 | 1<<63
+		p0 := u >> ((63 - lead%binBits) & 63)
+		rest := u << ((lead%binBits + 1) & 63)
+		neg := -int64(b >> 63)
+		tb := lead / binBits
+		b0 := uint64((int64(p0)^neg)-neg) & lm
+		b1 := uint64((int64(rest>>binBits)^neg)-neg)&lm | (flagOther>>4|tb%8<<1)<<limbBits64
+		b2 := uint64((int64(rest&binMask)^neg)-neg)&lm | tb/8<<limbBits64
+		if e-1 >= 0x7fe { // zero, subnormal, Inf, NaN
+			b0, b1, b2 = slowWords64(b)
+			tb = b1>>61 | b2>>60<<3
 		}
 		a0, a1, a2 := le.Uint64(d), le.Uint64(d[8:]), le.Uint64(d[16:])
-		ta, tb := a1>>61|a2>>60<<3, b1>>61|b2>>60<<3
-		h0, h1, h2, l0, l1, l2 := a0, a1, a2, b0, b1, b2
-		k := ta - tb
-		if tb > ta {
-			h0, h1, h2, l0, l1, l2 = b0, b1, b2, a0, a1, a2
-			k = tb - ta
-		}
-		k = min(k, 3)
-		t[3], t[4], t[5] = l0, l1, l2
+		ta := a1>>61 | a2>>60<<3
+		// The higher window h and the lower l, selected by a mask (no branch).
+		diff := int64(ta - tb)
+		m := uint64(diff >> 63) // all ones when b's window is the higher
+		x0, x1, x2 := (a0^b0)&m, (a1^b1)&m, (a2^b2)&m
+		h0, h1, h2 := a0^x0, a1^x1, a2^x2
+		t[3], t[4], t[5] = b0^x0, b1^x1, b2^x2
+		k := uint64((diff ^ int64(m)) - int64(m)) // |ta - tb|
+		k = 3 ^ (k^3)&uint64(int64(k-3)>>63)      // min(k, 3), which the compiler branches on
 		s0, s1, s2 := t[(3-k)&7], t[(4-k)&7], t[(5-k)&7]
 		le.PutUint64(d, (h0+s0)&lm|(a0|b0)&^lm)
 		le.PutUint64(d[8:], (h1+s1)&lm|(a1|b1)&(1<<limbBits64)|h1&^(lm|1<<limbBits64))
@@ -468,37 +480,46 @@ func mergeHeader(hd, hs uint64) uint64 {
 func ToF64(dst []float64, acc []byte) {
 	acc = acc[:len(dst)*Acc64Bytes]
 	for i := range dst {
-		h, l0, l1, l2 := get64(acc[i*Acc64Bytes : i*Acc64Bytes+Acc64Bytes])
-		e2 := binBits*(int(h>>topShift)-2) - 1074
+		a := acc[i*Acc64Bytes : i*Acc64Bytes+Acc64Bytes : i*Acc64Bytes+Acc64Bytes]
+		w0, w1, w2 := le.Uint64(a), le.Uint64(a[8:]), le.Uint64(a[16:]) // get64, written out
+		l0, l1, l2 := limb(w0, limbBits64), limb(w1, limbBits64), limb(w2, limbBits64)
+		e2 := binBits*(int(w1>>61|w2>>60<<3)-2) - 1074
 		// The common case through the FPU. The exact value is v * 2^e2 with v the limbs'
 		// 128-bit sum; top, its 64 highest bits from the leading one down, with a sticky one
 		// in bit 0 when a bit below them is set, rounds by float64(top) exactly as v would
 		// (the rounding position, bit 11 or above, is well clear of bit 0), and the scaling
 		// by 2^k is exact: the result is at least 2^(63+e2), normal, whenever v >= 2^63; a
-		// smaller v sits in lo unshifted (z = 64), where float64 rounds it correctly and the
+		// smaller v sits in lo unshifted (hi = 0), where float64 rounds it correctly and the
 		// product, a multiple of 2^e2 >= 2^-1074, is exact even if subnormal. Overflow gives
 		// ±Inf exactly when the correctly rounded value exceeds the largest float, as
 		// roundBits does. e2 in [-1022, 942] (top bins 4 to 65, the largest a float64 reaches)
-		// keeps 2^k a normal float; NaN, ±Inf and zero sums (the sign of zero comes from the
-		// flags) go to finish.
-		if h&(flagNaN|flagPInf|flagNInf) == 0 && uint(e2+1022) <= 942+1022 {
+		// keeps 2^k a normal float; NaN, ±Inf (header bits 0-2: word 0's bits 60-62) and zero
+		// sums (the sign of zero comes from the flags) go to finish.
+		if w0&(7<<limbBits64) == 0 && uint(e2+1022) <= 942+1022 {
 			lo, c := bits.Add64(uint64(l2), uint64(l1)<<32, 0)
 			hi := uint64(l2>>63) + uint64(l1>>32) + uint64(l0) + c
-			if hi|lo != 0 {
-				sign := hi >> 63
-				mask := -sign
-				lo, c = bits.Add64(lo^mask, sign, 0)
-				hi = hi ^ mask + c
+			sign := hi >> 63
+			mask := -sign
+			lo, c = bits.Add64(lo^mask, sign, 0)
+			hi = hi ^ mask + c
+			if hi != 0 { // the leading one in hi: normalise
 				z := uint(bits.LeadingZeros64(hi))
-				top := hi<<z | lo>>(64-z)
+				top := hi<<z | lo>>1>>(63-z)
 				sticky := lo << z
-				top |= (sticky | -sticky) >> 63
-				r := float64(top) * math.Float64frombits(uint64(e2+64-int(z)+1023)<<52)
+				// top has bit 63 set: float64(top) is float64(top>>1 | top&1) * 2 (what the
+				// compiler emits for a uint64, with a branch), the sticky bit kept in bit 0.
+				y := top>>1 | (top|(sticky|-sticky)>>63)&1
+				r := float64(int64(y)) * math.Float64frombits(uint64(e2+65-int(z)+1023)<<52)
+				dst[i] = math.Float64frombits(math.Float64bits(r) | sign<<63)
+				continue
+			}
+			if lo != 0 {
+				r := float64(lo) * math.Float64frombits(uint64(e2+1023)<<52)
 				dst[i] = math.Float64frombits(math.Float64bits(r) | sign<<63)
 				continue
 			}
 		}
-		dst[i] = math.Float64frombits(finish(h, l0, l1, l2, e2, &f64))
+		dst[i] = math.Float64frombits(finish(header64(w0, w1, w2), l0, l1, l2, e2, &f64))
 	}
 }
 

@@ -269,23 +269,10 @@ func addScatterValues[T float32 | float64](dst []byte, vals []T, idx []int32) {
 	case []float64:
 		addScatter64(dst, v, idx)
 	case []float32:
-		idx = idx[:len(v)]
-		for j, x := range v {
-			o := int(idx[j]) * Acc32Bytes
-			b0, b1, ok := words32(math.Float32bits(x))
-			if !ok {
-				b0, b1 = slowWords32(math.Float32bits(x))
-			}
-			addWords32(dst[o:o+Acc32Bytes:o+Acc32Bytes], b0, b1)
-		}
+		addScatter32(dst, v, idx)
 	}
 }
 
-// addScatter64 is AddScatterF64: words64 and addFlat64 written out in one loop. The loop is
-// bound by its instructions (a row in L1 costs as much as one in L2) and, with a branch on
-// the data, by mispredictions: whether a row is empty, or holds the same top bin as the
-// value, is a coin toss when ranks' contributions meet. So every value takes the same
-// branch-free path, the general aligned add (an empty row's zero limbs shift out).
 // scatterBlock is how many values addScatter64 adds between two prefetches: the rows of the
 // block after next are asked for while this block adds.
 const scatterBlock = 16
@@ -350,6 +337,59 @@ func addValues64(dst []byte, vals []float64, idx []int32) {
 		le.PutUint64(d, (h0+s0)&lm|(a0|b0)&^lm)
 		le.PutUint64(d[8:], (h1+s1)&lm|(a1|b1)&(1<<limbBits64)|h1&^(lm|1<<limbBits64))
 		le.PutUint64(d[16:], (h2+s2)&lm|h2&^lm)
+	}
+}
+
+// addScatter32 is addScatter64 for F32 (rows of 16 bytes).
+func addScatter32(dst []byte, vals []float32, idx []int32) {
+	idx = idx[:len(vals)]
+	if len(vals) == 0 {
+		return
+	}
+	_ = dst[len(dst)-1]
+	prefetchRows(&dst[0], idx[:min(len(idx), 2*scatterBlock)], Acc32Bytes)
+	for lo := 0; lo < len(vals); lo += scatterBlock {
+		hi := min(lo+scatterBlock, len(vals))
+		if p := hi + scatterBlock; p < len(idx) {
+			prefetchRows(&dst[0], idx[p:min(len(idx), p+scatterBlock)], Acc32Bytes)
+		}
+		addValues32(dst, vals[lo:hi], idx[lo:hi])
+	}
+}
+
+// addValues32 is addValues64 for F32: two limbs, so the lower window moves down by at most 2;
+// the flags are word 0's header slice, the top bin word 1's.
+func addValues32(dst []byte, vals []float32, idx []int32) {
+	const lm = 1<<limbBits32 - 1
+	idx = idx[:len(vals)]
+	var t [4]uint64 // t[2:4]: the lower window's words; t[0:2] stay zero (shifted-in limbs)
+	for j, x := range vals {
+		o := int(idx[j]) * Acc32Bytes
+		d := dst[o : o+Acc32Bytes : o+Acc32Bytes]
+		// words32, written out.
+		b := math.Float32bits(x)
+		e := uint64(b >> 23 & 0xff)
+		lead := e + 22
+		u := uint64(b)<<40 | 1<<63
+		p0 := u >> ((63 - lead%binBits) & 63)
+		rest := u << ((lead%binBits + 1) & 63)
+		neg := -int64(b >> 31)
+		b0 := uint64((int64(p0)^neg)-neg)&lm | flagOther<<limbBits32
+		b1 := uint64((int64(rest>>binBits)^neg)-neg)&lm | lead/binBits<<limbBits32
+		if e-1 >= 0xfe { // zero, subnormal, Inf, NaN
+			b0, b1 = slowWords32(b)
+		}
+		a0, a1 := le.Uint64(d), le.Uint64(d[8:])
+		diff := int64(a1>>limbBits32 - b1>>limbBits32)
+		m := uint64(diff >> 63) // all ones when b's window is the higher
+		x0, x1 := (a0^b0)&m, (a1^b1)&m
+		h0, h1 := a0^x0, a1^x1
+		t[2], t[3] = b0^x0, b1^x1
+		k := uint64((diff ^ int64(m)) - int64(m)) // |ta - tb|
+		k = 2 ^ (k^2)&uint64(int64(k-2)>>63)      // min(k, 2)
+		s0, s1 := t[(2-k)&3], t[(3-k)&3]
+		le.PutUint64(d, (h0+s0)&lm|(a0|b0)&^lm)
+		le.PutUint64(d[8:], (h1+s1)&lm|h1&^lm)
 	}
 }
 

@@ -1,0 +1,158 @@
+package rsum
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestScatterFastPath checks AddScatterF64/F32 (branch-free, prefetching, words written out)
+// against the general code they replace, value by value: FromF64/FromF32 into a buffer, then
+// addWords64/addWords32 (add64Shift and addSame), on rows that already hold sums of every
+// kind (empty, each top bin, flags set, cancelled to zero) and on values of every kind: NaN,
+// ±Inf, ±0, subnormals, the largest floats (overflow), exponents over ±60 with cancellation,
+// and raw bit patterns. Repeated indices, lengths across the prefetch blocks, and rows far
+// apart (top bins up to the largest) are all in it.
+func TestScatterFastPath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1),
+		math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64, 0x1p-1022, -0x1p-1023,
+		math.MaxFloat64, -math.MaxFloat64, math.MaxFloat32, -math.MaxFloat32,
+		float64(math.SmallestNonzeroFloat32), 0x1p-126, -0x1p-127, 1, -1}
+	draw := func(n int, f64 bool) []float64 {
+		var v []float64
+		switch rng.IntN(4) {
+		case 0:
+			v = genSpread(rng, n, 60, f64)
+		case 1:
+			v = genBits(rng, n, f64)
+		case 2:
+			v = genSpread(rng, n, 1100, f64)
+		default:
+			v = genSpread(rng, n, 3, f64)
+		}
+		for i := range v {
+			if rng.IntN(10) == 0 {
+				v[i] = specials[rng.IntN(len(specials))]
+			}
+			if !f64 {
+				v[i] = float64(float32(v[i]))
+			}
+		}
+		return v
+	}
+	for iter := range 3000 {
+		for _, f64 := range []bool{true, false} {
+			ab := AccBytes(f64)
+			rows := 1 + rng.IntN(40)
+			n := rng.IntN(3 * scatterBlock * 2)
+			if iter%50 == 0 {
+				n = rng.IntN(2000)
+			}
+			// Rows prefilled with sums of a few values each (some left empty).
+			got := make([]byte, rows*ab)
+			for r := range rows {
+				for _, x := range draw(rng.IntN(4), f64) {
+					one := make([]byte, ab)
+					if f64 {
+						FromF64(one, []float64{x})
+					} else {
+						FromF32(one, []float32{float32(x)})
+					}
+					Add(f64, got[r*ab:r*ab+ab], one)
+				}
+			}
+			want := bytes.Clone(got)
+			vals := draw(n, f64)
+			idx := make([]int32, n)
+			for j := range idx {
+				idx[j] = int32(rng.IntN(rows))
+			}
+			var one [Acc64Bytes]byte
+			for j, x := range vals { // the reference: one value at a time, the general add
+				d := want[int(idx[j])*ab : int(idx[j])*ab+ab]
+				if f64 {
+					FromF64(one[:ab], []float64{x})
+					addWords64(d, le.Uint64(one[:]), le.Uint64(one[8:]), le.Uint64(one[16:]))
+				} else {
+					FromF32(one[:ab], []float32{float32(x)})
+					addWords32(d, le.Uint64(one[:]), le.Uint64(one[8:]))
+				}
+			}
+			if f64 {
+				AddScatterF64(got, vals, idx)
+			} else {
+				v32 := make([]float32, n)
+				for i, x := range vals {
+					v32[i] = float32(x)
+				}
+				AddScatterF32(got, v32, idx)
+			}
+			if !bytes.Equal(got, want) {
+				for r := range rows {
+					if !bytes.Equal(got[r*ab:r*ab+ab], want[r*ab:r*ab+ab]) {
+						t.Fatalf("f64 %v, iteration %d, row %d: got %x, want %x", f64, iter, r, got[r*ab:r*ab+ab], want[r*ab:r*ab+ab])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestRoundFastPath checks ToF64 and ToF32 against finish on accumulators chosen to reach each
+// branch of the fast path: the leading one in the top limb, a 128-bit sum whose high word is
+// zero (lo below and above 2^63), negative sums, zero sums with each zero flag, sticky bits
+// below the 64 leading ones, the top bins at both ends of the fast range and past them.
+func TestRoundFastPath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	var a [Acc64Bytes]byte
+	out64, out32 := make([]float64, 1), make([]float32, 1)
+	anyLimb := func() int64 {
+		switch rng.IntN(6) {
+		case 0:
+			return 0
+		case 1:
+			return int64(rng.Uint64() >> 32) // a part: below 2^32
+		case 2:
+			return -int64(rng.Uint64() >> 32)
+		case 3:
+			return 1 << 31 // lo >= 2^63 with l0 = 0
+		}
+		return int64(rng.Uint64()) >> (64 - limbBits64 + 1 + uint(rng.IntN(limbBits64-1)))
+	}
+	for range 2000000 {
+		top := uint64(rng.IntN(70))
+		if rng.IntN(2) == 0 {
+			top = uint64([]int{0, 1, 2, 3, 4, 5, 64, 65, 66}[rng.IntN(9)])
+		}
+		h := top<<topShift | uint64(rng.IntN(1<<topShift))&(flagNegZero|flagOther)
+		if rng.IntN(32) == 0 {
+			h |= uint64(rng.IntN(8))
+		}
+		l0, l1, l2 := anyLimb(), anyLimb(), anyLimb()
+		if rng.IntN(3) == 0 {
+			l0 = 0
+		}
+		if top < 2 {
+			l2 = 0
+		}
+		if top < 1 {
+			l1 = 0
+		}
+		put64(a[:], h, l0, l1, l2)
+		ToF64(out64, a[:])
+		if got, want := math.Float64bits(out64[0]), finish(h, l0, l1, l2, binBits*(int(top)-2)-1074, &f64); got != want {
+			t.Fatalf("ToF64(h %#x, %d %d %d) = %#x, want %#x", h, l0, l1, l2, got, want)
+		}
+		h32 := h&flagMask | top%9<<topShift
+		if h32>>topShift == 0 { // bin -1 holds nothing
+			l2 = 0
+		}
+		put32(a[:Acc32Bytes], h32, l1, l2)
+		ToF32(out32, a[:Acc32Bytes])
+		if got, want := uint64(math.Float32bits(out32[0])), finish(h32, 0, l1, l2, binBits*(int(top%9)-1)-149, &f32); got != want {
+			t.Fatalf("ToF32(h %#x, %d %d) = %#x, want %#x", h32, l1, l2, got, want)
+		}
+	}
+}

@@ -192,6 +192,43 @@ func FromScatterCombine(d kx.Dtype, dst, src []byte, idx []int32, w int) {
 	}
 }
 
+// FromScatterCombineFresh is FromScatterCombine on a dst whose rows from fresh on hold no sum
+// yet (any bytes): a row's first value starts it, rows skipped over below a started one become
+// the empty sum, and the new bound (one past the highest row started, or fresh) is returned.
+// A combine whose rows come in order of first appearance needs no Identity pass first; rows
+// left at or above the bound at the end are the caller's to set (Identity).
+func FromScatterCombineFresh(d kx.Dtype, dst, src []byte, idx []int32, w, fresh int) int {
+	ab := rsum.AccBytes(d == kx.F64)
+	rb := rsumRows("FromScatterCombineFresh", d, dst, nil, -1, w)
+	if fresh < 0 || fresh > len(dst)/rb {
+		kernPanic("FromScatterCombineFresh: fresh row %d of %d", fresh, len(dst)/rb)
+	}
+	f64, f32 := floatsOf(d, src)
+	if w == 1 {
+		if f64 != nil {
+			return rsum.AddScatterF64Fresh(dst, f64[:len(idx)], idx, fresh)
+		} else if len(idx) > 0 {
+			return rsum.AddScatterF32Fresh(dst, f32[:len(idx)], idx, fresh)
+		}
+		return fresh
+	}
+	var buf [fromChunk * rsum.Acc64Bytes]byte
+	for p, j := range idx {
+		if int(j) >= fresh {
+			clear(dst[fresh*rb : (int(j)+1)*rb])
+			fresh = int(j) + 1
+		}
+		row := dst[int(j)*rb : int(j)*rb+rb]
+		for c0 := 0; c0 < w; c0 += fromChunk {
+			c1 := min(c0+fromChunk, w)
+			tmp := buf[:(c1-c0)*ab]
+			fromFloats(tmp, f64, f32, p*w+c0, p*w+c1)
+			rsum.Add(d == kx.F64, row[c0*ab:c1*ab], tmp)
+		}
+	}
+	return fresh
+}
+
 // Round rounds accumulators to the caller's floats, to nearest: dst (floats of d) gets
 // len(dst)/size of them from the front of src. dst may be the front of src itself (a plan
 // rounds its bottom vector in place): values are read a chunk ahead of where they are written,

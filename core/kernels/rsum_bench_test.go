@@ -11,8 +11,9 @@ import (
 // hashed draws a rank over 4M keys, one direct layer): the rank owns a quarter of the keys,
 // cut into 4 sub-ranges; each of the 4 sources sends its draws of the sub-range in caller
 // order, merged in order of first appearance (sender order, then row order), as
-// keyset.SortLayer0 does for a plan of one layer with in = out. Per sub-range: identity,
-// the sources folded in source order, then (RSum) the rounding in place, as combineSub does.
+// keyset.SortLayer0 does for a plan of one layer with in = out. Per sub-range, as combineSub
+// does: Sum from its identity, the sources folded in source order; RSum the sources' floats
+// started and folded into accumulators (FromScatterCombineFresh), then rounded in place.
 type layer0Bench struct {
 	rows []int     // rows of each sub-range
 	maps [][]int32 // [sub*4+g]: source g's merged rows in sub-range sub
@@ -54,12 +55,13 @@ func (b *layer0Bench) runPart(dst []byte, o kx.Op, combine, round bool) {
 	es := ElemBytes(kx.F64, o)
 	for s, n := range b.rows {
 		d := dst[:n*es]
-		if combine {
+		if combine && o != kx.RSum {
 			Identity(kx.F64, o, d)
 		}
+		fresh := 0
 		for g := 0; g < 4 && combine; g++ {
 			if o == kx.RSum {
-				FromScatterCombine(kx.F64, d, b.vals[s*4+g], b.maps[s*4+g], 1)
+				fresh = FromScatterCombineFresh(kx.F64, d, b.vals[s*4+g], b.maps[s*4+g], 1, fresh)
 			} else {
 				ScatterCombine(kx.F64, o, d, b.vals[s*4+g], b.maps[s*4+g], 1)
 			}

@@ -94,6 +94,37 @@ func TestRSumConversions(t *testing.T) {
 				if !bytes.Equal(comb[:3*rb], wantComb) || sc[rows*rb] != 0xEE || comb[3*rb] != 0xEE {
 					t.Fatalf("FromScatterCombine %s w%d n%d differs, or a write past the end", d, w, n)
 				}
+				// FromScatterCombineFresh: rows from fresh on hold garbage, started by their first
+				// value; the indices in order of first appearance, or in any order (gaps cleared).
+				for _, ordered := range []bool{true, false} {
+					fidx := make([]int32, n)
+					next := 1
+					for p := range fidx {
+						fidx[p] = int32(rng.Intn(5))
+						if ordered {
+							if next < 4 && rng.Intn(2) == 0 {
+								next++
+							}
+							fidx[p] = int32(rng.Intn(next)) + 1 // row 0 holds a sum already
+						}
+					}
+					fr := append(make([]byte, 5*rb), 0xEE)
+					copy(fr, wantComb[:rb])
+					for i := rb; i < 5*rb; i++ {
+						fr[i] = byte(rng.Intn(256))
+					}
+					ref := append(make([]byte, 5*rb), 0xEE)
+					copy(ref, wantComb[:rb])
+					FromScatterCombine(d, ref[:5*rb], src, fidx, w)
+					top := FromScatterCombineFresh(d, fr[:5*rb], src, fidx, w, 1)
+					wantTop := 1
+					for _, j := range fidx {
+						wantTop = max(wantTop, int(j)+1)
+					}
+					if top != wantTop || !bytes.Equal(fr[:top*rb], ref[:top*rb]) || fr[5*rb] != 0xEE {
+						t.Fatalf("FromScatterCombineFresh %s w%d n%d ordered %v: bound %d (want %d), or rows differ", d, w, n, ordered, top, wantTop)
+					}
+				}
 				// Round, in place, against ToF64/ToF32 one value at a time.
 				inPlace := append([]byte(nil), comb[:3*rb]...)
 				Round(d, inPlace[:3*w*fs], inPlace)

@@ -259,28 +259,41 @@ func AddScatter(isF64 bool, dst, src []byte, idx []int32) {
 // AddScatterF64 adds each value into an accumulator of dst: dst[idx[j]] += vals[j]. It is
 // FromF64 and AddScatter without a caller's buffer, for combining repeated indices on one
 // rank straight from the caller's values.
-func AddScatterF64(dst []byte, vals []float64, idx []int32) { addScatterValues(dst, vals, idx) }
+func AddScatterF64(dst []byte, vals []float64, idx []int32) {
+	addScatter64(dst, vals, idx, len(dst)/Acc64Bytes)
+}
 
 // AddScatterF32 is AddScatterF64 for F32.
-func AddScatterF32(dst []byte, vals []float32, idx []int32) { addScatterValues(dst, vals, idx) }
+func AddScatterF32(dst []byte, vals []float32, idx []int32) {
+	addScatter32(dst, vals, idx, len(dst)/Acc32Bytes)
+}
 
-func addScatterValues[T float32 | float64](dst []byte, vals []T, idx []int32) {
-	switch v := any(vals).(type) {
-	case []float64:
-		addScatter64(dst, v, idx)
-	case []float32:
-		addScatter32(dst, v, idx)
-	}
+// AddScatterF64Fresh is AddScatterF64 on accumulators of which those from row fresh on hold
+// no sum yet (any bytes: they are never read as sums). The first value into such a row starts
+// it, as if the row were the empty sum; rows skipped over (below a started one) are set to the
+// empty sum. It returns the new bound, one past the highest row started (or fresh).
+//
+// The merged rows of a plan of one layer come in order of first appearance, so they start in
+// order without gaps: the vector needs no clearing pass before the sum (Identity writes every
+// row once more), and a row's first value is written without reading a sum from it.
+func AddScatterF64Fresh(dst []byte, vals []float64, idx []int32, fresh int) int {
+	return addScatter64(dst, vals, idx, fresh)
+}
+
+// AddScatterF32Fresh is AddScatterF64Fresh for F32.
+func AddScatterF32Fresh(dst []byte, vals []float32, idx []int32, fresh int) int {
+	return addScatter32(dst, vals, idx, fresh)
 }
 
 // scatterBlock is how many values addScatter64 adds between two prefetches: the rows of the
 // block after next are asked for while this block adds.
 const scatterBlock = 16
 
-func addScatter64(dst []byte, vals []float64, idx []int32) {
+func addScatter64(dst []byte, vals []float64, idx []int32, fresh int) int {
 	idx = idx[:len(vals)]
+	dst = dst[:len(dst):len(dst)] // a row past the end panics, even within dst's capacity
 	if len(vals) == 0 {
-		return
+		return fresh
 	}
 	_ = dst[len(dst)-1]
 	prefetchRows(&dst[0], idx[:min(len(idx), 2*scatterBlock)], Acc64Bytes)
@@ -289,8 +302,9 @@ func addScatter64(dst []byte, vals []float64, idx []int32) {
 		if p := hi + scatterBlock; p < len(idx) {
 			prefetchRows(&dst[0], idx[p:min(len(idx), p+scatterBlock)], Acc64Bytes)
 		}
-		addValues64(dst, vals[lo:hi], idx[lo:hi])
+		fresh = addValues64(dst, vals[lo:hi], idx[lo:hi], fresh)
 	}
+	return fresh
 }
 
 // addValues64 adds each value into its row of dst, dst[idx[j]] += vals[j], without a branch on
@@ -300,12 +314,20 @@ func addScatter64(dst []byte, vals []float64, idx []int32) {
 // OR). An empty row, top bin 0, needs no case of its own: its zero limbs shift out. Whether a
 // row is empty or holds the value's top bin is a coin toss when ranks' contributions meet, and
 // a mispredicted branch on a row that missed the cache also holds back the rows after it.
-func addValues64(dst []byte, vals []float64, idx []int32) {
+//
+// Rows from fresh on hold no sum yet (AddScatterF64Fresh): the first value into one reads it
+// as empty, by a mask on the words loaded (no branch), and moves fresh past it.
+func addValues64(dst []byte, vals []float64, idx []int32, fresh int) int {
 	const lm = 1<<limbBits64 - 1
 	idx = idx[:len(vals)]
 	var t [8]uint64 // t[3:6]: the lower window's words; t[0:3] stay zero (shifted-in limbs)
 	for j, x := range vals {
-		o := int(idx[j]) * Acc64Bytes
+		r := int(idx[j])
+		if r > fresh { // rows skipped over: the empty sum (never, in order of first appearance)
+			clear(dst[fresh*Acc64Bytes : r*Acc64Bytes])
+			fresh = r
+		}
+		o := r * Acc64Bytes
 		d := dst[o : o+Acc64Bytes : o+Acc64Bytes]
 		// words64, written out (the compiler would not inline it here).
 		b := math.Float64bits(x)
@@ -323,7 +345,9 @@ func addValues64(dst []byte, vals []float64, idx []int32) {
 			b0, b1, b2 = slowWords64(b)
 			tb = b1>>61 | b2>>60<<3
 		}
-		a0, a1, a2 := le.Uint64(d), le.Uint64(d[8:]), le.Uint64(d[16:])
+		started := uint64(int64(r-fresh) >> 63) // all ones when row r holds a sum
+		fresh += int(^started & 1)
+		a0, a1, a2 := le.Uint64(d)&started, le.Uint64(d[8:])&started, le.Uint64(d[16:])&started
 		ta := a1>>61 | a2>>60<<3
 		// The higher window h and the lower l, selected by a mask (no branch).
 		diff := int64(ta - tb)
@@ -338,13 +362,15 @@ func addValues64(dst []byte, vals []float64, idx []int32) {
 		le.PutUint64(d[8:], (h1+s1)&lm|(a1|b1)&(1<<limbBits64)|h1&^(lm|1<<limbBits64))
 		le.PutUint64(d[16:], (h2+s2)&lm|h2&^lm)
 	}
+	return fresh
 }
 
 // addScatter32 is addScatter64 for F32 (rows of 16 bytes).
-func addScatter32(dst []byte, vals []float32, idx []int32) {
+func addScatter32(dst []byte, vals []float32, idx []int32, fresh int) int {
 	idx = idx[:len(vals)]
+	dst = dst[:len(dst):len(dst)] // a row past the end panics, even within dst's capacity
 	if len(vals) == 0 {
-		return
+		return fresh
 	}
 	_ = dst[len(dst)-1]
 	prefetchRows(&dst[0], idx[:min(len(idx), 2*scatterBlock)], Acc32Bytes)
@@ -353,18 +379,24 @@ func addScatter32(dst []byte, vals []float32, idx []int32) {
 		if p := hi + scatterBlock; p < len(idx) {
 			prefetchRows(&dst[0], idx[p:min(len(idx), p+scatterBlock)], Acc32Bytes)
 		}
-		addValues32(dst, vals[lo:hi], idx[lo:hi])
+		fresh = addValues32(dst, vals[lo:hi], idx[lo:hi], fresh)
 	}
+	return fresh
 }
 
 // addValues32 is addValues64 for F32: two limbs, so the lower window moves down by at most 2;
 // the flags are word 0's header slice, the top bin word 1's.
-func addValues32(dst []byte, vals []float32, idx []int32) {
+func addValues32(dst []byte, vals []float32, idx []int32, fresh int) int {
 	const lm = 1<<limbBits32 - 1
 	idx = idx[:len(vals)]
 	var t [4]uint64 // t[2:4]: the lower window's words; t[0:2] stay zero (shifted-in limbs)
 	for j, x := range vals {
-		o := int(idx[j]) * Acc32Bytes
+		r := int(idx[j])
+		if r > fresh { // rows skipped over: the empty sum
+			clear(dst[fresh*Acc32Bytes : r*Acc32Bytes])
+			fresh = r
+		}
+		o := r * Acc32Bytes
 		d := dst[o : o+Acc32Bytes : o+Acc32Bytes]
 		// words32, written out.
 		b := math.Float32bits(x)
@@ -379,7 +411,9 @@ func addValues32(dst []byte, vals []float32, idx []int32) {
 		if e-1 >= 0xfe { // zero, subnormal, Inf, NaN
 			b0, b1 = slowWords32(b)
 		}
-		a0, a1 := le.Uint64(d), le.Uint64(d[8:])
+		started := uint64(int64(r-fresh) >> 63) // all ones when row r holds a sum
+		fresh += int(^started & 1)
+		a0, a1 := le.Uint64(d)&started, le.Uint64(d[8:])&started
 		diff := int64(a1>>limbBits32 - b1>>limbBits32)
 		m := uint64(diff >> 63) // all ones when b's window is the higher
 		x0, x1 := (a0^b0)&m, (a1^b1)&m
@@ -391,6 +425,7 @@ func addValues32(dst []byte, vals []float32, idx []int32) {
 		le.PutUint64(d, (h0+s0)&lm|(a0|b0)&^lm)
 		le.PutUint64(d[8:], (h1+s1)&lm|h1&^lm)
 	}
+	return fresh
 }
 
 // addSame adds two words of accumulators with the same top bin: the limbs add modulo

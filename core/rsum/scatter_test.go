@@ -156,3 +156,79 @@ func TestRoundFastPath(t *testing.T) {
 		}
 	}
 }
+
+// TestScatterFresh checks AddScatterF64Fresh/F32Fresh against clearing the fresh rows first and
+// AddScatterF64/F32: rows below fresh hold sums, rows from fresh on hold garbage; the indices
+// come in order of first appearance (no gaps: the plan's case), or in any order (gaps cleared).
+// The rows below the returned bound must match, the bound must be one past the highest row
+// touched, and the rows from it on must be left as they were.
+func TestScatterFresh(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	for iter := range 4000 {
+		for _, f64 := range []bool{true, false} {
+			ab := AccBytes(f64)
+			rows := 1 + rng.IntN(60)
+			fresh := rng.IntN(rows + 1)
+			n := rng.IntN(100)
+			vals := genSpread(rng, n, 60, f64)
+			for i := range vals {
+				if rng.IntN(12) == 0 {
+					vals[i] = []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 0x1p-1074}[rng.IntN(6)]
+				}
+			}
+			idx := make([]int32, n)
+			next := fresh
+			for j := range idx {
+				switch {
+				case iter%2 == 0 && next < rows && (next == 0 || rng.IntN(2) == 0): // first appearance
+					idx[j] = int32(next)
+					next++
+				case iter%2 == 0 && next > 0:
+					idx[j] = int32(rng.IntN(next))
+				default:
+					idx[j] = int32(rng.IntN(rows))
+				}
+			}
+			got := make([]byte, rows*ab)
+			for r := range fresh {
+				x := genSpread(rng, 1, 60, f64)[0]
+				if f64 {
+					FromF64(got[r*ab:], []float64{x})
+				} else {
+					FromF32(got[r*ab:], []float32{float32(x)})
+				}
+			}
+			for i := fresh * ab; i < len(got); i++ {
+				got[i] = byte(rng.Uint32())
+			}
+			want := bytes.Clone(got)
+			clear(want[fresh*ab:])
+			wantFresh := fresh
+			for _, r := range idx {
+				wantFresh = max(wantFresh, int(r)+1)
+			}
+			garbage := bytes.Clone(got[wantFresh*ab:])
+			var gotFresh int
+			if f64 {
+				AddScatterF64(want, vals, idx)
+				gotFresh = AddScatterF64Fresh(got, vals, idx, fresh)
+			} else {
+				v32 := make([]float32, n)
+				for i, x := range vals {
+					v32[i] = float32(x)
+				}
+				AddScatterF32(want, v32, idx)
+				gotFresh = AddScatterF32Fresh(got, v32, idx, fresh)
+			}
+			if gotFresh != wantFresh {
+				t.Fatalf("f64 %v iteration %d: fresh %d, want %d", f64, iter, gotFresh, wantFresh)
+			}
+			if !bytes.Equal(got[:wantFresh*ab], want[:wantFresh*ab]) {
+				t.Fatalf("f64 %v iteration %d: rows below %d differ:\n%x\n%x", f64, iter, wantFresh, got[:wantFresh*ab], want[:wantFresh*ab])
+			}
+			if !bytes.Equal(got[wantFresh*ab:], garbage) {
+				t.Fatalf("f64 %v iteration %d: rows from %d on were written", f64, iter, wantFresh)
+			}
+		}
+	}
+}

@@ -73,19 +73,6 @@ func put32(a []byte, h uint64, l0, l1 int64) {
 	le.PutUint64(a[8:], word(l1, h>>n, limbBits32))
 }
 
-// get64 and get32 read an accumulator.
-func get64(a []byte) (h uint64, l0, l1, l2 int64) {
-	_ = a[Acc64Bytes-1]
-	w0, w1, w2 := le.Uint64(a), le.Uint64(a[8:]), le.Uint64(a[16:])
-	return header64(w0, w1, w2), limb(w0, limbBits64), limb(w1, limbBits64), limb(w2, limbBits64)
-}
-
-func get32(a []byte) (h uint64, l0, l1 int64) {
-	_ = a[Acc32Bytes-1]
-	w0, w1 := le.Uint64(a), le.Uint64(a[8:])
-	return header32(w0, w1), limb(w0, limbBits32), limb(w1, limbBits32)
-}
-
 // AccBytes returns the accumulator bytes per value: 24 for F64, 16 for F32.
 func AccBytes(isF64 bool) int {
 	if isF64 {
@@ -603,44 +590,23 @@ func ToF64(dst []float64, acc []byte) {
 func ToF32(dst []float32, acc []byte) {
 	acc = acc[:len(dst)*Acc32Bytes]
 	for i := range dst {
-		h, l0, l1 := get32(acc[i*Acc32Bytes : i*Acc32Bytes+Acc32Bytes])
-		e2 := binBits*(int(h>>topShift)-1) - 149
+		a := acc[i*Acc32Bytes : i*Acc32Bytes+Acc32Bytes : i*Acc32Bytes+Acc32Bytes]
+		w0, w1 := le.Uint64(a), le.Uint64(a[8:]) // get32, written out
+		l0, l1 := limb(w0, limbBits32), limb(w1, limbBits32)
+		e2 := binBits*(int(w1>>limbBits32)-1) - 149
 		// The common case through the FPU: when the value is an int64 v times 2^e2,
 		// float32(v) is the one correct rounding (the conversion rounds to nearest even) and
 		// the scaling through float64 is exact, or overflows to ±Inf exactly when the correctly
 		// rounded value would. A subnormal result needs no second rounding either: it is an
 		// integer below 2^23 times 2^-149 (no limb holds bits below that), so v is exact.
-		if h&(flagNaN|flagPInf|flagNInf) == 0 && uint64(l0+1<<30) < 1<<31 {
+		// NaN and ±Inf are header bits 0-2, word 0's bits 59-61.
+		if w0&(7<<limbBits32) == 0 && uint64(l0+1<<30) < 1<<31 {
 			if v := l0<<binBits + l1; v != 0 {
 				dst[i] = float32(float64(float32(v)) * math.Float64frombits(uint64(e2+1023)<<52))
 				continue
 			}
 		}
-		dst[i] = math.Float32frombits(uint32(finish(h, 0, l0, l1, e2, &f32)))
+		dst[i] = math.Float32frombits(uint32(finish(header32(w0, w1), 0, l0, l1, e2, &f32)))
 	}
 }
 
-// addFlat64 adds the accumulator with words b0, b1, b2 into d without a branch on the data:
-// the window with the higher top bin is kept, the other's limbs move down by the difference
-// (at most 3: past that they all fall below the window) and add in, the flags OR. It is
-// add64Shift's arithmetic on the packed words, for any pair (an empty d, top bin 0, needs no
-// case of its own: its zero limbs shift out). Branch-free, the loads of the next rows issue
-// while this one waits for its own.
-func addFlat64(d []byte, b0, b1, b2 uint64) {
-	const lm = 1<<limbBits64 - 1
-	a0, a1, a2 := le.Uint64(d), le.Uint64(d[8:]), le.Uint64(d[16:])
-	ta, tb := a1>>61|a2>>60<<3, b1>>61|b2>>60<<3
-	h0, h1, h2, l0, l1, l2 := a0, a1, a2, b0, b1, b2
-	k := ta - tb
-	if tb > ta {
-		h0, h1, h2, l0, l1, l2 = b0, b1, b2, a0, a1, a2
-		k = tb - ta
-	}
-	k = min(k, 3)
-	var t [8]uint64
-	t[3], t[4], t[5] = l0, l1, l2
-	s0, s1, s2 := t[(3-k)&7], t[(4-k)&7], t[(5-k)&7]
-	le.PutUint64(d, (h0+s0)&lm|(a0|b0)&^lm)
-	le.PutUint64(d[8:], (h1+s1)&lm|(a1|b1)&(1<<limbBits64)|h1&^(lm|1<<limbBits64))
-	le.PutUint64(d[16:], (h2+s2)&lm|h2&^lm)
-}

@@ -11,8 +11,11 @@ import (
 
 // The RSum conversions against a value-by-value reference built from core/rsum alone, on
 // widths across the chunk size (1, 3, 300 > fromChunk), lengths 0..N and misaligned caller
-// buffers, with a sentinel past the end of every output.
-func TestRSumConversions(t *testing.T) {
+// buffers, with a sentinel past the end of every output; at every SIMD level (the Go level
+// turns core/rsum's assembly loops off).
+func TestRSumConversions(t *testing.T) { forEachLevel(t, testRSumConversions) }
+
+func testRSumConversions(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for _, d := range []kx.Dtype{kx.F32, kx.F64} {
 		ab, fs := rsum.AccBytes(d == kx.F64), d.Size()

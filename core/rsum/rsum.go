@@ -304,7 +304,7 @@ func addScatter64(dst []byte, vals []float64, idx []int32, fresh int) int {
 //
 // Rows from fresh on hold no sum yet (AddScatterF64Fresh): the first value into one reads it
 // as empty, by a mask on the words loaded (no branch), and moves fresh past it.
-func addValues64(dst []byte, vals []float64, idx []int32, fresh int) int {
+func addValues64Go(dst []byte, vals []float64, idx []int32, fresh int) int {
 	const lm = 1<<limbBits64 - 1
 	idx = idx[:len(vals)]
 	var t [8]uint64 // t[3:6]: the lower window's words; t[0:3] stay zero (shifted-in limbs)

@@ -15,6 +15,7 @@ import (
 // and raw bit patterns. Repeated indices, lengths across the prefetch blocks, and rows far
 // apart (top bins up to the largest) are all in it.
 func TestScatterFastPath(t *testing.T) {
+	defer SetAsm(true)
 	rng := rand.New(rand.NewPCG(31, 32))
 	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1),
 		math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64, 0x1p-1022, -0x1p-1023,
@@ -80,6 +81,7 @@ func TestScatterFastPath(t *testing.T) {
 					addWords32(d, le.Uint64(one[:]), le.Uint64(one[8:]))
 				}
 			}
+			asm := SetAsm(iter%2 == 0) // both paths: the assembly loop where it runs, and Go
 			if f64 {
 				AddScatterF64(got, vals, idx)
 			} else {
@@ -92,7 +94,7 @@ func TestScatterFastPath(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				for r := range rows {
 					if !bytes.Equal(got[r*ab:r*ab+ab], want[r*ab:r*ab+ab]) {
-						t.Fatalf("f64 %v, iteration %d, row %d: got %x, want %x", f64, iter, r, got[r*ab:r*ab+ab], want[r*ab:r*ab+ab])
+						t.Fatalf("f64 %v asm %v, iteration %d, row %d: got %x, want %x", f64, asm, iter, r, got[r*ab:r*ab+ab], want[r*ab:r*ab+ab])
 					}
 				}
 			}
@@ -163,6 +165,7 @@ func TestRoundFastPath(t *testing.T) {
 // The rows below the returned bound must match, the bound must be one past the highest row
 // touched, and the rows from it on must be left as they were.
 func TestScatterFresh(t *testing.T) {
+	defer SetAsm(true)
 	rng := rand.New(rand.NewPCG(51, 52))
 	for iter := range 4000 {
 		for _, f64 := range []bool{true, false} {
@@ -210,7 +213,9 @@ func TestScatterFresh(t *testing.T) {
 			garbage := bytes.Clone(got[wantFresh*ab:])
 			var gotFresh int
 			if f64 {
+				SetAsm(false) // the reference: the Go loop
 				AddScatterF64(want, vals, idx)
+				SetAsm(iter%3 != 0)
 				gotFresh = AddScatterF64Fresh(got, vals, idx, fresh)
 			} else {
 				v32 := make([]float32, n)

@@ -1,5 +1,0 @@
-//go:build !amd64 || noasm
-
-package rsum
-
-func prefetchRows(base *byte, idx []int32, size int) {}

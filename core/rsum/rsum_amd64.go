@@ -1,0 +1,51 @@
+//go:build amd64 && !noasm
+
+package rsum
+
+import "github.com/klauspost/cpuid/v2"
+
+// prefetchRows asks for the rows idx[j] of an accumulator vector at base, size bytes a row,
+// to be brought into cache. Every index must be a row of the vector.
+//
+//go:noescape
+func prefetchRows(base *byte, idx []int32, size int)
+
+//go:noescape
+func addValues64BMI2(dst *byte, rows int, vals []float64, idx []int32, j, fresh int) (int, int)
+
+// asmOK says whether this CPU runs the assembly loops (BMI2's SHLX/SHRX); useAsm whether they
+// run (SetAsm).
+var asmOK = cpuid.CPU.Supports(cpuid.BMI2)
+
+var useAsm = asmOK
+
+// SetAsm turns the assembly loops on or off (on only where the CPU has them) and returns
+// whether they are on. kernels' SIMD level sets it (KYLIX_NOSIMD turns it off); tests force
+// both paths. Not safe to call while kernels run.
+func SetAsm(on bool) bool {
+	useAsm = on && asmOK
+	return useAsm
+}
+
+// addValues64 is addValues64Go, through the assembly loop where it runs: the values it leaves
+// (zeros, subnormals, infinities, NaNs, gaps, rows out of range) go one at a time through
+// addValues64Go.
+func addValues64(dst []byte, vals []float64, idx []int32, fresh int) int {
+	if !useAsm || len(vals) == 0 {
+		return addValues64Go(dst, vals, idx, fresh)
+	}
+	idx = idx[:len(vals)]
+	_ = dst[:0]
+	for j := 0; j < len(vals); j++ {
+		var base *byte
+		if len(dst) > 0 {
+			base = &dst[0]
+		}
+		j, fresh = addValues64BMI2(base, len(dst)/Acc64Bytes, vals, idx, j, fresh)
+		if j == len(vals) {
+			break
+		}
+		fresh = addValues64Go(dst, vals[j:j+1], idx[j:j+1], fresh)
+	}
+	return fresh
+}

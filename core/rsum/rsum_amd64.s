@@ -1,0 +1,186 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// func prefetchRows(base *byte, idx []int32, size int)
+//
+// PREFETCHT0 the first and last byte of row idx[j] (size bytes a row from base) for every j.
+TEXT ·prefetchRows(SB), NOSPLIT, $0-40
+	MOVQ base+0(FP), DI
+	MOVQ idx_base+8(FP), SI
+	MOVQ idx_len+16(FP), CX
+	MOVQ size+32(FP), DX
+	LEAQ -1(DX), R8
+
+pfloop:
+	TESTQ CX, CX
+	JEQ   pfdone
+	MOVLQSX (SI), AX
+	IMULQ DX, AX
+	ADDQ  DI, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 (AX)(R8*1)
+	ADDQ  $4, SI
+	DECQ  CX
+	JMP   pfloop
+
+pfdone:
+	RET
+
+// func addValues64BMI2(dst *byte, rows int, vals []float64, idx []int32, j, fresh int) (int, int)
+//
+// addValues64Go's loop (rsum.go) from value j on, for normal values: row idx[j] of the rows
+// accumulators at dst += vals[j], the rows from fresh on started by their first value. It stops,
+// returning j and fresh, at the end or before a value it leaves to the Go loop: a zero,
+// subnormal, infinity or NaN, a row outside dst, or a row above fresh (a gap to clear). The
+// rows of the values 32 ahead are prefetched.
+//
+// The value's parts are its three limbs, sign-extended (b's header is flagOther and its top
+// bin, tb). The frame holds the row's words masked (A, at 24; zero when the row starts) and
+// b's limbs (B, at 72), each after 24 zero bytes: the higher window is read at h, the lower at
+// l - 8k (k = min(|ta - tb|, 3)), so its limbs move down k places with zeros shifted in, and
+// word i is (h[i] + l[i-k]) mod 2^60 under the merged header: word 0 keeps the row's flag bits
+// (b adds none there), word 1 has flagOther and the low 3 bits of the top bin max(ta, tb),
+// word 2 its high 4 bits.
+TEXT ·addValues64BMI2(SB), NOSPLIT, $96-96
+	MOVQ dst+0(FP), DI
+	MOVQ vals_base+16(FP), SI
+	MOVQ vals_len+24(FP), CX
+	MOVQ idx_base+40(FP), R9
+	MOVQ j+64(FP), AX
+	MOVQ fresh+72(FP), DX
+	LEAQ (SI)(AX*8), SI
+	LEAQ (R9)(AX*4), R9
+	SUBQ AX, CX // values left
+	// the zero gaps below A and B
+	MOVQ $0, 0(SP)
+	MOVQ $0, 8(SP)
+	MOVQ $0, 16(SP)
+	MOVQ $0, 48(SP)
+	MOVQ $0, 56(SP)
+	MOVQ $0, 64(SP)
+
+loop:
+	TESTQ CX, CX
+	JEQ   done
+	CMPQ  CX, $32
+	JLE   nopf
+	MOVLQSX 128(R9), AX
+	LEAQ  (AX)(AX*2), AX
+	PREFETCHT0 (DI)(AX*8)
+	PREFETCHT0 23(DI)(AX*8)
+
+nopf:
+	MOVLQSX (R9), R8 // r
+	CMPQ  R8, rows+8(FP)
+	JAE   done // a row outside dst (or negative): the Go loop panics
+	CMPQ  R8, DX
+	JGT   done // a gap above fresh: the Go loop clears it
+	MOVQ  (SI), AX // b
+	MOVQ  AX, BX
+	SHRQ  $52, BX
+	ANDL  $0x7ff, BX // e
+	LEAQ  -1(BX), R10
+	CMPQ  R10, $0x7fe
+	JAE   done // zero, subnormal, Inf, NaN: the Go loop
+	// started: all ones when the row holds a sum (r < fresh); fresh moves past a row it starts
+	MOVQ  R8, R10
+	SUBQ  DX, R10
+	SARQ  $63, R10
+	LEAQ  1(DX)(R10*1), DX
+	LEAQ  (R8)(R8*2), R8
+	LEAQ  (DI)(R8*8), R8 // the row
+	// b's limbs: lead = e+51, o = lead%32, tb = lead/32, u = the significand left-aligned
+	ADDQ  $51, BX
+	MOVL  BX, R11
+	ANDL  $31, R11
+	SHRQ  $5, BX
+	MOVQ  AX, R12
+	SHLQ  $11, R12
+	BTSQ  $63, R12
+	MOVL  $63, R13
+	SUBL  R11, R13
+	SHRXQ R13, R12, R13 // p0 = u >> (63-o)
+	INCL  R11
+	SHLXQ R11, R12, R12 // rest = u << (o+1)
+	MOVQ  R12, R11
+	SHRQ  $32, R11 // p1
+	MOVL  R12, R12 // p2
+	SARQ  $63, AX // -1 for a negative value
+	XORQ  AX, R13
+	SUBQ  AX, R13
+	XORQ  AX, R11
+	SUBQ  AX, R11
+	XORQ  AX, R12
+	SUBQ  AX, R12
+	MOVQ  R13, 72(SP)
+	MOVQ  R11, 80(SP)
+	MOVQ  R12, 88(SP)
+	// the row's words, masked
+	MOVQ  (R8), AX
+	ANDQ  R10, AX
+	MOVQ  AX, 24(SP)
+	MOVQ  8(R8), R11
+	ANDQ  R10, R11
+	MOVQ  R11, 32(SP)
+	MOVQ  16(R8), R12
+	ANDQ  R10, R12
+	MOVQ  R12, 40(SP)
+	SHRQ  $60, AX
+	SHLQ  $60, AX // word 0's header slice: the row's flags
+	SHRQ  $61, R11
+	SHRQ  $60, R12
+	SHLQ  $3, R12
+	ORQ   R11, R12 // ta
+	MOVQ  R12, R11
+	SUBQ  BX, R11 // d = ta - tb
+	CMPQ  R12, BX
+	CMOVQLT BX, R12 // the top bin: max(ta, tb)
+	LEAQ  24(SP), R13 // h = A
+	LEAQ  72(SP), R10 // l = B
+	MOVQ  R13, BX
+	TESTQ R11, R11
+	CMOVQLT R10, R13 // d < 0: h = B
+	CMOVQLT BX, R10 // and l = A
+	MOVQ  R11, BX
+	NEGQ  BX
+	CMOVQLT R11, BX // |d|
+	MOVL  $3, R11
+	CMPQ  BX, $3
+	CMOVQGT R11, BX // k = min(|d|, 3)
+	SHLQ  $3, BX
+	SUBQ  BX, R10
+	MOVQ  (R13), R11
+	ADDQ  (R10), R11
+	SHLQ  $4, R11
+	SHRQ  $4, R11
+	ORQ   AX, R11
+	MOVQ  R11, (R8)
+	MOVQ  R12, AX
+	SHLQ  $61, AX
+	BTSQ  $60, AX // flagOther and the top bin's low 3 bits
+	MOVQ  8(R13), R11
+	ADDQ  8(R10), R11
+	SHLQ  $4, R11
+	SHRQ  $4, R11
+	ORQ   AX, R11
+	MOVQ  R11, 8(R8)
+	SHRQ  $3, R12
+	SHLQ  $60, R12 // the top bin's high 4 bits
+	MOVQ  16(R13), R11
+	ADDQ  16(R10), R11
+	SHLQ  $4, R11
+	SHRQ  $4, R11
+	ORQ   R12, R11
+	MOVQ  R11, 16(R8)
+	ADDQ  $8, SI
+	ADDQ  $4, R9
+	DECQ  CX
+	JMP   loop
+
+done:
+	MOVQ vals_len+24(FP), AX
+	SUBQ CX, AX
+	MOVQ AX, ret+80(FP)
+	MOVQ DX, ret1+88(FP)
+	RET

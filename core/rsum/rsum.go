@@ -373,7 +373,7 @@ func addScatter32(dst []byte, vals []float32, idx []int32, fresh int) int {
 
 // addValues32 is addValues64 for F32: two limbs, so the lower window moves down by at most 2;
 // the flags are word 0's header slice, the top bin word 1's.
-func addValues32(dst []byte, vals []float32, idx []int32, fresh int) int {
+func addValues32Go(dst []byte, vals []float32, idx []int32, fresh int) int {
 	const lm = 1<<limbBits32 - 1
 	idx = idx[:len(vals)]
 	var t [4]uint64 // t[2:4]: the lower window's words; t[0:2] stay zero (shifted-in limbs)

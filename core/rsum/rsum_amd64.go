@@ -13,6 +13,9 @@ func prefetchRows(base *byte, idx []int32, size int)
 //go:noescape
 func addValues64BMI2(dst *byte, rows int, vals []float64, idx []int32, j, fresh int) (int, int)
 
+//go:noescape
+func addValues32BMI2(dst *byte, rows int, vals []float32, idx []int32, j, fresh int) (int, int)
+
 // asmOK says whether this CPU runs the assembly loops (BMI2's SHLX/SHRX); useAsm whether they
 // run (SetAsm).
 var asmOK = cpuid.CPU.Supports(cpuid.BMI2)
@@ -35,7 +38,6 @@ func addValues64(dst []byte, vals []float64, idx []int32, fresh int) int {
 		return addValues64Go(dst, vals, idx, fresh)
 	}
 	idx = idx[:len(vals)]
-	_ = dst[:0]
 	for j := 0; j < len(vals); j++ {
 		var base *byte
 		if len(dst) > 0 {
@@ -46,6 +48,26 @@ func addValues64(dst []byte, vals []float64, idx []int32, fresh int) int {
 			break
 		}
 		fresh = addValues64Go(dst, vals[j:j+1], idx[j:j+1], fresh)
+	}
+	return fresh
+}
+
+// addValues32 is addValues64 for F32.
+func addValues32(dst []byte, vals []float32, idx []int32, fresh int) int {
+	if !useAsm || len(vals) == 0 {
+		return addValues32Go(dst, vals, idx, fresh)
+	}
+	idx = idx[:len(vals)]
+	for j := 0; j < len(vals); j++ {
+		var base *byte
+		if len(dst) > 0 {
+			base = &dst[0]
+		}
+		j, fresh = addValues32BMI2(base, len(dst)/Acc32Bytes, vals, idx, j, fresh)
+		if j == len(vals) {
+			break
+		}
+		fresh = addValues32Go(dst, vals[j:j+1], idx[j:j+1], fresh)
 	}
 	return fresh
 }

@@ -184,3 +184,126 @@ done:
 	MOVQ AX, ret+80(FP)
 	MOVQ DX, ret1+88(FP)
 	RET
+
+// func addValues32BMI2(dst *byte, rows int, vals []float32, idx []int32, j, fresh int) (int, int)
+//
+// addValues64BMI2 for F32 (addValues32Go): rows of two words with 59-bit limbs, word 0's
+// header slice the flags (b adds flagOther, bit 63), word 1's the top bin; the lower window
+// moves down by k = min(|ta - tb|, 2). Frame: A at 16 and B at 48, each after 16 zero bytes.
+TEXT ·addValues32BMI2(SB), NOSPLIT, $64-96
+	MOVQ dst+0(FP), DI
+	MOVQ vals_base+16(FP), SI
+	MOVQ vals_len+24(FP), CX
+	MOVQ idx_base+40(FP), R9
+	MOVQ j+64(FP), AX
+	MOVQ fresh+72(FP), DX
+	LEAQ (SI)(AX*4), SI
+	LEAQ (R9)(AX*4), R9
+	SUBQ AX, CX // values left
+	MOVQ $0, 0(SP)
+	MOVQ $0, 8(SP)
+	MOVQ $0, 32(SP)
+	MOVQ $0, 40(SP)
+
+loop32:
+	TESTQ CX, CX
+	JEQ   done32
+	CMPQ  CX, $32
+	JLE   nopf32
+	MOVLQSX 128(R9), AX
+	SHLQ  $4, AX
+	PREFETCHT0 (DI)(AX*1)
+
+nopf32:
+	MOVLQSX (R9), R8 // r
+	CMPQ  R8, rows+8(FP)
+	JAE   done32
+	CMPQ  R8, DX
+	JGT   done32
+	MOVL  (SI), AX // b
+	MOVL  AX, BX
+	SHRL  $23, BX
+	ANDL  $0xff, BX // e
+	LEAL  -1(BX), R10
+	CMPL  R10, $0xfe
+	JAE   done32
+	MOVQ  R8, R10
+	SUBQ  DX, R10
+	SARQ  $63, R10 // started
+	LEAQ  1(DX)(R10*1), DX
+	SHLQ  $4, R8
+	ADDQ  DI, R8 // the row
+	// lead = e+22, o = lead%32, tb = lead/32, u = the significand left-aligned
+	ADDL  $22, BX
+	MOVL  BX, R11
+	ANDL  $31, R11
+	SHRL  $5, BX
+	MOVQ  AX, R12
+	SHLQ  $40, R12
+	BTSQ  $63, R12
+	MOVL  $63, R13
+	SUBL  R11, R13
+	SHRXQ R13, R12, R13 // p0
+	INCL  R11
+	SHLXQ R11, R12, R12 // rest
+	SHRQ  $32, R12 // p1
+	SHRL  $31, AX
+	NEGQ  AX // -1 for a negative value
+	XORQ  AX, R13
+	SUBQ  AX, R13
+	XORQ  AX, R12
+	SUBQ  AX, R12
+	MOVQ  R13, 48(SP)
+	MOVQ  R12, 56(SP)
+	MOVQ  (R8), AX
+	ANDQ  R10, AX
+	MOVQ  AX, 16(SP)
+	MOVQ  8(R8), R11
+	ANDQ  R10, R11
+	MOVQ  R11, 24(SP)
+	SHRQ  $59, AX
+	SHLQ  $59, AX
+	BTSQ  $63, AX // word 0's header slice: the row's flags and flagOther
+	SHRQ  $59, R11 // ta
+	MOVQ  R11, R12
+	SUBQ  BX, R12 // d = ta - tb
+	CMPQ  R11, BX
+	CMOVQLT BX, R11 // the top bin
+	LEAQ  16(SP), R13 // h = A
+	LEAQ  48(SP), R10 // l = B
+	MOVQ  R13, BX
+	TESTQ R12, R12
+	CMOVQLT R10, R13
+	CMOVQLT BX, R10
+	MOVQ  R12, BX
+	NEGQ  BX
+	CMOVQLT R12, BX // |d|
+	MOVL  $2, R12
+	CMPQ  BX, $2
+	CMOVQGT R12, BX // k = min(|d|, 2)
+	SHLQ  $3, BX
+	SUBQ  BX, R10
+	MOVQ  (R13), R12
+	ADDQ  (R10), R12
+	SHLQ  $5, R12
+	SHRQ  $5, R12
+	ORQ   AX, R12
+	MOVQ  R12, (R8)
+	SHLQ  $59, R11
+	MOVQ  8(R13), R12
+	ADDQ  8(R10), R12
+	SHLQ  $5, R12
+	SHRQ  $5, R12
+	ORQ   R11, R12
+	MOVQ  R12, 8(R8)
+	ADDQ  $4, SI
+	ADDQ  $4, R9
+	DECQ  CX
+	JMP   loop32
+
+done32:
+	MOVQ vals_len+24(FP), AX
+	SUBQ CX, AX
+	MOVQ AX, ret+80(FP)
+	MOVQ DX, ret1+88(FP)
+	RET

@@ -279,6 +279,9 @@ const scatterBlock = 16
 func addScatter64(dst []byte, vals []float64, idx []int32, fresh int) int {
 	idx = idx[:len(vals)]
 	dst = dst[:len(dst):len(dst)] // a row past the end panics, even within dst's capacity
+	if useAsm { // the assembly loop prefetches as it goes
+		return addValues64Asm(dst, vals, idx, fresh)
+	}
 	if len(vals) == 0 {
 		return fresh
 	}
@@ -289,12 +292,12 @@ func addScatter64(dst []byte, vals []float64, idx []int32, fresh int) int {
 		if p := hi + scatterBlock; p < len(idx) {
 			prefetchRows(&dst[0], idx[p:min(len(idx), p+scatterBlock)], Acc64Bytes)
 		}
-		fresh = addValues64(dst, vals[lo:hi], idx[lo:hi], fresh)
+		fresh = addValues64Go(dst, vals[lo:hi], idx[lo:hi], fresh)
 	}
 	return fresh
 }
 
-// addValues64 adds each value into its row of dst, dst[idx[j]] += vals[j], without a branch on
+// addValues64Go adds each value into its row of dst, dst[idx[j]] += vals[j], without a branch on
 // the row: words64 inline, then the general aligned add on the packed words (add64Shift's
 // arithmetic: the window with the higher top bin is kept, the other's limbs move down by the
 // difference, at most 3 as past that they all fall below the window, and add in; the flags
@@ -356,6 +359,9 @@ func addValues64Go(dst []byte, vals []float64, idx []int32, fresh int) int {
 func addScatter32(dst []byte, vals []float32, idx []int32, fresh int) int {
 	idx = idx[:len(vals)]
 	dst = dst[:len(dst):len(dst)] // a row past the end panics, even within dst's capacity
+	if useAsm { // the assembly loop prefetches as it goes
+		return addValues32Asm(dst, vals, idx, fresh)
+	}
 	if len(vals) == 0 {
 		return fresh
 	}
@@ -366,12 +372,12 @@ func addScatter32(dst []byte, vals []float32, idx []int32, fresh int) int {
 		if p := hi + scatterBlock; p < len(idx) {
 			prefetchRows(&dst[0], idx[p:min(len(idx), p+scatterBlock)], Acc32Bytes)
 		}
-		fresh = addValues32(dst, vals[lo:hi], idx[lo:hi], fresh)
+		fresh = addValues32Go(dst, vals[lo:hi], idx[lo:hi], fresh)
 	}
 	return fresh
 }
 
-// addValues32 is addValues64 for F32: two limbs, so the lower window moves down by at most 2;
+// addValues32Go is addValues64Go for F32: two limbs, so the lower window moves down by at most 2;
 // the flags are word 0's header slice, the top bin word 1's.
 func addValues32Go(dst []byte, vals []float32, idx []int32, fresh int) int {
 	const lm = 1<<limbBits32 - 1

@@ -30,13 +30,10 @@ func SetAsm(on bool) bool {
 	return useAsm
 }
 
-// addValues64 is addValues64Go, through the assembly loop where it runs: the values it leaves
-// (zeros, subnormals, infinities, NaNs, gaps, rows out of range) go one at a time through
+// addValues64Asm is addValues64Go through the assembly loop: the values it leaves (zeros,
+// subnormals, infinities, NaNs, gaps, rows out of range) go one at a time through
 // addValues64Go.
-func addValues64(dst []byte, vals []float64, idx []int32, fresh int) int {
-	if !useAsm || len(vals) == 0 {
-		return addValues64Go(dst, vals, idx, fresh)
-	}
+func addValues64Asm(dst []byte, vals []float64, idx []int32, fresh int) int {
 	idx = idx[:len(vals)]
 	for j := 0; j < len(vals); j++ {
 		var base *byte
@@ -52,11 +49,8 @@ func addValues64(dst []byte, vals []float64, idx []int32, fresh int) int {
 	return fresh
 }
 
-// addValues32 is addValues64 for F32.
-func addValues32(dst []byte, vals []float32, idx []int32, fresh int) int {
-	if !useAsm || len(vals) == 0 {
-		return addValues32Go(dst, vals, idx, fresh)
-	}
+// addValues32Asm is addValues64Asm for F32.
+func addValues32Asm(dst []byte, vals []float32, idx []int32, fresh int) int {
 	idx = idx[:len(vals)]
 	for j := 0; j < len(vals); j++ {
 		var base *byte

@@ -2,15 +2,18 @@
 
 package rsum
 
+// No assembly loops here: useAsm is false and the Asm functions are never called.
+const useAsm = false
+
 func prefetchRows(base *byte, idx []int32, size int) {}
 
 // SetAsm reports that there are no assembly loops here.
 func SetAsm(on bool) bool { return false }
 
-func addValues64(dst []byte, vals []float64, idx []int32, fresh int) int {
+func addValues64Asm(dst []byte, vals []float64, idx []int32, fresh int) int {
 	return addValues64Go(dst, vals, idx, fresh)
 }
 
-func addValues32(dst []byte, vals []float32, idx []int32, fresh int) int {
+func addValues32Asm(dst []byte, vals []float32, idx []int32, fresh int) int {
 	return addValues32Go(dst, vals, idx, fresh)
 }

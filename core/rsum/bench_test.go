@@ -125,8 +125,24 @@ func BenchmarkToF64x1M(b *testing.B) {
 	FromF64(acc, benchVals(false))
 	dst := make([]float64, benchN)
 	b.SetBytes(int64(len(acc)))
-	for l := newLoop(b); l.next(); {
-		ToF64(dst, acc)
+	forAsm(b, func(b *testing.B) {
+		for l := newLoop(b); l.next(); {
+			ToF64(dst, acc)
+		}
+	})
+}
+
+// forAsm runs f with the assembly loops on (where they run) and off.
+func forAsm(b *testing.B, f func(b *testing.B)) {
+	defer SetAsm(true)
+	for _, on := range []bool{true, false} {
+		name := "go"
+		if SetAsm(on) {
+			name = "asm"
+		} else if on {
+			continue
+		}
+		b.Run(name, f)
 	}
 }
 
@@ -177,7 +193,9 @@ func BenchmarkAddScatterValuesF64x1M(b *testing.B) {
 	dst, src := make([]byte, benchN*Acc64Bytes), benchVals(false)
 	idx := benchPerm()
 	b.SetBytes(8 * benchN)
-	for l := newLoop(b); l.next(); {
-		AddScatterF64(dst, src, idx)
-	}
+	forAsm(b, func(b *testing.B) {
+		for l := newLoop(b); l.next(); {
+			AddScatterF64(dst, src, idx)
+		}
+	})
 }

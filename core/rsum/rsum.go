@@ -546,6 +546,14 @@ func mergeHeader(hd, hs uint64) uint64 {
 
 // ToF64 rounds each accumulator of acc to the nearest float64 (ties to even) into dst.
 func ToF64(dst []float64, acc []byte) {
+	if useAsm {
+		toF64Asm(dst, acc)
+		return
+	}
+	toF64Go(dst, acc)
+}
+
+func toF64Go(dst []float64, acc []byte) {
 	acc = acc[:len(dst)*Acc64Bytes]
 	for i := range dst {
 		a := acc[i*Acc64Bytes : i*Acc64Bytes+Acc64Bytes : i*Acc64Bytes+Acc64Bytes]

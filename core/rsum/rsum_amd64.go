@@ -16,6 +16,9 @@ func addValues64BMI2(dst *byte, rows int, vals []float64, idx []int32, j, fresh 
 //go:noescape
 func addValues32BMI2(dst *byte, rows int, vals []float32, idx []int32, j, fresh int) (int, int)
 
+//go:noescape
+func toF64BMI2(dst *float64, acc *byte, n int) int
+
 // asmOK says whether this CPU runs the assembly loops (BMI2's SHLX/SHRX); useAsm whether they
 // run (SetAsm).
 var asmOK = cpuid.CPU.Supports(cpuid.BMI2)
@@ -64,4 +67,17 @@ func addValues32Asm(dst []byte, vals []float32, idx []int32, fresh int) int {
 		fresh = addValues32Go(dst, vals[j:j+1], idx[j:j+1], fresh)
 	}
 	return fresh
+}
+
+// toF64Asm is toF64Go through the assembly loop; the accumulators it leaves go one at a time
+// through toF64Go.
+func toF64Asm(dst []float64, acc []byte) {
+	acc = acc[:len(dst)*Acc64Bytes]
+	for i := 0; i < len(dst); i++ {
+		i += toF64BMI2(&dst[i], &acc[i*Acc64Bytes], len(dst)-i)
+		if i == len(dst) {
+			break
+		}
+		toF64Go(dst[i:i+1], acc[i*Acc64Bytes:i*Acc64Bytes+Acc64Bytes])
+	}
 }

@@ -307,3 +307,97 @@ done32:
 	MOVQ AX, ret+80(FP)
 	MOVQ DX, ret1+88(FP)
 	RET
+
+// func toF64BMI2(dst *float64, acc *byte, n int) int
+//
+// toF64Go's fast path (rsum.go, ToF64) over n accumulators: it stops, returning how many it
+// rounded, before one it leaves to the Go loop: NaN or ±Inf flags, a top bin outside the fast
+// range, or a 128-bit sum whose high word is zero (zero sums and small values). v = the limbs'
+// sum (hi:lo), made positive; top, its 64 leading bits with a sticky one, halved with the
+// sticky bit kept (float64(top) as the compiler converts a uint64), converted once and scaled
+// by 2^(e2 + 65 - z) exactly; then the sign.
+TEXT ·toF64BMI2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ acc+8(FP), SI
+	MOVQ n+16(FP), R12
+	XORL R13, R13
+
+rloop:
+	CMPQ  R13, R12
+	JGE   rdone
+	MOVQ  (SI), R8 // w0
+	MOVQ  8(SI), R9 // w1
+	MOVQ  16(SI), R10 // w2
+	MOVQ  R8, AX
+	SHRQ  $60, AX
+	TESTQ $7, AX
+	JNE   rdone // NaN or ±Inf
+	MOVQ  R9, BX
+	SHRQ  $61, BX
+	MOVQ  R10, AX
+	SHRQ  $60, AX
+	SHLQ  $3, AX
+	ORQ   AX, BX // the top bin
+	SHLQ  $5, BX
+	SUBQ  $1138, BX // e2 = 32*(top-2) - 1074
+	LEAQ  1022(BX), AX
+	CMPQ  AX, $1964
+	JHI   rdone // outside the fast range
+	SHLQ  $4, R8
+	SARQ  $4, R8 // l0
+	SHLQ  $4, R9
+	SARQ  $4, R9 // l1
+	SHLQ  $4, R10
+	SARQ  $4, R10 // l2
+	MOVQ  R9, AX
+	SHLQ  $32, AX
+	SARQ  $32, R9
+	MOVQ  R10, R11
+	SARQ  $63, R11
+	MOVQ  R10, DX
+	ADDQ  AX, DX // lo
+	ADCQ  R9, R8
+	ADDQ  R11, R8 // hi
+	MOVQ  R8, R9
+	SARQ  $63, R9 // -1 for a negative sum
+	XORQ  R9, DX
+	XORQ  R9, R8
+	MOVQ  R9, AX
+	NEGQ  AX
+	ADDQ  AX, DX
+	ADCQ  $0, R8 // |v|
+	TESTQ R8, R8
+	JEQ   rdone // hi = 0: the Go loop
+	BSRQ  R8, CX // 63 - z
+	MOVL  $63, AX
+	SUBL  CX, AX // z
+	SHLXQ AX, R8, R8
+	MOVQ  DX, R10
+	SHRQ  $1, R10
+	SHRXQ CX, R10, R10
+	ORQ   R10, R8 // top
+	SHLXQ AX, DX, DX // the bits below top
+	NEGQ  DX
+	SBBQ  R11, R11 // -1 when any is set
+	ORQ   R8, R11
+	ANDL  $1, R11
+	SHRQ  $1, R8
+	ORQ   R11, R8 // top>>1 | (top | sticky)&1
+	LEAQ  1025(BX)(CX*1), AX // e2 + 65 - z + 1023
+	SHLQ  $52, AX
+	MOVQ  AX, X1
+	XORPS X0, X0
+	CVTSQ2SD R8, X0
+	MULSD X1, X0
+	MOVQ  X0, AX
+	SHLQ  $63, R9
+	ORQ   R9, AX
+	MOVQ  AX, (DI)
+	ADDQ  $8, DI
+	ADDQ  $24, SI
+	INCQ  R13
+	JMP   rloop
+
+rdone:
+	MOVQ R13, ret+24(FP)
+	RET

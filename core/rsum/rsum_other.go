@@ -17,3 +17,5 @@ func addValues64Asm(dst []byte, vals []float64, idx []int32, fresh int) int {
 func addValues32Asm(dst []byte, vals []float32, idx []int32, fresh int) int {
 	return addValues32Go(dst, vals, idx, fresh)
 }
+
+func toF64Asm(dst []float64, acc []byte) { toF64Go(dst, acc) }

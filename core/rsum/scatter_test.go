@@ -107,6 +107,7 @@ func TestScatterFastPath(t *testing.T) {
 // zero (lo below and above 2^63), negative sums, zero sums with each zero flag, sticky bits
 // below the 64 leading ones, the top bins at both ends of the fast range and past them.
 func TestRoundFastPath(t *testing.T) {
+	defer SetAsm(true)
 	rng := rand.New(rand.NewPCG(41, 42))
 	var a [Acc64Bytes]byte
 	out64, out32 := make([]float64, 1), make([]float32, 1)
@@ -123,7 +124,8 @@ func TestRoundFastPath(t *testing.T) {
 		}
 		return int64(rng.Uint64()) >> (64 - limbBits64 + 1 + uint(rng.IntN(limbBits64-1)))
 	}
-	for range 2000000 {
+	for iter := range 2000000 {
+		asm := SetAsm(iter%2 == 0) // both paths: the assembly loop where it runs, and Go
 		top := uint64(rng.IntN(70))
 		if rng.IntN(2) == 0 {
 			top = uint64([]int{0, 1, 2, 3, 4, 5, 64, 65, 66}[rng.IntN(9)])
@@ -145,7 +147,7 @@ func TestRoundFastPath(t *testing.T) {
 		put64(a[:], h, l0, l1, l2)
 		ToF64(out64, a[:])
 		if got, want := math.Float64bits(out64[0]), finish(h, l0, l1, l2, binBits*(int(top)-2)-1074, &f64); got != want {
-			t.Fatalf("ToF64(h %#x, %d %d %d) = %#x, want %#x", h, l0, l1, l2, got, want)
+			t.Fatalf("ToF64 (asm %v) (h %#x, %d %d %d) = %#x, want %#x", asm, h, l0, l1, l2, got, want)
 		}
 		h32 := h&flagMask | top%9<<topShift
 		if h32>>topShift == 0 { // bin -1 holds nothing

@@ -279,7 +279,7 @@ const scatterBlock = 16
 func addScatter64(dst []byte, vals []float64, idx []int32, fresh int) int {
 	idx = idx[:len(vals)]
 	dst = dst[:len(dst):len(dst)] // a row past the end panics, even within dst's capacity
-	if useAsm { // the assembly loop prefetches as it goes
+	if useAsm {                   // the assembly loop prefetches as it goes
 		return addValues64Asm(dst, vals, idx, fresh)
 	}
 	if len(vals) == 0 {
@@ -359,7 +359,7 @@ func addValues64Go(dst []byte, vals []float64, idx []int32, fresh int) int {
 func addScatter32(dst []byte, vals []float32, idx []int32, fresh int) int {
 	idx = idx[:len(vals)]
 	dst = dst[:len(dst):len(dst)] // a row past the end panics, even within dst's capacity
-	if useAsm { // the assembly loop prefetches as it goes
+	if useAsm {                   // the assembly loop prefetches as it goes
 		return addValues32Asm(dst, vals, idx, fresh)
 	}
 	if len(vals) == 0 {
@@ -623,4 +623,3 @@ func ToF32(dst []float32, acc []byte) {
 		dst[i] = math.Float32frombits(uint32(finish(header32(w0, w1), 0, l0, l1, e2, &f32)))
 	}
 }
-

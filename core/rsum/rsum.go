@@ -279,7 +279,8 @@ const scatterBlock = 16
 func addScatter64(dst []byte, vals []float64, idx []int32, fresh int) int {
 	idx = idx[:len(vals)]
 	dst = dst[:len(dst):len(dst)] // a row past the end panics, even within dst's capacity
-	if useAsm {                   // the assembly loop prefetches as it goes
+	// The assembly loop prefetches as it goes.
+	if useAsm {
 		return addValues64Asm(dst, vals, idx, fresh)
 	}
 	if len(vals) == 0 {
@@ -359,7 +360,8 @@ func addValues64Go(dst []byte, vals []float64, idx []int32, fresh int) int {
 func addScatter32(dst []byte, vals []float32, idx []int32, fresh int) int {
 	idx = idx[:len(vals)]
 	dst = dst[:len(dst):len(dst)] // a row past the end panics, even within dst's capacity
-	if useAsm {                   // the assembly loop prefetches as it goes
+	// The assembly loop prefetches as it goes.
+	if useAsm {
 		return addValues32Asm(dst, vals, idx, fresh)
 	}
 	if len(vals) == 0 {

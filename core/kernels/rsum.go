@@ -169,27 +169,8 @@ func FromScatter(d kx.Dtype, dst, src []byte, idx []int32, w int) {
 // FromScatterCombine folds the caller's floats into accumulators: dst row idx[p] += src row p,
 // each value converted exactly on the way (repeated indices of one rank: never a float sum).
 func FromScatterCombine(d kx.Dtype, dst, src []byte, idx []int32, w int) {
-	ab := rsum.AccBytes(d == kx.F64)
 	rb := rsumRows("FromScatterCombine", d, dst, nil, -1, w)
-	f64, f32 := floatsOf(d, src)
-	if w == 1 {
-		if f64 != nil {
-			rsum.AddScatterF64(dst, f64[:len(idx)], idx)
-		} else if len(idx) > 0 {
-			rsum.AddScatterF32(dst, f32[:len(idx)], idx)
-		}
-		return
-	}
-	var buf [fromChunk * rsum.Acc64Bytes]byte
-	for p, j := range idx {
-		row := dst[int(j)*rb : int(j)*rb+rb]
-		for c0 := 0; c0 < w; c0 += fromChunk {
-			c1 := min(c0+fromChunk, w)
-			tmp := buf[:(c1-c0)*ab]
-			fromFloats(tmp, f64, f32, p*w+c0, p*w+c1)
-			rsum.Add(d == kx.F64, row[c0*ab:c1*ab], tmp)
-		}
-	}
+	FromScatterCombineFresh(d, dst, src, idx, w, len(dst)/rb) // every row holds a sum
 }
 
 // FromScatterCombineFresh is FromScatterCombine on a dst whose rows from fresh on hold no sum

@@ -277,23 +277,29 @@ func AddScatterF32Fresh(dst []byte, vals []float32, idx []int32, fresh int) int 
 const scatterBlock = 16
 
 func addScatter64(dst []byte, vals []float64, idx []int32, fresh int) int {
+	return addScatter(dst, vals, idx, fresh, Acc64Bytes, addValues64Asm, addValues64Go)
+}
+
+// addScatter folds vals into dst's rows (rows of ab bytes) with asm where the assembly loops
+// run (they prefetch as they go), else with goLoop a block at a time, the rows of the block
+// after next prefetched while this one adds.
+func addScatter[T float32 | float64](dst []byte, vals []T, idx []int32, fresh, ab int, asm, goLoop func([]byte, []T, []int32, int) int) int {
 	idx = idx[:len(vals)]
 	dst = dst[:len(dst):len(dst)] // a row past the end panics, even within dst's capacity
-	// The assembly loop prefetches as it goes.
 	if useAsm {
-		return addValues64Asm(dst, vals, idx, fresh)
+		return asm(dst, vals, idx, fresh)
 	}
 	if len(vals) == 0 {
 		return fresh
 	}
 	_ = dst[len(dst)-1]
-	prefetchRows(&dst[0], idx[:min(len(idx), 2*scatterBlock)], Acc64Bytes)
+	prefetchRows(&dst[0], idx[:min(len(idx), 2*scatterBlock)], ab)
 	for lo := 0; lo < len(vals); lo += scatterBlock {
 		hi := min(lo+scatterBlock, len(vals))
 		if p := hi + scatterBlock; p < len(idx) {
-			prefetchRows(&dst[0], idx[p:min(len(idx), p+scatterBlock)], Acc64Bytes)
+			prefetchRows(&dst[0], idx[p:min(len(idx), p+scatterBlock)], ab)
 		}
-		fresh = addValues64Go(dst, vals[lo:hi], idx[lo:hi], fresh)
+		fresh = goLoop(dst, vals[lo:hi], idx[lo:hi], fresh)
 	}
 	return fresh
 }
@@ -358,25 +364,7 @@ func addValues64Go(dst []byte, vals []float64, idx []int32, fresh int) int {
 
 // addScatter32 is addScatter64 for F32 (rows of 16 bytes).
 func addScatter32(dst []byte, vals []float32, idx []int32, fresh int) int {
-	idx = idx[:len(vals)]
-	dst = dst[:len(dst):len(dst)] // a row past the end panics, even within dst's capacity
-	// The assembly loop prefetches as it goes.
-	if useAsm {
-		return addValues32Asm(dst, vals, idx, fresh)
-	}
-	if len(vals) == 0 {
-		return fresh
-	}
-	_ = dst[len(dst)-1]
-	prefetchRows(&dst[0], idx[:min(len(idx), 2*scatterBlock)], Acc32Bytes)
-	for lo := 0; lo < len(vals); lo += scatterBlock {
-		hi := min(lo+scatterBlock, len(vals))
-		if p := hi + scatterBlock; p < len(idx) {
-			prefetchRows(&dst[0], idx[p:min(len(idx), p+scatterBlock)], Acc32Bytes)
-		}
-		fresh = addValues32Go(dst, vals[lo:hi], idx[lo:hi], fresh)
-	}
-	return fresh
+	return addScatter(dst, vals, idx, fresh, Acc32Bytes, addValues32Asm, addValues32Go)
 }
 
 // addValues32Go is addValues64Go for F32: two limbs, so the lower window moves down by at most 2;

@@ -37,34 +37,27 @@ func SetAsm(on bool) bool {
 // subnormals, infinities, NaNs, gaps, rows out of range) go one at a time through
 // addValues64Go.
 func addValues64Asm(dst []byte, vals []float64, idx []int32, fresh int) int {
-	idx = idx[:len(vals)]
-	for j := 0; j < len(vals); j++ {
-		var base *byte
-		if len(dst) > 0 {
-			base = &dst[0]
-		}
-		j, fresh = addValues64BMI2(base, len(dst)/Acc64Bytes, vals, idx, j, fresh)
-		if j == len(vals) {
-			break
-		}
-		fresh = addValues64Go(dst, vals[j:j+1], idx[j:j+1], fresh)
-	}
-	return fresh
+	return addValuesAsm(dst, vals, idx, fresh, Acc64Bytes, addValues64BMI2, addValues64Go)
 }
 
 // addValues32Asm is addValues64Asm for F32.
 func addValues32Asm(dst []byte, vals []float32, idx []int32, fresh int) int {
+	return addValuesAsm(dst, vals, idx, fresh, Acc32Bytes, addValues32BMI2, addValues32Go)
+}
+
+func addValuesAsm[T float32 | float64](dst []byte, vals []T, idx []int32, fresh, ab int,
+	asm func(*byte, int, []T, []int32, int, int) (int, int), goLoop func([]byte, []T, []int32, int) int) int {
 	idx = idx[:len(vals)]
+	var base *byte
+	if len(dst) > 0 {
+		base = &dst[0]
+	}
 	for j := 0; j < len(vals); j++ {
-		var base *byte
-		if len(dst) > 0 {
-			base = &dst[0]
-		}
-		j, fresh = addValues32BMI2(base, len(dst)/Acc32Bytes, vals, idx, j, fresh)
+		j, fresh = asm(base, len(dst)/ab, vals, idx, j, fresh)
 		if j == len(vals) {
 			break
 		}
-		fresh = addValues32Go(dst, vals[j:j+1], idx[j:j+1], fresh)
+		fresh = goLoop(dst, vals[j:j+1], idx[j:j+1], fresh)
 	}
 	return fresh
 }

@@ -3,6 +3,7 @@ package kernels
 import (
 	"kylix/core/kx"
 	"kylix/core/rsum"
+	"unsafe"
 )
 
 // KYLIX_RSUM's kernels. Inside the butterfly an RSum value is a core/rsum accumulator
@@ -219,6 +220,12 @@ func Round(d kx.Dtype, dst, src []byte) {
 	n := len(dst) / fs
 	if !d.IsFloat() || len(dst)%fs != 0 || len(src) < n*ab {
 		kernPanic("Round: %s dst %d bytes, src %d bytes", d, len(dst), len(src))
+	}
+	if p := unsafe.SliceData(dst); d == kx.F64 && n > 0 && uintptr(unsafe.Pointer(p))%8 == 0 {
+		// Straight into dst, in place too: ToF64 writes float i after reading accumulator i,
+		// and float i's bytes lie below accumulator i+1's.
+		rsum.ToF64(unsafe.Slice((*float64)(unsafe.Pointer(p)), n), src[:n*ab])
+		return
 	}
 	var g64 [fromChunk]float64
 	var g32 [fromChunk]float32

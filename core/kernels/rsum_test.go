@@ -131,6 +131,11 @@ func testRSumConversions(t *testing.T) {
 				// Round, in place, against ToF64/ToF32 one value at a time.
 				inPlace := append([]byte(nil), comb[:3*rb]...)
 				Round(d, inPlace[:3*w*fs], inPlace)
+				odd := make([]byte, 1+3*w*fs) // a misaligned dst: the chunked path
+				Round(d, odd[1:], comb[:3*rb])
+				if !bytes.Equal(odd[1:], inPlace[:3*w*fs]) {
+					t.Fatalf("Round %s w%d n%d: into a misaligned dst differs from in place", d, w, n)
+				}
 				for i := 0; i < 3*w; i++ {
 					var want []byte
 					if d == kx.F64 {

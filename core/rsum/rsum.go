@@ -534,7 +534,9 @@ func mergeHeader(hd, hs uint64) uint64 {
 	return (hd|hs)&flagMask | max(hd, hs)>>topShift<<topShift
 }
 
-// ToF64 rounds each accumulator of acc to the nearest float64 (ties to even) into dst.
+// ToF64 rounds each accumulator of acc to the nearest float64 (ties to even) into dst. dst may
+// start where acc starts (rounding in place): float i is written after accumulator i is read,
+// and its bytes lie below accumulator i+1's.
 func ToF64(dst []float64, acc []byte) {
 	if useAsm {
 		toF64Asm(dst, acc)

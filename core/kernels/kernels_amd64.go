@@ -149,7 +149,7 @@ func kernSetLevel(level string) {
 		if l == level {
 			kernAVX2 = level == kernLevelAVX2 || level == kernLevelAVX512
 			kernAVX512 = level == kernLevelAVX512
-			rsum.SetAsm(kernAVX2) // core/rsum's scalar loops (BMI2): off with the Go level
+			rsum.SetAsm(kernAVX2, kernAVX512) // core/rsum's loops: off with the Go level
 			return
 		}
 	}

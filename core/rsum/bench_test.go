@@ -132,17 +132,16 @@ func BenchmarkToF64x1M(b *testing.B) {
 	})
 }
 
-// forAsm runs f with the assembly loops on (where they run) and off.
+// forAsm runs f on each path that runs here: the assembly loops with AVX-512, without, and Go.
 func forAsm(b *testing.B, f func(b *testing.B)) {
-	defer SetAsm(true)
-	for _, on := range []bool{true, false} {
-		name := "go"
-		if SetAsm(on) {
-			name = "asm"
-		} else if on {
-			continue
+	defer SetAsm(true, true)
+	for _, m := range []struct {
+		name     string
+		asm, avx bool
+	}{{"avx512", true, true}, {"asm", true, false}, {"go", false, false}} {
+		if asm, avx := SetAsm(m.asm, m.avx); asm == m.asm && avx == m.avx {
+			b.Run(m.name, f)
 		}
-		b.Run(name, f)
 	}
 }
 

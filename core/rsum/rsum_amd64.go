@@ -19,18 +19,33 @@ func addValues32BMI2(dst *byte, rows int, vals []float32, idx []int32, j, fresh 
 //go:noescape
 func toF64BMI2(dst *float64, acc *byte, n int) int
 
+//go:noescape
+func toF64AVX512(dst *float64, acc *byte, n int, perm *[48]uint64) int
+
+// toF64Perm is toF64AVX512's VPERMI2Q index vectors: for w0, w1, w2 of eight accumulators
+// (24 words in A, B, C), the lanes taken from (A, B), then those from (that, C).
+var toF64Perm = [48]uint64{
+	0, 3, 6, 9, 12, 15, 0, 0, 0, 1, 2, 3, 4, 5, 8 + 2, 8 + 5,
+	1, 4, 7, 10, 13, 0, 0, 0, 0, 1, 2, 3, 4, 8 + 0, 8 + 3, 8 + 6,
+	2, 5, 8, 11, 14, 0, 0, 0, 0, 1, 2, 3, 4, 8 + 1, 8 + 4, 8 + 7,
+}
+
 // asmOK says whether this CPU runs the assembly loops (BMI2's SHLX/SHRX); useAsm whether they
 // run (SetAsm).
 var asmOK = cpuid.CPU.Supports(cpuid.BMI2)
 
-var useAsm = asmOK
+// avx512OK says whether it runs toF64AVX512 (F, DQ, CD); useAVX512 whether it does.
+var avx512OK = asmOK && cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512DQ, cpuid.AVX512CD)
 
-// SetAsm turns the assembly loops on or off (on only where the CPU has them) and returns
-// whether they are on. kernels' SIMD level sets it (KYLIX_NOSIMD turns it off); tests force
-// both paths. Not safe to call while kernels run.
-func SetAsm(on bool) bool {
+var useAsm, useAVX512 = asmOK, avx512OK
+
+// SetAsm turns the assembly loops on or off (on only where the CPU has them), the AVX-512 one
+// with avx512, and returns whether they are on. kernels' SIMD level sets it (KYLIX_NOSIMD
+// turns them off); tests force every path. Not safe to call while kernels run.
+func SetAsm(on, avx512 bool) (bool, bool) {
 	useAsm = on && asmOK
-	return useAsm
+	useAVX512 = useAsm && avx512 && avx512OK
+	return useAsm, useAVX512
 }
 
 // addValues64Asm is addValues64Go through the assembly loop: the values it leaves (zeros,
@@ -67,6 +82,12 @@ func addValuesAsm[T float32 | float64](dst []byte, vals []T, idx []int32, fresh,
 func toF64Asm(dst []float64, acc []byte) {
 	acc = acc[:len(dst)*Acc64Bytes]
 	for i := 0; i < len(dst); i++ {
+		if useAVX512 { // eight at a time, then the rest one at a time
+			i += toF64AVX512(&dst[i], &acc[i*Acc64Bytes], len(dst)-i, &toF64Perm)
+			if i == len(dst) {
+				break
+			}
+		}
 		i += toF64BMI2(&dst[i], &acc[i*Acc64Bytes], len(dst)-i)
 		if i == len(dst) {
 			break

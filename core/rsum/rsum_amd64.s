@@ -401,3 +401,129 @@ rloop:
 rdone:
 	MOVQ R13, ret+24(FP)
 	RET
+
+// func toF64AVX512(dst *float64, acc *byte, n int, perm *[48]uint64) int
+//
+// toF64BMI2 eight accumulators at a time, in zmm lanes: the words deinterleaved with VPERMI2Q
+// (perm holds the index vectors), the 128-bit sum made positive with carries through masks,
+// VPLZCNTQ for z, one VCVTQQ2PD for the rounding. It stops, returning how many it rounded,
+// before a group of eight with one the Go loop must round (as toF64BMI2's), or fewer than
+// eight left.
+TEXT ·toF64AVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ acc+8(FP), SI
+	MOVQ n+16(FP), R12
+	MOVQ perm+24(FP), R8
+	XORL R13, R13
+	VMOVDQU64 0(R8), Z24 // w0 from A, B
+	VMOVDQU64 64(R8), Z25 // w0 from that and C
+	VMOVDQU64 128(R8), Z26 // w1
+	VMOVDQU64 192(R8), Z27
+	VMOVDQU64 256(R8), Z28 // w2
+	VMOVDQU64 320(R8), Z29
+	MOVQ $1, AX
+	VPBROADCASTQ AX, Z30 // 1
+	MOVQ $-1, AX
+	VPBROADCASTQ AX, Z31 // -1
+	MOVQ $7, AX
+	VPBROADCASTQ AX, Z23
+	MOVQ $1138, AX
+	VPBROADCASTQ AX, Z22
+	MOVQ $1022, AX
+	VPBROADCASTQ AX, Z21
+	MOVQ $1964, AX
+	VPBROADCASTQ AX, Z20
+	MOVQ $63, AX
+	VPBROADCASTQ AX, Z19
+	MOVQ $1088, AX
+	VPBROADCASTQ AX, Z18
+
+vloop:
+	LEAQ  8(R13), AX
+	CMPQ  AX, R12
+	JGT   vdone
+	VMOVDQU64 0(SI), Z0 // A
+	VMOVDQU64 64(SI), Z1 // B
+	VMOVDQU64 128(SI), Z2 // C
+	VMOVDQA64 Z24, Z3
+	VPERMI2Q Z1, Z0, Z3
+	VMOVDQA64 Z25, Z4
+	VPERMI2Q Z2, Z3, Z4 // w0
+	VMOVDQA64 Z26, Z3
+	VPERMI2Q Z1, Z0, Z3
+	VMOVDQA64 Z27, Z5
+	VPERMI2Q Z2, Z3, Z5 // w1
+	VMOVDQA64 Z28, Z3
+	VPERMI2Q Z1, Z0, Z3
+	VMOVDQA64 Z29, Z6
+	VPERMI2Q Z2, Z3, Z6 // w2
+	// NaN or ±Inf flags: K1
+	VPSRLQ $60, Z4, Z7
+	VPTESTMQ Z23, Z7, K1
+	// e2 = 32*top - 1138, out of the fast range: K2
+	VPSRLQ $61, Z5, Z8
+	VPSRLQ $60, Z6, Z9
+	VPSLLQ $3, Z9, Z9
+	VPORQ  Z9, Z8, Z8
+	VPSLLQ $5, Z8, Z8
+	VPSUBQ Z22, Z8, Z8 // e2
+	VPADDQ Z21, Z8, Z9
+	VPCMPUQ $6, Z20, Z9, K2 // e2+1022 > 1964
+	KORB   K1, K2, K1
+	// the limbs
+	VPSLLQ $4, Z4, Z4
+	VPSRAQ $4, Z4, Z4 // l0
+	VPSLLQ $4, Z5, Z5
+	VPSRAQ $4, Z5, Z5 // l1
+	VPSLLQ $4, Z6, Z6
+	VPSRAQ $4, Z6, Z6 // l2
+	VPSLLQ $32, Z5, Z10
+	VPADDQ Z10, Z6, Z10 // lo
+	VPCMPUQ $1, Z6, Z10, K3 // lo < l2: a carry
+	VPSRAQ $32, Z5, Z11
+	VPADDQ Z11, Z4, Z11
+	VPSRAQ $63, Z6, Z12
+	VPADDQ Z12, Z11, Z11
+	VPSUBQ Z31, Z11, K3, Z11 // hi
+	VPSRAQ $63, Z11, Z12 // -1 for a negative sum
+	VPXORQ Z12, Z10, Z10
+	VPXORQ Z12, Z11, Z11
+	VPSUBQ Z12, Z10, Z10 // lo + 1 where negative
+	VPTESTNMQ Z10, Z10, K4 // lo = 0
+	VPMOVQ2M Z12, K5
+	KANDB  K4, K5, K4
+	VPSUBQ Z31, Z11, K4, Z11 // |v| = (hi:lo)
+	VPTESTNMQ Z11, Z11, K6 // hi = 0: the Go loop
+	KORB   K6, K1, K1
+	KMOVB  K1, AX
+	TESTL  AX, AX
+	JNE    vdone
+	VPLZCNTQ Z11, Z13 // z
+	VPSLLVQ Z13, Z11, Z14 // hi << z
+	VPSUBQ Z13, Z19, Z15 // 63 - z
+	VPSRLQ $1, Z10, Z16
+	VPSRLVQ Z15, Z16, Z16
+	VPORQ  Z16, Z14, Z14 // top
+	VPSLLVQ Z13, Z10, Z16 // the bits below top
+	VPTESTMQ Z16, Z16, K7
+	VPANDQ Z30, Z14, Z17
+	VPORQ  Z30, Z17, K7, Z17 // (top | sticky) & 1
+	VPSRLQ $1, Z14, Z14
+	VPORQ  Z17, Z14, Z14 // y
+	VCVTQQ2PD Z14, Z14
+	VPADDQ Z18, Z8, Z15 // e2 + 1088
+	VPSUBQ Z13, Z15, Z15 // e2 + 65 - z + 1023
+	VPSLLQ $52, Z15, Z15
+	VMULPD Z15, Z14, Z14
+	VPSLLQ $63, Z12, Z12
+	VPORQ  Z12, Z14, Z14
+	VMOVDQU64 Z14, 0(DI)
+	ADDQ  $64, DI
+	ADDQ  $192, SI
+	ADDQ  $8, R13
+	JMP   vloop
+
+vdone:
+	VZEROUPPER
+	MOVQ R13, ret+32(FP)
+	RET

@@ -8,7 +8,7 @@ const useAsm = false
 func prefetchRows(base *byte, idx []int32, size int) {}
 
 // SetAsm reports that there are no assembly loops here.
-func SetAsm(on bool) bool { return false }
+func SetAsm(on, avx512 bool) (bool, bool) { return false, false }
 
 func addValues64Asm(dst []byte, vals []float64, idx []int32, fresh int) int {
 	return addValues64Go(dst, vals, idx, fresh)

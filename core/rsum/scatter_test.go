@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // TestScatterFastPath checks AddScatterF64/F32 (branch-free, prefetching, words written out)
@@ -15,7 +16,7 @@ import (
 // and raw bit patterns. Repeated indices, lengths across the prefetch blocks, and rows far
 // apart (top bins up to the largest) are all in it.
 func TestScatterFastPath(t *testing.T) {
-	defer SetAsm(true)
+	defer SetAsm(true, true)
 	rng := rand.New(rand.NewPCG(31, 32))
 	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1),
 		math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64, 0x1p-1022, -0x1p-1023,
@@ -81,7 +82,7 @@ func TestScatterFastPath(t *testing.T) {
 					addWords32(d, le.Uint64(one[:]), le.Uint64(one[8:]))
 				}
 			}
-			asm := SetAsm(iter%2 == 0) // both paths: the assembly loop where it runs, and Go
+			asm, _ := SetAsm(iter%2 == 0, true) // both paths: the assembly loop where it runs, and Go
 			if f64 {
 				AddScatterF64(got, vals, idx)
 			} else {
@@ -103,14 +104,17 @@ func TestScatterFastPath(t *testing.T) {
 }
 
 // TestRoundFastPath checks ToF64 and ToF32 against finish on accumulators chosen to reach each
-// branch of the fast path: the leading one in the top limb, a 128-bit sum whose high word is
+// branch of the fast paths: the leading one in the top limb, a 128-bit sum whose high word is
 // zero (lo below and above 2^63), negative sums, zero sums with each zero flag, sticky bits
-// below the 64 leading ones, the top bins at both ends of the fast range and past them.
+// below the 64 leading ones, the top bins at both ends of the fast range and past them. ToF64
+// runs on batches (the AVX-512 loop takes eight at a time; batches of mostly plain sums let it
+// run whole groups, the others send groups back to the scalar loops), on every path, into its
+// own buffer and in place.
 func TestRoundFastPath(t *testing.T) {
-	defer SetAsm(true)
+	defer SetAsm(true, true)
 	rng := rand.New(rand.NewPCG(41, 42))
 	var a [Acc64Bytes]byte
-	out64, out32 := make([]float64, 1), make([]float32, 1)
+	out32 := make([]float32, 1)
 	anyLimb := func() int64 {
 		switch rng.IntN(6) {
 		case 0:
@@ -124,39 +128,61 @@ func TestRoundFastPath(t *testing.T) {
 		}
 		return int64(rng.Uint64()) >> (64 - limbBits64 + 1 + uint(rng.IntN(limbBits64-1)))
 	}
-	for iter := range 2000000 {
-		asm := SetAsm(iter%2 == 0) // both paths: the assembly loop where it runs, and Go
-		top := uint64(rng.IntN(70))
-		if rng.IntN(2) == 0 {
-			top = uint64([]int{0, 1, 2, 3, 4, 5, 64, 65, 66}[rng.IntN(9)])
+	for iter := range 100000 {
+		asm, avx := SetAsm(iter%3 != 2, iter%3 == 0) // every path: AVX-512, scalar assembly, Go
+		plain := iter%2 == 0
+		n := 1 + rng.IntN(40)
+		acc := make([]byte, n*Acc64Bytes)
+		want := make([]uint64, n)
+		for i := range n {
+			top := uint64(rng.IntN(70))
+			if rng.IntN(2) == 0 {
+				top = uint64([]int{0, 1, 2, 3, 4, 5, 64, 65, 66}[rng.IntN(9)])
+			}
+			h := uint64(rng.IntN(1<<topShift)) & (flagNegZero | flagOther)
+			if rng.IntN(32) == 0 {
+				h |= uint64(rng.IntN(8))
+			}
+			l0, l1, l2 := anyLimb(), anyLimb(), anyLimb()
+			if rng.IntN(3) == 0 {
+				l0 = 0
+			}
+			if plain && rng.IntN(50) != 0 { // a sum the fast paths take
+				top, h = 4+uint64(rng.IntN(62)), h&^(flagNaN|flagPInf|flagNInf)
+				for l0 == 0 {
+					l0 = anyLimb()
+				}
+			}
+			h |= top << topShift
+			if top < 2 {
+				l2 = 0
+			}
+			if top < 1 {
+				l1 = 0
+			}
+			put64(acc[i*Acc64Bytes:], h, l0, l1, l2)
+			want[i] = finish(h, l0, l1, l2, binBits*(int(top)-2)-1074, &f64)
+			h32 := h&flagMask | top%9<<topShift
+			if h32>>topShift == 0 { // bin -1 holds nothing
+				l2 = 0
+			}
+			put32(a[:Acc32Bytes], h32, l1, l2)
+			ToF32(out32, a[:Acc32Bytes])
+			if got, want := uint64(math.Float32bits(out32[0])), finish(h32, 0, l1, l2, binBits*(int(top%9)-1)-149, &f32); got != want {
+				t.Fatalf("ToF32(h %#x, %d %d) = %#x, want %#x", h32, l1, l2, got, want)
+			}
 		}
-		h := top<<topShift | uint64(rng.IntN(1<<topShift))&(flagNegZero|flagOther)
-		if rng.IntN(32) == 0 {
-			h |= uint64(rng.IntN(8))
-		}
-		l0, l1, l2 := anyLimb(), anyLimb(), anyLimb()
-		if rng.IntN(3) == 0 {
-			l0 = 0
-		}
-		if top < 2 {
-			l2 = 0
-		}
-		if top < 1 {
-			l1 = 0
-		}
-		put64(a[:], h, l0, l1, l2)
-		ToF64(out64, a[:])
-		if got, want := math.Float64bits(out64[0]), finish(h, l0, l1, l2, binBits*(int(top)-2)-1074, &f64); got != want {
-			t.Fatalf("ToF64 (asm %v) (h %#x, %d %d %d) = %#x, want %#x", asm, h, l0, l1, l2, got, want)
-		}
-		h32 := h&flagMask | top%9<<topShift
-		if h32>>topShift == 0 { // bin -1 holds nothing
-			l2 = 0
-		}
-		put32(a[:Acc32Bytes], h32, l1, l2)
-		ToF32(out32, a[:Acc32Bytes])
-		if got, want := uint64(math.Float32bits(out32[0])), finish(h32, 0, l1, l2, binBits*(int(top%9)-1)-149, &f32); got != want {
-			t.Fatalf("ToF32(h %#x, %d %d) = %#x, want %#x", h32, l1, l2, got, want)
+		out := make([]float64, n)
+		ToF64(out, acc)
+		inPlace := unsafe.Slice((*float64)(unsafe.Pointer(&acc[0])), n)
+		ToF64(inPlace, acc)
+		for i := range n {
+			if got := math.Float64bits(out[i]); got != want[i] {
+				t.Fatalf("ToF64 (asm %v, avx512 %v) row %d of %d = %#x, want %#x", asm, avx, i, n, got, want[i])
+			}
+			if got := math.Float64bits(inPlace[i]); got != want[i] {
+				t.Fatalf("ToF64 in place (asm %v, avx512 %v) row %d of %d = %#x, want %#x", asm, avx, i, n, got, want[i])
+			}
 		}
 	}
 }
@@ -167,7 +193,7 @@ func TestRoundFastPath(t *testing.T) {
 // The rows below the returned bound must match, the bound must be one past the highest row
 // touched, and the rows from it on must be left as they were.
 func TestScatterFresh(t *testing.T) {
-	defer SetAsm(true)
+	defer SetAsm(true, true)
 	rng := rand.New(rand.NewPCG(51, 52))
 	for iter := range 4000 {
 		for _, f64 := range []bool{true, false} {
@@ -215,9 +241,9 @@ func TestScatterFresh(t *testing.T) {
 			garbage := bytes.Clone(got[wantFresh*ab:])
 			var gotFresh int
 			if f64 {
-				SetAsm(false) // the reference: the Go loop
+				SetAsm(false, false) // the reference: the Go loop
 				AddScatterF64(want, vals, idx)
-				SetAsm(iter%3 != 0)
+				SetAsm(iter%3 != 0, true)
 				gotFresh = AddScatterF64Fresh(got, vals, idx, fresh)
 			} else {
 				v32 := make([]float32, n)

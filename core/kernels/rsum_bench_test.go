@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"kylix/core/kx"
+	"kylix/core/rsum"
 	"math"
 	"math/rand"
 	"testing"
@@ -49,27 +50,35 @@ func newBenchCombine() *layer0Bench {
 	return b
 }
 
-func (b *layer0Bench) run(dst []byte, o kx.Op) { b.runPart(dst, o, true, true) }
-
-func (b *layer0Bench) runPart(dst []byte, o kx.Op, combine, round bool) {
-	es := ElemBytes(kx.F64, o)
-	for s, n := range b.rows {
-		d := dst[:n*es]
-		if combine && o != kx.RSum {
-			Identity(kx.F64, o, d)
-		}
-		fresh := 0
-		for g := 0; g < 4 && combine; g++ {
-			if o == kx.RSum {
-				fresh = FromScatterCombineFresh(kx.F64, d, b.vals[s*4+g], b.maps[s*4+g], 1, fresh)
-			} else {
-				ScatterCombine(kx.F64, o, d, b.vals[s*4+g], b.maps[s*4+g], 1)
-			}
-		}
-		if o == kx.RSum && round {
-			Round(kx.F64, d[:n*8], d)
+func (b *layer0Bench) run(dst []byte, o kx.Op) {
+	for s := range b.rows {
+		b.combine(dst, o, s)
+		if o == kx.RSum {
+			b.round(dst, s)
 		}
 	}
+}
+
+// combine combines sub-range s into the front of dst.
+func (b *layer0Bench) combine(dst []byte, o kx.Op, s int) {
+	d := dst[:b.rows[s]*ElemBytes(kx.F64, o)]
+	if o != kx.RSum {
+		Identity(kx.F64, o, d)
+	}
+	fresh := 0
+	for g := 0; g < 4; g++ {
+		if o == kx.RSum {
+			fresh = FromScatterCombineFresh(kx.F64, d, b.vals[s*4+g], b.maps[s*4+g], 1, fresh)
+		} else {
+			ScatterCombine(kx.F64, o, d, b.vals[s*4+g], b.maps[s*4+g], 1)
+		}
+	}
+}
+
+// round rounds sub-range s's accumulators at the front of dst in place.
+func (b *layer0Bench) round(dst []byte, s int) {
+	n := b.rows[s]
+	Round(kx.F64, dst[:n*8], dst[:n*rsum.Acc64Bytes])
 }
 
 func BenchmarkCombineLayer0(b *testing.B) {
@@ -87,19 +96,24 @@ func BenchmarkCombineLayer0(b *testing.B) {
 			}
 		})
 	}
+	// The two parts of rsum apart: each sub-range combined, or rounded right after its
+	// combine (as combineSub does: the accumulators still in cache).
 	dst := AlignedBytes(n * ElemBytes(kx.F64, kx.RSum))
-	bc.run(dst, kx.RSum)
 	b.Run("rsum-combine", func(b *testing.B) {
 		for b.Loop() {
-			bc.runPart(dst, kx.RSum, true, false)
+			for s := range bc.rows {
+				bc.combine(dst, kx.RSum, s)
+			}
 		}
 	})
 	b.Run("rsum-round", func(b *testing.B) {
 		for b.Loop() {
-			b.StopTimer()
-			bc.runPart(dst, kx.RSum, true, false)
-			b.StartTimer()
-			bc.runPart(dst, kx.RSum, false, true)
+			for s := range bc.rows {
+				b.StopTimer()
+				bc.combine(dst, kx.RSum, s)
+				b.StartTimer()
+				bc.round(dst, s)
+			}
 		}
 	})
 }

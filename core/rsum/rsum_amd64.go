@@ -49,8 +49,7 @@ func SetAsm(on, avx512 bool) (bool, bool) {
 }
 
 // addValues64Asm is addValues64Go through the assembly loop: the values it leaves (zeros,
-// subnormals, infinities, NaNs, gaps, rows out of range) go one at a time through
-// addValues64Go.
+// subnormals, infinities, NaNs, rows out of range) go one at a time through addValues64Go.
 func addValues64Asm(dst []byte, vals []float64, idx []int32, fresh int) int {
 	return addValuesAsm(dst, vals, idx, fresh, Acc64Bytes, addValues64BMI2, addValues64Go)
 }

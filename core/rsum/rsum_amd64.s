@@ -32,8 +32,9 @@ pfdone:
 // addValues64Go's loop (rsum.go) from value j on, for normal values: row idx[j] of the rows
 // accumulators at dst += vals[j], the rows from fresh on started by their first value. It stops,
 // returning j and fresh, at the end or before a value it leaves to the Go loop: a zero,
-// subnormal, infinity or NaN, a row outside dst, or a row above fresh (a gap to clear). The
-// rows of the values 32 ahead are prefetched.
+// subnormal, infinity or NaN, or a row outside dst. Rows skipped over above fresh (merged rows
+// in key order, not in order of first appearance) it clears itself. The rows of the values 32
+// ahead are prefetched.
 //
 // The value's parts are its three limbs, sign-extended (b's header is flagOther and its top
 // bin, tb). The frame holds the row's words masked (A, at 24; zero when the row starts) and
@@ -75,7 +76,9 @@ nopf:
 	CMPQ  R8, rows+8(FP)
 	JAE   done // a row outside dst (or negative): the Go loop panics
 	CMPQ  R8, DX
-	JGT   done // a gap above fresh: the Go loop clears it
+	JGT   gap // rows skipped over above fresh
+
+nogap:
 	MOVQ  (SI), AX // b
 	MOVQ  AX, BX
 	SHRQ  $52, BX
@@ -178,6 +181,21 @@ nopf:
 	DECQ  CX
 	JMP   loop
 
+gap: // rows [fresh, r) become the empty sum (zero words), and fresh = r
+	LEAQ  (DX)(DX*2), AX
+	LEAQ  (DI)(AX*8), AX
+	MOVQ  R8, R10
+	SUBQ  DX, R10
+	LEAQ  (R10)(R10*2), R10
+
+gaploop:
+	MOVQ  $0, (AX)
+	ADDQ  $8, AX
+	DECQ  R10
+	JNE   gaploop
+	MOVQ  R8, DX
+	JMP   nogap
+
 done:
 	MOVQ vals_len+24(FP), AX
 	SUBQ CX, AX
@@ -219,7 +237,9 @@ nopf32:
 	CMPQ  R8, rows+8(FP)
 	JAE   done32
 	CMPQ  R8, DX
-	JGT   done32
+	JGT   gap32 // rows skipped over above fresh
+
+nogap32:
 	MOVL  (SI), AX // b
 	MOVL  AX, BX
 	SHRL  $23, BX
@@ -300,6 +320,22 @@ nopf32:
 	ADDQ  $4, R9
 	DECQ  CX
 	JMP   loop32
+
+gap32: // rows [fresh, r) become the empty sum, and fresh = r
+	MOVQ  DX, AX
+	SHLQ  $4, AX
+	ADDQ  DI, AX
+	MOVQ  R8, R10
+	SUBQ  DX, R10
+	SHLQ  $1, R10
+
+gaploop32:
+	MOVQ  $0, (AX)
+	ADDQ  $8, AX
+	DECQ  R10
+	JNE   gaploop32
+	MOVQ  R8, DX
+	JMP   nogap32
 
 done32:
 	MOVQ vals_len+24(FP), AX

@@ -221,10 +221,14 @@ func Round(d kx.Dtype, dst, src []byte) {
 	if !d.IsFloat() || len(dst)%fs != 0 || len(src) < n*ab {
 		kernPanic("Round: %s dst %d bytes, src %d bytes", d, len(dst), len(src))
 	}
-	if p := unsafe.SliceData(dst); d == kx.F64 && n > 0 && uintptr(unsafe.Pointer(p))%8 == 0 {
-		// Straight into dst, in place too: ToF64 writes float i after reading accumulator i,
-		// and float i's bytes lie below accumulator i+1's.
-		rsum.ToF64(unsafe.Slice((*float64)(unsafe.Pointer(p)), n), src[:n*ab])
+	if p := unsafe.Pointer(unsafe.SliceData(dst)); n > 0 && uintptr(p)%uintptr(fs) == 0 {
+		// Straight into dst, in place too: ToF64/ToF32 write float i after reading
+		// accumulator i, and float i's bytes lie below accumulator i+1's.
+		if d == kx.F64 {
+			rsum.ToF64(unsafe.Slice((*float64)(p), n), src[:n*ab])
+		} else {
+			rsum.ToF32(unsafe.Slice((*float32)(p), n), src[:n*ab])
+		}
 		return
 	}
 	var g64 [fromChunk]float64

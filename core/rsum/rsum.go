@@ -592,7 +592,8 @@ func toF64Go(dst []float64, acc []byte) {
 }
 
 // ToF32 rounds each accumulator of acc to the nearest float32 (ties to even) into dst,
-// directly from the exact window (no double rounding through float64).
+// directly from the exact window (no double rounding through float64). dst may start where acc
+// starts, as for ToF64.
 func ToF32(dst []float32, acc []byte) {
 	acc = acc[:len(dst)*Acc32Bytes]
 	for i := range dst {

@@ -595,6 +595,14 @@ func toF64Go(dst []float64, acc []byte) {
 // directly from the exact window (no double rounding through float64). dst may start where acc
 // starts, as for ToF64.
 func ToF32(dst []float32, acc []byte) {
+	if useAVX512 {
+		toF32Asm(dst, acc)
+		return
+	}
+	toF32Go(dst, acc)
+}
+
+func toF32Go(dst []float32, acc []byte) {
 	acc = acc[:len(dst)*Acc32Bytes]
 	for i := range dst {
 		a := acc[i*Acc32Bytes : i*Acc32Bytes+Acc32Bytes : i*Acc32Bytes+Acc32Bytes]

@@ -30,6 +30,12 @@ var toF64Perm = [48]uint64{
 	2, 5, 8, 11, 14, 0, 0, 0, 0, 1, 2, 3, 4, 8 + 1, 8 + 4, 8 + 7,
 }
 
+//go:noescape
+func toF32AVX512(dst *float32, acc *byte, n int, perm *[16]uint64) int
+
+// toF32Perm is toF32AVX512's VPERMI2Q index vectors: w0 and w1 of eight accumulators.
+var toF32Perm = [16]uint64{0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15}
+
 // asmOK says whether this CPU runs the assembly loops (BMI2's SHLX/SHRX); useAsm whether they
 // run (SetAsm).
 var asmOK = cpuid.CPU.Supports(cpuid.BMI2)
@@ -92,5 +98,18 @@ func toF64Asm(dst []float64, acc []byte) {
 			break
 		}
 		toF64Go(dst[i:i+1], acc[i*Acc64Bytes:i*Acc64Bytes+Acc64Bytes])
+	}
+}
+
+// toF32Asm is toF32Go through toF32AVX512; the accumulators it leaves go one at a time through
+// toF32Go.
+func toF32Asm(dst []float32, acc []byte) {
+	acc = acc[:len(dst)*Acc32Bytes]
+	for i := 0; i < len(dst); i++ {
+		i += toF32AVX512(&dst[i], &acc[i*Acc32Bytes], len(dst)-i, &toF32Perm)
+		if i == len(dst) {
+			break
+		}
+		toF32Go(dst[i:i+1], acc[i*Acc32Bytes:i*Acc32Bytes+Acc32Bytes])
 	}
 }

@@ -563,3 +563,71 @@ vdone:
 	VZEROUPPER
 	MOVQ R13, ret+32(FP)
 	RET
+
+// func toF32AVX512(dst *float32, acc *byte, n int, perm *[16]uint64) int
+//
+// toF32Go's fast path (ToF32) eight accumulators at a time: v = l0<<32 + l1 when |l0| < 2^30,
+// converted once to float32 (VCVTQQ2PS), widened, scaled by 2^e2 and narrowed, the same
+// operations as the Go loop. It stops, returning how many it rounded, before a group of eight
+// with one the Go loop must round (flags, a wide l0, a zero sum), or fewer than eight left.
+TEXT ·toF32AVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ acc+8(FP), SI
+	MOVQ n+16(FP), R12
+	MOVQ perm+24(FP), R8
+	XORL R13, R13
+	VMOVDQU64 0(R8), Z24 // w0
+	VMOVDQU64 64(R8), Z25 // w1
+	MOVQ $7, AX
+	VPBROADCASTQ AX, Z23
+	MOVQ $0x40000000, AX
+	VPBROADCASTQ AX, Z22 // 2^30
+	MOVQ $0x80000000, AX
+	VPBROADCASTQ AX, Z21 // 2^31
+	MOVQ $842, AX
+	VPBROADCASTQ AX, Z20 // 1023 - 181
+
+floop:
+	LEAQ  8(R13), AX
+	CMPQ  AX, R12
+	JGT   fdone
+	VMOVDQU64 0(SI), Z0
+	VMOVDQU64 64(SI), Z1
+	VMOVDQA64 Z24, Z2
+	VPERMI2Q Z1, Z0, Z2 // w0
+	VMOVDQA64 Z25, Z3
+	VPERMI2Q Z1, Z0, Z3 // w1
+	VPSRLQ $59, Z2, Z4
+	VPTESTMQ Z23, Z4, K1 // NaN or ±Inf
+	VPSLLQ $5, Z2, Z2
+	VPSRAQ $5, Z2, Z2 // l0
+	VPADDQ Z22, Z2, Z5
+	VPCMPUQ $5, Z21, Z5, K2 // l0 + 2^30 >= 2^31
+	KORB   K1, K2, K1
+	VPSRLQ $59, Z3, Z6 // the top bin
+	VPSLLQ $5, Z3, Z3
+	VPSRAQ $5, Z3, Z3 // l1
+	VPSLLQ $32, Z2, Z2
+	VPADDQ Z3, Z2, Z2 // v
+	VPTESTNMQ Z2, Z2, K3 // v = 0
+	KORB   K3, K1, K1
+	KMOVB  K1, AX
+	TESTL  AX, AX
+	JNE    fdone
+	VCVTQQ2PS Z2, Y7
+	VCVTPS2PD Y7, Z7
+	VPSLLQ $5, Z6, Z6
+	VPADDQ Z20, Z6, Z6 // e2 + 1023 = 32*top - 181 + 1023
+	VPSLLQ $52, Z6, Z6
+	VMULPD Z6, Z7, Z7
+	VCVTPD2PS Z7, Y7
+	VMOVUPS Y7, 0(DI)
+	ADDQ  $32, DI
+	ADDQ  $128, SI
+	ADDQ  $8, R13
+	JMP   floop
+
+fdone:
+	VZEROUPPER
+	MOVQ R13, ret+32(FP)
+	RET

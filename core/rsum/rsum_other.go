@@ -3,7 +3,7 @@
 package rsum
 
 // No assembly loops here: useAsm is false and the Asm functions are never called.
-const useAsm = false
+const useAsm, useAVX512 = false, false
 
 func prefetchRows(base *byte, idx []int32, size int) {}
 
@@ -19,3 +19,5 @@ func addValues32Asm(dst []byte, vals []float32, idx []int32, fresh int) int {
 }
 
 func toF64Asm(dst []float64, acc []byte) { toF64Go(dst, acc) }
+
+func toF32Asm(dst []float32, acc []byte) { toF32Go(dst, acc) }

@@ -106,10 +106,10 @@ func TestScatterFastPath(t *testing.T) {
 // TestRoundFastPath checks ToF64 and ToF32 against finish on accumulators chosen to reach each
 // branch of the fast paths: the leading one in the top limb, a 128-bit sum whose high word is
 // zero (lo below and above 2^63), negative sums, zero sums with each zero flag, sticky bits
-// below the 64 leading ones, the top bins at both ends of the fast range and past them. ToF64
-// runs on batches (the AVX-512 loop takes eight at a time; batches of mostly plain sums let it
-// run whole groups, the others send groups back to the scalar loops), on every path, into its
-// own buffer and in place.
+// below the 64 leading ones, the top bins at both ends of the fast range and past them. Both
+// run on batches too (the AVX-512 loops take eight at a time; batches of mostly plain sums let
+// them run whole groups, the others send groups back to the scalar loops), on every path, into
+// their own buffer and in place.
 func TestRoundFastPath(t *testing.T) {
 	defer SetAsm(true, true)
 	rng := rand.New(rand.NewPCG(41, 42))
@@ -134,6 +134,8 @@ func TestRoundFastPath(t *testing.T) {
 		n := 1 + rng.IntN(40)
 		acc := make([]byte, n*Acc64Bytes)
 		want := make([]uint64, n)
+		acc32 := make([]byte, n*Acc32Bytes)
+		want32 := make([]uint64, n)
 		for i := range n {
 			top := uint64(rng.IntN(70))
 			if rng.IntN(2) == 0 {
@@ -163,13 +165,30 @@ func TestRoundFastPath(t *testing.T) {
 			put64(acc[i*Acc64Bytes:], h, l0, l1, l2)
 			want[i] = finish(h, l0, l1, l2, binBits*(int(top)-2)-1074, &f64)
 			h32 := h&flagMask | top%9<<topShift
+			if plain && rng.IntN(20) != 0 { // a top limb the fast paths take: below 2^30
+				l1 = int64(rng.Uint64()>>34) * (1 - 2*int64(rng.IntN(2)))
+			}
 			if h32>>topShift == 0 { // bin -1 holds nothing
 				l2 = 0
 			}
 			put32(a[:Acc32Bytes], h32, l1, l2)
+			want32[i] = finish(h32, 0, l1, l2, binBits*(int(top%9)-1)-149, &f32)
 			ToF32(out32, a[:Acc32Bytes])
-			if got, want := uint64(math.Float32bits(out32[0])), finish(h32, 0, l1, l2, binBits*(int(top%9)-1)-149, &f32); got != want {
-				t.Fatalf("ToF32(h %#x, %d %d) = %#x, want %#x", h32, l1, l2, got, want)
+			if got := uint64(math.Float32bits(out32[0])); got != want32[i] {
+				t.Fatalf("ToF32(h %#x, %d %d) = %#x, want %#x", h32, l1, l2, got, want32[i])
+			}
+			copy(acc32[i*Acc32Bytes:], a[:Acc32Bytes])
+		}
+		batch32 := make([]float32, n)
+		ToF32(batch32, acc32)
+		inPlace32 := unsafe.Slice((*float32)(unsafe.Pointer(&acc32[0])), n)
+		ToF32(inPlace32, acc32)
+		for i := range n {
+			if got := uint64(math.Float32bits(batch32[i])); got != want32[i] {
+				t.Fatalf("ToF32 (avx512 %v) row %d of %d = %#x, want %#x", avx, i, n, got, want32[i])
+			}
+			if got := uint64(math.Float32bits(inPlace32[i])); got != want32[i] {
+				t.Fatalf("ToF32 in place (avx512 %v) row %d of %d = %#x, want %#x", avx, i, n, got, want32[i])
 			}
 		}
 		out := make([]float64, n)

@@ -228,7 +228,10 @@ func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec,
 	es, ses := vs.es, p.srcES(i, vs) // dst's rows, the sources' rows
 	user := cb != nil && cb.User()
 	lo, hi := lm.mergedBounds[s], lm.mergedBounds[s+1]
-	if !user {
+	fresh := hi // RSum's floats start rows [fresh, hi) as they land: no Identity pass first
+	if ses != es {
+		fresh = lo
+	} else if !user {
 		kernels.Identity(vs.d, vs.o, dst[lo*es:hi*es])
 	}
 	for g := range lm.outMaps {
@@ -241,10 +244,13 @@ func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec,
 		case user:
 			cb.Scatter(src[a*ses:e*ses], lm.outMaps[g][a:e])
 		case ses != es: // RSum's floats, each converted exactly as it is added
-			kernels.FromScatterCombine(vs.d, dst, src[a*ses:e*ses], lm.outMaps[g][a:e], vs.width)
+			fresh = kernels.FromScatterCombineFresh(vs.d, dst, src[a*ses:e*ses], lm.outMaps[g][a:e], vs.width, fresh)
 		default:
 			kernels.ScatterCombine(vs.d, vs.o, dst, src[a*ses:e*ses], lm.outMaps[g][a:e], vs.width)
 		}
+	}
+	if fresh < hi {
+		kernels.Identity(vs.d, vs.o, dst[fresh*es:hi*es])
 	}
 	if !p.fusedUp || !vs.o.Builtin() { // a user op's rows are final only at the end
 		return

@@ -16,6 +16,7 @@ package kernels
 
 import (
 	"kylix/core/kx"
+	"kylix/core/rsum"
 	"os"
 	"strings"
 	"unsafe"
@@ -148,6 +149,7 @@ func kernSetLevel(level string) {
 		if l == level {
 			kernAVX2 = level == kernLevelAVX2 || level == kernLevelAVX512
 			kernAVX512 = level == kernLevelAVX512
+			rsum.SetAsm(kernAVX2, kernAVX512) // core/rsum's loops: off with the Go level
 			return
 		}
 	}

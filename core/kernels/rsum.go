@@ -3,6 +3,7 @@ package kernels
 import (
 	"kylix/core/kx"
 	"kylix/core/rsum"
+	"unsafe"
 )
 
 // KYLIX_RSUM's kernels. Inside the butterfly an RSum value is a core/rsum accumulator
@@ -169,19 +170,36 @@ func FromScatter(d kx.Dtype, dst, src []byte, idx []int32, w int) {
 // FromScatterCombine folds the caller's floats into accumulators: dst row idx[p] += src row p,
 // each value converted exactly on the way (repeated indices of one rank: never a float sum).
 func FromScatterCombine(d kx.Dtype, dst, src []byte, idx []int32, w int) {
-	ab := rsum.AccBytes(d == kx.F64)
 	rb := rsumRows("FromScatterCombine", d, dst, nil, -1, w)
+	FromScatterCombineFresh(d, dst, src, idx, w, len(dst)/rb) // every row holds a sum
+}
+
+// FromScatterCombineFresh is FromScatterCombine on a dst whose rows from fresh on hold no sum
+// yet (any bytes): a row's first value starts it, rows skipped over below a started one become
+// the empty sum, and the new bound (one past the highest row started, or fresh) is returned.
+// A combine whose rows come in order of first appearance needs no Identity pass first; rows
+// left at or above the bound at the end are the caller's to set (Identity).
+func FromScatterCombineFresh(d kx.Dtype, dst, src []byte, idx []int32, w, fresh int) int {
+	ab := rsum.AccBytes(d == kx.F64)
+	rb := rsumRows("FromScatterCombineFresh", d, dst, nil, -1, w)
+	if fresh < 0 || fresh > len(dst)/rb {
+		kernPanic("FromScatterCombineFresh: fresh row %d of %d", fresh, len(dst)/rb)
+	}
 	f64, f32 := floatsOf(d, src)
 	if w == 1 {
 		if f64 != nil {
-			rsum.AddScatterF64(dst, f64[:len(idx)], idx)
+			return rsum.AddScatterF64Fresh(dst, f64[:len(idx)], idx, fresh)
 		} else if len(idx) > 0 {
-			rsum.AddScatterF32(dst, f32[:len(idx)], idx)
+			return rsum.AddScatterF32Fresh(dst, f32[:len(idx)], idx, fresh)
 		}
-		return
+		return fresh
 	}
 	var buf [fromChunk * rsum.Acc64Bytes]byte
 	for p, j := range idx {
+		if int(j) >= fresh {
+			clear(dst[fresh*rb : (int(j)+1)*rb])
+			fresh = int(j) + 1
+		}
 		row := dst[int(j)*rb : int(j)*rb+rb]
 		for c0 := 0; c0 < w; c0 += fromChunk {
 			c1 := min(c0+fromChunk, w)
@@ -190,6 +208,7 @@ func FromScatterCombine(d kx.Dtype, dst, src []byte, idx []int32, w int) {
 			rsum.Add(d == kx.F64, row[c0*ab:c1*ab], tmp)
 		}
 	}
+	return fresh
 }
 
 // Round rounds accumulators to the caller's floats, to nearest: dst (floats of d) gets
@@ -201,6 +220,16 @@ func Round(d kx.Dtype, dst, src []byte) {
 	n := len(dst) / fs
 	if !d.IsFloat() || len(dst)%fs != 0 || len(src) < n*ab {
 		kernPanic("Round: %s dst %d bytes, src %d bytes", d, len(dst), len(src))
+	}
+	if p := unsafe.Pointer(unsafe.SliceData(dst)); n > 0 && uintptr(p)%uintptr(fs) == 0 {
+		// Straight into dst, in place too: ToF64/ToF32 write float i after reading
+		// accumulator i, and float i's bytes lie below accumulator i+1's.
+		if d == kx.F64 {
+			rsum.ToF64(unsafe.Slice((*float64)(p), n), src[:n*ab])
+		} else {
+			rsum.ToF32(unsafe.Slice((*float32)(p), n), src[:n*ab])
+		}
+		return
 	}
 	var g64 [fromChunk]float64
 	var g32 [fromChunk]float32

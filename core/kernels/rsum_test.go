@@ -11,8 +11,11 @@ import (
 
 // The RSum conversions against a value-by-value reference built from core/rsum alone, on
 // widths across the chunk size (1, 3, 300 > fromChunk), lengths 0..N and misaligned caller
-// buffers, with a sentinel past the end of every output.
-func TestRSumConversions(t *testing.T) {
+// buffers, with a sentinel past the end of every output; at every SIMD level (the Go level
+// turns core/rsum's assembly loops off).
+func TestRSumConversions(t *testing.T) { forEachLevel(t, testRSumConversions) }
+
+func testRSumConversions(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for _, d := range []kx.Dtype{kx.F32, kx.F64} {
 		ab, fs := rsum.AccBytes(d == kx.F64), d.Size()
@@ -94,9 +97,45 @@ func TestRSumConversions(t *testing.T) {
 				if !bytes.Equal(comb[:3*rb], wantComb) || sc[rows*rb] != 0xEE || comb[3*rb] != 0xEE {
 					t.Fatalf("FromScatterCombine %s w%d n%d differs, or a write past the end", d, w, n)
 				}
+				// FromScatterCombineFresh: rows from fresh on hold garbage, started by their first
+				// value; the indices in order of first appearance, or in any order (gaps cleared).
+				for _, ordered := range []bool{true, false} {
+					fidx := make([]int32, n)
+					next := 1
+					for p := range fidx {
+						fidx[p] = int32(rng.Intn(5))
+						if ordered {
+							if next < 4 && rng.Intn(2) == 0 {
+								next++
+							}
+							fidx[p] = int32(rng.Intn(next)) + 1 // row 0 holds a sum already
+						}
+					}
+					fr := append(make([]byte, 5*rb), 0xEE)
+					copy(fr, wantComb[:rb])
+					for i := rb; i < 5*rb; i++ {
+						fr[i] = byte(rng.Intn(256))
+					}
+					ref := append(make([]byte, 5*rb), 0xEE)
+					copy(ref, wantComb[:rb])
+					FromScatterCombine(d, ref[:5*rb], src, fidx, w)
+					top := FromScatterCombineFresh(d, fr[:5*rb], src, fidx, w, 1)
+					wantTop := 1
+					for _, j := range fidx {
+						wantTop = max(wantTop, int(j)+1)
+					}
+					if top != wantTop || !bytes.Equal(fr[:top*rb], ref[:top*rb]) || fr[5*rb] != 0xEE {
+						t.Fatalf("FromScatterCombineFresh %s w%d n%d ordered %v: bound %d (want %d), or rows differ", d, w, n, ordered, top, wantTop)
+					}
+				}
 				// Round, in place, against ToF64/ToF32 one value at a time.
 				inPlace := append([]byte(nil), comb[:3*rb]...)
 				Round(d, inPlace[:3*w*fs], inPlace)
+				odd := make([]byte, 1+3*w*fs) // a misaligned dst: the chunked path
+				Round(d, odd[1:], comb[:3*rb])
+				if !bytes.Equal(odd[1:], inPlace[:3*w*fs]) {
+					t.Fatalf("Round %s w%d n%d: into a misaligned dst differs from in place", d, w, n)
+				}
 				for i := 0; i < 3*w; i++ {
 					var want []byte
 					if d == kx.F64 {

@@ -125,8 +125,23 @@ func BenchmarkToF64x1M(b *testing.B) {
 	FromF64(acc, benchVals(false))
 	dst := make([]float64, benchN)
 	b.SetBytes(int64(len(acc)))
-	for l := newLoop(b); l.next(); {
-		ToF64(dst, acc)
+	forAsm(b, func(b *testing.B) {
+		for l := newLoop(b); l.next(); {
+			ToF64(dst, acc)
+		}
+	})
+}
+
+// forAsm runs f on each path that runs here: the assembly loops with AVX-512, without, and Go.
+func forAsm(b *testing.B, f func(b *testing.B)) {
+	defer SetAsm(true, true)
+	for _, m := range []struct {
+		name     string
+		asm, avx bool
+	}{{"avx512", true, true}, {"asm", true, false}, {"go", false, false}} {
+		if asm, avx := SetAsm(m.asm, m.avx); asm == m.asm && avx == m.avx {
+			b.Run(m.name, f)
+		}
 	}
 }
 
@@ -177,7 +192,9 @@ func BenchmarkAddScatterValuesF64x1M(b *testing.B) {
 	dst, src := make([]byte, benchN*Acc64Bytes), benchVals(false)
 	idx := benchPerm()
 	b.SetBytes(8 * benchN)
-	for l := newLoop(b); l.next(); {
-		AddScatterF64(dst, src, idx)
-	}
+	forAsm(b, func(b *testing.B) {
+		for l := newLoop(b); l.next(); {
+			AddScatterF64(dst, src, idx)
+		}
+	})
 }

@@ -79,4 +79,18 @@
 // receiving its accumulator, so a hop that carries single contributions (a rank's own values
 // with no repeats) may send plain floats. Every function streams over its arguments and
 // allocates nothing.
+//
+// # Speed
+//
+// Folding floats into accumulators (AddScatterF64/F32) is the cost that matters: a reduce's
+// layer 0 does it once per contribution, at rows scattered over a few MiB. Its loop adds
+// without a branch on the row (the higher window is chosen by a mask, the lower one read
+// shifted from a zero-padded buffer), since whether a row is empty or shares the value's top
+// bin is a coin toss when ranks' contributions meet, and prefetches the rows ahead. The
+// AddScatter*Fresh variants start rows from their first value instead of adding to cleared
+// ones, so a combine whose rows come in order of first appearance needs no clearing pass. On
+// amd64 with BMI2 the scatter loops and ToF64's common case are assembly (rsum_amd64.s; the
+// values and rows they leave, zeros, subnormals, NaN, ±Inf and the like, go through the Go
+// loops one at a time); SetAsm switches them, kernels' SIMD level sets it (KYLIX_NOSIMD), and
+// the tests compare every path with the general code bit for bit.
 package rsum

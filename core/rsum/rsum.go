@@ -73,19 +73,6 @@ func put32(a []byte, h uint64, l0, l1 int64) {
 	le.PutUint64(a[8:], word(l1, h>>n, limbBits32))
 }
 
-// get64 and get32 read an accumulator.
-func get64(a []byte) (h uint64, l0, l1, l2 int64) {
-	_ = a[Acc64Bytes-1]
-	w0, w1, w2 := le.Uint64(a), le.Uint64(a[8:]), le.Uint64(a[16:])
-	return header64(w0, w1, w2), limb(w0, limbBits64), limb(w1, limbBits64), limb(w2, limbBits64)
-}
-
-func get32(a []byte) (h uint64, l0, l1 int64) {
-	_ = a[Acc32Bytes-1]
-	w0, w1 := le.Uint64(a), le.Uint64(a[8:])
-	return header32(w0, w1), limb(w0, limbBits32), limb(w1, limbBits32)
-}
-
 // AccBytes returns the accumulator bytes per value: 24 for F64, 16 for F32.
 func AccBytes(isF64 bool) int {
 	if isF64 {
@@ -259,56 +246,169 @@ func AddScatter(isF64 bool, dst, src []byte, idx []int32) {
 // AddScatterF64 adds each value into an accumulator of dst: dst[idx[j]] += vals[j]. It is
 // FromF64 and AddScatter without a caller's buffer, for combining repeated indices on one
 // rank straight from the caller's values.
-func AddScatterF64(dst []byte, vals []float64, idx []int32) { addScatterValues(dst, vals, idx) }
+func AddScatterF64(dst []byte, vals []float64, idx []int32) {
+	addScatter64(dst, vals, idx, len(dst)/Acc64Bytes)
+}
 
 // AddScatterF32 is AddScatterF64 for F32.
-func AddScatterF32(dst []byte, vals []float32, idx []int32) { addScatterValues(dst, vals, idx) }
+func AddScatterF32(dst []byte, vals []float32, idx []int32) {
+	addScatter32(dst, vals, idx, len(dst)/Acc32Bytes)
+}
 
-func addScatterValues[T float32 | float64](dst []byte, vals []T, idx []int32) {
+// AddScatterF64Fresh is AddScatterF64 on accumulators of which those from row fresh on hold
+// no sum yet (any bytes: they are never read as sums). The first value into such a row starts
+// it, as if the row were the empty sum; rows skipped over (below a started one) are set to the
+// empty sum. It returns the new bound, one past the highest row started (or fresh).
+//
+// The merged rows of a plan of one layer come in order of first appearance, so they start in
+// order without gaps: the vector needs no clearing pass before the sum (Identity writes every
+// row once more), and a row's first value is written without reading a sum from it.
+func AddScatterF64Fresh(dst []byte, vals []float64, idx []int32, fresh int) int {
+	return addScatter64(dst, vals, idx, fresh)
+}
+
+// AddScatterF32Fresh is AddScatterF64Fresh for F32.
+func AddScatterF32Fresh(dst []byte, vals []float32, idx []int32, fresh int) int {
+	return addScatter32(dst, vals, idx, fresh)
+}
+
+// scatterBlock is how many values addScatter64 adds between two prefetches: the rows of the
+// block after next are asked for while this block adds.
+const scatterBlock = 16
+
+func addScatter64(dst []byte, vals []float64, idx []int32, fresh int) int {
+	return addScatter(dst, vals, idx, fresh, Acc64Bytes, addValues64Asm, addValues64Go)
+}
+
+// addScatter folds vals into dst's rows (rows of ab bytes) with asm where the assembly loops
+// run (they prefetch as they go), else with goLoop a block at a time, the rows of the block
+// after next prefetched while this one adds.
+func addScatter[T float32 | float64](dst []byte, vals []T, idx []int32, fresh, ab int, asm, goLoop func([]byte, []T, []int32, int) int) int {
 	idx = idx[:len(vals)]
-	switch v := any(vals).(type) {
-	case []float64:
-		// words64 and addWords64 written out: the loop is bound by dst's cache misses, and
-		// fewer instructions a value keep more of them in flight.
-		const lm = 1<<limbBits64 - 1
-		for j, x := range v {
-			o := int(idx[j]) * Acc64Bytes
-			d := dst[o : o+Acc64Bytes : o+Acc64Bytes]
-			b := math.Float64bits(x)
-			e := b >> 52 & 0x7ff
-			lead := e + 51
-			top := lead / binBits
-			u := b<<11 | 1<<63
-			p0 := u >> ((63 - lead%binBits) & 63)
-			rest := u << ((lead%binBits + 1) & 63)
-			neg := -int64(b >> 63)
-			b1 := uint64((int64(rest>>binBits)^neg)-neg)&lm | (flagOther>>4|top%8<<1)<<limbBits64
-			b2 := uint64((int64(rest&binMask)^neg)-neg)&lm | top/8<<limbBits64
-			if e-1 >= 0x7fe { // zero, subnormal, Inf, NaN
-				b0, b1, b2 := slowWords64(b)
-				addWords64(d, b0, b1, b2)
-				continue
-			}
-			b0 := uint64((int64(p0)^neg)-neg) & lm
-			a0, a1, a2 := le.Uint64(d), le.Uint64(d[8:]), le.Uint64(d[16:])
-			if (a1^b1)>>61|(a2^b2)>>60 != 0 { // another top bin, or an empty d
-				add64Shift(d, a0, a1, a2, b0, b1, b2)
-				continue
-			}
-			le.PutUint64(d, addSame(a0, b0, limbBits64))
-			le.PutUint64(d[8:], addSame(a1, b1, limbBits64))
-			le.PutUint64(d[16:], addSame(a2, b2, limbBits64))
-		}
-	case []float32:
-		for j, x := range v {
-			o := int(idx[j]) * Acc32Bytes
-			b0, b1, ok := words32(math.Float32bits(x))
-			if !ok {
-				b0, b1 = slowWords32(math.Float32bits(x))
-			}
-			addWords32(dst[o:o+Acc32Bytes:o+Acc32Bytes], b0, b1)
-		}
+	dst = dst[:len(dst):len(dst)] // a row past the end panics, even within dst's capacity
+	if useAsm {
+		return asm(dst, vals, idx, fresh)
 	}
+	if len(vals) == 0 {
+		return fresh
+	}
+	_ = dst[len(dst)-1]
+	prefetchRows(&dst[0], idx[:min(len(idx), 2*scatterBlock)], ab)
+	for lo := 0; lo < len(vals); lo += scatterBlock {
+		hi := min(lo+scatterBlock, len(vals))
+		if p := hi + scatterBlock; p < len(idx) {
+			prefetchRows(&dst[0], idx[p:min(len(idx), p+scatterBlock)], ab)
+		}
+		fresh = goLoop(dst, vals[lo:hi], idx[lo:hi], fresh)
+	}
+	return fresh
+}
+
+// addValues64Go adds each value into its row of dst, dst[idx[j]] += vals[j], without a branch on
+// the row: words64 inline, then the general aligned add on the packed words (add64Shift's
+// arithmetic: the window with the higher top bin is kept, the other's limbs move down by the
+// difference, at most 3 as past that they all fall below the window, and add in; the flags
+// OR). An empty row, top bin 0, needs no case of its own: its zero limbs shift out. Whether a
+// row is empty or holds the value's top bin is a coin toss when ranks' contributions meet, and
+// a mispredicted branch on a row that missed the cache also holds back the rows after it.
+//
+// Rows from fresh on hold no sum yet (AddScatterF64Fresh): the first value into one reads it
+// as empty, by a mask on the words loaded (no branch), and moves fresh past it.
+func addValues64Go(dst []byte, vals []float64, idx []int32, fresh int) int {
+	const lm = 1<<limbBits64 - 1
+	idx = idx[:len(vals)]
+	var t [8]uint64 // t[3:6]: the lower window's words; t[0:3] stay zero (shifted-in limbs)
+	for j, x := range vals {
+		r := int(idx[j])
+		if r > fresh { // rows skipped over: the empty sum (never, in order of first appearance)
+			clear(dst[fresh*Acc64Bytes : r*Acc64Bytes])
+			fresh = r
+		}
+		o := r * Acc64Bytes
+		d := dst[o : o+Acc64Bytes : o+Acc64Bytes]
+		// words64, written out (the compiler would not inline it here).
+		b := math.Float64bits(x)
+		e := b >> 52 & 0x7ff
+		lead := e + 51
+		u := b<<11 | 1<<63
+		p0 := u >> ((63 - lead%binBits) & 63)
+		rest := u << ((lead%binBits + 1) & 63)
+		neg := -int64(b >> 63)
+		tb := lead / binBits
+		b0 := uint64((int64(p0)^neg)-neg) & lm
+		b1 := uint64((int64(rest>>binBits)^neg)-neg)&lm | (flagOther>>4|tb%8<<1)<<limbBits64
+		b2 := uint64((int64(rest&binMask)^neg)-neg)&lm | tb/8<<limbBits64
+		if e-1 >= 0x7fe { // zero, subnormal, Inf, NaN
+			b0, b1, b2 = slowWords64(b)
+			tb = b1>>61 | b2>>60<<3
+		}
+		started := uint64(int64(r-fresh) >> 63) // all ones when row r holds a sum
+		fresh += int(^started & 1)
+		a0, a1, a2 := le.Uint64(d)&started, le.Uint64(d[8:])&started, le.Uint64(d[16:])&started
+		ta := a1>>61 | a2>>60<<3
+		// The higher window h and the lower l, selected by a mask (no branch).
+		diff := int64(ta - tb)
+		m := uint64(diff >> 63) // all ones when b's window is the higher
+		x0, x1, x2 := (a0^b0)&m, (a1^b1)&m, (a2^b2)&m
+		h0, h1, h2 := a0^x0, a1^x1, a2^x2
+		t[3], t[4], t[5] = b0^x0, b1^x1, b2^x2
+		k := uint64((diff ^ int64(m)) - int64(m)) // |ta - tb|
+		k = 3 ^ (k^3)&uint64(int64(k-3)>>63)      // min(k, 3), which the compiler branches on
+		s0, s1, s2 := t[(3-k)&7], t[(4-k)&7], t[(5-k)&7]
+		le.PutUint64(d, (h0+s0)&lm|(a0|b0)&^lm)
+		le.PutUint64(d[8:], (h1+s1)&lm|(a1|b1)&(1<<limbBits64)|h1&^(lm|1<<limbBits64))
+		le.PutUint64(d[16:], (h2+s2)&lm|h2&^lm)
+	}
+	return fresh
+}
+
+// addScatter32 is addScatter64 for F32 (rows of 16 bytes).
+func addScatter32(dst []byte, vals []float32, idx []int32, fresh int) int {
+	return addScatter(dst, vals, idx, fresh, Acc32Bytes, addValues32Asm, addValues32Go)
+}
+
+// addValues32Go is addValues64Go for F32: two limbs, so the lower window moves down by at most 2;
+// the flags are word 0's header slice, the top bin word 1's.
+func addValues32Go(dst []byte, vals []float32, idx []int32, fresh int) int {
+	const lm = 1<<limbBits32 - 1
+	idx = idx[:len(vals)]
+	var t [4]uint64 // t[2:4]: the lower window's words; t[0:2] stay zero (shifted-in limbs)
+	for j, x := range vals {
+		r := int(idx[j])
+		if r > fresh { // rows skipped over: the empty sum
+			clear(dst[fresh*Acc32Bytes : r*Acc32Bytes])
+			fresh = r
+		}
+		o := r * Acc32Bytes
+		d := dst[o : o+Acc32Bytes : o+Acc32Bytes]
+		// words32, written out.
+		b := math.Float32bits(x)
+		e := uint64(b >> 23 & 0xff)
+		lead := e + 22
+		u := uint64(b)<<40 | 1<<63
+		p0 := u >> ((63 - lead%binBits) & 63)
+		rest := u << ((lead%binBits + 1) & 63)
+		neg := -int64(b >> 31)
+		b0 := uint64((int64(p0)^neg)-neg)&lm | flagOther<<limbBits32
+		b1 := uint64((int64(rest>>binBits)^neg)-neg)&lm | lead/binBits<<limbBits32
+		if e-1 >= 0xfe { // zero, subnormal, Inf, NaN
+			b0, b1 = slowWords32(b)
+		}
+		started := uint64(int64(r-fresh) >> 63) // all ones when row r holds a sum
+		fresh += int(^started & 1)
+		a0, a1 := le.Uint64(d)&started, le.Uint64(d[8:])&started
+		diff := int64(a1>>limbBits32 - b1>>limbBits32)
+		m := uint64(diff >> 63) // all ones when b's window is the higher
+		x0, x1 := (a0^b0)&m, (a1^b1)&m
+		h0, h1 := a0^x0, a1^x1
+		t[2], t[3] = b0^x0, b1^x1
+		k := uint64((diff ^ int64(m)) - int64(m)) // |ta - tb|
+		k = 2 ^ (k^2)&uint64(int64(k-2)>>63)      // min(k, 2)
+		s0, s1 := t[(2-k)&3], t[(3-k)&3]
+		le.PutUint64(d, (h0+s0)&lm|(a0|b0)&^lm)
+		le.PutUint64(d[8:], (h1+s1)&lm|h1&^lm)
+	}
+	return fresh
 }
 
 // addSame adds two words of accumulators with the same top bin: the limbs add modulo
@@ -434,62 +534,93 @@ func mergeHeader(hd, hs uint64) uint64 {
 	return (hd|hs)&flagMask | max(hd, hs)>>topShift<<topShift
 }
 
-// ToF64 rounds each accumulator of acc to the nearest float64 (ties to even) into dst.
+// ToF64 rounds each accumulator of acc to the nearest float64 (ties to even) into dst. dst may
+// start where acc starts (rounding in place): float i is written after accumulator i is read,
+// and its bytes lie below accumulator i+1's.
 func ToF64(dst []float64, acc []byte) {
+	if useAsm {
+		toF64Asm(dst, acc)
+		return
+	}
+	toF64Go(dst, acc)
+}
+
+func toF64Go(dst []float64, acc []byte) {
 	acc = acc[:len(dst)*Acc64Bytes]
 	for i := range dst {
-		h, l0, l1, l2 := get64(acc[i*Acc64Bytes : i*Acc64Bytes+Acc64Bytes])
-		e2 := binBits*(int(h>>topShift)-2) - 1074
+		a := acc[i*Acc64Bytes : i*Acc64Bytes+Acc64Bytes : i*Acc64Bytes+Acc64Bytes]
+		w0, w1, w2 := le.Uint64(a), le.Uint64(a[8:]), le.Uint64(a[16:]) // get64, written out
+		l0, l1, l2 := limb(w0, limbBits64), limb(w1, limbBits64), limb(w2, limbBits64)
+		e2 := binBits*(int(w1>>61|w2>>60<<3)-2) - 1074
 		// The common case through the FPU. The exact value is v * 2^e2 with v the limbs'
 		// 128-bit sum; top, its 64 highest bits from the leading one down, with a sticky one
 		// in bit 0 when a bit below them is set, rounds by float64(top) exactly as v would
 		// (the rounding position, bit 11 or above, is well clear of bit 0), and the scaling
 		// by 2^k is exact: the result is at least 2^(63+e2), normal, whenever v >= 2^63; a
-		// smaller v sits in lo unshifted (z = 64), where float64 rounds it correctly and the
+		// smaller v sits in lo unshifted (hi = 0), where float64 rounds it correctly and the
 		// product, a multiple of 2^e2 >= 2^-1074, is exact even if subnormal. Overflow gives
 		// ±Inf exactly when the correctly rounded value exceeds the largest float, as
 		// roundBits does. e2 in [-1022, 942] (top bins 4 to 65, the largest a float64 reaches)
-		// keeps 2^k a normal float; NaN, ±Inf and zero sums (the sign of zero comes from the
-		// flags) go to finish.
-		if h&(flagNaN|flagPInf|flagNInf) == 0 && uint(e2+1022) <= 942+1022 {
+		// keeps 2^k a normal float; NaN, ±Inf (header bits 0-2: word 0's bits 60-62) and zero
+		// sums (the sign of zero comes from the flags) go to finish.
+		if w0&(7<<limbBits64) == 0 && uint(e2+1022) <= 942+1022 {
 			lo, c := bits.Add64(uint64(l2), uint64(l1)<<32, 0)
 			hi := uint64(l2>>63) + uint64(l1>>32) + uint64(l0) + c
-			if hi|lo != 0 {
-				sign := hi >> 63
-				mask := -sign
-				lo, c = bits.Add64(lo^mask, sign, 0)
-				hi = hi ^ mask + c
+			sign := hi >> 63
+			mask := -sign
+			lo, c = bits.Add64(lo^mask, sign, 0)
+			hi = hi ^ mask + c
+			if hi != 0 { // the leading one in hi: normalise
 				z := uint(bits.LeadingZeros64(hi))
-				top := hi<<z | lo>>(64-z)
+				top := hi<<z | lo>>1>>(63-z)
 				sticky := lo << z
-				top |= (sticky | -sticky) >> 63
-				r := float64(top) * math.Float64frombits(uint64(e2+64-int(z)+1023)<<52)
+				// top has bit 63 set: float64(top) is float64(top>>1 | top&1) * 2 (what the
+				// compiler emits for a uint64, with a branch), the sticky bit kept in bit 0.
+				y := top>>1 | (top|(sticky|-sticky)>>63)&1
+				r := float64(int64(y)) * math.Float64frombits(uint64(e2+65-int(z)+1023)<<52)
+				dst[i] = math.Float64frombits(math.Float64bits(r) | sign<<63)
+				continue
+			}
+			if lo != 0 {
+				r := float64(lo) * math.Float64frombits(uint64(e2+1023)<<52)
 				dst[i] = math.Float64frombits(math.Float64bits(r) | sign<<63)
 				continue
 			}
 		}
-		dst[i] = math.Float64frombits(finish(h, l0, l1, l2, e2, &f64))
+		dst[i] = math.Float64frombits(finish(header64(w0, w1, w2), l0, l1, l2, e2, &f64))
 	}
 }
 
 // ToF32 rounds each accumulator of acc to the nearest float32 (ties to even) into dst,
-// directly from the exact window (no double rounding through float64).
+// directly from the exact window (no double rounding through float64). dst may start where acc
+// starts, as for ToF64.
 func ToF32(dst []float32, acc []byte) {
+	if useAVX512 {
+		toF32Asm(dst, acc)
+		return
+	}
+	toF32Go(dst, acc)
+}
+
+func toF32Go(dst []float32, acc []byte) {
 	acc = acc[:len(dst)*Acc32Bytes]
 	for i := range dst {
-		h, l0, l1 := get32(acc[i*Acc32Bytes : i*Acc32Bytes+Acc32Bytes])
-		e2 := binBits*(int(h>>topShift)-1) - 149
+		a := acc[i*Acc32Bytes : i*Acc32Bytes+Acc32Bytes : i*Acc32Bytes+Acc32Bytes]
+		w0, w1 := le.Uint64(a), le.Uint64(a[8:]) // get32, written out
+		l0, l1 := limb(w0, limbBits32), limb(w1, limbBits32)
+		e2 := binBits*(int(w1>>limbBits32)-1) - 149
 		// The common case through the FPU: when the value is an int64 v times 2^e2,
 		// float32(v) is the one correct rounding (the conversion rounds to nearest even) and
 		// the scaling through float64 is exact, or overflows to ±Inf exactly when the correctly
 		// rounded value would. A subnormal result needs no second rounding either: it is an
 		// integer below 2^23 times 2^-149 (no limb holds bits below that), so v is exact.
-		if h&(flagNaN|flagPInf|flagNInf) == 0 && uint64(l0+1<<30) < 1<<31 {
+		// NaN and ±Inf are header bits 0-2, word 0's bits 59-61.
+		if w0&(7<<limbBits32) == 0 && uint64(l0+1<<30) < 1<<31 {
 			if v := l0<<binBits + l1; v != 0 {
 				dst[i] = float32(float64(float32(v)) * math.Float64frombits(uint64(e2+1023)<<52))
 				continue
 			}
 		}
-		dst[i] = math.Float32frombits(uint32(finish(h, 0, l0, l1, e2, &f32)))
+		dst[i] = math.Float32frombits(uint32(finish(header32(w0, w1), 0, l0, l1, e2, &f32)))
 	}
 }

@@ -116,19 +116,7 @@ func (c *Comm) measureLinks(seq uint64) (*planning.Links, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Probe partners: the job-wide shifts, then, where the nodes sit on several hosts in
-	// blocks, the next node of this one's host, in rounds of their own (planning.HostLinks
-	// says why).
-	tos, froms := make([]int, 0, len(shifts)+1), make([]int, 0, len(shifts)+1)
-	for _, k := range shifts {
-		tos, froms = append(tos, (me+k)%m), append(froms, (me-k+m)%m)
-	}
-	localCol := -1
-	if rph := planning.HostBlocks(hostOf); rph > 1 && rph < m {
-		lead := me / rph * rph
-		localCol = len(tos)
-		tos, froms = append(tos, lead+(me-lead+1)%rph), append(froms, lead+(me-lead-1+rph)%rph)
-	}
+	tos, froms, localCol := probePartners(me, m, shifts, hostOf)
 	stride := len(tos) + 1 // each rank's words: a round trip per partner, then its elapsed time
 	// sizes[0] is the tiny probe that gives the latency; then doubling sizes.
 	var sizes []int
@@ -181,17 +169,7 @@ func (c *Comm) measureLinks(seq uint64) (*planning.Links, error) {
 	if l.RanksPerHost = planning.HostBlocks(hostOf); l.RanksPerHost > 1 {
 		l.Local, l.Remote = planning.HostLinks(sizes, agreed, shifts, stride, localCol, hostOf)
 	}
-	for h, k := range shifts {
-		peer := (me + k) % m
-		if slices.ContainsFunc(l.Peers, func(p planning.LinkPeer) bool { return p.Rank == peer }) {
-			continue
-		}
-		rtt := make([]float64, len(sizes))
-		for j := range sizes {
-			rtt[j] = own[h][j].Seconds()
-		}
-		l.Peers = append(l.Peers, planning.LinkPeer{Rank: peer, Points: planning.CurvePoints(sizes, rtt)})
-	}
+	l.Peers = ownLinks(me, m, shifts, sizes, own)
 	rates, err := c.agreeRates(seq, planning.QuickComputeRates())
 	if err != nil {
 		return nil, err
@@ -203,6 +181,40 @@ func (c *Comm) measureLinks(seq uint64) (*planning.Links, error) {
 	l.Finish()
 	c.setLinks(l)
 	return l, nil
+}
+
+// probePartners are whom node me probes (tos) and answers (froms): the job-wide shifts, then,
+// where the nodes sit on several hosts in blocks, the next node of its own host, in rounds of
+// their own (planning.HostLinks says why) at column local (-1 without).
+func probePartners(me, m int, shifts, hostOf []int) (tos, froms []int, local int) {
+	for _, k := range shifts {
+		tos, froms = append(tos, (me+k)%m), append(froms, (me-k+m)%m)
+	}
+	local = -1
+	if rph := planning.HostBlocks(hostOf); rph > 1 && rph < m {
+		lead := me / rph * rph
+		local = len(tos)
+		tos, froms = append(tos, lead+(me-lead+1)%rph), append(froms, lead+(me-lead-1+rph)%rph)
+	}
+	return tos, froms, local
+}
+
+// ownLinks are the links this node measured itself (own[h]: its round trips to me+shifts[h],
+// per size), each peer once.
+func ownLinks(me, m int, shifts, sizes []int, own [][]time.Duration) []planning.LinkPeer {
+	var peers []planning.LinkPeer
+	for h, k := range shifts {
+		peer := (me + k) % m
+		if slices.ContainsFunc(peers, func(p planning.LinkPeer) bool { return p.Rank == peer }) {
+			continue
+		}
+		rtt := make([]float64, len(sizes))
+		for j := range sizes {
+			rtt[j] = own[h][j].Seconds()
+		}
+		peers = append(peers, planning.LinkPeer{Rank: peer, Points: planning.CurvePoints(sizes, rtt)})
+	}
+	return peers
 }
 
 // agreeHosts gives every rank each node's host, named by the lowest node on it (as this

@@ -408,7 +408,7 @@ func TestResizeQuorum(t *testing.T) {
 // each time), the rest admit nobody; goroutines, fds and the live heap stay flat.
 func TestResizeCyclesFlat(t *testing.T) {
 	if testing.Short() {
-		t.Skip("200 resizes: not in -short")
+		t.Skip("200 resize cycles take about a minute: skipped under -short; make test runs them")
 	}
 	const timeout = 10 * time.Second
 	srv, comms := elasticJob(t, 3, timeout)

@@ -15,16 +15,16 @@ import (
 // Caller-thread reads (docs/measurements.md, "Small steps through the C ABI"). A cgo call into
 // Kylix runs on a goroutine locked to the C thread, so a wait that sleeps until a reader
 // goroutine has filed its message pays two thread hand-offs per message; through the C ABI that
-// was 42% of a small reduce's CPU. Here a wait reads its sources' sockets itself: it takes
-// their read tokens, poll(2)s them on its own thread and files frames through the mailbox like
-// the reader goroutine, until its own message is in. A reader goroutine only waits for its
-// socket to become readable without the token, so a socket has one reader at a time.
+// was 42% of a small reduce's CPU. Here a wait reads its sources' sockets and rings itself: it
+// takes their read tokens and, while it spins or yields (drive), files their frames through
+// the mailbox as the reader goroutine does, until its own message is in. A reader goroutine
+// only waits for readiness without the token, so a socket or ring has one reader at a time.
 //
 // A wait takes the tokens that are free (a reader goroutine in the middle of a frame keeps its
 // own) and sleeps as before when none is. It does not while any send of this process runs on a
-// goroutine of its own (kx.AsyncSends): with GOMAXPROCS=1 a thread blocked in poll(2) keeps the
-// only P, and the send would wait for the runtime's monitor to take it back (measured: 32768
-// keys, 650 against 290 us).
+// goroutine of its own (kx.AsyncSends): with GOMAXPROCS=1 the driving thread keeps the only P,
+// and the send would wait for the runtime's monitor to take it back (measured: 32768 keys, 650
+// against 290 us).
 
 // midFrameSlice bounds one poll(2) inside a frame, between looks at whether the transport
 // closed or the peer was dropped.
@@ -45,7 +45,7 @@ var driveYield = 200 * time.Microsecond
 // selfReads is the transport's side of it. One wait drives at a time (mu); the others sleep.
 type selfReads struct {
 	mu    sync.Mutex
-	intr  int     // eventfd, readable once the transport closes: every poll(2) returns; -1 when closed
+	intr  int     // eventfd, readable once the transport closes (pollSocks, awaitMidFrame); -1 when closed
 	socks []*peer // the peers whose socket tokens the driving wait holds
 	rings []*peer // the peers whose ring tokens it holds
 	pfds  []unix.PollFd
@@ -286,11 +286,6 @@ func (sr *selfReads) dropDone() {
 	sr.rings = rings
 }
 
-// pollMillis is d in whole milliseconds for poll(2), rounded up so a short wait still sleeps.
-func pollMillis(d time.Duration) int {
-	return int((d + time.Millisecond - 1) / time.Millisecond)
-}
-
 // pollReadable tells whether fd has bytes (or an end) to read within ms milliseconds.
 func pollReadable(fd, ms int) bool {
 	pfd := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
@@ -342,7 +337,7 @@ func (s *sockStream) awaitMidFrame() error {
 		if err := t.mb.Dead(s.p.rank); err != nil {
 			return err
 		}
-		n, err := unix.Poll(pfd[:], pollMillis(midFrameSlice))
+		n, err := unix.Poll(pfd[:], int(midFrameSlice/time.Millisecond))
 		if err != nil && err != unix.EINTR {
 			return err
 		}

@@ -67,18 +67,13 @@ func (s *Segment) watchFrames(d time.Duration) {
 	w.rc.Read(w.fn)
 }
 
-// HasFrame tells, without the read token, whether the peer published bytes past the last frame
-// the reader finished: a frame waits. (The gap left by a finished frame is its padding, under
-// 8 bytes; the smallest frame is longer.) Under the token, mid-frame, it may say yes falsely.
-func (s *Segment) HasFrame() bool {
-	if s.enter() != nil {
-		return true // closing: let the reader find out
-	}
-	defer s.exit()
-	return s.r.tail.Load()-s.r.head.Load() >= prefix
-}
+// framePublished tells, without the read token, whether the peer published bytes past the
+// last frame the reader finished: a frame waits. (The gap left by a finished frame is its
+// padding, under 8 bytes; the smallest frame is longer.) Under the token, mid-frame, it may say
+// yes falsely. The caller has entered the segment.
+func (s *Segment) framePublished() bool { return s.r.tail.Load()-s.r.head.Load() >= prefix }
 
-// AwaitFrame sleeps, without the read token, until HasFrame. It fails as Next does (ErrClosed,
+// AwaitFrame sleeps, without the read token, until a frame is published (framePublished). It fails as Next does (ErrClosed,
 // ErrPeerClosed, *PeerDeadError, ErrAborted, ErrTimeout); the token holder's Next then tells
 // what is left to read.
 func (s *Segment) AwaitFrame(wt Wait) error {
@@ -86,8 +81,7 @@ func (s *Segment) AwaitFrame(wt Wait) error {
 		return err
 	}
 	defer s.exit()
-	ready := func() bool { return s.r.tail.Load()-s.r.head.Load() >= prefix }
-	return s.await(&wt, s.r.rsleep, ready, s.watcher != nil)
+	return s.await(&wt, s.r.rsleep, s.framePublished, s.watcher != nil)
 }
 
 // Ready tells the token holder whether Next would return a frame (or an error) without

@@ -63,27 +63,72 @@ func (c *Comm) allreduce(send, recv []byte, d kx.Dtype, o kx.Op, async bool) (*R
 // rounded, the caller's floats, and the up phase carries those instead (it combines nothing).
 func (c *Comm) denseButterfly(seq uint64, buf, rounded []byte, n int, d kx.Dtype, o kx.Op) error {
 	es := kernels.ElemBytes(d, o)
-	topo, err := planning.NewTopology(c.denseDegrees(), c.nodes())
+	topo, err := planning.NewTopology(c.denseDegrees(n*es), c.nodes())
 	if err != nil {
 		return err
 	}
+	if topo.Layers() == 0 { // one node: buf holds the result
+		if rounded != nil {
+			kernels.Round(d, rounded, buf)
+		}
+		return nil
+	}
+	ranges := make([][2]int, topo.Layers()) // the range held above each layer
 	lo, hi := 0, n
-	type span struct{ lo, hi int }
-	ranges := make([]span, topo.Layers()) // the range held above each layer
+	for i := range ranges {
+		ranges[i] = [2]int{lo, hi}
+		lo, hi = chunk(lo, hi, topo.Digit(c.node(), i), topo.Degrees[i])
+	}
+	upBuf, upEs := buf, es // where the up phase's ranges land
+	if rounded != nil {
+		upBuf, upEs = rounded, d.Size()
+	}
+	// Without replication the up phase's places are posted now: a member that finishes the
+	// down phase first sends its range up at once, and a frame that found no place would wait
+	// whole in the mailbox and be copied again. Each place is a member's chunk, which this node
+	// sends down in the same layer; the member's range comes up only after it had all of that.
+	// (A racing copy may come up from a replica that had its copy from this node's replica.)
+	early := c.v.Replication() == 1
+	last := topo.Layers() - 1
+	back := c.lastWriteBack(topo, ranges[last], es, rounded == nil) // dense_fold.go
+	if early {
+		for i := range ranges {
+			if i != last || !back.theirs {
+				c.expectUp(seq, topo, i, upBuf, ranges[i][0], ranges[i][1], upEs)
+			}
+		}
+	}
 	slots := c.denseSlots(seq, topo, n, es)
-	for i := 0; i < topo.Layers(); i++ {
-		ranges[i] = span{lo, hi}
-		lo, hi, err = c.denseDown(seq, topo, i, buf, lo, hi, d, o, slots[i])
+	for i, r := range ranges {
+		var err error
+		if slots[i] == nil {
+			wb := (*writeBack)(nil)
+			if i == last && back.on {
+				wb = &back
+			}
+			err = c.denseFoldDown(seq, topo, i, buf, r[0], r[1], d, o, wb)
+		} else {
+			err = c.denseDown(seq, topo, i, buf, r[0], r[1], d, o, slots[i])
+		}
 		if err != nil {
 			return err
 		}
 	}
 	if rounded != nil {
 		kernels.Round(d, rounded[lo*d.Size():hi*d.Size()], buf[lo*es:hi*es])
-		buf, es = rounded, d.Size()
 	}
-	for i := topo.Layers() - 1; i >= 0; i-- {
-		if err := c.denseUp(seq, topo, i, buf, ranges[i].lo, ranges[i].hi, es); err != nil {
+	for i := last; i >= 0; i-- {
+		r := ranges[i]
+		if !early {
+			c.expectUp(seq, topo, i, upBuf, r[0], r[1], upEs)
+		}
+		var err error
+		if i == last && back.on {
+			err = c.denseUpBack(seq, topo, i, upBuf, r[0], r[1], upEs, back)
+		} else {
+			err = c.denseUp(seq, topo, i, upBuf, r[0], r[1], upEs)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -100,7 +145,9 @@ func (c *Comm) denseSlots(seq uint64, topo planning.Topology, n, es int) [][][]b
 	for i := 0; i < topo.Layers(); i++ {
 		deg := topo.Degrees[i]
 		a, b := chunk(lo, hi, topo.Digit(node, i), deg)
-		total += (deg - 1) * roundUp((b-a)*es)
+		if !c.foldsLayer(deg) {
+			total += (deg - 1) * roundUp((b-a)*es)
+		}
 		lo, hi = a, b
 	}
 	if len(c.denseBuf) < total {
@@ -114,6 +161,10 @@ func (c *Comm) denseSlots(seq uint64, topo planning.Topology, n, es int) [][][]b
 		me := topo.Digit(node, i)
 		a, b := chunk(lo, hi, me, deg)
 		size := (b - a) * es
+		if c.foldsLayer(deg) {
+			lo, hi = a, b // nil: denseDown folds the member's copy in as it arrives
+			continue
+		}
 		slots[i] = make([][]byte, deg)
 		for g := 0; g < deg; g++ {
 			if g == me {
@@ -128,15 +179,23 @@ func (c *Comm) denseSlots(seq uint64, topo planning.Topology, n, es int) [][][]b
 	return slots
 }
 
+// denseFoldMin is the vector size from which a small job's dense allreduce takes the binary
+// butterfly too: its two-member layers fold as they receive (foldsLayer), a pass over memory
+// less than direct's slots, which outweighs the extra rounds. At 4 ranks on one host
+// (tests/bench/kylix_allreduce.c, direct against degrees=2x2) the two cross at 4 MiB: 2x2 is
+// level at 4 MiB and takes 0.8x of direct's time at 16 MiB.
+const denseFoldMin = 4 << 20
+
 // denseDegrees: fixed degrees from the options, else one direct layer for small jobs and a
-// binary butterfly beyond (latency grows with layers, message count with degree).
-func (c *Comm) denseDegrees() []int {
+// binary butterfly beyond (latency grows with layers, message count with degree), or for a
+// vector of size bytes large enough that folding pays (denseFoldMin).
+func (c *Comm) denseDegrees(size int) []int {
 	m := c.nodes()
 	if c.degrees != nil {
 		return c.degrees
 	}
 	spec := "direct"
-	if m > 8 {
+	if m > 8 || size >= denseFoldMin && c.foldsLayer(2) {
 		spec = "binary"
 	}
 	ds, _ := kx.ParseDegreesSpec(spec, m)
@@ -155,8 +214,8 @@ const denseSegment = 256 << 10
 
 // denseDown sends each member its chunk of [lo,hi) of buf and combines the members' copies of
 // this node's chunk, which land in slots[g], in source order, segment by segment as they
-// arrive. It returns this node's chunk.
-func (c *Comm) denseDown(seq uint64, topo planning.Topology, i int, buf []byte, lo, hi int, d kx.Dtype, o kx.Op, slots [][]byte) (int, int, error) {
+// arrive.
+func (c *Comm) denseDown(seq uint64, topo planning.Topology, i int, buf []byte, lo, hi int, d kx.Dtype, o kx.Op, slots [][]byte) error {
 	node, deg, es := c.node(), topo.Degrees[i], kernels.ElemBytes(d, o)
 	me := topo.Digit(node, i)
 	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDense}
@@ -204,13 +263,13 @@ func (c *Comm) denseDown(seq uint64, topo planning.Topology, i int, buf []byte, 
 	if err := sg.wait(); rerr == nil {
 		rerr = err
 	}
-	return a, b, rerr
+	return rerr
 }
 
-// denseUp sends this node's reduced chunk of [lo,hi) to every member and receives theirs,
-// straight into their place in buf (the caller's recv: the down phase's sends from there are
-// done, and a failed call quiesces its places before it returns, see Comm.run).
-func (c *Comm) denseUp(seq uint64, topo planning.Topology, i int, buf []byte, lo, hi, es int) error {
+// expectUp posts where the members' reduced chunks of [lo,hi) land in layer i's up phase:
+// straight in their place in buf (the caller's recv; a failed call quiesces its places before
+// it returns, see Comm.run).
+func (c *Comm) expectUp(seq uint64, topo planning.Topology, i int, buf []byte, lo, hi, es int) {
 	node, deg := c.node(), topo.Degrees[i]
 	me := topo.Digit(node, i)
 	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}
@@ -220,6 +279,14 @@ func (c *Comm) denseUp(seq uint64, topo planning.Topology, i int, buf []byte, lo
 			c.expect(topo.Member(node, i, g), tag, buf[ga*es:gb*es])
 		}
 	}
+}
+
+// denseUp sends this node's reduced chunk of [lo,hi) to every member and waits for theirs
+// (posted by expectUp).
+func (c *Comm) denseUp(seq uint64, topo planning.Topology, i int, buf []byte, lo, hi, es int) error {
+	node, deg := c.node(), topo.Degrees[i]
+	me := topo.Digit(node, i)
+	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}
 	a, b := chunk(lo, hi, me, deg)
 	sg := c.sends()
 	for g := 0; g < deg; g++ {

@@ -41,6 +41,10 @@ func (c *Comm) recv(from int, tag kx.Tag) ([]byte, error) {
 
 func (c *Comm) expect(from int, tag kx.Tag, dst []byte) { c.v.Expect(from, tag, dst) }
 
+func (c *Comm) expectFold(from int, tag kx.Tag, dst []byte, f kx.Fold) {
+	c.v.ExpectFold(from, tag, dst, f)
+}
+
 func (c *Comm) await(from int, tag kx.Tag) (int, error) {
 	c.rec.Enter(tag)
 	n, err := c.v.Await(from, tag)

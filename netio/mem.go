@@ -80,6 +80,13 @@ func (m *Mem) Send(to int, tag kx.Tag, bufs ...[]byte) error {
 // the payload straight into it.
 func (m *Mem) Expect(from int, tag kx.Tag, dst []byte) { m.mb.Expect(from, tag, dst) }
 
+// WritesBack is false: in memory, a message is handed over, never read from its sender.
+func (m *Mem) WritesBack(rank, n int) bool { return false }
+
+func (m *Mem) ExpectFold(from int, tag kx.Tag, dst []byte, f kx.Fold) {
+	m.mb.ExpectFold(from, tag, dst, f)
+}
+
 // Await waits until the message posted with Expect has landed.
 func (m *Mem) Await(from int, tag kx.Tag) (int, error) { return m.mb.Await(from, tag) }
 

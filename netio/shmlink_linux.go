@@ -171,6 +171,9 @@ type shmLink struct {
 	rdesc  []byte           // a reference frame's list as read (shmref_linux.go)
 	refs   []memRef         // ... parsed
 	ref    refPayload       // ... as the mailbox reads it
+	refsIn uint64           // reference frames read so far (their number, for write-back)
+	// For the stats: reference frames read, and bytes written back (refPayload.WriteBack).
+	refsRead, wroteBack atomic.Uint64
 
 	desc     []byte        // the reference list being written; guarded by the peer's write lock
 	refsSent atomic.Uint64 // frames sent by reference (tests)
@@ -623,6 +626,8 @@ func (t *TCP) ShmStats() ShmStats {
 		s.SpinHits += st.SpinHits
 		s.Sleeps += st.Sleeps
 		s.WakesSent += st.WakesSent
+		s.RefFrames += p.link.refsRead.Load()
+		s.WrittenBack += p.link.wroteBack.Load()
 	}
 	// Waits that read their rings on their own thread (selfread_linux.go) spin and sleep there.
 	s.Spins += t.sr.spins.Load()

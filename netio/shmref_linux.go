@@ -67,6 +67,9 @@ func (p *peer) writeShmRef(h *Header, bufs [][]byte, deadline time.Time) (end ui
 func (p *peer) awaitRefCopied(h *Header, end uint64) error {
 	err := p.link.seg.Writer().AwaitRead(shm.Wait{Deadline: time.Now().Add(p.t.timeout)}, end)
 	if err != nil {
+		// The buffers are the caller's again: a peer that comes back must not write its
+		// fold's result over them (refPayload.WriteBack checks).
+		p.link.seg.AbandonRefs(p.link.refsSent.Load())
 		return p.shmWriteFailed(h, err)
 	}
 	return nil
@@ -94,7 +97,9 @@ func (t *TCP) receiveRef(p *peer, h *Header, r mailbox.Payload) error {
 		p.down(kx.Errorf(kx.CodeNet, "rank %d sent a malformed reference frame", kx.RankRef(p.rank)))
 		return errDropped
 	}
-	l.ref = refPayload{seg: l.seg, refs: refs}
+	l.refsIn++
+	l.refsRead.Add(1)
+	l.ref = refPayload{link: l, refs: refs, idx: l.refsIn, rank: p.rank}
 	if err := t.mb.Receive(p.rank, h.tag(), int(n), &l.ref); err != nil {
 		return err
 	}
@@ -124,10 +129,44 @@ func decodeRefs(refs []memRef, b []byte) ([]memRef, uint64, bool) {
 
 // refPayload is mailbox.Payload over a reference frame's data in the sender's memory.
 type refPayload struct {
-	seg  *shm.Segment
+	link *shmLink
 	refs []memRef
 	i    int    // the reference being read
 	off  uint64 // bytes of it already read
+	pos  uint64 // bytes of the payload read (or discarded) in all
+	idx  uint64 // the frame's number among the peer's reference frames (1, 2, …)
+	rank int    // the sender
+}
+
+// WriteBack writes b over the last len(b) payload bytes read, in the sender's memory
+// (mailbox.WriteBacker: a folding reader returns its result where the data came from). It
+// refuses once the sender gave up on the frame (AbandonRefs): its buffers are no longer ours
+// to write.
+func (rp *refPayload) WriteBack(b []byte) error {
+	seg := rp.link.seg
+	if seg.PeerAbandonedRefs() >= rp.idx {
+		return kx.Errorf(kx.CodeNet, "rank %d gave up waiting for its message to be read", kx.RankRef(rp.rank))
+	}
+	if uint64(len(b)) > rp.pos {
+		return kx.Errorf(kx.CodeInternal, "write-back of %d bytes after %d read", len(b), rp.pos)
+	}
+	start := rp.pos - uint64(len(b)) // payload offset of b's first byte
+	for _, r := range rp.refs {
+		if len(b) == 0 {
+			break
+		}
+		if start >= r.n {
+			start -= r.n
+			continue
+		}
+		k := min(uint64(len(b)), r.n-start)
+		if err := seg.WritePeer(b[:k], r.addr+start); err != nil {
+			return err
+		}
+		rp.link.wroteBack.Add(k)
+		b, start = b[k:], 0
+	}
+	return nil
 }
 
 func (rp *refPayload) Read(b []byte) (int, error) {
@@ -139,10 +178,11 @@ func (rp *refPayload) Read(b []byte) (int, error) {
 	}
 	r := rp.refs[rp.i]
 	k := min(uint64(len(b)), r.n-rp.off)
-	if err := rp.seg.ReadPeer(b[:k], r.addr+rp.off); err != nil {
+	if err := rp.link.seg.ReadPeer(b[:k], r.addr+rp.off); err != nil {
 		return 0, err
 	}
 	rp.off += k
+	rp.pos += k
 	return int(k), nil
 }
 
@@ -151,6 +191,7 @@ func (rp *refPayload) Discard(n int) (int, error) {
 	for left > 0 && rp.i < len(rp.refs) {
 		k := min(left, rp.refs[rp.i].n-rp.off)
 		rp.off += k
+		rp.pos += k
 		left -= k
 		if rp.off == rp.refs[rp.i].n {
 			rp.i, rp.off = rp.i+1, 0

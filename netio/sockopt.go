@@ -48,6 +48,15 @@ func (t *TCP) SameHost(rank int) bool {
 // SendFits tells whether a frame of n payload bytes to rank goes out now: its ring has the
 // room, or its socket's send buffer has twice the room (the kernel counts its own overhead
 // against the buffer too). False while another write to rank holds its write lock.
+// WritesBack: a data frame of n bytes to a rank of this host goes by reference (shmref_linux.go).
+func (t *TCP) WritesBack(rank, n int) bool {
+	if rank == t.rank || rank < 0 || rank >= t.size || t.peers[rank] == nil {
+		return false
+	}
+	l := t.peers[rank].link
+	return l != nil && l.byRef(uint64(n))
+}
+
 func (t *TCP) SendFits(rank, n int) bool {
 	if rank == t.rank {
 		return true

@@ -151,6 +151,9 @@ func (t *TCP) Recv(from int, tag kx.Tag) ([]byte, error) { return t.mb.Recv(from
 // Expect names dst as the landing place of the message from rank from with tag: its payload is
 // read from the socket straight into dst.
 func (t *TCP) Expect(from int, tag kx.Tag, dst []byte) { t.mb.Expect(from, tag, dst) }
+func (t *TCP) ExpectFold(from int, tag kx.Tag, dst []byte, f kx.Fold) {
+	t.mb.ExpectFold(from, tag, dst, f)
+}
 
 // Await waits until the message posted with Expect has landed.
 func (t *TCP) Await(from int, tag kx.Tag) (int, error) { return t.mb.Await(from, tag) }

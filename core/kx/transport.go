@@ -40,6 +40,11 @@ type Transport interface {
 	// arrived before the post is copied in. dst belongs to the transport until Await for it
 	// returns or the collective ends; only the bytes of dst are ever written.
 	Expect(from int, tag Tag, dst []byte)
+	// ExpectFold is Expect for a message that is combined into dst instead of copied there
+	// (reduce on receive): the payload passes through a small buffer of the transport's,
+	// and fold.Fn combines it, piece by piece, into the bytes of dst at the same offsets. Not
+	// for racing messages (Tag.Race): copies from several replicas cannot each be folded.
+	ExpectFold(from int, tag Tag, dst []byte, fold Fold)
 	// Await waits until the message posted with Expect has landed and returns its length. It
 	// fails as Recv does, and with CodeInternal naming the sender for a payload whose length
 	// is not len(dst).
@@ -84,6 +89,29 @@ type Transport interface {
 	// for the peer to read (its ring or socket buffer has the room): core then sends a large
 	// message on the calling thread instead of a goroutine of its own.
 	SendFits(rank, n int) bool
+	// WritesBack tells whether a plain Send of n bytes to rank goes by reference (the peer
+	// copies it out of this process's memory), so that a receiver folding it with
+	// Fold.WriteBack may write its result over the sent bytes before the Send returns.
+	WritesBack(rank, n int) bool
+}
+
+// Fold combines a message into its landing place as it arrives (Transport.ExpectFold). Fn
+// gets each piece of the payload (src) with the bytes of the place it lands on (dst, as long);
+// it may overwrite src, which is the transport's scratch. Every piece starts and ends on a
+// multiple of Unit bytes (an element), and pieces come in order, front to back, on one goroutine
+// at a time. The one extra pass over memory of landing a message and combining it afterwards
+// stays in the cache.
+//
+// With WriteBack, a message that comes by reference from the sender's memory (single copy
+// between ranks of one host, see WritesBack) also has each folded piece of dst written back
+// over the sender's bytes it came from, before the sender's Send returns; WroteBack (when not
+// nil) is then set true, by the time Await returns. A message read any other way (it came
+// before its post, or by a copy) is folded but not written back.
+type Fold struct {
+	Unit      int
+	Fn        func(dst, src []byte)
+	WriteBack bool
+	WroteBack *bool
 }
 
 // Tag names one message inside a collective.
@@ -114,10 +142,11 @@ const (
 	PhaseBcast
 	PhaseDense
 	PhaseLinks // link probes and their acknowledgements (links.go)
+	PhaseReady // a receiver's word that the place a large message folds into is posted (core/dense_fold.go)
 )
 
 var phaseNames = [...]string{"", "config", "down", "up", "config-down", "small", "bcast",
-	"dense", "links"}
+	"dense", "links", "ready"}
 
 // String names the phase in error messages ("down", "links").
 func (p Phase) String() string {
@@ -199,4 +228,8 @@ type ShmStats struct {
 	Yields      uint64 `json:"yields"`    // waits that gave the CPU away between looks before sleeping (no spin allowed)
 	Sleeps      uint64 `json:"sleeps"`    // sleeps (futex, doorbell or poll(2))
 	WakesSent   uint64 `json:"wakes_sent"`
+	// Single copy (netio/shmref_linux.go): frames read straight out of a peer's memory, and
+	// the bytes a folding reader wrote back over a peer's data (dense allreduce's last layer).
+	RefFrames   uint64 `json:"ref_frames"`
+	WrittenBack uint64 `json:"written_back_bytes"`
 }

@@ -102,6 +102,14 @@ func (v *View) Expect(from int, tag kx.Tag, dst []byte) {
 	}
 }
 
+// ExpectFold posts dst for the message from node `from`, combined into it by fold; only for an
+// unreplicated comm (kx.Transport.ExpectFold), which the caller checks (Replication).
+func (v *View) ExpectFold(from int, tag kx.Tag, dst []byte, fold kx.Fold) {
+	if p, err := v.source(from, &tag); err == nil {
+		v.t.ExpectFold(p, tag, dst, fold)
+	}
+}
+
 // Await waits until the message posted with Expect has landed.
 func (v *View) Await(from int, tag kx.Tag) (int, error) {
 	p, err := v.source(from, &tag)

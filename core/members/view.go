@@ -130,6 +130,15 @@ func (v *View) SendFits(node, n int) bool {
 	return v.t.SendFits(v.replicas[node][0], n)
 }
 
+// WritesBack tells whether a message of n bytes to node goes by reference
+// (kx.Transport.WritesBack); with replication, never (racing copies are not).
+func (v *View) WritesBack(node, n int) bool {
+	if v.s != 1 || node < 0 || node >= v.m {
+		return false
+	}
+	return v.t.WritesBack(v.replicas[node][0], n)
+}
+
 // SameHost tells whether messages to node stay on this host (its first replica's).
 func (v *View) SameHost(node int) bool {
 	return node >= 0 && node < v.m && v.t.SameHost(v.replicas[node][0])

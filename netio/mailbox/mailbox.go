@@ -24,8 +24,8 @@ type Mailbox struct {
 	// stallEvery is how often a stalled wait logs (0: never); warnf prints the line.
 	stallEvery time.Duration
 	warnf      func(format string, args ...any)
-	// scratch[src] is where src's reader puts racing chunks before offering them; only that
-	// reader touches it.
+	// scratch[src] is where src's reader puts racing chunks before offering them, and the
+	// pieces of a folded message (fold.go); only that reader touches it.
 	scratch [][]byte
 
 	mu      sync.Mutex

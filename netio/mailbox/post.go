@@ -14,9 +14,10 @@ type post struct {
 	phase  kx.Phase // as on the wire (racing messages carry raceBit)
 	dst    []byte
 	state  postState
-	data   []byte // early: the buffered payload, copied into dst by Await
-	err    error  // landed with an error (a payload of the wrong length)
-	filled int    // filling: bytes of dst already read (a prefix)
+	data   []byte  // early: the buffered payload, copied into dst by Await
+	err    error   // landed with an error (a payload of the wrong length)
+	filled int     // filling: bytes of dst already read (a prefix)
+	fold   kx.Fold // with Fn set, the payload is combined into dst, not copied (ExpectFold)
 }
 
 type postState uint8
@@ -32,14 +33,27 @@ const (
 // the current collective. A frame that already arrived is moved into the post (Await copies
 // it); a later one is read straight into dst by claim. A post for a collective this rank has
 // left is ignored (Await reports why).
-func (m *Mailbox) Expect(from int, tag kx.Tag, dst []byte) {
+func (m *Mailbox) Expect(from int, tag kx.Tag, dst []byte) { m.expect(from, tag, dst, kx.Fold{}) }
+
+// ExpectFold posts dst as the place the message from rank `from` with tag is combined into by
+// fold (kx.Transport.ExpectFold): read in pieces through the reader's scratch and folded there,
+// or folded from its buffered copy by Await when it came first. A racing message cannot be
+// folded (its copies would each be); it panics, a bug of the caller's.
+func (m *Mailbox) ExpectFold(from int, tag kx.Tag, dst []byte, fold kx.Fold) {
+	if tag.Race || fold.Fn == nil || fold.Unit < 1 || len(dst)%fold.Unit != 0 {
+		panic("mailbox: ExpectFold of a racing message, or without a fold of whole units")
+	}
+	m.expect(from, tag, dst, fold)
+}
+
+func (m *Mailbox) expect(from int, tag kx.Tag, dst []byte, fold kx.Fold) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := m.race.key(tag.Layer, wirePhase(tag), from)
 	if m.closed != nil || !m.started || tag.Seq != m.cur {
 		return
 	}
-	p := &post{seq: tag.Seq, layer: tag.Layer, phase: k.phase, dst: dst}
+	p := &post{seq: tag.Seq, layer: tag.Layer, phase: k.phase, dst: dst, fold: fold}
 	if b := m.boxes[tag.Seq]; b != nil {
 		if data := takeMsg(b, k); data != nil {
 			p.state, p.data = postEarly, data
@@ -184,7 +198,11 @@ func (m *Mailbox) awaitPrefix(from int, tag kx.Tag, n int) (int, error) {
 		if len(early) != len(p.dst) {
 			return 0, lengthError(from, tag.Seq, tag.Layer, tag.Phase, len(early), len(p.dst))
 		}
-		copy(p.dst, early)
+		if p.fold.Fn != nil {
+			foldPieces(p, early)
+		} else {
+			copy(p.dst, early)
+		}
 	}
 	if r.partial {
 		return n, nil

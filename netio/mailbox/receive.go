@@ -25,6 +25,9 @@ func (m *Mailbox) Receive(src int, tag kx.Tag, n int, r Payload) error {
 		return m.receiveRacing(src, tag, n, r)
 	}
 	into := m.claim(src, tag.Seq, tag.Layer, tag.Phase, tag.FP, n)
+	if into != nil && into.fold.Fn != nil {
+		return m.receiveFold(src, tag, into, r)
+	}
 	var data []byte
 	if into != nil {
 		data = into.dst
@@ -74,7 +77,13 @@ func (m *Mailbox) Put(src int, tag kx.Tag, bufs [][]byte, n int) {
 		m.putRacing(src, tag, bufs, n)
 		return
 	}
-	if p := m.claim(src, tag.Seq, tag.Layer, tag.Phase, tag.FP, n); p != nil {
+	if p := m.claim(src, tag.Seq, tag.Layer, tag.Phase, tag.FP, n); p != nil && p.fold.Fn != nil {
+		data := gather(bufs, n) // Fn may overwrite its source, and bufs are the sender's
+		foldPieces(p, data)
+		PutBuf(data)
+		m.landed(src, p, tag.Layer, tag.Phase)
+		return
+	} else if p != nil {
 		off := 0
 		for _, b := range bufs {
 			off += copy(p.dst[off:], b)

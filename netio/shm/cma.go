@@ -30,8 +30,9 @@ var cmaProbe = cmaMagic
 // Side-line fields beyond pid and closed (segment.go's layout): the probe word's address and
 // whether this side could read the peer's.
 const (
-	offProbeAddr = 8
-	offReadsPeer = 16
+	offProbeAddr     = 8
+	offReadsPeer     = 16
+	offRefsAbandoned = 24
 )
 
 // publishProbe writes the probe word's address on this side's line.
@@ -62,27 +63,61 @@ func (s *Segment) PeerReadsMine() bool {
 
 // ReadPeer copies len(dst) bytes from address addr of the peer's memory. A peer that is gone
 // gives *PeerDeadError.
-func (s *Segment) ReadPeer(dst []byte, addr uint64) error {
+func (s *Segment) ReadPeer(dst []byte, addr uint64) error { return s.peerCopy(dst, addr, false) }
+
+// WritePeer copies src over len(src) bytes at address addr of the peer's memory: a reader that
+// folds a single-copy frame writes its result back over the writer's data (netio's write-back).
+// The permission is the one ReadPeer needs (ptrace's attach check, both ways the same).
+func (s *Segment) WritePeer(src []byte, addr uint64) error { return s.peerCopy(src, addr, true) }
+
+// peerCopy moves b from (write: to) the peer's memory at addr with process_vm_readv(2)
+// (process_vm_writev(2)).
+func (s *Segment) peerCopy(b []byte, addr uint64, write bool) error {
 	pid := s.PeerPid()
-	for len(dst) > 0 {
-		local := []unix.Iovec{{Base: &dst[0]}}
-		local[0].SetLen(len(dst))
-		remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(dst)}}
-		n, err := unix.ProcessVMReadv(pid, local, remote, 0)
+	var local [1]unix.Iovec
+	var remote [1]unix.RemoteIovec
+	for len(b) > 0 {
+		local[0] = unix.Iovec{Base: &b[0]}
+		local[0].SetLen(len(b))
+		remote[0] = unix.RemoteIovec{Base: uintptr(addr), Len: len(b)}
+		var n int
+		var err error
+		if write {
+			n, err = unix.ProcessVMWritev(pid, local[:], remote[:], 0)
+		} else {
+			n, err = unix.ProcessVMReadv(pid, local[:], remote[:], 0)
+		}
 		switch {
 		case errors.Is(err, unix.ESRCH):
 			return &PeerDeadError{Pid: pid}
 		case err == unix.EINTR:
 			continue
 		case err != nil:
-			return fmt.Errorf("shm: reading %d bytes of pid %d at %#x: %w", len(dst), pid, addr, err)
+			op := "reading"
+			if write {
+				op = "writing"
+			}
+			return fmt.Errorf("shm: %s %d bytes of pid %d at %#x: %w", op, len(b), pid, addr, err)
 		case n == 0:
-			return fmt.Errorf("shm: reading pid %d at %#x: nothing copied", pid, addr)
+			return fmt.Errorf("shm: pid %d at %#x: nothing copied", pid, addr)
 		}
-		dst = dst[n:]
+		b = b[n:]
 		addr += uint64(n)
 	}
 	return nil
+}
+
+// AbandonRefs records that this side's writer gave up waiting on its first n single-copy
+// frames (the peer stayed silent past the timeout): from now on the peer must not write back
+// over their data, which the caller owns again.
+func (s *Segment) AbandonRefs(n uint64) {
+	s.u64(offSide + s.side*line + offRefsAbandoned).Store(n)
+}
+
+// PeerAbandonedRefs is how many of the peer's single-copy frames it gave up on (AbandonRefs):
+// the reader checks it before each write-back.
+func (s *Segment) PeerAbandonedRefs() uint64 {
+	return s.u64(offSide + (1-s.side)*line + offRefsAbandoned).Load()
 }
 
 // Pos is the ring position just past everything written so far (the tail once published).

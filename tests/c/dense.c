@@ -122,6 +122,11 @@ int main(int argc, char **argv) {
     }
   }
   if (g_fail == f0) PASS("allreduce: %d calls over counts 0..2^20, every dtype x op, in place and not", calls);
+  { /* how the bytes travelled (shared memory, single copy, write-back): the tests read it */
+    static char js[1 << 16];
+    int64_t need = 0;
+    if (kylix_stats_json(c, js, sizeof js, &need) == KYLIX_OK) printf("r%d INFO stats %s\n", g_rank, js);
+  }
   MUST_OK(kylix_finalize(c));
   return check_finish();
 }

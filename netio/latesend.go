@@ -99,7 +99,7 @@ func (p *peer) sendOrLeaveShm(h *Header, bufs [][]byte, n int, leave <-chan stru
 	if !p.shmFits(n) {
 		return p.enqueue(frameBytes(h, bufs, n), true, n) // the drain goroutine takes over the write lock
 	}
-	err := p.writeShm(h, bufs, time.Now().Add(p.t.timeout))
+	err := p.writeShm(h, bufs, time.Time{}) // the timeout from when it has to wait
 	p.unlock()
 	if err == nil {
 		p.t.count(p.rank, n, true)

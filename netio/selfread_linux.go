@@ -133,7 +133,7 @@ func (t *TCP) drive(srcs []int, woken <-chan struct{}, until time.Time) bool {
 	} else {
 		sr.spins.Add(1)
 	}
-	end := time.Now().Add(window)
+	var end time.Time // the window counts from the first look at the clock (a fast wait reads none)
 	for i := 0; ; i++ {
 		select {
 		case <-woken:
@@ -152,7 +152,11 @@ func (t *TCP) drive(srcs []int, woken <-chan struct{}, until time.Time) bool {
 		if !yield && i&63 != 63 {
 			continue
 		}
-		if now := time.Now(); !now.Before(end) || !now.Before(until) {
+		now := time.Now()
+		if end.IsZero() {
+			end = now.Add(window)
+		}
+		if !now.Before(end) || !now.Before(until) {
 			sr.sleeps.Add(1) // the wait sleeps now, as without a driver
 			return false
 		}

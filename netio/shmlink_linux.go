@@ -423,13 +423,14 @@ func setSpin(links []*shmLink, spin bool) {
 	}
 }
 
-// writeShm writes one frame through the ring; the caller holds the write lock. deadline
-// bounds the whole frame (a peer that stops reading is declared dead by liveness first).
-func (p *peer) writeShm(h *Header, bufs [][]byte, deadline time.Time) error {
+// writeShm writes one frame through the ring; the caller holds the write lock. hard bounds the
+// whole frame, or (zero) the transport's timeout from when it first waits for room (a peer
+// that stops reading is declared dead by liveness first).
+func (p *peer) writeShm(h *Header, bufs [][]byte, hard time.Time) error {
 	EncodeHeader(p.hdr[:], h)
 	l := p.link
 	l.parts = append(append(l.parts[:0], p.hdr[:]), bufs...)
-	err := l.seg.Writer().WriteFrame(shm.Wait{Deadline: deadline}, l.parts...)
+	err := l.seg.Writer().WriteFrame(shm.Wait{Deadline: hard, Timeout: p.t.timeout}, l.parts...)
 	clear(l.parts) // drop references to the caller's memory
 	l.parts = l.parts[:0]
 	if err != nil {

@@ -36,7 +36,7 @@ func (l *shmLink) byRef(n uint64) bool { return n >= refMin && l.seg.PeerReadsMi
 
 // writeShmRef writes the reference frame for h and bufs (the caller holds the write lock) and
 // returns the ring position the peer releases once it has copied the payload.
-func (p *peer) writeShmRef(h *Header, bufs [][]byte, deadline time.Time) (end uint64, err error) {
+func (p *peer) writeShmRef(h *Header, bufs [][]byte, hard time.Time) (end uint64, err error) {
 	l := p.link
 	desc := binary.LittleEndian.AppendUint32(l.desc[:0], 0)
 	count := uint32(0)
@@ -54,7 +54,7 @@ func (p *peer) writeShmRef(h *Header, bufs [][]byte, deadline time.Time) (end ui
 	l.desc = desc
 	rh := *h
 	rh.Type, rh.Len = FrameDataRef, uint64(len(desc))
-	if err := p.writeShm(&rh, [][]byte{desc}, deadline); err != nil {
+	if err := p.writeShm(&rh, [][]byte{desc}, hard); err != nil {
 		return 0, err
 	}
 	n := uint64(HeaderSize + len(desc))

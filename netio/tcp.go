@@ -322,11 +322,16 @@ func (p *peer) lingerForBye(deadline time.Time) {
 	}
 }
 
+// lock takes p's write lock, waiting until deadline at most (zero: the transport's timeout
+// from when it starts to wait).
 func (p *peer) lock(deadline time.Time) bool {
 	select {
 	case p.wsem <- struct{}{}:
 		return true
 	default:
+	}
+	if deadline.IsZero() {
+		deadline = time.Now().Add(p.t.timeout)
 	}
 	tm := time.NewTimer(time.Until(deadline))
 	defer tm.Stop()
@@ -345,11 +350,7 @@ func (p *peer) unlock() { <-p.wsem }
 // stream, so the connection is dropped and the peer counted as lost.
 func (p *peer) write(h *Header, bufs [][]byte, hard time.Time) error {
 	t := p.t
-	lockBy := hard
-	if lockBy.IsZero() {
-		lockBy = time.Now().Add(t.timeout)
-	}
-	if !p.lock(lockBy) {
+	if !p.lock(hard) {
 		return kx.Errorf(kx.CodeTimeout, "send to rank %d: its connection stayed busy for %v", kx.RankRef(p.rank), t.timeout)
 	}
 	if err := p.writable(); err != nil {
@@ -361,18 +362,16 @@ func (p *peer) write(h *Header, bufs [][]byte, hard time.Time) error {
 		p.unlock()
 		return err
 	}
-	deadline := hard
-	if deadline.IsZero() {
-		deadline = time.Now().Add(t.timeout)
-	}
+	// A ring write that has to wait for room waits until hard, or (zero) for the timeout
+	// from when it starts to wait.
 	if h.Type != FrameData || !p.link.byRef(h.Len) {
-		err := p.writeShm(h, bufs, deadline)
+		err := p.writeShm(h, bufs, hard)
 		p.unlock()
 		return err
 	}
 	// By reference (shmref_linux.go): the write lock goes back before the wait for the peer's
 	// copy, so that this rank's other frames to it (and its own answers) are not held up.
-	end, err := p.writeShmRef(h, bufs, deadline)
+	end, err := p.writeShmRef(h, bufs, hard)
 	p.unlock()
 	if err == nil {
 		err = p.awaitRefCopied(h, end)

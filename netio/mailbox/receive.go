@@ -18,8 +18,13 @@ const readChunk = 1 << 20
 // place core posted for it when there is one (gloo's prepareRead), else into a pooled buffer
 // that waits in the mailbox; a racing copy goes through receiveRacing. An error is the
 // stream's: the frame is dropped and the transport tells of the peer's end.
+//
+// Filing the frame (landed, deliver) marks src heard; so do the chunks of a long payload
+// before it: one clock reading for a small frame, which is all a small step's frame is.
 func (m *Mailbox) Receive(src int, tag kx.Tag, n int, r Payload) error {
-	m.live.heard(src)
+	if n > readChunk {
+		m.live.heard(src)
+	}
 	m.live.calling(src, tag.Seq)
 	if tag.Race {
 		return m.receiveRacing(src, tag, n, r)
@@ -42,10 +47,12 @@ func (m *Mailbox) Receive(src int, tag kx.Tag, n int, r Payload) error {
 			}
 			return err
 		}
-		m.live.heard(src)
 		off = end
-		if into != nil && off < len(data) {
-			m.progress(src, into, off, tag.Layer, tag.Phase)
+		if off < len(data) {
+			m.live.heard(src)
+			if into != nil {
+				m.progress(src, into, off, tag.Layer, tag.Phase)
+			}
 		}
 	}
 	if into != nil {

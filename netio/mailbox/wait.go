@@ -64,10 +64,10 @@ func (m *Mailbox) removeWaiter(w *waiter) {
 	}
 }
 
-// plan sets when w next looks at the clock; its timer is started only when the wait sleeps
-// (sleep), so a wait its driver completes costs no timer.
-func (w *waiter) plan(d time.Duration) {
-	w.due = time.Now().Add(d)
+// plan sets when w next looks at the clock, d after now; its timer is started only when the
+// wait sleeps (sleep), so a wait its driver completes costs no timer.
+func (w *waiter) plan(now time.Time, d time.Duration) {
+	w.due = now.Add(d)
 	if w.armed {
 		w.timer.Reset(d)
 	}
@@ -138,7 +138,7 @@ func (m *Mailbox) wait(from int, tag kx.Tag, prefix int) (ready, error) {
 	}
 	k := m.race.key(tag.Layer, wirePhase(tag), from)
 	var w *waiter
-	start := time.Now()
+	var start time.Time // of the wait proper: set when the first look finds nothing
 	nextStall := m.stallEvery
 	m.mu.Lock()
 	defer func() {
@@ -154,7 +154,8 @@ func (m *Mailbox) wait(from int, tag kx.Tag, prefix int) (ready, error) {
 		if w == nil {
 			w = m.getWaiter(tag.Seq, k, prefix)
 			m.waiters = append(m.waiters, w)
-			w.plan(m.nextCheck(m.timeout, nextStall))
+			start = time.Now()
+			w.plan(start, m.nextCheck(m.timeout, nextStall))
 		}
 		m.mu.Unlock()
 		if m.driver != nil && m.drive(w, k, from) {
@@ -176,7 +177,7 @@ func (m *Mailbox) wait(from int, tag kx.Tag, prefix int) (ready, error) {
 			// from the peer (a long message may still be arriving); heartbeats do not count.
 			last := max(start.UnixNano(), m.live.latestData(m.race.sources(k, from)))
 			if left := time.Until(time.Unix(0, last).Add(m.timeout)); left > 0 {
-				w.plan(m.nextCheck(left, nextStall-waited))
+				w.plan(time.Now(), m.nextCheck(left, nextStall-waited))
 				continue
 			}
 			// One last look: the message may have raced the timer.

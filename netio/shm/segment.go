@@ -99,7 +99,10 @@ const defaultPoll = 20 * time.Millisecond
 
 // Wait bounds one blocking call.
 type Wait struct {
-	Deadline time.Time       // zero: no deadline; else ErrTimeout once it passes
+	Deadline time.Time // zero: no deadline (unless Timeout); else ErrTimeout once it passes
+	// Timeout, with a zero Deadline, sets it to this long after the wait first has to wait: a
+	// call that finds its room or frame at once reads no clock.
+	Timeout time.Duration
 	Abort    <-chan struct{} // closed: ErrAborted (promptly after Segment.Interrupt); nil: never
 }
 

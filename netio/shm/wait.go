@@ -56,6 +56,9 @@ func (s *Segment) await(wt *Wait, sleep *atomic.Uint32, ready func() bool, watch
 	if ready() {
 		return nil
 	}
+	if wt.Deadline.IsZero() && wt.Timeout > 0 {
+		wt.Deadline = time.Now().Add(wt.Timeout)
+	}
 	if s.spin > 0 {
 		s.stats.spins.Add(1)
 		start := time.Now()

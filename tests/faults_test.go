@@ -144,6 +144,43 @@ func TestKill(t *testing.T) {
 	}
 }
 
+// A rank killed in the middle of large dense allreduces (tests/c/killmid.c): between ranks of
+// one host its peers may be reading its memory (a fold), writing their result back into it or
+// waiting for it to copy theirs. Each survivor's call fails with PEER (or TIMEOUT) in bounded
+// time, the results before were right, and at least one survivor's message names the victim.
+func TestKillMidAllreduce(t *testing.T) {
+	for _, c := range []struct{ n, victim, afterMS int }{{2, 1, 300}, {2, 0, 450}, {4, 2, 400}} {
+		t.Run(fmt.Sprintf("n%d_victim%d", c.n, c.victim), func(t *testing.T) {
+			t.Parallel()
+			r := run(t, job{N: c.n, KeepGoing: true, Prog: "killmid",
+				Args: []string{fmt.Sprint(c.victim), fmt.Sprint(c.afterMS), fmt.Sprint(4 << 20), "4000"}})
+			var problems []string
+			if r.Code != 128+9 {
+				problems = append(problems, fmt.Sprintf("launcher exit code %d, want %d", r.Code, 128+9))
+			}
+			problems = append(problems, r.failures()...)
+			named := 0
+			for rk := 0; rk < c.n; rk++ {
+				if rk == c.victim {
+					continue
+				}
+				if !r.has(rk, "PASS", "killmid allreduce") {
+					problems = append(problems, fmt.Sprintf("survivor %d did not pass", rk))
+				}
+				if r.has(rk, "INFO", "names-victim=yes") {
+					named++
+				}
+			}
+			if named == 0 {
+				problems = append(problems, fmt.Sprintf("no survivor's errmsg names rank %d", c.victim))
+			}
+			if len(problems) > 0 {
+				t.Errorf("%s\n%s", strings.Join(problems, "\n"), r.dump())
+			}
+		})
+	}
+}
+
 // Without --keep-going the launcher stops every rank when one exits non-zero, and exits with
 // that rank's code. The other ranks sleep 60 s outside the library.
 func TestLauncherStopsOthers(t *testing.T) {

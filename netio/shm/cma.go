@@ -5,6 +5,7 @@ package shm
 import (
 	"errors"
 	"fmt"
+	"math"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -57,7 +58,12 @@ func (s *Segment) ProbePeerMemory() bool {
 }
 
 // PeerReadsMine tells whether the peer could read this process's memory (its ProbePeerMemory).
+// A closed segment says no (its mapping is gone).
 func (s *Segment) PeerReadsMine() bool {
+	if s.enter() != nil {
+		return false
+	}
+	defer s.exit()
 	return s.u32(offSide+(1-s.side)*line+offReadsPeer).Load() == 1
 }
 
@@ -73,7 +79,11 @@ func (s *Segment) WritePeer(src []byte, addr uint64) error { return s.peerCopy(s
 // peerCopy moves b from (write: to) the peer's memory at addr with process_vm_readv(2)
 // (process_vm_writev(2)).
 func (s *Segment) peerCopy(b []byte, addr uint64, write bool) error {
+	if err := s.enter(); err != nil { // the pid lives in the mapping
+		return err
+	}
 	pid := s.PeerPid()
+	s.exit()
 	var local [1]unix.Iovec
 	var remote [1]unix.RemoteIovec
 	for len(b) > 0 {
@@ -111,12 +121,20 @@ func (s *Segment) peerCopy(b []byte, addr uint64, write bool) error {
 // frames (the peer stayed silent past the timeout): from now on the peer must not write back
 // over their data, which the caller owns again.
 func (s *Segment) AbandonRefs(n uint64) {
+	if s.enter() != nil {
+		return // closed: nobody reads the ring any more
+	}
+	defer s.exit()
 	s.u64(offSide + s.side*line + offRefsAbandoned).Store(n)
 }
 
 // PeerAbandonedRefs is how many of the peer's single-copy frames it gave up on (AbandonRefs):
-// the reader checks it before each write-back.
+// the reader checks it before each write-back. A closed segment has given up on all of them.
 func (s *Segment) PeerAbandonedRefs() uint64 {
+	if s.enter() != nil {
+		return math.MaxUint64
+	}
+	defer s.exit()
 	return s.u64(offSide + (1-s.side)*line + offRefsAbandoned).Load()
 }
 

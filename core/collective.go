@@ -4,6 +4,7 @@ import (
 	"errors"
 	"kylix/core/kx"
 	"kylix/core/members"
+	"slices"
 	"sync"
 )
 
@@ -25,43 +26,39 @@ func (c *Comm) usable() error {
 // fingerprint lets peers detect a rank that called something else. A failure is announced to
 // all peers so nobody waits for a timeout that cannot end well.
 //
-// Every collective is issued, as NCCL enqueues every call; a blocking call is issue + Wait
-// (collective). The sequence number is taken now, in call order. A non-blocking call (async)
-// always queues on the comm's executor (request.go). A blocking one queues behind requests in
-// flight, and otherwise runs at once on the caller's goroutine: no hand-off when nothing is
-// queued.
-func (c *Comm) issue(fp kx.Fingerprint, body func(seq uint64) error, async bool) (*Request, error) {
-	if err := c.usable(); err != nil {
-		c.revoke()
+// Every collective is issued, as NCCL enqueues every call. The sequence number is taken now,
+// in call order. A non-blocking call (issue) queues on the comm's executor (request.go) and
+// returns its request. A blocking one (collective) waits for the requests in flight, then runs
+// on the caller's goroutine: no hand-off, and body is not kept, so the caller's closure
+// need not be allocated (a small step allocates nothing here).
+func (c *Comm) issue(fp kx.Fingerprint, body func(seq uint64) error) (*Request, error) {
+	seq, err := c.nextSeq()
+	if err != nil {
 		return nil, err
 	}
-	seq := c.seq
-	c.seq++
-	if r := c.submit(seq, fp, body, async); r != nil {
-		return r, nil
-	}
-	return &Request{done: closedChan, err: c.run(seq, fp, body), seq: seq, fp: fp}, nil
+	return c.submit(seq, fp, body), nil
 }
 
-// collective is a blocking collective: issue, then wait.
+// collective runs a blocking collective (see issue) and returns its outcome.
 func (c *Comm) collective(fp kx.Fingerprint, body func(seq uint64) error) error {
-	return wait(c.issue(fp, body, false))
-}
-
-// wait is Wait on a request just issued, or the error that kept it from being issued.
-func wait(r *Request, err error) error {
+	seq, err := c.nextSeq()
 	if err != nil {
 		return err
 	}
-	return r.Wait()
+	c.ex.waitIdle() // the requests issued before this call run first
+	return c.run(seq, fp, body)
 }
 
-// closedChan is the done channel of a request that completed as it was issued.
-var closedChan = func() chan struct{} {
-	ch := make(chan struct{})
-	close(ch)
-	return ch
-}()
+// nextSeq takes the next collective's sequence number, or says why the comm cannot run one.
+func (c *Comm) nextSeq() (uint64, error) {
+	if err := c.usable(); err != nil {
+		c.revoke()
+		return 0, err
+	}
+	seq := c.seq
+	c.seq++
+	return seq, nil
+}
 
 // run executes collective seq on the transport. Only one runs at a time on a comm: the caller
 // is either the issuing goroutine with the executor idle, or the executor.
@@ -133,7 +130,9 @@ func (c *Comm) reject(abort error) {
 	c.seq++
 	fp := kx.Fingerprint{Kind: kx.KindInvalid}
 	body := func(uint64) error { return abort } // run aborts seq with it, as for any failure
-	if c.submit(seq, fp, body, false) == nil {  // queued behind requests in flight: not waited for
+	if c.ex.busyNow() {
+		c.submit(seq, fp, body) // queued behind the requests in flight: not waited for
+	} else {
 		c.run(seq, fp, body)
 	}
 }
@@ -158,7 +157,23 @@ type bgSends struct {
 // sends is a sendGroup for the running collective.
 func (c *Comm) sends() sendGroup { return sendGroup{c: c, fp: c.fp} }
 
-func (g *sendGroup) send(to int, tag kx.Tag, bufs ...[]byte) {
+// send sends b (nil: an empty message) as one message. The one-buffer list it hands the
+// transport is the comm's (Comm.one), so a send allocates nothing: the transport's Send takes
+// an interface call's arguments, which escape.
+func (g *sendGroup) send(to int, tag kx.Tag, b []byte) {
+	if len(b) == 0 {
+		g.sendv(to, tag, nil)
+		return
+	}
+	c := g.c
+	c.one[0] = b
+	g.sendv(to, tag, c.one[:])
+	c.one[0] = nil
+}
+
+// sendv sends the concatenation of bufs as one message; the list may be reused once it
+// returns (a send on a goroutine of its own takes a copy).
+func (g *sendGroup) sendv(to int, tag kx.Tag, bufs [][]byte) {
 	tag.FP = g.fp
 	n := 0
 	for _, b := range bufs {
@@ -180,6 +195,7 @@ func (g *sendGroup) send(to int, tag kx.Tag, bufs ...[]byte) {
 	bg := g.bg
 	bg.wg.Add(1)
 	kx.AsyncSends.Add(1)
+	bufs = slices.Clone(bufs)
 	go func() {
 		defer bg.wg.Done()
 		defer kx.AsyncSends.Add(-1)

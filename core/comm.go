@@ -36,6 +36,8 @@ type Comm struct {
 	// smallBuf is this rank's own vector in the direct exchange of a small one.
 	denseBuf []byte
 	smallBuf []byte
+	// one is the one-buffer list sendGroup.send hands the transport (no allocation a send).
+	one [1][]byte
 	// raceBase: the transport's racing counts at the last ResetStats (stats_replicas.go).
 	raceBase []kx.RacePeerStats
 	mu       sync.Mutex // guards broken/closed/raceBase against other goroutines

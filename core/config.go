@@ -376,7 +376,7 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 		}
 		msg := keyset.BuildConfigMsg(m.Out, m.In, same, rows, m.Vals, packed)
 		c.noteConfigMsg(tag, msg.MsgFigures, true)
-		sg.send(to, tag, msg.Bufs...)
+		sg.sendv(to, tag, msg.Bufs)
 	}
 	payloads := make([][]byte, 0, d) // released once merged
 	done := func() {

@@ -175,3 +175,44 @@ func TestThreadsBitwise(t *testing.T) {
 		})
 	}
 }
+
+// A small step allocates nothing once warm: a blocking allreduce's body is not kept (its closure
+// stays on the stack), sends hand the transport the comm's one-buffer list, and small payloads
+// come from the pool. Counted over both ranks of an in-memory job (the count is the process's):
+// an allocation a call would be thousands.
+func TestSmallAllreduceAllocatesNothing(t *testing.T) {
+	const calls = 2000
+	var mallocs [2]uint64
+	errs := runJob(t, 2, "direct", func(c *core.Comm) error {
+		send, recv := make([]byte, 32), make([]byte, 32)
+		step := func() error { return c.Allreduce(send, recv, kx.F32, kx.Sum) }
+		for i := 0; i < 100; i++ {
+			if err := step(); err != nil {
+				return err
+			}
+		}
+		var ms runtime.MemStats
+		if c.Rank() == 0 {
+			runtime.ReadMemStats(&ms)
+			mallocs[0] = ms.Mallocs
+		}
+		for i := 0; i < calls; i++ {
+			if err := step(); err != nil {
+				return err
+			}
+		}
+		if c.Rank() == 0 {
+			runtime.ReadMemStats(&ms)
+			mallocs[1] = ms.Mallocs
+		}
+		return nil
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	if n := mallocs[1] - mallocs[0]; n > calls/20 {
+		t.Errorf("%d allocations over %d allreduces of 8 floats on 2 ranks, want next to none", n, calls)
+	}
+}

@@ -14,13 +14,26 @@ import (
 // rank moves about 2(m-1)/m of the vector, and each element is combined by one owner in source
 // order, so all ranks get the same bits.
 func (c *Comm) Allreduce(send, recv []byte, d kx.Dtype, o kx.Op) error {
-	return wait(c.allreduce(send, recv, d, o, false))
+	fp, err := c.checkAllreduce(send, recv, d, o)
+	if err != nil {
+		return err
+	}
+	return c.collective(fp, func(seq uint64) error { return c.allreduceBody(seq, send, recv, d, o) })
 }
 
-// allreduce checks an allreduce's arguments and issues it (IAllreduce with async).
-func (c *Comm) allreduce(send, recv []byte, d kx.Dtype, o kx.Op, async bool) (*Request, error) {
-	if err := c.usable(); err != nil {
+// IAllreduce starts Allreduce and returns at once; arguments and buffers as for IReduce.
+func (c *Comm) IAllreduce(send, recv []byte, d kx.Dtype, o kx.Op) (*Request, error) {
+	fp, err := c.checkAllreduce(send, recv, d, o)
+	if err != nil {
 		return nil, err
+	}
+	return c.issue(fp, func(seq uint64) error { return c.allreduceBody(seq, send, recv, d, o) })
+}
+
+// checkAllreduce checks an allreduce's arguments and returns its fingerprint.
+func (c *Comm) checkAllreduce(send, recv []byte, d kx.Dtype, o kx.Op) (kx.Fingerprint, error) {
+	if err := c.usable(); err != nil {
+		return kx.Fingerprint{}, err
 	}
 	err := kernels.CheckDtypeOp(d, o)
 	if err == nil && len(send) != len(recv) {
@@ -41,21 +54,24 @@ func (c *Comm) allreduce(send, recv []byte, d kx.Dtype, o kx.Op, async bool) (*R
 		err = checkRoom(uint64(n*es), "count", "rsum's accumulators")
 	}
 	if err != nil {
-		return nil, c.Reject(err)
+		return kx.Fingerprint{}, c.Reject(err)
 	}
-	fp := kx.Fingerprint{Kind: kx.KindAllreduce, Dtype: uint8(d), Op: uint16(o), Count: int64(n)}
-	return c.issue(fp, func(seq uint64) error {
-		if o == kx.RSum {
-			return c.rsumAllreduce(seq, send, recv, d, n)
-		}
-		if len(send) > 0 && unsafe.SliceData(send) != unsafe.SliceData(recv) {
-			copy(recv, send)
-		}
-		if n*es <= c.denseSwitch() {
-			return c.allreduceDirect(seq, recv, d, o)
-		}
-		return c.denseButterfly(seq, recv, nil, n, d, o)
-	}, async)
+	return kx.Fingerprint{Kind: kx.KindAllreduce, Dtype: uint8(d), Op: uint16(o), Count: int64(n)}, nil
+}
+
+// allreduceBody runs collective seq, an allreduce whose arguments checkAllreduce accepted.
+func (c *Comm) allreduceBody(seq uint64, send, recv []byte, d kx.Dtype, o kx.Op) error {
+	n, es := len(send)/d.Size(), kernels.ElemBytes(d, o)
+	if o == kx.RSum {
+		return c.rsumAllreduce(seq, send, recv, d, n)
+	}
+	if len(send) > 0 && unsafe.SliceData(send) != unsafe.SliceData(recv) {
+		copy(recv, send)
+	}
+	if n*es <= c.denseSwitch() {
+		return c.allreduceDirect(seq, recv, d, o)
+	}
+	return c.denseButterfly(seq, recv, nil, n, d, o)
 }
 
 // denseButterfly reduces the n values of buf down the layers and sends the reduced ranges back

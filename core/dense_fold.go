@@ -100,7 +100,7 @@ const foldReadyMin = 1 << 20
 // member that is ahead waits, and it would wait for the other's copy anyway.
 func (c *Comm) foldReady(other int, tag kx.Tag) error {
 	sg := c.sends()
-	sg.send(other, tag)
+	sg.send(other, tag, nil)
 	got, err := c.recv(other, tag)
 	if err == nil {
 		c.release(got)
@@ -124,7 +124,7 @@ func (c *Comm) denseUpBack(seq uint64, topo planning.Topology, i int, buf []byte
 	ga, gb := chunk(lo, hi, 1-me, 2)
 	sg := c.sends()
 	if back.wrote {
-		sg.send(other, tag)
+		sg.send(other, tag, nil)
 	} else {
 		sg.send(other, tag, buf[a*es:b*es])
 	}

@@ -110,7 +110,7 @@ func (c *Comm) mixLayer(seq uint64, topo planning.Topology, i int, buf []byte, d
 	for j := 0; j < topo.Layers(); j++ {
 		for g := 0; j != i && g < topo.Degrees[j]; g++ {
 			if g != topo.Digit(node, j) {
-				sg.send(topo.Member(node, j, g), kx.Tag{Seq: seq, Layer: uint8(j), Phase: kx.PhaseSmall})
+				sg.send(topo.Member(node, j, g), kx.Tag{Seq: seq, Layer: uint8(j), Phase: kx.PhaseSmall}, nil)
 			}
 		}
 	}

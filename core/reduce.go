@@ -10,13 +10,29 @@ import (
 // Reduce sends this rank's out values down the configured butterfly and writes the op over
 // all ranks into inVals, in the caller's in-index order.
 func (p *Plan) Reduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width int) error {
-	return wait(p.reduce(outVals, inVals, d, o, width, false))
+	fp, b, vs, err := p.checkReduce(outVals, inVals, d, o, width)
+	if err != nil {
+		return err
+	}
+	return p.c.collective(fp, func(seq uint64) error { return p.reduceBody(seq, b, vs, outVals, inVals) })
 }
 
-// reduce checks a reduce's arguments and issues it (IReduce with async).
-func (p *Plan) reduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width int, async bool) (*Request, error) {
-	if err := p.usable(); err != nil {
+// IReduce starts Reduce and returns at once. Arguments are checked now: an error is returned
+// (and the slot given up through Reject, as the blocking call does) without a request. outVals
+// and inVals belong to the request until Wait returns or Test reports done.
+func (p *Plan) IReduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width int) (*Request, error) {
+	fp, b, vs, err := p.checkReduce(outVals, inVals, d, o, width)
+	if err != nil {
 		return nil, err
+	}
+	return p.c.issue(fp, func(seq uint64) error { return p.reduceBody(seq, b, vs, outVals, inVals) })
+}
+
+// checkReduce checks a reduce's arguments and returns its fingerprint, the plan's buffers for
+// its value size and its value spec.
+func (p *Plan) checkReduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width int) (kx.Fingerprint, *planBufs, *valueSpec, error) {
+	if err := p.usable(); err != nil {
+		return kx.Fingerprint{}, nil, nil, err
 	}
 	c := p.c
 	err := checkReduceArgs(d, o, width)
@@ -31,20 +47,22 @@ func (p *Plan) reduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width int, as
 		b, err = p.bufs(width*kernels.ElemBytes(d, o), "width")
 	}
 	if err != nil {
-		return nil, c.Reject(err)
+		return kx.Fingerprint{}, nil, nil, c.Reject(err)
 	}
-	vs := newValueSpec(d, o, width)
 	fp := kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
-	return c.issue(fp, func(seq uint64) error {
-		p.expectAll(seq, b, vs, true)
-		p.fillLayer0(b, outVals, vs)
-		for i := range p.layers {
-			if err := p.down(seq, i, b, vs); err != nil {
-				return err
-			}
+	return fp, b, newValueSpec(d, o, width), nil
+}
+
+// reduceBody runs collective seq, a reduce whose arguments checkReduce accepted.
+func (p *Plan) reduceBody(seq uint64, b *planBufs, vs *valueSpec, outVals, inVals []byte) error {
+	p.expectAll(seq, b, vs, true)
+	p.fillLayer0(b, outVals, vs)
+	for i := range p.layers {
+		if err := p.down(seq, i, b, vs); err != nil {
+			return err
 		}
-		return p.up(seq, b, b.vec[len(p.layers)], inVals, vs, p.fusedUp && vs.o.Builtin()) // combineSub
-	}, async)
+	}
+	return p.up(seq, b, b.vec[len(p.layers)], inVals, vs, p.fusedUp && vs.o.Builtin()) // combineSub
 }
 
 // expectAll posts the landing place of every message this rank receives in the reduce: down

@@ -45,18 +45,6 @@ func (r *Request) Test() (done bool, err error) {
 	}
 }
 
-// IReduce starts Reduce and returns at once. Arguments are checked now: an error is returned
-// (and the slot given up through Reject, as the blocking call does) without a request. outVals
-// and inVals belong to the request until Wait returns or Test reports done.
-func (p *Plan) IReduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width int) (*Request, error) {
-	return p.reduce(outVals, inVals, d, o, width, true)
-}
-
-// IAllreduce starts Allreduce and returns at once; arguments and buffers as for IReduce.
-func (c *Comm) IAllreduce(send, recv []byte, d kx.Dtype, o kx.Op) (*Request, error) {
-	return c.allreduce(send, recv, d, o, true)
-}
-
 // executor is a comm's queue of collectives. The zero value is an idle executor.
 type executor struct {
 	mu    sync.Mutex
@@ -65,16 +53,11 @@ type executor struct {
 	idle  chan struct{} // closed when that goroutine exits
 }
 
-// submit queues a collective and starts the drain goroutine if none runs. Unless always, it
-// queues only when the executor is busy and returns nil otherwise: the caller runs it inline
-// (issue).
-func (c *Comm) submit(seq uint64, fp kx.Fingerprint, body func(uint64) error, always bool) *Request {
+// submit queues a collective and starts the drain goroutine if none runs.
+func (c *Comm) submit(seq uint64, fp kx.Fingerprint, body func(uint64) error) *Request {
 	e := &c.ex
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.busy && !always {
-		return nil
-	}
 	r := &Request{done: make(chan struct{}), seq: seq, fp: fp, body: body}
 	e.queue = append(e.queue, r)
 	if !e.busy {
@@ -131,6 +114,13 @@ func (e *executor) active() bool {
 
 // waitIdle returns once nothing is queued or running. Only the goroutine that issues
 // collectives may rely on it staying idle afterwards.
+// busyNow tells whether requests are in flight (a drain goroutine owns the transport).
+func (e *executor) busyNow() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.busy
+}
+
 func (e *executor) waitIdle() {
 	e.mu.Lock()
 	ch := e.idle

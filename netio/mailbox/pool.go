@@ -9,7 +9,9 @@ import (
 // fresh allocation, and at 1 MiB a message that (zeroing, page faults, GC) costs as much as the
 // loopback copy itself. A caller that is done with a payload may give it back with Release; the
 // next payload of the same size class reuses it. Buffers come in power-of-two classes from
-// minPooled to maxPooled; smaller and larger ones are plain allocations.
+// minPooled to maxPooled; a smaller payload takes a buffer of the smallest class (a small
+// step's 32 bytes would otherwise cost an allocation a message, and a collection every few
+// thousand calls), a larger one is a plain allocation.
 const (
 	minPooledShift = 6  // 64 B
 	maxPooledShift = 26 // 64 MiB
@@ -23,10 +25,10 @@ var holders sync.Pool
 
 // GetBuf returns a buffer of length n whose contents are undefined (the reader overwrites it).
 func GetBuf(n int) []byte {
-	if n < 1<<minPooledShift || n > 1<<maxPooledShift {
+	if n < 1 || n > 1<<maxPooledShift {
 		return make([]byte, n)
 	}
-	k := bits.Len(uint(n - 1)) // smallest k with 1<<k >= n
+	k := max(bits.Len(uint(n-1)), minPooledShift) // smallest class of at least n bytes
 	if p, _ := payloadPools[k].Get().(*[]byte); p != nil {
 		b := (*p)[:n]
 		*p = nil

@@ -103,7 +103,7 @@ type Wait struct {
 	// Timeout, with a zero Deadline, sets it to this long after the wait first has to wait: a
 	// call that finds its room or frame at once reads no clock.
 	Timeout time.Duration
-	Abort    <-chan struct{} // closed: ErrAborted (promptly after Segment.Interrupt); nil: never
+	Abort   <-chan struct{} // closed: ErrAborted (promptly after Segment.Interrupt); nil: never
 }
 
 // Segment is this process's mapping of a two-ring segment.

@@ -319,29 +319,31 @@ func kylixgo_errmsg(h C.uintptr_t, found *C.int) (m *C.char) {
 // onComm runs body as call name on the comm of handle h: the preamble every comm call shares.
 // Errors go to the comm's message sink, a panic in body becomes KYLIX_ERR_INTERNAL (rec), and
 // a NULL, finalized or foreign handle fails here with its status.
+//
+// The sink of a call on a live comm is the comm's own (commEntry.sink): one thread at a time
+// uses a comm (include/kylix.h), and a sink made per call would cost a small step an
+// allocation. The handle lookup, which cannot panic, runs before rec is deferred.
 func onComm(name string, h C.uintptr_t, eb *C.char, ecap C.size_t, body func(s *sink, ce *commEntry) C.int) (st C.int) {
-	s := &sink{buf: eb, size: ecap}
-	defer rec(name, &st, s)
 	ce, err := lookupComm(uint64(h), "c")
 	if err != nil {
-		return fail(name, s, err)
+		return fail(name, &sink{buf: eb, size: ecap}, err)
 	}
-	s.ce = ce
+	s := ce.useSink(eb, ecap)
+	defer rec(name, &st, s)
 	return body(s, ce)
 }
 
 // onPlan is onComm for calls on a plan handle. A freed plan of a live comm goes through
 // Reject, so the peers of a collective on it fail with a mismatch instead of waiting.
 func onPlan(name string, h C.uintptr_t, eb *C.char, ecap C.size_t, body func(s *sink, pe *planEntry, ce *commEntry) C.int) (st C.int) {
-	s := &sink{buf: eb, size: ecap}
-	defer rec(name, &st, s)
 	pe, ce, err := lookupPlan(uint64(h), "p")
-	s.ce = ce
+	if ce == nil {
+		return fail(name, &sink{buf: eb, size: ecap}, err)
+	}
+	s := ce.useSink(eb, ecap)
+	defer rec(name, &st, s)
 	if err != nil {
-		if ce != nil {
-			return reject(name, s, err)
-		}
-		return fail(name, s, err)
+		return reject(name, s, err)
 	}
 	return body(s, pe, ce)
 }

@@ -31,6 +31,14 @@ type commEntry struct {
 	// errmsg is the C copy of the last failure's message, returned by kylix_errmsg(c). Only the
 	// thread using the comm touches it (include/kylix.h: one thread per comm at a time).
 	errmsg *C.char
+	// sink is where the call on the comm running now reports its failure (useSink).
+	sink sink
+}
+
+// useSink makes the comm's sink the running call's, reporting into buf (cap bytes) too.
+func (ce *commEntry) useSink(buf *C.char, size C.size_t) *sink {
+	ce.sink = sink{ce: ce, buf: buf, size: size}
+	return &ce.sink
 }
 
 type planEntry struct {

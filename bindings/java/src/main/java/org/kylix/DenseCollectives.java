@@ -176,27 +176,47 @@ abstract class DenseCollectives {
    * root must agree on every rank.
    */
   public void bcast(byte[] buf, int root) {
-    doBcast(Vals.bytes("buf", buf == null ? null : ByteBuffer.wrap(buf)), root);
+    if (buf != null && buf.length > 0) {
+      leanBcast(buf, buf.length, 1, root);
+    } else {
+      doBcast(Vals.bytes("buf", buf == null ? null : ByteBuffer.wrap(buf)), root);
+    }
   }
 
   /** See {@link #bcast(byte[], int)}. */
   public void bcast(double[] buf, int root) {
-    doBcast(Vals.bytes("buf", buf == null ? null : DoubleBuffer.wrap(buf)), root);
+    if (buf != null && buf.length > 0) {
+      leanBcast(buf, buf.length, 8, root);
+    } else {
+      doBcast(Vals.bytes("buf", buf == null ? null : DoubleBuffer.wrap(buf)), root);
+    }
   }
 
   /** See {@link #bcast(byte[], int)}. */
   public void bcast(float[] buf, int root) {
-    doBcast(Vals.bytes("buf", buf == null ? null : FloatBuffer.wrap(buf)), root);
+    if (buf != null && buf.length > 0) {
+      leanBcast(buf, buf.length, 4, root);
+    } else {
+      doBcast(Vals.bytes("buf", buf == null ? null : FloatBuffer.wrap(buf)), root);
+    }
   }
 
   /** See {@link #bcast(byte[], int)}. */
   public void bcast(int[] buf, int root) {
-    doBcast(Vals.bytes("buf", buf == null ? null : IntBuffer.wrap(buf)), root);
+    if (buf != null && buf.length > 0) {
+      leanBcast(buf, buf.length, 4, root);
+    } else {
+      doBcast(Vals.bytes("buf", buf == null ? null : IntBuffer.wrap(buf)), root);
+    }
   }
 
   /** See {@link #bcast(byte[], int)}. */
   public void bcast(long[] buf, int root) {
-    doBcast(Vals.bytes("buf", buf == null ? null : LongBuffer.wrap(buf)), root);
+    if (buf != null && buf.length > 0) {
+      leanBcast(buf, buf.length, 8, root);
+    } else {
+      doBcast(Vals.bytes("buf", buf == null ? null : LongBuffer.wrap(buf)), root);
+    }
   }
 
   /** See {@link #bcast(byte[], int)}: the buffer's remaining elements, any buffer type. */
@@ -302,6 +322,26 @@ abstract class DenseCollectives {
     } finally {
       Reference.reachabilityFence(send.owner);
       Reference.reachabilityFence(recv.owner);
+    }
+  }
+
+  /**
+   * The lean path of bcast on a non-empty Java array (see Stage's lean path): nothing to check
+   * that the general path would find (an array is never read-only nor in a foreign byte order).
+   * Root's array is staged in, the others' copied out after a successful call.
+   */
+  private void leanBcast(Object buf, int n, int elementSize, int root) {
+    final String call = "Comm.bcast";
+    live.checkOpen(call);
+    long bytes = (long) n * elementSize;
+    Pointer p = live.scratch().get(bytes);
+    boolean isRoot = root == live.rank;
+    if (isRoot) {
+      Stage.put(p, buf, n);
+    }
+    live.check(KylixNative.kylix_bcast(live.ptr, p, bytes, root));
+    if (!isRoot) {
+      Stage.get(p, buf, n);
     }
   }
 

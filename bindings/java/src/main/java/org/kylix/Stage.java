@@ -140,7 +140,7 @@ final class Stage implements AutoCloseable {
     return (bytes + ALIGN - 1) / ALIGN * ALIGN;
   }
 
-  /** Copies the first n elements of a primitive array (float/double/int/long[]) to dst. */
+  /** Copies the first n elements of a primitive array (float/double/int/long/byte[]) to dst. */
   static void put(Pointer dst, Object a, int n) {
     if (a instanceof float[]) {
       dst.write(0, (float[]) a, 0, n);
@@ -148,8 +148,10 @@ final class Stage implements AutoCloseable {
       dst.write(0, (double[]) a, 0, n);
     } else if (a instanceof int[]) {
       dst.write(0, (int[]) a, 0, n);
-    } else {
+    } else if (a instanceof long[]) {
       dst.write(0, (long[]) a, 0, n);
+    } else {
+      dst.write(0, (byte[]) a, 0, n);
     }
   }
 
@@ -161,8 +163,10 @@ final class Stage implements AutoCloseable {
       src.read(0, (double[]) a, 0, n);
     } else if (a instanceof int[]) {
       src.read(0, (int[]) a, 0, n);
-    } else {
+    } else if (a instanceof long[]) {
       src.read(0, (long[]) a, 0, n);
+    } else {
+      src.read(0, (byte[]) a, 0, n);
     }
   }
 

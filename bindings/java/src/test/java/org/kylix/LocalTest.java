@@ -459,6 +459,17 @@ class LocalTest {
     comm.allreduce(new double[0], new double[0], Op.SUM);
     comm.allreduce(new long[0], Op.SUM);
 
+    // bcast of arrays (lean on the root here; SparseWorker covers the other ranks).
+    float[] bf = {1, 2, 3};
+    comm.bcast(bf, 0);
+    assertArrayEquals(new float[] {1, 2, 3}, bf);
+    long[] bl = {Long.MAX_VALUE, -1};
+    comm.bcast(bl, 0);
+    assertArrayEquals(new long[] {Long.MAX_VALUE, -1}, bl);
+    comm.bcast(new int[0], 0);
+    e = assertThrows(ArgumentException.class, () -> comm.bcast(new double[2], 3));
+    assertTrue(e.getMessage().contains("root"), e.getMessage());
+
     try (Plan p = comm.config(new long[] {1, 2}, new long[] {2, 1, 9})) {
       double[] r = new double[7];
       r[6] = 42;

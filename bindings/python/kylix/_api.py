@@ -19,7 +19,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from . import _raw
-from ._arrays import CODE_TO_NP, NP_TO_CODE, BadArg, indices, output, ptr, values
+from ._arrays import (CODE_TO_NP, DATA_OFFSET, NP_TO_CODE, BadArg, data_address, indices, output,
+                      ptr, values)
 from ._errors import ArgumentError, KylixError, UserOpError, error_for_status
 from ._handles import CommHandle, PlanHandle, RequestHandle, check_global, errmsg
 
@@ -121,6 +122,37 @@ def op_create(fn: Callable[[np.ndarray, np.ndarray], Optional[np.ndarray]]) -> U
 
 OpLike = Union[str, int, UserOp]
 
+# ---- the lean path --------------------------------------------------------------------------
+#
+# A small collective costs the library about a microsecond; the general argument handling
+# (values(), output(), np.may_share_memory, a.ctypes.data twice, _op_code, ctypes' argtypes
+# conversions) cost several more.  So the hot calls (Comm.allreduce, Plan.reduce) first try a
+# lean path for the common case: numpy arrays (exactly np.ndarray, not empty) of a supported dtype
+# in native byte order, C-contiguous; out of the values' exact dtype and result shape,
+# C-contiguous and writable (or out is arr, or out None); op a built-in name in lower case or a
+# plain int in the C int range; no dtype=.  For such arguments it checks what the general path
+# checks, with cheaper tests: a dict lookup for the dtype code, the flags, the address ranges of
+# the two C-contiguous buffers instead of np.may_share_memory.  The data pointers are c_void_p
+# views of the arrays' data field (see _arrays.DATA_OFFSET) handed to the untyped prototypes of
+# _raw.  Everything else, including every argument the general path rejects, goes on to the
+# general path, which raises the same errors as before (taking this rank's turn with
+# kylix_reject).  tests/test_unit.py (test_lean_*) holds the two paths to the same results and
+# errors and checks which path each case takes.
+
+_ndarray = np.ndarray
+_empty = np.empty
+_OFF = DATA_OFFSET
+_NP_TO_CODE_get = NP_TO_CODE.get
+_OPS_get = OPS.get
+_INT_MIN, _INT_MAX = -0x80000000, 0x7FFFFFFF
+_void_p = ctypes.c_void_p
+_int64 = ctypes.c_int64
+# A c_void_p whose value is the word at an address: at id(a) + DATA_OFFSET, a's data pointer,
+# read when ctypes converts the argument (a is alive then: the caller holds it).
+_pointer_at = ctypes.c_void_p.from_address
+_allreduce_untyped = _raw.kylix_allreduce_untyped
+_reduce_untyped = _raw.kylix_reduce_untyped
+
 
 def _op_code(op: OpLike) -> Tuple[int, Optional[UserOp]]:
     if isinstance(op, UserOp):
@@ -219,6 +251,7 @@ class Comm(CommHandle):
 
     def __init__(self, ptr: int):
         super().__init__(ptr)
+        self._handle = _void_p(ptr)      # for the lean path's untyped call
         self._rank = _raw.kylix_rank(ptr)
         self._size = _raw.kylix_size(ptr)
 
@@ -342,7 +375,7 @@ class Comm(CommHandle):
             else:
                 res = output(out, "out", send.dtype, (send.shape, (send.size,)))
                 if res.size and np.may_share_memory(res, send) and \
-                        res.ctypes.data != send.ctypes.data:
+                        data_address(res) != data_address(send):
                     raise BadArg("out: partially overlaps arr (in place needs out is arr)")
         code, uop = _op_code(op)
         return send, res, code, uop
@@ -356,6 +389,40 @@ class Comm(CommHandle):
         """
         call = "kylix_allreduce"
         c = self._ptr(call)
+        if dtype is None and type(arr) is _ndarray and arr.flags.c_contiguous:
+            # The lean path (see its note at the top); what it does not take falls through.
+            dt = arr.dtype
+            dcode = _NP_TO_CODE_get(dt)
+            t = type(op)
+            code = _OPS_get(op) if t is str else op if t is int and _INT_MIN <= op <= _INT_MAX \
+                else None
+            n = arr.size
+            if dcode is not None and code is not None and n:
+                res = None
+                sp = _pointer_at(id(arr) + _OFF) if _OFF is not None else \
+                    _void_p(data_address(arr))
+                if out is None:
+                    res = _empty(arr.shape, dt)
+                    rp = _pointer_at(id(res) + _OFF) if _OFF is not None else \
+                        _void_p(data_address(res))
+                elif out is arr:
+                    if arr.flags.writeable:
+                        res, rp = arr, sp
+                elif type(out) is _ndarray and out.shape == arr.shape:
+                    odt = out.dtype
+                    f = out.flags
+                    if (odt is dt or odt == dt) and f.c_contiguous and f.writeable:
+                        rp = _pointer_at(id(out) + _OFF) if _OFF is not None else \
+                            _void_p(data_address(out))
+                        d = rp.value - sp.value
+                        nb = arr.nbytes
+                        if d == 0 or not -nb < d < nb:         # else: a partial overlap
+                            res = out
+                if res is not None:
+                    st = _allreduce_untyped(self._handle, sp, rp, _int64(n), dcode, code)
+                    if st:
+                        self._check(st, call)
+                    return res
         try:
             send, res, code, uop = self._dense_args(arr, out, dtype, copy, op)
         except BadArg as e:
@@ -590,6 +657,7 @@ class Plan(PlanHandle):
 
     def __init__(self, comm: Comm, ptr_: int, n_out: int, n_in: int):
         super().__init__(comm, ptr_)
+        self._handle = _void_p(ptr_)     # for the lean path's untyped call
         self.n_out = int(n_out)
         self.n_in = int(n_in)
 
@@ -632,6 +700,45 @@ class Plan(PlanHandle):
         """
         call = "kylix_reduce"
         p = self._ptr(call)
+        if dtype is None and type(out_vals) is _ndarray and out_vals.flags.c_contiguous:
+            # The lean path (see its note at the top); what it does not take falls through.
+            dt = out_vals.dtype
+            dcode = _NP_TO_CODE_get(dt)
+            t = type(op)
+            code = _OPS_get(op) if t is str else op if t is int and _INT_MIN <= op <= _INT_MAX \
+                else None
+            shape = out_vals.shape
+            nd = len(shape)
+            if nd == 1:
+                rows, width, rshape = shape[0], 1, (self.n_in,)
+            elif nd == 2:
+                rows, width = shape
+                rshape = (self.n_in, width)
+            else:
+                rows = -1
+            if dcode is not None and code is not None and rows == self.n_out and rows and \
+                    self.n_in and 1 <= width <= _INT_MAX:
+                res = None
+                sp = _pointer_at(id(out_vals) + _OFF) if _OFF is not None else \
+                    _void_p(data_address(out_vals))
+                if out is None:
+                    res = _empty(rshape, dt)
+                    rp = _pointer_at(id(res) + _OFF) if _OFF is not None else \
+                        _void_p(data_address(res))
+                elif type(out) is _ndarray and out.shape == rshape:
+                    odt = out.dtype
+                    f = out.flags
+                    if (odt is dt or odt == dt) and f.c_contiguous and f.writeable:
+                        rp = _pointer_at(id(out) + _OFF) if _OFF is not None else \
+                            _void_p(data_address(out))
+                        a, b = sp.value, rp.value
+                        if b + out.nbytes <= a or a + out_vals.nbytes <= b:    # apart
+                            res = out
+                if res is not None:
+                    st = _reduce_untyped(self._handle, sp, rp, dcode, code, width)
+                    if st:
+                        self._comm._check(st, call)
+                    return res
         try:
             v, res, width, code, uop = self._args(out_vals, out, dtype, copy, op)
         except BadArg as e:

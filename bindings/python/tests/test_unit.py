@@ -249,3 +249,174 @@ def test_stats_shape(comm):
     comm.reset_stats()
     assert comm.stats()["collectives"]["allreduce"]["calls"] == 0
     assert comm.failed_ranks() == []
+
+
+# ---- the lean path of allreduce and reduce (see "the lean path" in kylix/_api.py) ------------
+
+def test_data_address_matches_ctypes():
+    class Sub(np.ndarray):
+        pass
+    base = np.arange(100, dtype=np.float64)
+    arrays = [base, base[7:], base[::3], base.reshape(10, 10)[3:, 2:], base.view(Sub)[5:],
+              base.view(np.uint8)[1:], np.ones((3, 4), np.float32, order="F")]
+    arrays += [np.ones(5, dtype=dt) for dt in kylix.DTYPES]
+    for a in arrays:
+        assert _arrays.data_address(a) == a.ctypes.data
+        assert _arrays.ptr(a) == a.ctypes.data
+    assert _arrays.ptr(np.ones(0)) is None and _arrays.ptr(None) is None
+    if sys.implementation.name == "cpython":
+        assert _arrays.DATA_OFFSET is not None       # the fast read is in use here
+
+
+@pytest.fixture
+def general_calls(monkeypatch):
+    """Counts the calls that reached the general path of allreduce and reduce."""
+    seen = []
+    dense, args = _api.Comm._dense_args, _api.Plan._args
+
+    def dense_spy(self, *a):
+        seen.append("allreduce")
+        return dense(self, *a)
+
+    def args_spy(self, *a):
+        seen.append("reduce")
+        return args(self, *a)
+    monkeypatch.setattr(_api.Comm, "_dense_args", dense_spy)
+    monkeypatch.setattr(_api.Plan, "_args", args_spy)
+    return seen
+
+
+@pytest.mark.parametrize("fast_address", [True, False])
+def test_lean_allreduce(comm, general_calls, monkeypatch, fast_address):
+    if not fast_address:       # where the layout check fails: a.ctypes.data, same results
+        monkeypatch.setattr(_api, "_OFF", None)
+        monkeypatch.setattr(_arrays, "DATA_OFFSET", None)
+    for dt in kylix.DTYPES:
+        x = np.arange(1, 9, dtype=dt)
+        out = np.zeros_like(x)
+        assert comm.allreduce(x, out=out) is out and np.array_equal(out, x)
+        assert comm.allreduce(x, "max", out=out) is out and np.array_equal(out, x)
+        assert comm.allreduce(x, _raw.KYLIX_MIN, out=out) is out and np.array_equal(out, x)
+        r = comm.allreduce(x)
+        assert r is not x and r.dtype == x.dtype and np.array_equal(r, x)
+        assert comm.allreduce(x, out=x) is x and np.array_equal(x, np.arange(1, 9, dtype=dt))
+    m = np.arange(12.0).reshape(3, 4)
+    mo = np.empty_like(m)
+    assert comm.allreduce(m, out=mo) is mo and np.array_equal(mo, m)
+    v = m.view()                                  # another object on the same memory: in place
+    assert comm.allreduce(m, out=v) is v and np.array_equal(v, np.arange(12.0).reshape(3, 4))
+    buf = np.arange(16, dtype=np.float32)         # adjacent, not overlapping
+    assert comm.allreduce(buf[:8], out=buf[8:]) is not None
+    assert np.array_equal(buf[8:], np.arange(8, dtype=np.float32))
+    assert general_calls == []
+
+    # Taken by the general path, with the same results as before.
+    x = np.arange(1, 9, dtype=np.float32)
+    out = np.empty_like(x)
+    cases = [
+        lambda: comm.allreduce(x, "SUM", out=out),                    # name not lower case
+        lambda: comm.allreduce(x, np.int32(1), out=out),              # a numpy int op
+        lambda: comm.allreduce(x, out=out, dtype=np.float32),         # dtype given
+        lambda: comm.allreduce(list(x), out=out),                     # not an array
+        lambda: comm.allreduce(np.repeat(x, 2)[::2], out=out),            # strided
+        lambda: comm.allreduce(x.astype(np.float16), out=out),        # widened
+        lambda: comm.allreduce(x.astype(">f4"), out=out),             # foreign byte order
+        lambda: comm.allreduce(x.reshape(2, 4), out=out),             # out flat
+        lambda: comm.allreduce(x.view(type("Sub", (np.ndarray,), {})), out=out),
+    ]
+    for i, f in enumerate(cases):
+        out[:] = 0
+        before = len(general_calls)
+        f()
+        assert np.array_equal(out, np.arange(1, 9, dtype=np.float32)), i
+        assert len(general_calls) == before + 1, i
+    assert comm.allreduce(np.ones(0, np.float32), out=np.ones(0, np.float32)).size == 0
+
+    # Refused by the general path, with its messages (the comm stays usable after each).
+    ro = np.empty_like(x)
+    ro.flags.writeable = False
+    xr = x.copy()
+    xr.flags.writeable = False
+    buf = np.arange(16, dtype=np.float32)
+    bad = [
+        (lambda: comm.allreduce(x, out=np.empty(8)), "out: dtype float64 does not match"),
+        (lambda: comm.allreduce(x, out=np.empty(7, np.float32)), r"out: shape \(7,\)"),
+        (lambda: comm.allreduce(x, out=ro), "out: is read-only"),
+        (lambda: comm.allreduce(x, out=np.empty(16, np.float32)[::2]), "out: must be C-contig"),
+        (lambda: comm.allreduce(buf[:8], out=buf[4:12]), "out: partially overlaps arr"),
+        (lambda: comm.allreduce(buf[4:12], out=buf[:8]), "out: partially overlaps arr"),
+        (lambda: comm.allreduce(xr, out=xr), "arr: is read-only"),
+        (lambda: comm.allreduce(x, "nope", out=out), "op: unknown op 'nope'"),
+        (lambda: comm.allreduce(x, 1.5, out=out), "op: expected a name, an int"),
+        (lambda: comm.allreduce(x, True, out=out), "op: expected a name, an int"),
+        (lambda: comm.allreduce(x, out=list(x)), "out: must be a numpy array"),
+        (lambda: comm.allreduce(np.ones(3, complex), out=out), "arr: dtype complex128"),
+    ]
+    for f, msg in bad:
+        with pytest.raises(kylix.ArgumentError, match=msg):
+            f()
+    for op in (99, -1, 2**40):                                 # the library refuses the op id
+        with pytest.raises(kylix.ArgumentError):
+            comm.allreduce(x, op, out=out)
+    assert np.array_equal(comm.allreduce(x, out=out), x)
+    c2 = kylix.init(rank=0, size=1)
+    c2.close()
+    with pytest.raises(kylix.StateError, match="closed"):
+        c2.allreduce(x, out=out)
+
+
+@pytest.mark.parametrize("fast_address", [True, False])
+def test_lean_reduce(comm, general_calls, monkeypatch, fast_address):
+    if not fast_address:
+        monkeypatch.setattr(_api, "_OFF", None)
+        monkeypatch.setattr(_arrays, "DATA_OFFSET", None)
+    plan = comm.config([1, 2], [2, 1, 0])
+    for dt in kylix.DTYPES:
+        v = np.array([10, 20], dtype=dt)
+        want = np.array([20, 10, 0], dtype=dt)
+        assert np.array_equal(plan.reduce(v), want) and plan.reduce(v).dtype == dt
+        out = np.empty(3, dtype=dt)
+        assert plan.reduce(v, "max", out=out) is out and np.array_equal(out[:2], want[:2])
+        v2 = np.array([[1, 2], [3, 4]], dtype=dt)
+        out2 = np.empty((3, 2), dtype=dt)
+        assert plan.reduce(v2, out=out2) is out2 and np.array_equal(out2[:2], [[3, 4], [1, 2]])
+    assert general_calls == []
+
+    v = np.array([10.0, 20.0])
+    cases = [
+        lambda: plan.reduce(v, out=np.empty((3, 1))),                 # (n_in, 1) for 1-D values
+        lambda: plan.reduce(v.reshape(2, 1), out=np.empty(3)),
+        lambda: plan.reduce([10.0, 20.0]),
+        lambda: plan.reduce(v, "SUM"),
+        lambda: plan.reduce(v, dtype=np.float64),
+        lambda: plan.reduce(np.array([10.0, 0, 20.0])[::2]),
+    ]
+    for i, f in enumerate(cases):
+        before = len(general_calls)
+        assert np.array_equal(np.ravel(f()), [20.0, 10.0, 0.0]), i
+        assert len(general_calls) == before + 1, i
+    empty_in = comm.config([1, 2], [])
+    assert plan.reduce(v).size == 3 and empty_in.reduce(v).size == 0
+
+    ro = np.empty(3)
+    ro.flags.writeable = False
+    buf = np.zeros(8)
+    buf[:2] = v
+    bad = [
+        (lambda: plan.reduce(np.ones(3)), "out_vals: has 3 rows but the plan"),
+        (lambda: plan.reduce(np.ones((2, 0))), "out_vals: width 0"),
+        (lambda: plan.reduce(np.ones((2, 2, 2))), "out_vals: expected a 1-D or 2-D array"),
+        (lambda: plan.reduce(v, out=ro), "out: is read-only"),
+        (lambda: plan.reduce(v, out=np.empty(3, np.float32)), "out: dtype float32"),
+        (lambda: plan.reduce(v, out=np.empty(4)), r"out: shape \(4,\)"),
+        (lambda: plan.reduce(buf[:2], out=buf[1:4]), "out: overlaps out_vals"),
+        (lambda: plan.reduce(buf[2:4], out=buf[:3]), "out: overlaps out_vals"),
+        (lambda: plan.reduce(v, "nope"), "op: unknown op"),
+    ]
+    for f, msg in bad:
+        with pytest.raises(kylix.ArgumentError, match=msg):
+            f()
+    assert np.array_equal(plan.reduce(v), [20.0, 10.0, 0.0])
+    plan.close()
+    with pytest.raises(kylix.StateError, match="closed"):
+        plan.reduce(v)

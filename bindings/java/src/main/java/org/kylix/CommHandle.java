@@ -113,6 +113,11 @@ final class CommHandle {
     return new Stage(scratch);
   }
 
+  /** This comm's scratch memory, for the lean path of blocking calls on arrays (see Stage). */
+  Stage.Scratch scratch() {
+    return scratch;
+  }
+
   Plan adopt(Plan p) {
     plans.add(p);
     return p;

@@ -32,46 +32,82 @@ abstract class DenseCollectives {
    * @param recv receives the result; at least send.length elements
    */
   public void allreduce(double[] send, double[] recv, Op op) {
-    doAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
+    if (send != null && recv != null && op != null && send.length > 0
+        && recv.length >= send.length) {
+      leanAllreduce(send, recv, send.length, DType.F64, op);
+    } else {
+      doAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
+    }
   }
 
   /** In-place {@link #allreduce(double[], double[], Op)}. */
   public void allreduce(double[] buf, Op op) {
-    Vals v = Vals.of("buf", buf);
-    doAllreduce(v, v, op);
+    if (buf != null && op != null && buf.length > 0) {
+      leanAllreduce(buf, buf, buf.length, DType.F64, op);
+    } else {
+      Vals v = Vals.of("buf", buf);
+      doAllreduce(v, v, op);
+    }
   }
 
   /** See {@link #allreduce(double[], double[], Op)}. */
   public void allreduce(float[] send, float[] recv, Op op) {
-    doAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
+    if (send != null && recv != null && op != null && send.length > 0
+        && recv.length >= send.length) {
+      leanAllreduce(send, recv, send.length, DType.F32, op);
+    } else {
+      doAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
+    }
   }
 
   /** In-place {@link #allreduce(float[], float[], Op)}. */
   public void allreduce(float[] buf, Op op) {
-    Vals v = Vals.of("buf", buf);
-    doAllreduce(v, v, op);
+    if (buf != null && op != null && buf.length > 0) {
+      leanAllreduce(buf, buf, buf.length, DType.F32, op);
+    } else {
+      Vals v = Vals.of("buf", buf);
+      doAllreduce(v, v, op);
+    }
   }
 
   /** See {@link #allreduce(double[], double[], Op)}. */
   public void allreduce(int[] send, int[] recv, Op op) {
-    doAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
+    if (send != null && recv != null && op != null && send.length > 0
+        && recv.length >= send.length) {
+      leanAllreduce(send, recv, send.length, DType.I32, op);
+    } else {
+      doAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
+    }
   }
 
   /** In-place {@link #allreduce(int[], int[], Op)}. */
   public void allreduce(int[] buf, Op op) {
-    Vals v = Vals.of("buf", buf);
-    doAllreduce(v, v, op);
+    if (buf != null && op != null && buf.length > 0) {
+      leanAllreduce(buf, buf, buf.length, DType.I32, op);
+    } else {
+      Vals v = Vals.of("buf", buf);
+      doAllreduce(v, v, op);
+    }
   }
 
   /** See {@link #allreduce(double[], double[], Op)}. */
   public void allreduce(long[] send, long[] recv, Op op) {
-    doAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
+    if (send != null && recv != null && op != null && send.length > 0
+        && recv.length >= send.length) {
+      leanAllreduce(send, recv, send.length, DType.I64, op);
+    } else {
+      doAllreduce(Vals.of("send", send), Vals.of("recv", recv), op);
+    }
   }
 
   /** In-place {@link #allreduce(long[], long[], Op)}. */
   public void allreduce(long[] buf, Op op) {
-    Vals v = Vals.of("buf", buf);
-    doAllreduce(v, v, op);
+    if (buf != null && op != null && buf.length > 0) {
+      leanAllreduce(buf, buf, buf.length, DType.I64, op);
+    } else {
+      Vals v = Vals.of("buf", buf);
+      doAllreduce(v, v, op);
+    }
   }
 
   /**
@@ -140,27 +176,47 @@ abstract class DenseCollectives {
    * root must agree on every rank.
    */
   public void bcast(byte[] buf, int root) {
-    doBcast(Vals.bytes("buf", buf == null ? null : ByteBuffer.wrap(buf)), root);
+    if (buf != null && buf.length > 0) {
+      leanBcast(buf, buf.length, 1, root);
+    } else {
+      doBcast(Vals.bytes("buf", buf == null ? null : ByteBuffer.wrap(buf)), root);
+    }
   }
 
   /** See {@link #bcast(byte[], int)}. */
   public void bcast(double[] buf, int root) {
-    doBcast(Vals.bytes("buf", buf == null ? null : DoubleBuffer.wrap(buf)), root);
+    if (buf != null && buf.length > 0) {
+      leanBcast(buf, buf.length, 8, root);
+    } else {
+      doBcast(Vals.bytes("buf", buf == null ? null : DoubleBuffer.wrap(buf)), root);
+    }
   }
 
   /** See {@link #bcast(byte[], int)}. */
   public void bcast(float[] buf, int root) {
-    doBcast(Vals.bytes("buf", buf == null ? null : FloatBuffer.wrap(buf)), root);
+    if (buf != null && buf.length > 0) {
+      leanBcast(buf, buf.length, 4, root);
+    } else {
+      doBcast(Vals.bytes("buf", buf == null ? null : FloatBuffer.wrap(buf)), root);
+    }
   }
 
   /** See {@link #bcast(byte[], int)}. */
   public void bcast(int[] buf, int root) {
-    doBcast(Vals.bytes("buf", buf == null ? null : IntBuffer.wrap(buf)), root);
+    if (buf != null && buf.length > 0) {
+      leanBcast(buf, buf.length, 4, root);
+    } else {
+      doBcast(Vals.bytes("buf", buf == null ? null : IntBuffer.wrap(buf)), root);
+    }
   }
 
   /** See {@link #bcast(byte[], int)}. */
   public void bcast(long[] buf, int root) {
-    doBcast(Vals.bytes("buf", buf == null ? null : LongBuffer.wrap(buf)), root);
+    if (buf != null && buf.length > 0) {
+      leanBcast(buf, buf.length, 8, root);
+    } else {
+      doBcast(Vals.bytes("buf", buf == null ? null : LongBuffer.wrap(buf)), root);
+    }
   }
 
   /** See {@link #bcast(byte[], int)}: the buffer's remaining elements, any buffer type. */
@@ -210,6 +266,32 @@ abstract class DenseCollectives {
         ArgChecks.need(call, recv, send.count, "send's length " + send.count));
   }
 
+  /**
+   * The lean path of allreduce on Java arrays (see Stage's lean path): send and recv are
+   * non-null primitive arrays of dtype's type, recv at least n = send.length long, n &gt; 0, op
+   * non-null: every check the general path would make on them passes. Stages send (once when
+   * send == recv, as the general path does) through the comm's scratch memory and copies n
+   * elements back into recv after a successful call.
+   */
+  private void leanAllreduce(Object send, Object recv, int n, DType dtype, Op op) {
+    final String call = "Comm.allreduce";
+    live.checkOpen(call);
+    long bytes = (long) n * dtype.size();
+    Stage.Scratch scratch = live.scratch();
+    Pointer ps;
+    Pointer pr;
+    if (send == recv) {
+      ps = pr = scratch.get(bytes);
+    } else {
+      ps = scratch.get(Stage.aligned(bytes) + bytes);
+      pr = scratch.at(Stage.aligned(bytes));
+    }
+    Stage.put(ps, send, n);
+    live.check(KylixNative.kylix_allreduce(live.ptr, ps, pr, n, dtype.code(), op.id()), op,
+        call);
+    Stage.get(pr, recv, n);
+  }
+
   private void doAllreduce(Vals send, Vals recv, Op op) {
     final String call = "Comm.allreduce";
     live.checkOpen(call);
@@ -240,6 +322,26 @@ abstract class DenseCollectives {
     } finally {
       Reference.reachabilityFence(send.owner);
       Reference.reachabilityFence(recv.owner);
+    }
+  }
+
+  /**
+   * The lean path of bcast on a non-empty Java array (see Stage's lean path): nothing to check
+   * that the general path would find (an array is never read-only nor in a foreign byte order).
+   * Root's array is staged in, the others' copied out after a successful call.
+   */
+  private void leanBcast(Object buf, int n, int elementSize, int root) {
+    final String call = "Comm.bcast";
+    live.checkOpen(call);
+    long bytes = (long) n * elementSize;
+    Pointer p = live.scratch().get(bytes);
+    boolean isRoot = root == live.rank;
+    if (isRoot) {
+      Stage.put(p, buf, n);
+    }
+    live.check(KylixNative.kylix_bcast(live.ptr, p, bytes, root));
+    if (!isRoot) {
+      Stage.get(p, buf, n);
     }
   }
 

@@ -126,9 +126,55 @@ final class Stage implements AutoCloseable {
     Reference.reachabilityFence(vals);
   }
 
+  // ---- the lean path ----------------------------------------------------------------------
+  //
+  // A blocking call on Java arrays (no direct buffer, so no byte order, read-only or position to
+  // look at) needs none of the above: the callers check the arguments themselves (null, length,
+  // op) and, when everything is as expected, stage the arrays with these: no Vals, no Stage, no
+  // wrapping buffers, nothing allocated per call. The interpreter and the JIT see a handful of
+  // small methods instead of a few dozen, which on a 1-2 us collective is most of the cost while
+  // the JVM warms up. Anything else takes the general path above, which reports what is wrong.
+
+  /** Bytes rounded up to the staging alignment. */
+  static long aligned(long bytes) {
+    return (bytes + ALIGN - 1) / ALIGN * ALIGN;
+  }
+
+  /** Copies the first n elements of a primitive array (float/double/int/long/byte[]) to dst. */
+  static void put(Pointer dst, Object a, int n) {
+    if (a instanceof float[]) {
+      dst.write(0, (float[]) a, 0, n);
+    } else if (a instanceof double[]) {
+      dst.write(0, (double[]) a, 0, n);
+    } else if (a instanceof int[]) {
+      dst.write(0, (int[]) a, 0, n);
+    } else if (a instanceof long[]) {
+      dst.write(0, (long[]) a, 0, n);
+    } else {
+      dst.write(0, (byte[]) a, 0, n);
+    }
+  }
+
+  /** Copies n elements from src into the start of a primitive array (as {@link #put}). */
+  static void get(Pointer src, Object a, int n) {
+    if (a instanceof float[]) {
+      src.read(0, (float[]) a, 0, n);
+    } else if (a instanceof double[]) {
+      src.read(0, (double[]) a, 0, n);
+    } else if (a instanceof int[]) {
+      src.read(0, (int[]) a, 0, n);
+    } else if (a instanceof long[]) {
+      src.read(0, (long[]) a, 0, n);
+    } else {
+      src.read(0, (byte[]) a, 0, n);
+    }
+  }
+
   /** A comm's grow-only native scratch memory (one comm is used by one thread at a time). */
   static final class Scratch {
     private Memory mem;
+    private Pointer at; // mem.share(atOffset), kept for the lean path's second argument
+    private long atOffset = -1;
 
     Memory get(long size) {
       if (mem == null || mem.size() < size) {
@@ -137,14 +183,30 @@ final class Stage implements AutoCloseable {
         }
         long cap = Math.max(size, mem == null ? 0 : Math.min(2 * mem.size(), size + (64 << 20)));
         mem = new Memory(cap);
+        at = null;
+        atOffset = -1;
       }
       return mem;
+    }
+
+    /**
+     * After {@link #get}: the scratch memory from {@code offset} on, the same Pointer object as
+     * long as the memory and the offset stay the same (no allocation per call).
+     */
+    Pointer at(long offset) {
+      if (offset != atOffset) {
+        at = mem.share(offset);
+        atOffset = offset;
+      }
+      return at;
     }
 
     void release() {
       if (mem != null) {
         mem.close();
         mem = null;
+        at = null;
+        atOffset = -1;
       }
     }
   }

@@ -404,4 +404,102 @@ class LocalTest {
       assertTrue(e.getMessage().contains("rsum") && e.getMessage().contains("i64"), e.getMessage());
     }
   }
+
+  /**
+   * Blocking calls on Java arrays take a lean path (no Vals, no Stage) when the arguments are as
+   * expected, the general path otherwise: both give the same results, the general path still
+   * names what is wrong, and the comm's scratch memory stays right when sizes change between
+   * calls of either path.
+   */
+  @Test
+  void leanArrayPathsAndTheirFallbacks() {
+    float[] f = {1, 2, 3, 4, 5, 6, 7, 8};
+    float[] fr = new float[10]; // longer: the tail is left alone
+    fr[9] = 42;
+    comm.allreduce(f, fr, Op.SUM);
+    assertArrayEquals(new float[] {1, 2, 3, 4, 5, 6, 7, 8, 0, 42}, fr);
+    double[] d = {1.5, -2};
+    double[] dr = new double[2];
+    comm.allreduce(d, dr, Op.MAX);
+    assertArrayEquals(d, dr);
+    int[] i = {3, 4, 5};
+    comm.allreduce(i, i, Op.BOR); // the same array twice: staged once, in place
+    assertArrayEquals(new int[] {3, 4, 5}, i);
+    long[] l = {Long.MIN_VALUE, 7};
+    comm.allreduce(l, Op.MIN);
+    assertArrayEquals(new long[] {Long.MIN_VALUE, 7}, l);
+
+    // Sizes change: the scratch memory grows and the second argument's pointer moves with it.
+    double[] big = new double[100_000];
+    for (int k = 0; k < big.length; k++) {
+      big[k] = k;
+    }
+    double[] bigr = new double[big.length];
+    comm.allreduce(big, bigr, Op.SUM);
+    assertArrayEquals(big, bigr);
+    float[] fr2 = new float[8];
+    comm.allreduce(f, fr2, Op.SUM);
+    assertArrayEquals(f, fr2);
+    comm.allreduce(FloatBuffer.wrap(f), FloatBuffer.wrap(fr2), Op.SUM); // general, same scratch
+    assertArrayEquals(f, fr2);
+
+    // Not for the lean path: the general path, with its messages.
+    ArgumentException e = assertThrows(ArgumentException.class,
+        () -> comm.allreduce(new float[2], null, Op.SUM));
+    assertEquals("recv", e.argument());
+    e = assertThrows(ArgumentException.class,
+        () -> comm.allreduce(new long[3], new long[2], Op.SUM));
+    assertEquals("recv", e.argument());
+    assertTrue(e.getMessage().contains("send's length 3"), e.getMessage());
+    e = assertThrows(ArgumentException.class, () -> comm.allreduce(new int[2], (Op) null));
+    assertEquals("op", e.argument());
+    e = assertThrows(ArgumentException.class,
+        () -> comm.allreduce(new float[2], new float[2], Op.BXOR)); // the library refuses
+    assertTrue(e.getMessage().contains("op"), e.getMessage());
+    comm.allreduce(new double[0], new double[0], Op.SUM);
+    comm.allreduce(new long[0], Op.SUM);
+
+    // bcast of arrays (lean on the root here; SparseWorker covers the other ranks).
+    float[] bf = {1, 2, 3};
+    comm.bcast(bf, 0);
+    assertArrayEquals(new float[] {1, 2, 3}, bf);
+    long[] bl = {Long.MAX_VALUE, -1};
+    comm.bcast(bl, 0);
+    assertArrayEquals(new long[] {Long.MAX_VALUE, -1}, bl);
+    comm.bcast(new int[0], 0);
+    e = assertThrows(ArgumentException.class, () -> comm.bcast(new double[2], 3));
+    assertTrue(e.getMessage().contains("root"), e.getMessage());
+
+    try (Plan p = comm.config(new long[] {1, 2}, new long[] {2, 1, 9})) {
+      double[] r = new double[7];
+      r[6] = 42;
+      p.reduce(new double[] {1, 10, 2, 20}, r, Op.SUM, 2);
+      assertArrayEquals(new double[] {2, 20, 1, 10, 0, 0, 42}, r);
+      int[] ri = new int[3];
+      p.reduce(new int[] {5, 6}, ri, Op.MAX);
+      assertArrayEquals(new int[] {6, 5, Integer.MIN_VALUE}, ri);
+      e = assertThrows(ArgumentException.class, () -> p.reduce(new float[1], new float[3], Op.SUM));
+      assertEquals("outVals", e.argument());
+      e = assertThrows(ArgumentException.class, () -> p.reduce(new long[2], new long[2], Op.SUM));
+      assertEquals("inVals", e.argument());
+      e = assertThrows(ArgumentException.class,
+          () -> p.reduce(new double[2], new double[3], null));
+      assertEquals("op", e.argument());
+      e = assertThrows(ArgumentException.class,
+          () -> p.reduce(new double[2], new double[3], Op.SUM, -1));
+      assertTrue(e.getMessage().contains("width"), e.getMessage());
+    }
+    try (Plan empty = comm.config(new long[] {1}, new long[0])) { // nothing to write: general
+      empty.reduce(new float[] {1}, new float[0], Op.SUM);
+    }
+    Plan closedPlan = comm.config(new long[] {1}, new long[] {1});
+    closedPlan.close();
+    assertThrows(StateException.class,
+        () -> closedPlan.reduce(new float[1], new float[1], Op.SUM));
+    comm.close();
+    StateException s = assertThrows(StateException.class,
+        () -> comm.allreduce(new float[1], new float[1], Op.SUM));
+    assertTrue(s.getMessage().contains("closed"), s.getMessage());
+    assertThrows(StateException.class, () -> comm.allreduce(new float[1], Op.SUM));
+  }
 }

@@ -5,6 +5,7 @@ package netio
 import (
 	"io"
 	"kylix/core/kx"
+	"kylix/netio/mailbox"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,7 +115,7 @@ func (t *TCP) stopSelfRead() {
 // the other peers' reader goroutines waited for the runtime's poller to run, and their writers
 // for ring space: 13–21 ms a reduce against 4 ms. A small step's message comes within the
 // window; a long wait is a hand-off's cost many times over anyway.
-func (t *TCP) drive(srcs []int, woken <-chan struct{}, until time.Time) bool {
+func (t *TCP) drive(srcs []int, woken <-chan struct{}, until time.Time, want *mailbox.Want) bool {
 	sr := &t.sr
 	if kx.AsyncSends.Load() > 0 || !sr.mu.TryLock() {
 		return false
@@ -143,7 +144,13 @@ func (t *TCP) drive(srcs []int, woken <-chan struct{}, until time.Time) bool {
 			return true
 		default:
 		}
-		if t.readSome() {
+		if t.readSome(want) {
+			if want != nil && want.Data != nil { // the wait's own frame, handed over whole
+				if !yield && i > 0 {
+					sr.spinHits.Add(1)
+				}
+				return true
+			}
 			continue
 		}
 		if len(sr.socks)+len(sr.rings) == 0 {
@@ -168,8 +175,8 @@ func (t *TCP) drive(srcs []int, woken <-chan struct{}, until time.Time) bool {
 }
 
 // readSome files one frame from a held socket with bytes buffered or a held ring with a frame
-// waiting; false when there is none.
-func (t *TCP) readSome() bool {
+// waiting; false when there is none. A ring's frame that is want's goes to want.Data instead.
+func (t *TCP) readSome(want *mailbox.Want) bool {
 	sr := &t.sr
 	for _, p := range sr.socks {
 		if !p.rdone && p.br.Buffered() > 0 {
@@ -181,7 +188,7 @@ func (t *TCP) readSome() bool {
 	}
 	for _, p := range sr.rings {
 		if !p.ringDone && (p.link.seg.Reader().Ready() || p.link.tcpEnded()) {
-			p.ringDone = t.readRingFrame(p) // after the TCP end: drains, then reports the end
+			p.ringDone = t.readRingFrame(p, want) // after the TCP end: drains, then reports the end
 			sr.driven.Add(1)
 			sr.dropDone()
 			return true

@@ -514,7 +514,7 @@ func (t *TCP) shmReadLoop(p *peer) {
 	defer p.ringMu.Unlock()
 	for !p.ringDone {
 		if !l.shared {
-			p.ringDone = t.readRingFrame(p)
+			p.ringDone = t.readRingFrame(p, nil)
 			continue
 		}
 		p.ringMu.Unlock()
@@ -524,7 +524,7 @@ func (t *TCP) shmReadLoop(p *peer) {
 			continue // a waiting caller read what woke us, or ended the ring
 		}
 		for !p.ringDone {
-			p.ringDone = t.readRingFrame(p)
+			p.ringDone = t.readRingFrame(p, nil)
 			if !r.Ready() {
 				break
 			}
@@ -533,8 +533,9 @@ func (t *TCP) shmReadLoop(p *peer) {
 }
 
 // readRingFrame reads and files one frame from p's ring; the caller holds p's ring token. It
-// reports whether the ring is finished with.
-func (t *TCP) readRingFrame(p *peer) (done bool) {
+// reports whether the ring is finished with. The frame a driving wait wants (want, on the wait's
+// own goroutine) is read into a pooled buffer and handed over in want.Data instead of filed.
+func (t *TCP) readRingFrame(p *peer, want *mailbox.Want) (done bool) {
 	l := p.link
 	r := l.seg.Reader()
 	n, err := r.Next(l.pl.w)
@@ -553,6 +554,18 @@ func (t *TCP) readRingFrame(p *peer) (done bool) {
 	h, ok := t.checkFrame(p, l.hb[:], n-HeaderSize)
 	if !ok {
 		return true
+	}
+	if h.Type == FrameData && want.Matches(p.rank, h.tag()) {
+		data := mailbox.GetBuf(int(h.Len))
+		if _, err := io.ReadFull(l.pl, data); err != nil {
+			mailbox.PutBuf(data)
+			t.shmReadFailed(p, err)
+			return true
+		}
+		t.mb.Took(p.rank, h.Seq)
+		t.count(p.rank, int(h.Len), false)
+		want.Data = data
+		return false
 	}
 	bye, err := t.file(p, &h, l.pl)
 	switch {

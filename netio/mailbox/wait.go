@@ -18,6 +18,7 @@ type waiter struct {
 	due   time.Time     // when the wait next looks at the clock (its timer fires)
 	armed bool          // timer runs: set only when the wait sleeps (a driven wait rarely does)
 	one   [1]int        // the source list of a plain wait, for the driver (drive.go)
+	want  Want          // a Recv's message, which the driver may hand over directly (drive.go)
 }
 
 // getWaiter takes a waiter from the free list (waits are frequent; their channel and timer
@@ -157,9 +158,21 @@ func (m *Mailbox) wait(from int, tag kx.Tag, prefix int) (ready, error) {
 			start = time.Now()
 			w.plan(start, m.nextCheck(m.timeout, nextStall))
 		}
+		var want *Want
+		if prefix == recvWhole && !tag.Race && tag.Seq == m.cur {
+			w.want = Want{Src: from, Tag: kx.Tag{Seq: tag.Seq, Layer: tag.Layer, Phase: tag.Phase, FP: m.fp}}
+			want = &w.want
+		}
 		m.mu.Unlock()
-		if m.driver != nil && m.drive(w, k, from) {
+		if m.driver != nil && m.drive(w, k, from, want) {
 			m.mu.Lock()
+			if data := w.want.Data; data != nil {
+				w.want.Data = nil
+				if b := m.boxes[tag.Seq]; m.closed == nil && !m.stale(tag.Seq) && (b == nil || b.fail == nil) {
+					return ready{data: data}, nil
+				}
+				PutBuf(data) // the collective is over: the look below says why
+			}
 			continue
 		}
 		w.sleep()

@@ -8,8 +8,12 @@ import (
 	"sync"
 )
 
-// usable reports why the comm cannot run a collective, or nil.
+// usable reports why the comm cannot run a collective, or nil. A usable comm answers without
+// the lock (unusable mirrors closed and broken).
 func (c *Comm) usable() error {
+	if !c.unusable.Load() {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -74,6 +78,7 @@ func (c *Comm) run(seq uint64, fp kx.Fingerprint, body func(seq uint64) error) e
 		case kx.CodeTimeout, kx.CodePeer, kx.CodeNet:
 			c.mu.Lock()
 			c.broken = err
+			c.mirrorUsable()
 			c.mu.Unlock()
 		}
 	}

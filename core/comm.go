@@ -6,6 +6,7 @@ import (
 	"kylix/core/members"
 	"kylix/core/stats"
 	"sync"
+	"sync/atomic"
 )
 
 // Comm is one rank's membership in a job: a transport plus the agreed sequence of collectives.
@@ -41,6 +42,8 @@ type Comm struct {
 	// raceBase: the transport's racing counts at the last ResetStats (stats_replicas.go).
 	raceBase []kx.RacePeerStats
 	mu       sync.Mutex // guards broken/closed/raceBase against other goroutines
+	// unusable is closed || broken != nil, readable without mu (mirrorUsable keeps it).
+	unusable atomic.Bool
 	// ex queues collectives issued while others are in flight (request.go).
 	ex executor
 
@@ -89,6 +92,9 @@ func (c *Comm) threads() int { return max(c.opts.Threads, 1) }
 // (kylix_failed_ranks).
 func (c *Comm) FailedRanks() []int { return c.v.FailedRanks() }
 
+// mirrorUsable updates unusable after closed or broken changed; the caller holds mu.
+func (c *Comm) mirrorUsable() { c.unusable.Store(c.closed || c.broken != nil) }
+
 // Close ends the comm and its transport. Plans of a closed comm fail with CodeState.
 // Requests in flight are finished first, in order: each wait in them is bounded by the
 // transport's timeout, and a failure breaks the comm so the rest fail at once. When Close
@@ -101,5 +107,6 @@ func (c *Comm) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.mirrorUsable()
 	return c.v.Close()
 }

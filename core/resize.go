@@ -54,6 +54,7 @@ func (c *Comm) resize(minSize int, admit bool, what string) (*Comm, error) {
 		old := c.v
 		c.mu.Lock()
 		c.v, c.seq, c.broken = un.View, un.View.Base(), prior
+		c.mirrorUsable()
 		c.resizeAttempts = 0
 		c.mu.Unlock()
 		old.Close()
@@ -64,6 +65,7 @@ func (c *Comm) resize(minSize int, admit bool, what string) (*Comm, error) {
 	}
 	c.mu.Lock()
 	c.broken = &shrunkError{cause: prior, done: true}
+	c.mirrorUsable()
 	c.mu.Unlock()
 	opts := c.opts
 	if a := res.Adm; a != nil {

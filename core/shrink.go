@@ -66,6 +66,7 @@ func (c *Comm) startResize(what string) (attempt int, prior error, err error) {
 		prior = c.broken
 	}
 	c.broken = &shrunkError{cause: prior}
+	c.mirrorUsable()
 	attempt = c.resizeAttempts
 	c.resizeAttempts++
 	return attempt, prior, nil

@@ -163,7 +163,7 @@ func (t *TCP) drive(srcs []int, woken <-chan struct{}, until time.Time, want *ma
 		if end.IsZero() {
 			end = now.Add(window)
 		}
-		if !now.Before(end) || !now.Before(until) {
+		if !now.Before(end) || !until.IsZero() && !now.Before(until) {
 			sr.sleeps.Add(1) // the wait sleeps now, as without a driver
 			return false
 		}

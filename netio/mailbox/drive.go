@@ -11,7 +11,8 @@ import (
 // goroutine, so every hand-off to a reader goroutine and back costs two thread switches.
 //
 // A wait calls the driver with the ranks its message may come from (one, or every replica
-// of a racing source), the channel its wake-up arrives on, and the time its own timer fires.
+// of a racing source), the channel its wake-up arrives on, and the time its own timer fires
+// (zero before the wait first slept: the driver's window alone bounds it).
 // The driver files what it reads through the mailbox as the readers do (Receive), which
 // wakes the wait; it returns true once it took that wake-up from woken, false when it could
 // not drive these sources (another thread is reading them) or until came first. Either way

@@ -139,7 +139,7 @@ func (m *Mailbox) wait(from int, tag kx.Tag, prefix int) (ready, error) {
 	}
 	k := m.race.key(tag.Layer, wirePhase(tag), from)
 	var w *waiter
-	var start time.Time // of the wait proper: set when the first look finds nothing
+	var start time.Time // of the wait proper: set when it first sleeps
 	nextStall := m.stallEvery
 	m.mu.Lock()
 	defer func() {
@@ -155,8 +155,7 @@ func (m *Mailbox) wait(from int, tag kx.Tag, prefix int) (ready, error) {
 		if w == nil {
 			w = m.getWaiter(tag.Seq, k, prefix)
 			m.waiters = append(m.waiters, w)
-			start = time.Now()
-			w.plan(start, m.nextCheck(m.timeout, nextStall))
+			w.due = time.Time{} // the driver's own window bounds it until the wait sleeps
 		}
 		var want *Want
 		if prefix == recvWhole && !tag.Race && tag.Seq == m.cur {
@@ -174,6 +173,10 @@ func (m *Mailbox) wait(from int, tag kx.Tag, prefix int) (ready, error) {
 				PutBuf(data) // the collective is over: the look below says why
 			}
 			continue
+		}
+		if start.IsZero() { // the wait proper starts now: a driven wait that ends reads no clock
+			start = time.Now()
+			w.plan(start, m.nextCheck(m.timeout, nextStall))
 		}
 		w.sleep()
 		select {

@@ -7,7 +7,9 @@ import "C"
 
 import (
 	"kylix/core/kx"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"kylix/core"
@@ -52,7 +54,16 @@ var tab = struct {
 	mu    sync.Mutex
 	comms map[uint64]*commEntry
 	next  uint64 // the next comm id; every id below it was handed out once
+	// live is a copy of comms, replaced whole when a comm comes or goes: every call on a comm
+	// looks it up, and reads it without the lock.
+	live atomic.Pointer[map[uint64]*commEntry]
 }{comms: map[uint64]*commEntry{}, next: 1}
+
+// publishComms replaces tab.live by a copy of tab.comms; the caller holds tab.mu.
+func publishComms() {
+	live := maps.Clone(tab.comms)
+	tab.live.Store(&live)
+}
 
 func addComm(c *core.Comm, logLevel int) (*commEntry, error) {
 	tab.mu.Lock()
@@ -63,6 +74,7 @@ func addComm(c *core.Comm, logLevel int) (*commEntry, error) {
 	ce := &commEntry{id: tab.next, c: c, plans: map[uint32]*planEntry{}, nextPlan: 1, logLevel: logLevel}
 	tab.next++
 	tab.comms[ce.id] = ce
+	publishComms()
 	return ce, nil
 }
 
@@ -70,6 +82,11 @@ func addComm(c *core.Comm, logLevel int) (*commEntry, error) {
 func lookupComm(h uint64, arg string) (*commEntry, error) {
 	if h == 0 {
 		return nil, kx.Errorf(kx.CodeArg, "%s is NULL", arg)
+	}
+	if live := tab.live.Load(); live != nil {
+		if ce := (*live)[h]; ce != nil {
+			return ce, nil
+		}
 	}
 	tab.mu.Lock()
 	defer tab.mu.Unlock()
@@ -88,6 +105,7 @@ func removeComm(ce *commEntry) []*planEntry {
 	tab.mu.Lock()
 	defer tab.mu.Unlock()
 	delete(tab.comms, ce.id)
+	publishComms()
 	ps := make([]*planEntry, 0, len(ce.plans))
 	for _, pe := range ce.plans {
 		ps = append(ps, pe)

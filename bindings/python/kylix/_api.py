@@ -154,6 +154,42 @@ _allreduce_untyped = _raw.kylix_allreduce_untyped
 _reduce_untyped = _raw.kylix_reduce_untyped
 
 
+def _lean_code(op: Any) -> Optional[int]:
+    """op's code on the lean path: a built-in name or an int in C int range; else None."""
+    t = type(op)
+    if t is str:
+        return _OPS_get(op)
+    if t is int and _INT_MIN <= op <= _INT_MAX:
+        return op
+    return None
+
+
+def _cptr(a: np.ndarray) -> ctypes.c_void_p:
+    """a's data pointer for the untyped prototypes: where the layout was verified
+    (_arrays.DATA_OFFSET), a view of the array's data field, read when ctypes converts the
+    argument (the caller holds a then); else the documented way."""
+    if _OFF is not None:
+        return _pointer_at(id(a) + _OFF)
+    return _void_p(data_address(a))
+
+
+def _lean_out(out: Any, shape: Tuple[int, ...], dt: np.dtype, send_at: int, send_bytes: int,
+              same_ok: bool) -> Optional[np.ndarray]:
+    """out, when the lean path may write the result there: an ndarray of that shape and dtype,
+    C-contiguous, writable, apart from the values (or, with same_ok, at the very same address,
+    as the general path allows); else None, and the general path decides."""
+    if type(out) is not _ndarray or out.shape != shape:
+        return None
+    odt = out.dtype
+    f = out.flags
+    if not ((odt is dt or odt == dt) and f.c_contiguous and f.writeable):
+        return None
+    d = _cptr(out).value - send_at
+    if (d == 0 and same_ok) or d >= send_bytes or -d >= out.nbytes:
+        return out
+    return None
+
+
 def _op_code(op: OpLike) -> Tuple[int, Optional[UserOp]]:
     if isinstance(op, UserOp):
         return op.id, op
@@ -393,33 +429,18 @@ class Comm(CommHandle):
             # The lean path (see its note at the top); what it does not take falls through.
             dt = arr.dtype
             dcode = _NP_TO_CODE_get(dt)
-            t = type(op)
-            code = _OPS_get(op) if t is str else op if t is int and _INT_MIN <= op <= _INT_MAX \
-                else None
-            n = arr.size
-            if dcode is not None and code is not None and n:
-                res = None
-                sp = _pointer_at(id(arr) + _OFF) if _OFF is not None else \
-                    _void_p(data_address(arr))
+            code = _lean_code(op)
+            if dcode is not None and code is not None and arr.size:
+                sp = _cptr(arr)
                 if out is None:
                     res = _empty(arr.shape, dt)
-                    rp = _pointer_at(id(res) + _OFF) if _OFF is not None else \
-                        _void_p(data_address(res))
                 elif out is arr:
-                    if arr.flags.writeable:
-                        res, rp = arr, sp
-                elif type(out) is _ndarray and out.shape == arr.shape:
-                    odt = out.dtype
-                    f = out.flags
-                    if (odt is dt or odt == dt) and f.c_contiguous and f.writeable:
-                        rp = _pointer_at(id(out) + _OFF) if _OFF is not None else \
-                            _void_p(data_address(out))
-                        d = rp.value - sp.value
-                        nb = arr.nbytes
-                        if d == 0 or not -nb < d < nb:         # else: a partial overlap
-                            res = out
+                    res = arr if arr.flags.writeable else None
+                else:
+                    res = _lean_out(out, arr.shape, dt, sp.value, arr.nbytes, True)
                 if res is not None:
-                    st = _allreduce_untyped(self._handle, sp, rp, _int64(n), dcode, code)
+                    rp = sp if res is arr else _cptr(res)
+                    st = _allreduce_untyped(self._handle, sp, rp, _int64(arr.size), dcode, code)
                     if st:
                         self._check(st, call)
                     return res
@@ -704,9 +725,7 @@ class Plan(PlanHandle):
             # The lean path (see its note at the top); what it does not take falls through.
             dt = out_vals.dtype
             dcode = _NP_TO_CODE_get(dt)
-            t = type(op)
-            code = _OPS_get(op) if t is str else op if t is int and _INT_MIN <= op <= _INT_MAX \
-                else None
+            code = _lean_code(op)
             shape = out_vals.shape
             nd = len(shape)
             if nd == 1:
@@ -718,24 +737,13 @@ class Plan(PlanHandle):
                 rows = -1
             if dcode is not None and code is not None and rows == self.n_out and rows and \
                     self.n_in and 1 <= width <= _INT_MAX:
-                res = None
-                sp = _pointer_at(id(out_vals) + _OFF) if _OFF is not None else \
-                    _void_p(data_address(out_vals))
+                sp = _cptr(out_vals)
                 if out is None:
                     res = _empty(rshape, dt)
-                    rp = _pointer_at(id(res) + _OFF) if _OFF is not None else \
-                        _void_p(data_address(res))
-                elif type(out) is _ndarray and out.shape == rshape:
-                    odt = out.dtype
-                    f = out.flags
-                    if (odt is dt or odt == dt) and f.c_contiguous and f.writeable:
-                        rp = _pointer_at(id(out) + _OFF) if _OFF is not None else \
-                            _void_p(data_address(out))
-                        a, b = sp.value, rp.value
-                        if b + out.nbytes <= a or a + out_vals.nbytes <= b:    # apart
-                            res = out
+                else:
+                    res = _lean_out(out, rshape, dt, sp.value, out_vals.nbytes, False)
                 if res is not None:
-                    st = _reduce_untyped(self._handle, sp, rp, dcode, code, width)
+                    st = _reduce_untyped(self._handle, sp, _cptr(res), dcode, code, width)
                     if st:
                         self._comm._check(st, call)
                     return res

@@ -174,19 +174,20 @@ def _cptr(a: np.ndarray) -> ctypes.c_void_p:
 
 
 def _lean_out(out: Any, shape: Tuple[int, ...], dt: np.dtype, send_at: int, send_bytes: int,
-              same_ok: bool) -> Optional[np.ndarray]:
-    """out, when the lean path may write the result there: an ndarray of that shape and dtype,
-    C-contiguous, writable, apart from the values (or, with same_ok, at the very same address,
-    as the general path allows); else None, and the general path decides."""
+              same_ok: bool) -> Optional[ctypes.c_void_p]:
+    """out's data pointer, when the lean path may write the result there: an ndarray of that
+    shape and dtype, C-contiguous, writable, apart from the values (or, with same_ok, at the
+    very same address, as the general path allows); else None, and the general path decides."""
     if type(out) is not _ndarray or out.shape != shape:
         return None
     odt = out.dtype
     f = out.flags
     if not ((odt is dt or odt == dt) and f.c_contiguous and f.writeable):
         return None
-    d = _cptr(out).value - send_at
+    rp = _cptr(out)
+    d = rp.value - send_at
     if (d == 0 and same_ok) or d >= send_bytes or -d >= out.nbytes:
-        return out
+        return rp
     return None
 
 
@@ -432,14 +433,17 @@ class Comm(CommHandle):
             code = _lean_code(op)
             if dcode is not None and code is not None and arr.size:
                 sp = _cptr(arr)
+                res = rp = None
                 if out is None:
                     res = _empty(arr.shape, dt)
+                    rp = _cptr(res)
                 elif out is arr:
-                    res = arr if arr.flags.writeable else None
+                    if arr.flags.writeable:
+                        res, rp = arr, sp
                 else:
-                    res = _lean_out(out, arr.shape, dt, sp.value, arr.nbytes, True)
-                if res is not None:
-                    rp = sp if res is arr else _cptr(res)
+                    rp = _lean_out(out, arr.shape, dt, sp.value, arr.nbytes, True)
+                    res = out
+                if rp is not None:
                     st = _allreduce_untyped(self._handle, sp, rp, _int64(arr.size), dcode, code)
                     if st:
                         self._check(st, call)
@@ -740,10 +744,11 @@ class Plan(PlanHandle):
                 sp = _cptr(out_vals)
                 if out is None:
                     res = _empty(rshape, dt)
+                    rp = _cptr(res)
                 else:
-                    res = _lean_out(out, rshape, dt, sp.value, out_vals.nbytes, False)
-                if res is not None:
-                    st = _reduce_untyped(self._handle, sp, _cptr(res), dcode, code, width)
+                    res, rp = out, _lean_out(out, rshape, dt, sp.value, out_vals.nbytes, False)
+                if rp is not None:
+                    st = _reduce_untyped(self._handle, sp, rp, dcode, code, width)
                     if st:
                         self._comm._check(st, call)
                     return res

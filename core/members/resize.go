@@ -42,6 +42,10 @@ import (
 // agreement round (agree bounds its rounds by 4n+8, n < 2^20 ranks).
 const decisionRound = 1 << 20
 
+// lastOfferRound is how long the join server's last offer round may run past the admit's Wait
+// (netio/rendezvous: a joiner is given at least this to confirm).
+const lastOfferRound = 200 * time.Millisecond
+
 // attemptShift spaces the agreement numbers of successive attempts on one comm.
 const attemptShift = 24
 
@@ -287,9 +291,11 @@ func (v *View) admit(epoch int, rq ResizeRequest, failed bitset, kept []int, hol
 	}
 	if d.Code == 0 {
 		need := max(rq.MinSize-(len(kept)-holes), 0)
-		margin := min(v.Timeout()/5, 2*time.Second) // the others must hear the outcome in time
+		// The others must hear the outcome within their timeout, and the join server may ask
+		// the joiners once more after Wait (its last offer round).
+		margin := min(v.Timeout()/5, 2*time.Second) + lastOfferRound
 		a, aerr := rq.Grower.Admit(kx.AdmitRequest{Members: addrs, Prev: kept, Need: need,
-			Replication: v.s, Wait: v.Timeout() - margin, Liveness: rq.Liveness,
+			Replication: v.s, Wait: max(v.Timeout()-margin, 0), Liveness: rq.Liveness,
 			Degrees: rq.Degrees, Compress: rq.Compress, MinPacket: rq.MinPacket})
 		switch {
 		case aerr != nil && kx.CodeOf(aerr) == kx.CodeNet && need == 0:

@@ -139,7 +139,7 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 	fp := kx.Fingerprint{Kind: kx.KindAgree, Plan: shrinkPlan, Count: int64(epoch)<<32 | int64(n)}
 	F := newBitset(n)
 	F.addRanks(t.FailedRanks(), me)
-	decided := false
+	decided, self := false, false
 	stable := 0
 	// Sets settle two rounds after the last new failure is found, and at most n ranks fail.
 	maxRounds := 4*n + agreeRounds
@@ -172,6 +172,11 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 			}
 		}
 		if decided {
+			if self {
+				if err := confirm(t, F, tag, me); err != nil {
+					return nil, err
+				}
+			}
 			return F, nil
 		}
 		next := F.clone()
@@ -213,13 +218,63 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 		case adopted != nil:
 			F, decided = adopted, true
 		case same:
-			if stable++; stable == 2 {
-				decided = true
+			// The sets read may have waited in the mailbox while this rank was stopped; a peer
+			// found dead since the round began is news the others may have acted on (liveness
+			// drops a stopped rank's links both ways), so the round is not stable.
+			if late := newlyDead(t, F, me); late != nil {
+				F.or(late)
+				stable = 0
+			} else if stable++; stable == 2 {
+				decided, self = true, true
 			}
 		default:
 			F, stable = next, 0
 		}
 	}
+}
+
+// newlyDead is the set of ranks the transport now reports dead that F does not hold, or nil.
+func newlyDead(t *View, F bitset, me int) bitset {
+	dead := newBitset(len(F) * 64)
+	dead.addRanks(t.FailedRanks(), me)
+	var late bitset
+	for i := range dead {
+		if dead[i]&^F[i] != 0 {
+			late = dead
+		}
+	}
+	return late
+}
+
+// confirm reads the round after a rank decided F by itself. A rank that decides on sets which
+// waited in its mailbox while it was stopped past the others' timeout can be the only one to
+// decide F, the others having dropped it: their sets of this round name it, and it fails with
+// CodePeer as a rank that arrives late does. A live peer silent for the timeout may have done the
+// same behind a cut link, so it fails too. A peer found dead changes nothing: F stands, and the
+// new comm's first collective fails naming it.
+func confirm(t *View, F bitset, tag kx.Tag, me int) error {
+	n := t.Size()
+	dead := newBitset(n)
+	dead.addRanks(t.FailedRanks(), me)
+	for j := 0; j < n; j++ {
+		if j == me || F.has(j) || dead.has(j) {
+			continue
+		}
+		b, err := t.recvRank(j, tag)
+		switch {
+		case kx.CodeOf(err) == kx.CodeTimeout:
+			// Alive but silent for the timeout: it may have dropped this rank and gone on.
+			return kx.Errorf(kx.CodePeer, "rank %d did not confirm the agreement within the timeout: it may have gone on without this rank", j)
+		case err != nil:
+			continue // dead: a member of the new comm whose first collective fails naming it
+		}
+		_, G, ok := decodeAgree(b, n)
+		t.Release(b)
+		if ok && G.has(me) {
+			return kx.Errorf(kx.CodePeer, "rank %d took this rank for failed (it did not answer within the timeout): this rank is not in the survivors' new comm", j)
+		}
+	}
+	return nil
 }
 
 // decodeAgree reads a round message: a flags word (bit 0: decided), then the failed set.

@@ -55,6 +55,7 @@ type simOutcome struct {
 	code    kx.Code
 	err     string
 	members string // the new comm's ranks, each as its old rank (-1: joiner)
+	prev    []int
 	space   string // the new comm's sequence space
 	rank    int
 	end     time.Duration
@@ -112,40 +113,15 @@ func runSchedule(seed uint64, trace bool) *simRun {
 	}
 	run := &simRun{seed: seed, cfg: cfg, faults: map[string]int{}}
 	T, L := cfg.timeout, cfg.liveness
-	// A member's resize: the agreement (at most one timeout per member, plus the rounds), the
-	// leader's admit (its wait is below T), the decision, and the mesh (T).
-	run.bound = time.Duration(cfg.n+6)*T + 4*L
-	s.limit = 3 * run.bound
-
-	nt := newSimNet(s, cfg.n, T, L)
 	maxDelay := min(L, T) * 8 / 10
-	nt.delay = func() time.Duration {
+	w := newSimWorld(run, s, func() time.Duration {
 		if cfg.pDelay > 0 && rng.Float64() < cfg.pDelay {
 			run.faults["frame held up"]++
 			return uniform(0, maxDelay)
 		}
 		return uniform(20*time.Microsecond, 500*time.Microsecond)
-	}
-	j := newSimJoin(nt)
-
-	// The members.
-	views := make([]*View, cfg.n)
-	for r, ep := range nt.eps {
-		v, err := New(NewProc(simTransport{p: ep}), cfg.s)
-		if err != nil {
-			panic(err)
-		}
-		ep.Begin(simRevokeSeq, kx.Fingerprint{Kind: kx.KindReduce, Plan: 1})
-		views[r] = v
-	}
-	killMember := func(r int, why string) {
-		if nt.eps[r].proc.killed || nt.eps[r].proc.done {
-			return
-		}
-		s.note("kill rank %d (%s)", r, why)
-		nt.kill(r)
-		j.kill(memberAddr(r))
-	}
+	})
+	nt, j, killMember := w.nt, w.j, w.killMember
 	// stop pauses member r's process for d: peers that hear nothing from it for liveness_ms
 	// drop it.
 	stop := func(r int, d time.Duration) {
@@ -252,34 +228,14 @@ func runSchedule(seed uint64, trace bool) *simRun {
 		}
 	}
 
-	rq := ResizeRequest{RevokeSeq: simRevokeSeq, MinSize: cfg.minSize, Liveness: L}
-	for r, ep := range nt.eps {
-		o := &simOutcome{who: fmt.Sprintf("rank %d", r), oldRank: r, state: "killed"}
-		run.outcomes = append(run.outcomes, o)
-		req := rq
-		if cfg.elastic {
-			req.Grower = &simGrower{j: j, ep: ep}
-		}
-		ep.proc = s.spawn(o.who, starts[r], func(p *simProc) {
-			res, err := views[r].Resize(req)
-			o.end = s.now
-			memberOutcome(run, o, res, err)
-			s.note("%s: %s %s %s %s", o.who, o.state, o.members, o.space, o.err)
-		})
-		j.procOf[memberAddr(r)] = ep.proc
-	}
+	w.startMembers(starts)
 
 	// The joiners: arriving before the resize, during the agreement, or late.
-	var jouts []*joinerOutcome
-	var jns []*simJoiner
 	for range cfg.joiners {
-		out := &joinerOutcome{}
-		jouts = append(jouts, out)
-		arrive := pick(0, uniform(0, T/2), uniform(0, 2*T))
-		jns = append(jns, j.addJoiner(arrive, 2*run.bound, out))
+		w.addJoiner(pick(0, uniform(0, T/2), uniform(0, 2*T)))
 	}
 	for range run.faults["joiner death or stop"] {
-		jn := jns[rng.IntN(len(jns))]
+		jn := w.jns[rng.IntN(len(w.jns))]
 		at := uniform(0, 2*T)
 		if rng.IntN(2) == 0 {
 			s.at(at, func() {
@@ -298,70 +254,9 @@ func runSchedule(seed uint64, trace bool) *simRun {
 		}
 	}
 
-	s.run()
-	run.crash = s.crash
-	run.reorders = nt.reorders
-	if run.reorders > 0 {
-		run.faults["frame reordered"] += run.reorders
-	}
-	for r, ep := range nt.eps {
-		if !ep.proc.done {
-			run.outcomes[r].state = "hung"
-		}
-	}
-	for i, out := range jouts {
-		o := &simOutcome{who: "joiner " + jns[i].addr, oldRank: -1, state: "waiting", end: jns[i].proc.end}
-		switch {
-		case jns[i].proc.killed:
-			o.state = "killed"
-		case out.admitted && !jns[i].proc.done:
-			o.state = "hung"
-		case out.admitted && out.err != nil:
-			o.state, o.code, o.err = "error", kx.CodeOf(out.err), out.err.Error()
-		case out.admitted:
-			o.state, o.rank = "ok", out.rank
-			o.members, o.space = fmt.Sprint(out.adm.Prev), fmt.Sprintf("mesh job %d", out.adm.Job)
-			if out.rank < 0 || out.rank >= len(out.adm.Prev) || out.adm.Prev[out.rank] != -1 || out.adm.Peers[out.rank] != jns[i].addr {
-				run.problem("renumbering", "%s was given rank %d of %v (%v)", o.who, out.rank, out.adm.Peers, out.adm.Prev)
-			}
-		}
-		run.outcomes = append(run.outcomes, o)
-	}
-	s.stop()
-	run.log = s.log
+	w.finish()
 	check(run, side)
 	return run
-}
-
-// memberOutcome records what a member's Resize returned.
-func memberOutcome(run *simRun, o *simOutcome, res *Resized, err error) {
-	var u *Unchanged
-	switch {
-	case err == nil:
-		o.state, o.rank = "ok", res.View.Rank()
-		o.members = fmt.Sprint(res.Prev)
-		if res.Adm != nil {
-			o.space = fmt.Sprintf("mesh job %d", res.Adm.Job)
-		} else {
-			o.space = fmt.Sprintf("comm base %#x", res.View.Base())
-		}
-		if o.rank < 0 || o.rank >= len(res.Prev) || res.Prev[o.rank] != o.oldRank || res.View.Size() != len(res.Prev) {
-			run.problem("renumbering", "%s is rank %d of a comm of %d whose ranks were %v", o.who, o.rank, res.View.Size(), res.Prev)
-		}
-	case asUnchanged(err, &u):
-		o.state, o.code, o.err = "unchanged", kx.CodeOf(err), err.Error()
-		o.members = fmt.Sprint(u.View.procOf)
-		o.space = fmt.Sprintf("comm base %#x", u.View.Base())
-		o.rank = u.View.Rank()
-	default:
-		o.state, o.code, o.err = "error", kx.CodeOf(err), err.Error()
-	}
-}
-
-func asUnchanged(err error, u **Unchanged) bool {
-	x, ok := err.(*Unchanged)
-	*u = x
-	return ok
 }
 
 // check applies the run's checks (see the file comment).

@@ -29,3 +29,25 @@ func TestQuorumOneSide(t *testing.T) {
 		}
 	}
 }
+
+// A side goes on with more than half of the old members alive, or exactly half with rank 0
+// among them: every failed set of up to 10 ranks against that rule, written out.
+func TestQuorumMatchesRule(t *testing.T) {
+	for n := 1; n <= 10; n++ {
+		for mask := 0; mask < 1<<n; mask++ {
+			failed := newBitset(n)
+			live := n
+			for r := 0; r < n; r++ {
+				if mask>>r&1 != 0 {
+					failed.add(r)
+					live--
+				}
+			}
+			want := 2*live > n || (2*live == n && mask&1 == 0)
+			err := quorum(failed, n)
+			if (err == nil) != want {
+				t.Fatalf("n=%d failed=%b: quorum says %v, want going on=%v", n, mask, err, want)
+			}
+		}
+	}
+}

@@ -176,20 +176,12 @@ func (j *simJoin) offer(snap []*simJoiner, window time.Duration, then func([]*si
 	s := j.net.s
 	j.offers++
 	id := j.offers
-	for _, jn := range snap {
-		s.at(s.now+j.net.delay(), func() {
-			if jn.proc.killed {
-				return
-			}
-			back := max(s.now, jn.proc.paused) + j.net.delay() + j.net.delay()
-			s.at(back, func() {
-				if !jn.proc.killed {
-					jn.accepted[id] = true
-				}
-			})
-		})
-	}
-	s.at(s.now+window, func() {
+	confirmed, over := 0, false
+	end := func() {
+		if over {
+			return
+		}
+		over = true
 		var ok []*simJoiner
 		for _, jn := range snap {
 			if jn.accepted[id] && jn.waiting {
@@ -197,7 +189,24 @@ func (j *simJoin) offer(snap []*simJoiner, window time.Duration, then func([]*si
 			}
 		}
 		then(ok)
-	})
+	}
+	for _, jn := range snap {
+		s.at(s.now+j.net.delay(), func() {
+			if jn.proc.killed {
+				return
+			}
+			back := max(s.now, jn.proc.paused) + j.net.delay() + j.net.delay()
+			s.at(back, func() {
+				if !jn.proc.killed && !over {
+					jn.accepted[id] = true
+					if confirmed++; confirmed == len(snap) {
+						end() // the server waits no longer once everyone confirmed
+					}
+				}
+			})
+		})
+	}
+	s.at(s.now+window, end)
 }
 
 // place lays out the membership and tells the admitted joiners.

@@ -87,7 +87,8 @@ func (s *sim) note(format string, args ...any) {
 
 // spawn makes a process that starts running body at time start.
 func (s *sim) spawn(name string, start time.Duration, body func(p *simProc)) *simProc {
-	p := &simProc{s: s, name: name, wake: make(chan struct{}), blocked: true}
+	// Until start it is paused: a wake-up meant for a running process does not start it early.
+	p := &simProc{s: s, name: name, wake: make(chan struct{}), blocked: true, paused: start}
 	s.procs = append(s.procs, p)
 	s.live++
 	go func() {

@@ -250,14 +250,19 @@ func newlyDead(t *View, F bitset, me int) bitset {
 // waited in its mailbox while it was stopped past the others' timeout can be the only one to
 // decide F, the others having dropped it: their sets of this round name it, and it fails with
 // CodePeer as a rank that arrives late does. A live peer silent for the timeout may have done the
-// same behind a cut link, so it fails too. A peer found dead changes nothing: F stands, and the
-// new comm's first collective fails naming it.
+// same behind a cut link, so it fails too. A peer found dead may be a crash after the decision
+// (F stands, and the new comm's first collective fails naming it) or the other side of a split
+// that goes on without this rank: so F stands only when the peers heard from, with this rank,
+// hold a quorum of the comm (quorum), as the side that goes on must.
 func confirm(t *View, F bitset, tag kx.Tag, me int) error {
 	n := t.Size()
-	dead := newBitset(n)
-	dead.addRanks(t.FailedRanks(), me)
+	unheard := newBitset(n) // ranks whose set of this round did not come: for quorum
 	for j := 0; j < n; j++ {
-		if j == me || F.has(j) || dead.has(j) {
+		if j == me {
+			continue
+		}
+		if F.has(j) {
+			unheard.add(j)
 			continue
 		}
 		b, err := t.recvRank(j, tag)
@@ -266,13 +271,17 @@ func confirm(t *View, F bitset, tag kx.Tag, me int) error {
 			// Alive but silent for the timeout: it may have dropped this rank and gone on.
 			return kx.Errorf(kx.CodePeer, "rank %d did not confirm the agreement within the timeout: it may have gone on without this rank", j)
 		case err != nil:
-			continue // dead: a member of the new comm whose first collective fails naming it
+			unheard.add(j)
+			continue
 		}
 		_, G, ok := decodeAgree(b, n)
 		t.Release(b)
 		if ok && G.has(me) {
 			return kx.Errorf(kx.CodePeer, "rank %d took this rank for failed (it did not answer within the timeout): this rank is not in the survivors' new comm", j)
 		}
+	}
+	if err := quorum(unheard, n); err != nil {
+		return kx.Prefixed("confirming the agreement: ", err)
 	}
 	return nil
 }

@@ -260,15 +260,16 @@ func (s *Recorder) planRecord(id uint32, k kx.Kind) *planRec {
 	}
 	r := &planRec{id: id, createdBy: k}
 	s.plans[id] = r
-	s.order = append(s.order, r)
-	if len(s.order) > maxPlanRecords {
-		s.retire(false)
+	if len(s.order) >= maxPlanRecords {
+		s.retire(false) // before r joins: the plan being configured has no weak pointer yet
 	}
+	s.order = append(s.order, r)
 	return r
 }
 
 // retire folds the records of plans nobody can use any more into the aggregate: the oldest
-// first while there are more than maxPlanRecords, or all of them when all is set (reset).
+// first until there is room for one more record within maxPlanRecords, or all of them when all
+// is set (reset).
 func (s *Recorder) retire(all bool) {
 	busy := map[*planRec]bool{}
 	for _, a := range s.active {
@@ -279,7 +280,7 @@ func (s *Recorder) retire(all bool) {
 	kept := s.order[:0]
 	n := len(s.order)
 	for _, r := range s.order {
-		if (all || n > maxPlanRecords) && !busy[r] && r.retirable() {
+		if (all || n >= maxPlanRecords) && !busy[r] && r.retirable() {
 			s.fold(r)
 			delete(s.plans, r.id)
 			n--

@@ -268,9 +268,10 @@ func check(run *simRun, side []bool) {
 	}
 	groups := map[string][]string{} // state -> distinct (members, space)
 	ranks := map[int]string{}
-	faults := run.faults["death at a send"] + run.faults["death at a time"] + run.faults["stop at a send"] +
-		run.faults["late start"] + run.faults["network split"] + run.faults["joiner death or stop"]
-	quiet := faults == 0 && run.faults["frame held up"] == 0
+	// Members untouched: no member died, stopped, started late, was split off or had a frame
+	// held up (joiners may have died or stalled).
+	quiet := run.faults["death at a send"]+run.faults["death at a time"]+run.faults["stop at a send"]+
+		run.faults["late start"]+run.faults["network split"]+run.faults["frame held up"] == 0
 	for _, o := range run.outcomes {
 		if o.state == "hung" || (o.state != "waiting" && o.end > run.bound) {
 			run.hangs++

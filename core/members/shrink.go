@@ -128,12 +128,15 @@ func survivors(failed bitset, size, s int) func(r int) bool {
 // rank is a member of the new comm: its first collective fails with CodePeer naming it, and
 // the application shrinks again. If a rank that decided then vanishes before telling anyone,
 // the others may decide a set without it: they agree among themselves, and the vanished rank
-// is dead. The one split is a rank that is not dead but silent past the timeout while others
-// decide: it may end up with a comm the others are not in. The view hash in the sequence
-// numbers keeps the two groups apart: its collectives time out, they never mix data. A rank
-// that arrives late learns from the sets sent to it that the others took it for failed and
-// fails with CodePeer (that is what the second agreeing round is for: the first round's sets
-// may predate its being dropped).
+// is dead. A rank that arrives late learns from the sets sent to it that the others took it for
+// failed and fails with CodePeer. Sets that waited in the mailbox of a rank stopped past the
+// others' timeout may all predate its being dropped, so a rank that decides by itself checks
+// first that no peer died meanwhile (newlyDead) and then reads the next round (confirm): a set
+// that names it, a live peer silent for the timeout, or fewer peers heard than a quorum, and it
+// fails with CodePeer instead. The split that remains is a network cut that falls between a
+// decided message and its sender's confirmation, so that a rank of the smaller side adopts a
+// set the larger side then abandons: the view hash in the sequence numbers keeps the two groups
+// apart (their collectives time out, they never mix data).
 func agree(t *View, epoch, roundBase int) (bitset, error) {
 	n, me := t.Size(), t.Rank()
 	fp := kx.Fingerprint{Kind: kx.KindAgree, Plan: shrinkPlan, Count: int64(epoch)<<32 | int64(n)}

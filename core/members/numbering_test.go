@@ -75,8 +75,22 @@ func shrunkRanks(size, s int, failed func(int) bool) []int {
 }
 
 func TestShrinkNumbering(t *testing.T) {
-	for size := 1; size <= 8; size++ {
-		for s := 1; s <= size; s++ {
+	eachFailedSet(8, 8, func(size, s, mask int, failed bitset) {
+		want := shrunkRanks(size, s, failed.has)
+		for me := 0; me < size; me++ {
+			if failed.has(me) {
+				continue // a rank's failed set never holds itself
+			}
+			checkKeepView(t, viewOfRank(t, me, size, s), failed, want, fmt.Sprintf("size %d, s %d, failed %b, rank %d", size, s, mask, me))
+		}
+	})
+}
+
+// eachFailedSet calls f with every failed set of every comm of up to maxSize ranks, with each
+// replication up to maxS that divides the size.
+func eachFailedSet(maxSize, maxS int, f func(size, s, mask int, failed bitset)) {
+	for size := 1; size <= maxSize; size++ {
+		for s := 1; s <= min(size, maxS); s++ {
 			if size%s != 0 {
 				continue
 			}
@@ -87,16 +101,24 @@ func TestShrinkNumbering(t *testing.T) {
 						failed.add(r)
 					}
 				}
-				want := shrunkRanks(size, s, failed.has)
-				for me := 0; me < size; me++ {
-					if failed.has(me) {
-						continue // a rank's failed set never holds itself
-					}
-					checkKeepView(t, viewOfRank(t, me, size, s), failed, want, fmt.Sprintf("size %d, s %d, failed %b, rank %d", size, s, mask, me))
-				}
+				f(size, s, mask, failed)
 			}
 		}
 	}
+}
+
+// keptMembers is what a resize's leader asks the join server for: the kept members' addresses
+// in their new order, "" for a dead replica (a hole).
+func keptMembers(kept []int, failed bitset) (members []string, holes int) {
+	members = make([]string, len(kept))
+	for i, r := range kept {
+		if failed.has(r) {
+			holes++
+		} else {
+			members[i] = memberAddr(r)
+		}
+	}
+	return members, holes
 }
 
 // checkKeepView shrinks v by failed and checks the new view against want (old ranks in new
@@ -230,48 +252,28 @@ func admitCountRef(waiting, holes, s int) int {
 }
 
 func TestJoinerPlacement(t *testing.T) {
-	for size := 1; size <= 8; size++ {
-		for s := 1; s <= 3; s++ {
-			if size%s != 0 {
+	eachFailedSet(8, 3, func(size, s, mask int, failed bitset) {
+		kept := shrunkRanks(size, s, failed.has)
+		members, holes := keptMembers(kept, failed)
+		for waiting := 0; waiting <= 5; waiting++ {
+			n := kx.AdmitCount(waiting, holes, s)
+			if want := admitCountRef(waiting, holes, s); n != want {
+				t.Fatalf("size %d, s %d, failed %b: %d waiting, %d holes: admits %d, want %d", size, s, mask, waiting, holes, n, want)
+			}
+			if n == 0 {
 				continue
 			}
-			for mask := 0; mask < 1<<size; mask++ {
-				failed := newBitset(size)
-				for r := 0; r < size; r++ {
-					if mask>>r&1 != 0 {
-						failed.add(r)
-					}
-				}
-				kept := shrunkRanks(size, s, failed.has)
-				members, holes := make([]string, len(kept)), 0
-				for i, r := range kept {
-					if failed.has(r) {
-						holes++
-					} else {
-						members[i] = fmt.Sprintf("m%d", r)
-					}
-				}
-				for waiting := 0; waiting <= 5; waiting++ {
-					n := kx.AdmitCount(waiting, holes, s)
-					if want := admitCountRef(waiting, holes, s); n != want {
-						t.Fatalf("size %d, s %d, failed %b: %d waiting, %d holes: admits %d, want %d", size, s, mask, waiting, holes, n, want)
-					}
-					if n == 0 {
-						continue
-					}
-					var joiners []string
-					for i := 0; i < n; i++ {
-						joiners = append(joiners, fmt.Sprintf("j%d", i))
-					}
-					peers, prev := kx.Place(members, kept, s, joiners)
-					wantPeers, wantPrev := placed(members, kept, s, joiners)
-					if !slices.Equal(peers, wantPeers) || !slices.Equal(prev, wantPrev) {
-						t.Fatalf("size %d, s %d, failed %b, %d joiners:\n got %v %v\nwant %v %v", size, s, mask, n, peers, prev, wantPeers, wantPrev)
-					}
-				}
+			var joiners []string
+			for i := 0; i < n; i++ {
+				joiners = append(joiners, fmt.Sprintf("j%d", i))
+			}
+			peers, prev := kx.Place(members, kept, s, joiners)
+			wantPeers, wantPrev := placed(members, kept, s, joiners)
+			if !slices.Equal(peers, wantPeers) || !slices.Equal(prev, wantPrev) {
+				t.Fatalf("size %d, s %d, failed %b, %d joiners:\n got %v %v\nwant %v %v", size, s, mask, n, peers, prev, wantPeers, wantPrev)
 			}
 		}
-	}
+	})
 }
 
 // The numbering end to end: members run Resize over the simulated network without faults
@@ -314,14 +316,7 @@ func TestResizeNumbering(t *testing.T) {
 			failed.add(r)
 		}
 		kept := shrunkRanks(tc.size, tc.s, failed.has)
-		members, holes := make([]string, len(kept)), 0
-		for i, r := range kept {
-			if failed.has(r) {
-				holes++
-			} else {
-				members[i] = memberAddr(r)
-			}
-		}
+		members, holes := keptMembers(kept, failed)
 		var joiners []string
 		for i := 0; i < admitCountRef(tc.joiners, holes, tc.s); i++ {
 			joiners = append(joiners, fmt.Sprintf("j%d", i))

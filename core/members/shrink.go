@@ -111,8 +111,9 @@ func survivors(failed bitset, size, s int) func(r int) bool {
 // not know to be dead, receives the set of every rank not in F, and unites them. A rank that
 // fails to answer within the timeout joins F. When a rank has seen two rounds in a row in
 // which every set it received equalled its own and nobody failed, it decides F; it then sends
-// one more round, marked "decided", and returns. A rank that receives a decided set adopts it
-// at once (and sends that round on too).
+// one more round, marked "decided", reads that round from the others (confirm, below) and
+// returns. A rank that receives a decided set adopts it at the end of the round (and sends
+// the next round on too, marked decided).
 //
 // Why survivors end with the same set: rounds are lock-step (a rank leaves round r only after
 // hearing round r from every rank not in its F), and each rank sends the same set to everyone
@@ -130,19 +131,20 @@ func survivors(failed bitset, size, s int) func(r int) bool {
 // the others may decide a set without it: they agree among themselves, and the vanished rank
 // is dead. A rank that arrives late learns from the sets sent to it that the others took it for
 // failed and fails with CodePeer. Sets that waited in the mailbox of a rank stopped past the
-// others' timeout may all predate its being dropped, so a rank that decides by itself checks
-// first that no peer died meanwhile (newlyDead) and then reads the next round (confirm): a set
-// that names it, a live peer silent for the timeout, or fewer peers heard than a quorum, and it
-// fails with CodePeer instead. The split that remains is a network cut that falls between a
-// decided message and its sender's confirmation, so that a rank of the smaller side adopts a
-// set the larger side then abandons: the view hash in the sequence numbers keeps the two groups
+// others' timeout may all predate its being dropped, and a network cut may fall just after a
+// decided message left: so a rank that decides by itself checks first that no peer died
+// meanwhile (newlyDead), and every rank that decided, by itself or by adopting, reads the next
+// round before it returns (confirm): a set that names it, a live peer silent for the timeout,
+// or fewer peers heard than a quorum, and it fails with CodePeer instead. Should survivors still
+// end with different member lists, the view hash in the sequence numbers keeps the two groups
 // apart (their collectives time out, they never mix data).
 func agree(t *View, epoch, roundBase int) (bitset, error) {
 	n, me := t.Size(), t.Rank()
 	fp := kx.Fingerprint{Kind: kx.KindAgree, Plan: shrinkPlan, Count: int64(epoch)<<32 | int64(n)}
 	F := newBitset(n)
 	F.addRanks(t.FailedRanks(), me)
-	decided, self := false, false
+	decided := false
+	var heard bitset // a decided rank's peers known to hold F: those it adopted F from
 	stable := 0
 	// Sets settle two rounds after the last new failure is found, and at most n ranks fail.
 	maxRounds := 4*n + agreeRounds
@@ -175,18 +177,19 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 			}
 		}
 		if decided {
-			if self {
-				if err := confirm(t, F, tag, me); err != nil {
-					return nil, err
-				}
+			if err := confirm(t, F, tag, me, heard); err != nil {
+				return nil, err
 			}
 			return F, nil
 		}
 		next := F.clone()
 		same := true
 		var adopted bitset
+		deciders := newBitset(n)
 		var ferr error
-		for j := 0; j < n && adopted == nil && ferr == nil; j++ {
+		// A rank that adopts a decided set still reads the round to its end: which peers
+		// decided, and whether one took this rank for failed (confirm).
+		for j := 0; j < n && ferr == nil; j++ {
 			if j == me || F.has(j) {
 				continue
 			}
@@ -209,7 +212,10 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 			case G.has(me):
 				ferr = kx.Errorf(kx.CodePeer, "rank %d took this rank for failed (it did not answer within the timeout): this rank is not in the survivors' new comm", j)
 			case dec:
-				adopted = G
+				deciders.add(j)
+				if adopted == nil {
+					adopted = G
+				}
 			case !G.equal(F):
 				next.or(G)
 				same = false
@@ -219,7 +225,7 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 		case ferr != nil:
 			return nil, ferr
 		case adopted != nil:
-			F, decided = adopted, true
+			F, decided, heard = adopted, true, deciders
 		case same:
 			// The sets read may have waited in the mailbox while this rank was stopped; a peer
 			// found dead since the round began is news the others may have acted on (liveness
@@ -228,7 +234,7 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 				F.or(late)
 				stable = 0
 			} else if stable++; stable == 2 {
-				decided, self = true, true
+				decided, heard = true, newBitset(n)
 			}
 		default:
 			F, stable = next, 0
@@ -249,19 +255,20 @@ func newlyDead(t *View, F bitset, me int) bitset {
 	return late
 }
 
-// confirm reads the round after a rank decided F by itself. A rank that decides on sets which
-// waited in its mailbox while it was stopped past the others' timeout can be the only one to
-// decide F, the others having dropped it: their sets of this round name it, and it fails with
-// CodePeer as a rank that arrives late does. A live peer silent for the timeout may have done the
-// same behind a cut link, so it fails too. A peer found dead may be a crash after the decision
-// (F stands, and the new comm's first collective fails naming it) or the other side of a split
+// confirm reads the round after this rank decided F (by itself, or by adopting it from the
+// ranks in heard, which hold F and send no more sets). A rank that decides on sets which waited
+// in its mailbox while it was stopped past the others' timeout can be the only one to decide F,
+// the others having dropped it: their sets of this round name it, and it fails with CodePeer as
+// a rank that arrives late does. A live peer silent for the timeout may have done the same
+// behind a cut link, so it fails too. A peer found dead may be a crash after the decision (F
+// stands, and the new comm's first collective fails naming it) or the other side of a split
 // that goes on without this rank: so F stands only when the peers heard from, with this rank,
 // hold a quorum of the comm (quorum), as the side that goes on must.
-func confirm(t *View, F bitset, tag kx.Tag, me int) error {
+func confirm(t *View, F bitset, tag kx.Tag, me int, heard bitset) error {
 	n := t.Size()
 	unheard := newBitset(n) // ranks whose set of this round did not come: for quorum
 	for j := 0; j < n; j++ {
-		if j == me {
+		if j == me || heard.has(j) {
 			continue
 		}
 		if F.has(j) {

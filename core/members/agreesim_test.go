@@ -465,3 +465,22 @@ func TestAgreementSimReplay(t *testing.T) {
 		t.Errorf("seed %d failed its checks", seed)
 	}
 }
+
+// Schedules that found faults of the agreement, each replayed: on the code before the fixes,
+// each of them fails its checks.
+func TestAgreementSimFoundBugs(t *testing.T) {
+	for _, c := range []struct {
+		seed uint64
+		what string
+	}{
+		{1258, "a rank stopped past liveness_ms decided on the sets that waited for it, alone with all 5 ranks"},
+		{1814, "a rank stopped past the timeout (liveness_ms above it) decided on stale sets; two comms of 7 and 8"},
+		{16764, "min_size not met, a joiner stopped at the deadline: the leader's decision came after the others' timeout"},
+		{34507, "a split just after a decided message: a rank of the smaller side adopted it and went on"},
+		{41128, "a split of 2 ranks during the last round: both went on, each with its own comm"},
+	} {
+		if r := runSchedule(c.seed, false); len(r.problems) > 0 {
+			t.Errorf("%s\n%s", c.what, r.report())
+		}
+	}
+}

@@ -157,7 +157,10 @@ func (s *supervisor) strandJoiners() {
 	if len(stranded) > 0 {
 		time.AfterFunc(grace, func() {
 			for _, r := range stranded {
-				r.signal(syscall.SIGKILL) // a no-op once reaped
+				if r.running() {
+					s.j.logf("%s still running %v after SIGTERM; sending SIGKILL", r.where(), grace)
+					r.signal(syscall.SIGKILL)
+				}
 			}
 		})
 	}

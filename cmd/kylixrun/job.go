@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -31,6 +32,7 @@ type job struct {
 	joiners        int                      // joiners started so far: the next is j<joiners>
 	admitted       atomic.Int64             // joiners that resizes admitted (watchAdmissions)
 	sshSlots       map[string]chan struct{} // ssh startups in progress, by host (sshSlot)
+	watching       sync.WaitGroup           // the ranks' watch goroutines: each reaps its rank
 }
 
 type rankExit struct {
@@ -49,8 +51,7 @@ const (
 // the millisecond, so they sort with the ranks' lines. core.Logf itself labels its lines with a
 // rank and writes past the launcher's line-at-a-time writer, so the layout is repeated here.
 func (j *job) logf(format string, args ...any) {
-	line := time.Now().UTC().Format(logTime) + " kylixrun: " + fmt.Sprintf(format, args...) + "\n"
-	_, _ = j.stderr.Write([]byte(line))
+	j.stderr.writeOwnLine(time.Now().UTC().Format(logTime) + " kylixrun: " + fmt.Sprintf(format, args...) + "\n")
 }
 
 // logTime is core.Logf's time layout.
@@ -106,9 +107,15 @@ func (j *job) run() int {
 
 	code, stopping := j.start(p, rvAddr, sigs)
 	code = j.supervise(sigs, code, stopping)
-
-	j.drainOutput()
+	j.finish()
 	return code
+}
+
+// finish waits until every rank is reaped and its process group gone (watch), then for the
+// output still in the pipes: the launcher leaves nothing behind.
+func (j *job) finish() {
+	j.watching.Wait()
+	j.drainOutput()
 }
 
 // drainOutput waits for the output still in the pipes to be copied out; a pipe that a runaway
@@ -131,13 +138,13 @@ func (j *job) drainOutput() {
 // from killing it; signal.Reset(SIGINT, SIGHUP, SIGTERM, SIGPIPE) undoes it.
 func catchSignals() chan os.Signal {
 	sigs := make(chan os.Signal, 8)
-	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGHUP} {
-		// A launcher started with them ignored (nohup, "&" in a script) keeps them ignored.
-		if !signal.Ignored(s) {
-			signal.Notify(sigs, s)
-		}
+	// SIGINT and SIGTERM are taken even when the launcher was started with them ignored ("&" in
+	// a script ignores SIGINT): the job must stop when asked. Only SIGHUP ignored (nohup) stays
+	// ignored, for the ranks too.
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	if !signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(sigs, syscall.SIGHUP)
 	}
-	signal.Notify(sigs, syscall.SIGTERM)
 	// A closed stdout must fail the write of the --tag-output copier, not kill the launcher.
 	// (Notify, unlike Ignore, is not inherited by the ranks.)
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
@@ -247,6 +254,7 @@ func (j *job) launch(s rankSpec, vars []string) (*rank, error) {
 		return nil, err
 	}
 	j.ranks = append(j.ranks, r)
+	j.watching.Add(1)
 	go j.watch(r)
 	return r, nil
 }

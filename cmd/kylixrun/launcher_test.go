@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,6 +38,11 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	// KYLIXRUN_TEST_BIN runs the tests against another build (an older commit's, to see a new
+	// test fail there).
+	if other := os.Getenv("KYLIXRUN_TEST_BIN"); other != "" {
+		launcherBin = other
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -50,7 +57,7 @@ type result struct {
 // launcher is one kylixrun started by a test.
 type launcher struct {
 	cmd            *exec.Cmd
-	stdout, stderr bytes.Buffer
+	stdout, stderr lockedBuffer
 	start          time.Time
 	done           chan struct{}
 }
@@ -58,11 +65,26 @@ type launcher struct {
 // startLauncher runs kylixrun with args; env entries are added to the test's environment.
 func startLauncher(t *testing.T, dir string, env []string, stdin io.Reader, args ...string) *launcher {
 	t.Helper()
-	l := &launcher{cmd: exec.Command(launcherBin, args...), done: make(chan struct{})}
+	l := newLauncher(dir, env, stdin, launcherBin, args...)
+	l.begin(t)
+	return l
+}
+
+// newLauncher prepares argv (kylixrun, or a command that runs it) without starting it.
+func newLauncher(dir string, env []string, stdin io.Reader, argv0 string, args ...string) *launcher {
+	l := &launcher{cmd: exec.Command(argv0, args...), done: make(chan struct{})}
 	l.cmd.Dir = dir
 	l.cmd.Env = append(os.Environ(), env...)
 	l.cmd.Stdin = stdin
 	l.cmd.Stdout, l.cmd.Stderr = &l.stdout, &l.stderr
+	// A process the launcher left behind holds the output pipes: the test goes on without them.
+	l.cmd.WaitDelay = 10 * time.Second
+	return l
+}
+
+// begin starts a launcher made by newLauncher; the test's cleanup kills it if still running.
+func (l *launcher) begin(t *testing.T) {
+	t.Helper()
 	l.start = time.Now()
 	if err := l.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -76,7 +98,6 @@ func startLauncher(t *testing.T, dir string, env []string, stdin io.Reader, args
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	return l
 }
 
 // wait waits at most limit for the launcher to exit.
@@ -95,6 +116,14 @@ func (l *launcher) wait(t *testing.T, limit time.Duration) result {
 	}
 	close(l.done)
 	r := result{elapsed: time.Since(l.start), stdout: l.stdout.String(), stderr: l.stderr.String()}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		t.Errorf("kylixrun %q exited, but something it started still held its output 10s later", l.cmd.Args[1:])
+		r.code = l.cmd.ProcessState.ExitCode()
+		if ws := l.cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() {
+			r.code = 128 + int(ws.Signal())
+		}
+		return r
+	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
 		if ws := ee.Sys().(syscall.WaitStatus); ws.Signaled() {
@@ -105,6 +134,27 @@ func (l *launcher) wait(t *testing.T, limit time.Duration) result {
 	}
 	return r
 }
+
+// lockedBuffer is a bytes.Buffer that a test may read while the launcher writes to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// stderrSoFar is what the launcher wrote to its stderr until now.
+func (l *launcher) stderrSoFar() string { return l.stderr.String() }
 
 func runLauncher(t *testing.T, dir string, env []string, args ...string) result {
 	t.Helper()

@@ -59,9 +59,20 @@ const (
 // zombie. As long as it is not reaped its PID, and so its process group ID, cannot be reused:
 // the launcher can still signal leftovers of the group without hitting a stranger.
 func waitNoReap(pid int) (exitStatus, bool) {
-	var info unix.Siginfo
+	return waitidStatus(pid, 0)
+}
+
+// exitedNow returns the status of child pid if it has exited, without waiting and without
+// reaping it. ok is false while it runs (or when pid is not a child that can be waited for).
+func exitedNow(pid int) (exitStatus, bool) {
+	return waitidStatus(pid, unix.WNOHANG)
+}
+
+// waitidStatus is waitid(WEXITED|WNOWAIT|flags) on pid, read out.
+func waitidStatus(pid int, flags int) (exitStatus, bool) {
+	var info unix.Siginfo // zero: with WNOHANG and nothing to report, si_pid stays 0
 	for {
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT|flags, nil)
 		if err == unix.EINTR {
 			continue
 		}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// procPPID reads the parent of pid from /proc/<pid>/stat; ok is false when pid is gone.
+func procPPID(pid int) (state byte, ppid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 2 || len(f[0]) != 1 {
+		return 0, 0, false
+	}
+	ppid, err = strconv.Atoi(string(f[1]))
+	return f[0][0], ppid, err == nil
+}
+
+// asSubreaper makes this test process the reaper of the orphans of its descendants for the
+// rest of the test: a rank the launcher left unreaped then stays a zombie child of the test,
+// where it can be seen (PID 1 would reap it at its leisure), and is reaped here at the end.
+// Tests that use it do not run in parallel, so the orphans are theirs.
+func asSubreaper(t *testing.T) {
+	t.Helper()
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Skipf("PR_SET_CHILD_SUBREAPER: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) })
+}
+
+// expectNothingLeft checks, right when the launcher has returned, that each of pids is gone or
+// at most a zombie that the launcher did not leave to us (ranks: reaped, so gone; a rank's
+// background children: dead). What is left is reported, then killed and reaped by PID.
+func expectNothingLeft(t *testing.T, what string, pids []int) {
+	t.Helper()
+	me := os.Getpid()
+	for _, pid := range pids {
+		state, ppid, ok := procPPID(pid)
+		switch {
+		case !ok:
+		case state != 'Z' && state != 'X':
+			t.Errorf("%s %d still runs (state %c) after kylixrun returned", what, pid, state)
+		case ppid == me && what == "rank":
+			t.Errorf("rank %d is an unreaped zombie (<defunct>) after kylixrun returned", pid)
+		}
+		if ok && ppid == me {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(pid, &ws, 0, nil)
+		}
+	}
+}
+
+// A rank's background child ("sleep 287 &", then the rank exits 0) is stopped, and every rank
+// reaped, before kylixrun returns, with and without --tag-output.
+func TestNothingLeftBehind(t *testing.T) {
+	asSubreaper(t)
+	for _, tagged := range []bool{false, true} {
+		dir := t.TempDir()
+		args := []string{"-n", "4"}
+		if tagged {
+			args = append(args, "--tag-output")
+		}
+		prog := `sleep 287 & echo $! > "$OUT/bg.$KYLIX_RANK"; echo $$ > "$OUT/pid.$KYLIX_RANK"`
+		l := startLauncher(t, dir, []string{"OUT=" + dir}, nil, append(args, "sh", "-c", prog)...)
+		r := l.wait(t, 60*time.Second) // fail-safe: the job takes well under a second
+		if r.code != 0 {
+			t.Errorf("--tag-output %v: exit %d\n%s", tagged, r.code, r.stderr)
+		}
+		var ranks, bgs []string
+		for i := 0; i < 4; i++ {
+			ranks = append(ranks, filepath.Join(dir, "pid."+strconv.Itoa(i)))
+			bgs = append(bgs, filepath.Join(dir, "bg."+strconv.Itoa(i)))
+		}
+		expectNothingLeft(t, "background child", readPIDs(t, bgs...))
+		expectNothingLeft(t, "rank", readPIDs(t, ranks...))
+	}
+}
+
+// A leftover that ignores SIGTERM is killed after the grace, and the launcher says SIGKILL and
+// names the rank whose group it was; the launcher waits for it.
+func TestLeftoverIgnoringSIGTERMIsKilled(t *testing.T) {
+	asSubreaper(t)
+	dir := t.TempDir()
+	prog := `if [ "$KYLIX_RANK" = 0 ]; then (trap '' TERM; exec sleep 287) & echo $! > "$OUT/bg"; fi; echo $$ > "$OUT/pid.$KYLIX_RANK"`
+	l := startLauncher(t, dir, []string{"OUT=" + dir}, nil, "-n", "2", "sh", "-c", prog)
+	r := l.wait(t, 60*time.Second) // fail-safe: the grace and a little
+	if r.code != 0 {
+		t.Errorf("exit %d\n%s", r.code, r.stderr)
+	}
+	if !regexp.MustCompile(`(?m)Z kylixrun: rank 0 \(pid \d+\) left processes running in its group .*; sending SIGKILL$`).MatchString(r.stderr) {
+		t.Errorf("no line naming the SIGKILL of rank 0's leftovers:\n%s", r.stderr)
+	}
+	expectNothingLeft(t, "background child", readPIDs(t, filepath.Join(dir, "bg")))
+	expectNothingLeft(t, "rank", readPIDs(t, filepath.Join(dir, "pid.0"), filepath.Join(dir, "pid.1")))
+}
+
+// When a rank fails, the others are stopped: with --tag-output or not, nothing of theirs is
+// left when kylixrun returns, and they are reaped.
+func TestStoppedRanksLeaveNothing(t *testing.T) {
+	asSubreaper(t)
+	for _, tagged := range []bool{false, true} {
+		dir := t.TempDir()
+		args := []string{"-n", "3"}
+		if tagged {
+			args = append(args, "--tag-output")
+		}
+		prog := `cd "$OUT"; if [ "$KYLIX_RANK" = 2 ]; then while [ ! -s bg.0 ] || [ ! -s bg.1 ]; do sleep 0.02; done; echo $$ > pid.2; exit 3; fi
+			sleep 287 & echo $! > bg.$KYLIX_RANK; echo $$ > pid.$KYLIX_RANK; wait`
+		l := startLauncher(t, dir, []string{"OUT=" + dir}, nil, append(args, "sh", "-c", prog)...)
+		r := l.wait(t, 60*time.Second)
+		if r.code != 3 {
+			t.Errorf("--tag-output %v: exit %d, want 3\n%s", tagged, r.code, r.stderr)
+		}
+		expectNothingLeft(t, "background child", readPIDs(t, filepath.Join(dir, "bg.0"), filepath.Join(dir, "bg.1")))
+		expectNothingLeft(t, "rank", readPIDs(t, filepath.Join(dir, "pid.0"), filepath.Join(dir, "pid.1"), filepath.Join(dir, "pid.2")))
+		if strings.Contains(r.stderr, "sending SIGKILL") {
+			t.Errorf("ranks that end on SIGTERM were sent SIGKILL:\n%s", r.stderr)
+		}
+	}
+}

@@ -99,7 +99,7 @@ func (j *job) relaunch(dead *rank, sigs <-chan os.Signal) (*rank, os.Signal, err
 			return nil, sig, nil
 		}
 	}
-	spec := rankSpec{id: len(j.ranks), joiner: j.joiners, of: of, host: dead.host, release: release}
+	spec := rankSpec{id: len(j.ranks), joiner: j.joiners, name: j.joinerName(j.joiners), of: of, host: dead.host, release: release}
 	r, err := j.launch(spec, joinerVars(j.cfg, j.rvAddr, j.secret))
 	if err != nil {
 		return nil, nil, err
@@ -210,6 +210,7 @@ func (j *job) watchAdmissions(rv rendezvousServer) {
 		return
 	}
 	a.OnAdmit(func(adm rendezvous.Admitted) {
+		j.renumber(adm)
 		var ranks []string
 		for r, prev := range adm.Prev {
 			if prev < 0 {

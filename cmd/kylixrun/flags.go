@@ -26,7 +26,9 @@ each rank's process group, SIGKILL 2 s later) and kylixrun exits with that rank'
 (128+signal for a signal death). SIGINT, SIGTERM and SIGHUP are forwarded to every rank.
 
 With --elastic a rank that dies is reported and the others go on: the program's survivors call
-kylix_resize. --restarts relaunches it as a joiner ([j0], [j1], ... with --tag-output). A rank's
+kylix_resize. --restarts relaunches it as a joiner ([j0], [j1], ... with --tag-output; the
+joiners of kylixrun --join are [j<its pid>.0], ...). A tag keeps naming its process and says its
+rank once a resize changed it: [0 was 1], [3 was j0]. A rank's
 clean exit starts the job's end: from then on nobody is relaunched, a rank that fails gives
 the job its status, and a joiner still not admitted 10 s later is stopped (and does not count).
 The job ends when its ranks end.

@@ -33,6 +33,8 @@ type job struct {
 	admitted       atomic.Int64             // joiners that resizes admitted (watchAdmissions)
 	sshSlots       map[string]chan struct{} // ssh startups in progress, by host (sshSlot)
 	watching       sync.WaitGroup           // the ranks' watch goroutines: each reaps its rank
+	tagMu          sync.Mutex               // tracked, and each tracked rank's cur (tags.go)
+	tracked        []*rank                  // every process started, for the tags to follow resizes
 }
 
 type rankExit struct {
@@ -254,6 +256,7 @@ func (j *job) launch(s rankSpec, vars []string) (*rank, error) {
 		return nil, err
 	}
 	j.ranks = append(j.ranks, r)
+	j.track(r)
 	j.watching.Add(1)
 	go j.watch(r)
 	return r, nil

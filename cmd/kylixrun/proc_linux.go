@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -152,4 +154,49 @@ func procStat(pid string) (state byte, pgrp int, ok bool) {
 		return 0, 0, false
 	}
 	return f[0][0], pg, true
+}
+
+// groupListensOn tells whether a process of process group pgid listens on TCP port (in its own
+// network namespace): how the launcher tells which of its joiners a resize admitted at an
+// address.
+func groupListensOn(pgid, port int) bool {
+	names, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	want := fmt.Sprintf(":%04X", port)
+	for _, e := range names {
+		n := e.Name()
+		if n[0] < '0' || n[0] > '9' {
+			continue
+		}
+		if _, pgrp, ok := procStat(n); !ok || pgrp != pgid {
+			continue
+		}
+		inodes := socketInodes(n)
+		for _, table := range []string{"tcp", "tcp6"} {
+			b, _ := os.ReadFile("/proc/" + n + "/net/" + table)
+			for _, ln := range bytes.Split(b, []byte("\n")) {
+				// sl local_address rem_address st ... inode: LISTEN is st 0A.
+				f := bytes.Fields(ln)
+				if len(f) > 9 && bytes.HasSuffix(f[1], []byte(want)) && string(f[3]) == "0A" && inodes[string(f[9])] {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// socketInodes are the inodes of the sockets process pid holds open.
+func socketInodes(pid string) map[string]bool {
+	fds, _ := os.ReadDir("/proc/" + pid + "/fd")
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		l, err := os.Readlink("/proc/" + pid + "/fd/" + fd.Name())
+		if ino, ok := strings.CutPrefix(l, "socket:["); err == nil && ok {
+			inodes[strings.TrimSuffix(ino, "]")] = true
+		}
+	}
+	return inodes
 }

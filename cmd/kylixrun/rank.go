@@ -69,6 +69,8 @@ type rank struct {
 	// joiner is the joiner's number (j0, j1, ...) for a process started with KYLIX_JOIN, or -1;
 	// of is the rank it relaunches (--restarts), or -1.
 	joiner, of int
+	name       string // the process's name in tags and messages: its launch rank, or j0 (tags.go)
+	tagging           // its --tag-output prefix, which follows its rank (tags.go)
 	cmd        *exec.Cmd
 	pid        int
 	stdin      *os.File // write end held open: the secret and liveness pipe of a remote rank
@@ -129,23 +131,16 @@ func (r *rank) joinerWhere() string {
 		at = "on " + r.host
 	}
 	if r.of >= 0 {
-		return fmt.Sprintf("joiner j%d (%s, relaunch of rank %d)", r.joiner, at, r.of)
+		return fmt.Sprintf("joiner %s (%s, relaunch of rank %d)", r.name, at, r.of)
 	}
-	return fmt.Sprintf("joiner j%d (%s)", r.joiner, at)
-}
-
-// tag is the --tag-output label: the rank, or j1 for joiner 1.
-func (r *rank) tag() string {
-	if r.joiner >= 0 {
-		return "j" + strconv.Itoa(r.joiner)
-	}
-	return strconv.Itoa(r.id)
+	return fmt.Sprintf("joiner %s (%s)", r.name, at)
 }
 
 // rankSpec is what start needs to know beyond the job-wide settings.
 type rankSpec struct {
 	id      int
 	joiner  int    // joiner number, -1 for a rank started with the job
+	name    string // j.joinerName(joiner) for a joiner
 	of      int    // the rank a joiner relaunches, or -1
 	host    string // "" when local
 	env     []string
@@ -237,7 +232,11 @@ func localThreads(hosts []string, id int, user string) string {
 // environment. Output goes straight to the launcher's stdout and stderr, or with --tag-output
 // through pipes and copiers that prefix each line.
 func (j *job) startRank(s rankSpec) (*rank, error) {
-	r := &rank{id: s.id, joiner: s.joiner, of: s.of, host: s.host, release: s.release}
+	r := &rank{id: s.id, joiner: s.joiner, of: s.of, host: s.host, release: s.release, name: s.name}
+	if s.joiner < 0 {
+		r.name = strconv.Itoa(s.id)
+	}
+	r.initTag(s.joiner < 0)
 	var cmd *exec.Cmd
 	var secret string
 	if s.host == "" {
@@ -288,10 +287,6 @@ func (j *job) startRank(s rankSpec) (*rank, error) {
 	// straight without --tag-output: there, C's stdio writes whole lines itself, and a rank
 	// sees a terminal. A remote rank's stderr always goes through a copier, which drops the
 	// remote script's startup marker (and frees the rank's ssh startup slot when it comes).
-	prefix := ""
-	if j.cfg.tagOutput {
-		prefix = "[" + r.tag() + "] "
-	}
 	for _, d := range []struct {
 		dst    *io.Writer
 		sink   io.Writer
@@ -316,7 +311,7 @@ func (j *job) startRank(s rankSpec) (*rank, error) {
 		go func(sink io.Writer) {
 			defer r.pumps.Done()
 			if j.cfg.tagOutput {
-				_ = pumpLines(src, sink, prefix)
+				_ = copyLines(src, sink, r.prefix, true)
 			} else {
 				_ = pumpExact(src, sink)
 			}

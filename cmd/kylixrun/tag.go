@@ -57,22 +57,24 @@ const maxLine = 1 << 20
 // without a newline gets one. It returns when r ends or w fails; on a failed write it stops
 // reading, so the rank sees a broken pipe as it would writing to a closed stdout itself.
 func pumpLines(r io.Reader, w io.Writer, prefix string) error {
-	return copyLines(r, w, prefix, true)
+	return copyLines(r, w, func() string { return prefix }, true)
 }
 
 // pumpExact copies r to w byte for byte, in writes of whole lines as pumpLines does; a last
 // line without a newline stays without one.
 func pumpExact(r io.Reader, w io.Writer) error {
-	return copyLines(r, w, "", false)
+	return copyLines(r, w, func() string { return "" }, false)
 }
 
-// copyLines is pumpLines, and pumpExact without endLines.
-func copyLines(r io.Reader, w io.Writer, prefix string, endLines bool) error {
+// copyLines is pumpLines, and pumpExact without endLines. prefix is asked at every read, so
+// that a tag can change while the rank runs (tags.go).
+func copyLines(r io.Reader, w io.Writer, prefixOf func() string, endLines bool) error {
 	buf := make([]byte, 64<<10)
 	var partial, out []byte
 	for {
 		n, rerr := r.Read(buf)
 		data := buf[:n]
+		prefix := prefixOf()
 		out = out[:0]
 		for len(data) > 0 {
 			i := bytes.IndexByte(data, '\n')

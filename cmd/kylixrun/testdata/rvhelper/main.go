@@ -3,7 +3,8 @@
 // the ring of ranks and exits 0. With the argument "bad-secret" it joins with a wrong secret.
 // With "blame DIR" after the ring, rank 2 tells the launcher that rank 1 failed it and exits 1,
 // rank 1 kills itself with SIGKILL once rank 2 has exited, and rank 0 sleeps: a culprit that
-// dies without telling while the launcher waits for its account.
+// dies without telling while the launcher waits for its account. The modes "renumber" and
+// "rejoin" play resizes at the launcher's rendezvous (elastic.go).
 package main
 
 import (
@@ -21,6 +22,10 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 2 && os.Args[1] == "rejoin" && os.Getenv("KYLIX_JOIN") != "" {
+		joiner()
+		return
+	}
 	getenv := os.Getenv
 	if len(os.Args) > 1 && os.Args[1] == "bad-secret" {
 		getenv = func(k string) string {
@@ -54,8 +59,13 @@ func main() {
 		fail(fmt.Errorf("got %q, want %q", msg, want))
 	}
 	fmt.Printf("rank %d of %d: ring ok\n", r, n)
-	if len(os.Args) > 2 && os.Args[1] == "blame" {
+	switch {
+	case len(os.Args) > 2 && os.Args[1] == "blame":
 		blame(r, os.Args[2])
+	case len(os.Args) > 2 && os.Args[1] == "renumber":
+		renumber(r, opts, os.Args[2])
+	case len(os.Args) > 2 && os.Args[1] == "rejoin":
+		rejoin(r, opts, os.Args[2:])
 	}
 }
 

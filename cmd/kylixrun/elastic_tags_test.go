@@ -1,24 +1,37 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
+var (
+	rvHelperOnce sync.Once
+	rvHelper     string
+	rvHelperErr  error
+)
+
 // buildRVHelper builds testdata/rvhelper, the launcher tests' rank that speaks to the
-// rendezvous.
+// rendezvous, once per test binary.
 func buildRVHelper(t *testing.T) string {
 	t.Helper()
-	helper := filepath.Join(t.TempDir(), "rvhelper")
-	if out, err := exec.Command("go", "build", "-o", helper, "./testdata/rvhelper").CombinedOutput(); err != nil {
-		t.Fatalf("building the helper: %v\n%s", err, out)
+	rvHelperOnce.Do(func() {
+		rvHelper = filepath.Join(testDir, "rvhelper")
+		if out, err := exec.Command("go", "build", "-o", rvHelper, "./testdata/rvhelper").CombinedOutput(); err != nil {
+			rvHelperErr = fmt.Errorf("building the helper: %v\n%s", err, out)
+		}
+	})
+	if rvHelperErr != nil {
+		t.Fatal(rvHelperErr)
 	}
-	return helper
+	return rvHelper
 }
 
 // A resize that renumbers the ranks: each tag says the current rank, and still names the

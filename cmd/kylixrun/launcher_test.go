@@ -17,10 +17,12 @@ import (
 	"time"
 )
 
-// launcherBin is the kylixrun built once for the integration tests, with buildFlags.
+// launcherBin is the kylixrun built once for the integration tests, with buildFlags, in
+// testDir.
 var (
 	launcherBin string
 	buildFlags  []string
+	testDir     string
 )
 
 func TestMain(m *testing.M) {
@@ -29,7 +31,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	launcherBin = filepath.Join(dir, "kylixrun")
+	testDir, launcherBin = dir, filepath.Join(dir, "kylixrun")
 	args := append([]string{"build", "-o", launcherBin}, buildFlags...)
 	build := exec.Command("go", append(args, ".")...)
 	build.Stderr = os.Stderr
@@ -555,11 +557,7 @@ func TestLeftoversStopped(t *testing.T) {
 // a message around the ring; a rank with a wrong secret is refused and fails the job at once.
 func TestRendezvousWithNetio(t *testing.T) {
 	t.Parallel()
-	helper := filepath.Join(t.TempDir(), "rvhelper")
-	build := exec.Command("go", "build", "-o", helper, "./testdata/rvhelper")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the helper: %v\n%s", err, out)
-	}
+	helper := buildRVHelper(t)
 	r := runLauncher(t, t.TempDir(), nil, "-n", "3", "--tag-output", "--timeout", "20", helper)
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)

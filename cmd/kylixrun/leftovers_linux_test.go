@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,24 +12,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// procPPID reads the parent of pid from /proc/<pid>/stat; ok is false when pid is gone.
-func procPPID(pid int) (state byte, ppid int, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 2 || len(f[0]) != 1 {
-		return 0, 0, false
-	}
-	ppid, err = strconv.Atoi(string(f[1]))
-	return f[0][0], ppid, err == nil
-}
 
 // asSubreaper makes this test process the reaper of the orphans of its descendants for the
 // rest of the test: a rank the launcher left unreaped then stays a zombie child of the test,
@@ -51,7 +32,7 @@ func expectNothingLeft(t *testing.T, what string, pids []int) {
 	t.Helper()
 	me := os.Getpid()
 	for _, pid := range pids {
-		state, ppid, ok := procPPID(pid)
+		state, ppid, _, ok := procStatParent(strconv.Itoa(pid))
 		switch {
 		case !ok:
 		case state != 'Z' && state != 'X':
@@ -73,10 +54,7 @@ func TestNothingLeftBehind(t *testing.T) {
 	asSubreaper(t)
 	for _, tagged := range []bool{false, true} {
 		dir := t.TempDir()
-		args := []string{"-n", "4"}
-		if tagged {
-			args = append(args, "--tag-output")
-		}
+		args := withTags(tagged, "-n", "4")
 		prog := `sleep 287 & echo $! > "$OUT/bg.$KYLIX_RANK"; echo $$ > "$OUT/pid.$KYLIX_RANK"`
 		l := startLauncher(t, dir, []string{"OUT=" + dir}, nil, append(args, "sh", "-c", prog)...)
 		r := l.wait(t, 60*time.Second) // fail-safe: the job takes well under a second
@@ -117,10 +95,7 @@ func TestStoppedRanksLeaveNothing(t *testing.T) {
 	asSubreaper(t)
 	for _, tagged := range []bool{false, true} {
 		dir := t.TempDir()
-		args := []string{"-n", "3"}
-		if tagged {
-			args = append(args, "--tag-output")
-		}
+		args := withTags(tagged, "-n", "3")
 		prog := `cd "$OUT"; if [ "$KYLIX_RANK" = 2 ]; then while [ ! -s bg.0 ] || [ ! -s bg.1 ]; do sleep 0.02; done; echo $$ > pid.2; exit 3; fi
 			sleep 287 & echo $! > bg.$KYLIX_RANK; echo $$ > pid.$KYLIX_RANK; wait`
 		l := startLauncher(t, dir, []string{"OUT=" + dir}, nil, append(args, "sh", "-c", prog)...)
@@ -134,4 +109,12 @@ func TestStoppedRanksLeaveNothing(t *testing.T) {
 			t.Errorf("ranks that end on SIGTERM were sent SIGKILL:\n%s", r.stderr)
 		}
 	}
+}
+
+// withTags is args, with --tag-output when tagged.
+func withTags(tagged bool, args ...string) []string {
+	if tagged {
+		return append(args, "--tag-output")
+	}
+	return args
 }

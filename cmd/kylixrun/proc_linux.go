@@ -136,24 +136,31 @@ func groupAlive(pgid int) bool {
 
 // procStat reads the state and process group from /proc/<pid>/stat.
 func procStat(pid string) (state byte, pgrp int, ok bool) {
+	state, _, pgrp, ok = procStatParent(pid)
+	return state, pgrp, ok
+}
+
+// procStatParent reads the state, parent and process group from /proc/<pid>/stat.
+func procStatParent(pid string) (state byte, ppid, pgrp int, ok bool) {
 	b, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	// "pid (comm) S ppid pgrp ...": comm may hold spaces and parentheses, so cut at the last ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	f := bytes.Fields(b[i+1:])
 	if len(f) < 3 || len(f[0]) != 1 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	pg, err := strconv.Atoi(string(f[2]))
-	if err != nil {
-		return 0, 0, false
+	pp, err1 := strconv.Atoi(string(f[1]))
+	pg, err2 := strconv.Atoi(string(f[2]))
+	if err1 != nil || err2 != nil {
+		return 0, 0, 0, false
 	}
-	return f[0][0], pg, true
+	return f[0][0], pp, pg, true
 }
 
 // groupListensOn tells whether a process of process group pgid listens on TCP port (in its own

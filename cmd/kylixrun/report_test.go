@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,13 +12,11 @@ import (
 // Rank 2 tells the launcher that rank 1 failed it and exits 1; while the launcher waits for
 // rank 1's own account, rank 1 dies of SIGKILL without giving one. The launcher names the
 // SIGKILL, does not wait out its wait for an account that cannot come, and counts the ranks it
-// stops as they are: 1 (rank 0), not 2.
+// stops as they are: 1 (rank 0), not 2. (Rank 1 reacts to rank 2's exit in milliseconds; the
+// launcher's wait for an account is a second.)
 func TestReportCountsLiveRanksAndNamesSIGKILL(t *testing.T) {
 	t.Parallel()
-	helper := filepath.Join(t.TempDir(), "rvhelper")
-	if out, err := exec.Command("go", "build", "-o", helper, "./testdata/rvhelper").CombinedOutput(); err != nil {
-		t.Fatalf("building the helper: %v\n%s", err, out)
-	}
+	helper := buildRVHelper(t)
 	dir := t.TempDir()
 	r := runLauncher(t, dir, nil, "-n", "3", "--timeout", "20", helper, "blame", dir)
 	if r.code != 1 {

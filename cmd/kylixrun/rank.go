@@ -229,8 +229,8 @@ func localThreads(hosts []string, id int, user string) string {
 }
 
 // startRank starts one rank (the program, or ssh for a remote host) with the given
-// environment. Output goes straight to the launcher's stdout and stderr, or with --tag-output
-// through pipes and copiers that prefix each line.
+// environment. Output goes through pipes and copiers that write whole lines (with --tag-output,
+// each prefixed with the rank's tag), or straight to a terminal.
 func (j *job) startRank(s rankSpec) (*rank, error) {
 	r := &rank{id: s.id, joiner: s.joiner, of: s.of, host: s.host, release: s.release, name: s.name}
 	if s.joiner < 0 {

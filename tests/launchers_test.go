@@ -511,8 +511,8 @@ func TestKylixrunSSHNetns(t *testing.T) {
 		_ = cmd.Process.Signal(syscall.SIGINT)
 		select {
 		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Fatalf("kylixrun still runs 20s after SIGINT\n%s", out.String())
+		case <-time.After(60 * time.Second): // fail-safe: it stops in seconds
+			t.Fatalf("kylixrun still runs 60s after SIGINT\n%s", out.String())
 		}
 		t.Logf("kylixrun stopped %v after SIGINT", time.Since(start).Round(time.Millisecond))
 		if code := cmd.ProcessState.ExitCode(); code != 130 {

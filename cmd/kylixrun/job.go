@@ -109,15 +109,33 @@ func (j *job) run() int {
 
 	code, stopping := j.start(p, rvAddr, sigs)
 	code = j.supervise(sigs, code, stopping)
-	j.finish()
+	j.finish(sigs)
 	return code
 }
 
 // finish waits until every rank is reaped and its process group gone (watch), then for the
-// output still in the pipes: the launcher leaves nothing behind.
-func (j *job) finish() {
-	j.watching.Wait()
-	j.drainOutput()
+// output still in the pipes: the launcher leaves nothing behind. A signal meanwhile does not
+// wait for the grace: what is left of the groups gets SIGKILL.
+func (j *job) finish(sigs <-chan os.Signal) {
+	done := make(chan struct{})
+	go func() {
+		j.watching.Wait()
+		close(done)
+	}()
+	for {
+		select {
+		case <-done:
+			j.drainOutput()
+			return
+		case sig := <-sigs:
+			for _, r := range j.ranks {
+				if groupAlive(r.pid) {
+					j.logf("got %s; sending SIGKILL to what %s left in its group", sigName(sig.(syscall.Signal)), r.where())
+					_ = syscall.Kill(-r.pid, syscall.SIGKILL)
+				}
+			}
+		}
+	}
 }
 
 // drainOutput waits for the output still in the pipes to be copied out; a pipe that a runaway

@@ -35,7 +35,7 @@ func (j *job) runJoin() int {
 	}
 	j.joiners = len(j.ranks)
 	code = j.supervise(sigs, code, stopping)
-	j.finish()
+	j.finish(sigs)
 	return code
 }
 

@@ -118,3 +118,33 @@ func withTags(tagged bool, args ...string) []string {
 	}
 	return args
 }
+
+// A signal while the launcher waits for a rank's leftover to end does not wait out the grace:
+// the leftover gets SIGKILL at once, said so. (On a machine so loaded that the grace is over
+// before the signal comes, the launcher's own SIGKILL after the grace is said instead.)
+func TestSignalWhileStoppingLeftovers(t *testing.T) {
+	asSubreaper(t)
+	dir := t.TempDir()
+	prog := `(trap '' TERM; exec sleep 287) & echo $! > "$OUT/bg"; echo $$ > "$OUT/pid"`
+	l := startLauncher(t, dir, []string{"OUT=" + dir}, nil, "-n", "1", "sh", "-c", prog)
+	rank := readPIDs(t, filepath.Join(dir, "pid"))[0]
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if state, _, _, ok := procStatParent(strconv.Itoa(rank)); !ok || state == 'Z' {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("rank 0 did not exit")
+		}
+	}
+	if err := l.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	r := l.wait(t, 60*time.Second)
+	if r.code != 0 {
+		t.Errorf("exit %d, want 0 (the job had ended)\n%s", r.code, r.stderr)
+	}
+	if !regexp.MustCompile(`kylixrun: (got SIGTERM; sending SIGKILL to what rank 0 \(pid \d+\) left in its group|rank 0 \(pid \d+\) left processes running in its group 2s after SIGTERM; sending SIGKILL)`).MatchString(r.stderr) {
+		t.Errorf("no line naming the SIGKILL:\n%s", r.stderr)
+	}
+	expectNothingLeft(t, "background child", readPIDs(t, filepath.Join(dir, "bg")))
+}

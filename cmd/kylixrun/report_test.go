@@ -9,27 +9,30 @@ import (
 	"time"
 )
 
-// Rank 2 tells the launcher that rank 1 failed it and exits 1; while the launcher waits for
-// rank 1's own account, rank 1 dies of SIGKILL without giving one. The launcher names the
-// SIGKILL, does not wait out its wait for an account that cannot come, and counts the ranks it
-// stops as they are: 1 (rank 0), not 2. (Rank 1 reacts to rank 2's exit in milliseconds; the
-// launcher's wait for an account is a second.)
+// Rank 2 tells the launcher that rank 1 failed it and exits 1; rank 1 then dies of SIGKILL
+// without giving an account. When the launcher takes rank 2's exit first, it waits for rank 1's
+// account: rank 1's death ends that wait, and is named. On a loaded machine the launcher may
+// see rank 1's death first: then that is the failure it reports. Either way it names the
+// SIGKILL and counts the ranks it stops as they are: 1 (rank 0), never 2.
 func TestReportCountsLiveRanksAndNamesSIGKILL(t *testing.T) {
 	t.Parallel()
 	helper := buildRVHelper(t)
 	dir := t.TempDir()
 	r := runLauncher(t, dir, nil, "-n", "3", "--timeout", "20", helper, "blame", dir)
-	if r.code != 1 {
-		t.Errorf("exit %d, want 1 (rank 2's)\n%s", r.code, r.stderr)
+	if r.code != 1 && r.code != 128+9 {
+		t.Errorf("exit %d, want 1 (rank 2's) or 137 (rank 1's)\n%s", r.code, r.stderr)
 	}
-	for _, re := range []string{
-		`(?m)Z kylixrun: rank 1 \(pid \d+\) was killed by signal 9 \(SIGKILL\)`,
-		`(?m)Z kylixrun: rank 1 \(pid \d+\) caused the failure, as rank 2 reported: rvhelper: rank 1 is lost`,
-		`(?m)Z kylixrun: rank 2 \(pid \d+\) exited with status 1; stopping the 1 other rank$`,
-	} {
-		if !regexp.MustCompile(re).MatchString(r.stderr) {
-			t.Errorf("stderr lacks %s:\n%s", re, r.stderr)
-		}
+	if !regexp.MustCompile(`(?m)Z kylixrun: rank 1 \(pid \d+\) was killed by signal 9 \(SIGKILL\)`).MatchString(r.stderr) {
+		t.Errorf("stderr does not name rank 1's SIGKILL:\n%s", r.stderr)
+	}
+	stop := regexp.MustCompile(`(?m)Z kylixrun: rank ([12]) \(pid \d+\) [^\n]*; stopping the (\d) other ranks?$`).FindStringSubmatch(r.stderr)
+	switch {
+	case stop == nil:
+		t.Errorf("no line stopping the other ranks:\n%s", r.stderr)
+	case stop[2] != "1":
+		t.Errorf("stopping %s other ranks, but only rank 0 was running:\n%s", stop[2], r.stderr)
+	case stop[1] == "2" && !regexp.MustCompile(`(?m)Z kylixrun: rank 1 \(pid \d+\) caused the failure, as rank 2 reported: rvhelper: rank 1 is lost$`).MatchString(r.stderr):
+		t.Errorf("rank 2's account of rank 1 is not given:\n%s", r.stderr)
 	}
 }
 

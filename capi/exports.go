@@ -167,7 +167,8 @@ func debugf(ce *commEntry, format string, args ...any) {
 
 // ---- membership ----------------------------------------------------------------------------
 
-// envOnce: a misspelled KYLIX_ variable is reported at the first kylix_init of the process.
+// envOnce: a misspelled KYLIX_ variable is reported at the first kylix_init of the process, by
+// one process of the job (kx.ReportsUnknownEnv).
 var envOnce sync.Once
 
 //export kylixgo_init
@@ -188,6 +189,9 @@ func kylixgo_init(options *C.char, out *C.uintptr_t, eb *C.char, ecap C.size_t) 
 	}
 	lvl := parseLogLevel(o.Log)
 	envOnce.Do(func() {
+		if !kx.ReportsUnknownEnv(o.Rank, os.Getenv) {
+			return
+		}
 		for _, w := range kx.UnknownEnv(os.Environ()) {
 			logf(logWarn, lvl, o.Rank, "%s", w)
 		}

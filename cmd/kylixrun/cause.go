@@ -38,29 +38,47 @@ func culprit(causes map[int]rendezvous.Cause, failed, n int) (rank, by int, why 
 // causeWait bounds how long the launcher waits for a blamed rank's own account.
 const causeWait = time.Second
 
-// causeLine is the launcher's line naming what started a job's failure, or "" when no rank
-// said. failed is the rank whose exit ends the job.
-func (j *job) causeLine(failed int) string {
+// causeLines are the launcher's lines naming what started a job's failure, none when no rank
+// said. failed is the rank whose exit ends the job. While the rank blamed has not told why, it
+// is waited for up to causeWait, unless it has died (it cannot tell then): its death is named.
+func (j *job) causeLines(failed int) []string {
 	if j.rv == nil {
-		return ""
+		return nil
 	}
+	var death string
 	rank, by, why, ok, settled := culprit(j.rv.Causes(), failed, len(j.ranks))
-	for end := time.Now().Add(causeWait); ok && !settled && time.Now().Before(end); {
+	for end := time.Now().Add(causeWait); ok && !settled; {
+		if rank < len(j.ranks) {
+			if st, ended := j.ranks[rank].exitNow(); ended {
+				// An account given just before the exit is in by now (the rank waits for its ack).
+				if rank, by, why, ok, settled = culprit(j.rv.Causes(), failed, len(j.ranks)); !settled {
+					death = fmt.Sprintf("%s %v", j.ranks[rank].where(), st)
+				}
+				break
+			}
+		}
+		if !time.Now().Before(end) {
+			break
+		}
 		time.Sleep(20 * time.Millisecond)
 		rank, by, why, ok, settled = culprit(j.rv.Causes(), failed, len(j.ranks))
 	}
 	if !ok {
-		return ""
+		return nil
 	}
 	who := fmt.Sprintf("rank %d", rank)
 	if rank < len(j.ranks) {
 		who = j.ranks[rank].where()
 	}
+	var lines []string
+	if death != "" {
+		lines = append(lines, death)
+	}
 	switch {
 	case rank == failed:
-		return fmt.Sprintf("%s failed: %s", who, why)
+		return append(lines, fmt.Sprintf("%s failed: %s", who, why))
 	case by == rank:
-		return fmt.Sprintf("%s caused the failure: %s", who, why)
+		return append(lines, fmt.Sprintf("%s caused the failure: %s", who, why))
 	}
-	return fmt.Sprintf("%s caused the failure, as rank %d reported: %s", who, by, why)
+	return append(lines, fmt.Sprintf("%s caused the failure, as rank %d reported: %s", who, by, why))
 }

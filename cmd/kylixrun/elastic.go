@@ -99,7 +99,7 @@ func (j *job) relaunch(dead *rank, sigs <-chan os.Signal) (*rank, os.Signal, err
 			return nil, sig, nil
 		}
 	}
-	spec := rankSpec{id: len(j.ranks), joiner: j.joiners, of: of, host: dead.host, release: release}
+	spec := rankSpec{id: len(j.ranks), joiner: j.joiners, name: j.joinerName(j.joiners), of: of, host: dead.host, release: release}
 	r, err := j.launch(spec, joinerVars(j.cfg, j.rvAddr, j.secret))
 	if err != nil {
 		return nil, nil, err
@@ -157,7 +157,10 @@ func (s *supervisor) strandJoiners() {
 	if len(stranded) > 0 {
 		time.AfterFunc(grace, func() {
 			for _, r := range stranded {
-				r.signal(syscall.SIGKILL) // a no-op once reaped
+				if r.running() {
+					s.j.logf("%s still running %v after SIGTERM; sending SIGKILL", r.where(), grace)
+					r.signal(syscall.SIGKILL)
+				}
 			}
 		})
 	}
@@ -207,6 +210,7 @@ func (j *job) watchAdmissions(rv rendezvousServer) {
 		return
 	}
 	a.OnAdmit(func(adm rendezvous.Admitted) {
+		j.renumber(adm)
 		var ranks []string
 		for r, prev := range adm.Prev {
 			if prev < 0 {

@@ -23,13 +23,17 @@ is inherited. program is looked up in PATH: a C binary, python3 prog.py, java -c
 
 When a rank exits non-zero or dies of a signal, the other ranks are stopped (SIGTERM to
 each rank's process group, SIGKILL 2 s later) and kylixrun exits with that rank's code
-(128+signal for a signal death). SIGINT, SIGTERM and SIGHUP are forwarded to every rank.
+(128+signal for a signal death). SIGINT, SIGTERM and SIGHUP are forwarded to every rank
+(SIGINT and SIGTERM also when kylixrun was started with them ignored, as "kylixrun ... &" in a
+script does). kylixrun returns once every rank is reaped and its process group is gone.
 
 With --elastic a rank that dies is reported and the others go on: the program's survivors call
-kylix_resize. --restarts relaunches it as a joiner ([j0], [j1], ... with --tag-output). A rank's
-clean exit starts the job's end: from then on nobody is relaunched, a rank that fails gives
-the job its status, and a joiner still not admitted 10 s later is stopped (and does not count).
-The job ends when its ranks end.
+kylix_resize. --restarts relaunches it as a joiner ([j0], [j1], ... with --tag-output; the
+joiners of kylixrun --join are [j<its pid>.0], ...). A tag keeps naming its process and says
+its rank once a resize changed it: [0 was 1], [3 was j0]. A rank's clean exit starts the job's
+end: from then on nobody is relaunched, a rank that fails gives the job its status, and a
+joiner still not admitted 10 s later is stopped (and does not count). The job ends when its
+ranks end.
 
 options:
   -n N, -np N            number of ranks (default with --hosts/--hostfile: all their slots)
@@ -41,7 +45,9 @@ options:
                          reported and the job goes on; it fails when a node loses them all
   --timeout SEC          per-wait timeout the ranks use (KYLIX_TIMEOUT_MS); not a job limit
   --job-timeout SEC      kill the whole job after SEC seconds and exit 124 (0: no limit)
-  --tag-output           prefix every line of every rank's stdout and stderr with "[rank] "
+  --tag-output           prefix every line of every rank's stdout and stderr with "[rank] ".
+                         Without it, output to a file or pipe still passes a whole line at a
+                         time (bytes unchanged), so kylixrun's own lines stay lines of their own
   --keep-going           do not stop the other ranks when one fails; exit with the first
                          failure's code once all are done
   --elastic              the job goes on when ranks die: the survivors call kylix_resize, and

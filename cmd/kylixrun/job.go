@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -31,6 +32,9 @@ type job struct {
 	joiners        int                      // joiners started so far: the next is j<joiners>
 	admitted       atomic.Int64             // joiners that resizes admitted (watchAdmissions)
 	sshSlots       map[string]chan struct{} // ssh startups in progress, by host (sshSlot)
+	watching       sync.WaitGroup           // the ranks' watch goroutines: each reaps its rank
+	tagMu          sync.Mutex               // tracked, and each tracked rank's cur (tags.go)
+	tracked        []*rank                  // every process started, for the tags to follow resizes
 }
 
 type rankExit struct {
@@ -49,8 +53,7 @@ const (
 // the millisecond, so they sort with the ranks' lines. core.Logf itself labels its lines with a
 // rank and writes past the launcher's line-at-a-time writer, so the layout is repeated here.
 func (j *job) logf(format string, args ...any) {
-	line := time.Now().UTC().Format(logTime) + " kylixrun: " + fmt.Sprintf(format, args...) + "\n"
-	_, _ = j.stderr.Write([]byte(line))
+	j.stderr.writeOwnLine(time.Now().UTC().Format(logTime) + " kylixrun: " + fmt.Sprintf(format, args...) + "\n")
 }
 
 // logTime is core.Logf's time layout.
@@ -106,9 +109,33 @@ func (j *job) run() int {
 
 	code, stopping := j.start(p, rvAddr, sigs)
 	code = j.supervise(sigs, code, stopping)
-
-	j.drainOutput()
+	j.finish(sigs)
 	return code
+}
+
+// finish waits until every rank is reaped and its process group gone (watch), then for the
+// output still in the pipes: the launcher leaves nothing behind. A signal meanwhile does not
+// wait for the grace: what is left of the groups gets SIGKILL.
+func (j *job) finish(sigs <-chan os.Signal) {
+	done := make(chan struct{})
+	go func() {
+		j.watching.Wait()
+		close(done)
+	}()
+	for {
+		select {
+		case <-done:
+			j.drainOutput()
+			return
+		case sig := <-sigs:
+			for _, r := range j.ranks {
+				if groupAlive(r.pid) {
+					j.logf("got %s; sending SIGKILL to what %s left in its group", sigName(sig.(syscall.Signal)), r.where())
+					_ = syscall.Kill(-r.pid, syscall.SIGKILL)
+				}
+			}
+		}
+	}
 }
 
 // drainOutput waits for the output still in the pipes to be copied out; a pipe that a runaway
@@ -131,13 +158,13 @@ func (j *job) drainOutput() {
 // from killing it; signal.Reset(SIGINT, SIGHUP, SIGTERM, SIGPIPE) undoes it.
 func catchSignals() chan os.Signal {
 	sigs := make(chan os.Signal, 8)
-	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGHUP} {
-		// A launcher started with them ignored (nohup, "&" in a script) keeps them ignored.
-		if !signal.Ignored(s) {
-			signal.Notify(sigs, s)
-		}
+	// SIGINT and SIGTERM are taken even when the launcher was started with them ignored ("&" in
+	// a script ignores SIGINT): the job must stop when asked. Only SIGHUP ignored (nohup) stays
+	// ignored, for the ranks too.
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	if !signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(sigs, syscall.SIGHUP)
 	}
-	signal.Notify(sigs, syscall.SIGTERM)
 	// A closed stdout must fail the write of the --tag-output copier, not kill the launcher.
 	// (Notify, unlike Ignore, is not inherited by the ranks.)
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
@@ -247,6 +274,8 @@ func (j *job) launch(s rankSpec, vars []string) (*rank, error) {
 		return nil, err
 	}
 	j.ranks = append(j.ranks, r)
+	j.track(r)
+	j.watching.Add(1)
 	go j.watch(r)
 	return r, nil
 }

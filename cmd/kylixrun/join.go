@@ -26,16 +26,16 @@ func (j *job) runJoin() int {
 	j.exits = make(chan rankExit, c.n)
 	code, stopping := 0, false
 	for id := 0; id < c.n; id++ {
-		spec := rankSpec{id: id, joiner: id, of: -1}
+		spec := rankSpec{id: id, joiner: id, name: j.joinerName(id), of: -1}
 		if _, err := j.launch(spec, joinerVars(c, jf.Join, jf.Secret)); err != nil {
-			j.logf("cannot start joiner j%d: %v", id, err)
+			j.logf("cannot start joiner %s: %v", spec.name, err)
 			code, stopping = execErrorCode(err), true
 			break
 		}
 	}
 	j.joiners = len(j.ranks)
 	code = j.supervise(sigs, code, stopping)
-	j.drainOutput()
+	j.finish(sigs)
 	return code
 }
 

@@ -4,6 +4,7 @@ package main
 
 import (
 	"errors"
+	"kylix/core/kx"
 	"os"
 )
 
@@ -12,7 +13,7 @@ func main() {
 }
 
 func run(args []string) int {
-	stderr := &lineWriter{w: os.Stderr}
+	stdout, stderr := outputWriters()
 	cfg, err := parseArgs(args)
 	if errors.Is(err, errHelp) {
 		_, _ = os.Stdout.WriteString(usageText)
@@ -26,9 +27,32 @@ func run(args []string) int {
 		printUsageError(stderr, err)
 		return 2
 	}
-	j := &job{cfg: cfg, stdout: &lineWriter{w: os.Stdout}, stderr: stderr}
+	j := &job{cfg: cfg, stdout: stdout, stderr: stderr}
+	j.warnUnknownEnv()
 	if cfg.join != "" {
 		return j.runJoin()
 	}
 	return j.run()
+}
+
+// outputWriters are the launcher's stdout and stderr. When both are one file (2>&1), they
+// share its line state, so the launcher's lines on stderr never land after a rank's unfinished
+// line on stdout.
+func outputWriters() (stdout, stderr *lineWriter) {
+	at := &lineEnd{}
+	out, oerr := os.Stdout.Stat()
+	errf, eerr := os.Stderr.Stat()
+	stdout = newLineWriter(os.Stdout, at)
+	if oerr == nil && eerr == nil && os.SameFile(out, errf) {
+		return stdout, newLineWriter(os.Stderr, at)
+	}
+	return stdout, newLineWriter(os.Stderr, nil)
+}
+
+// warnUnknownEnv reports each KYLIX_ variable of the launcher's environment that is no Kylix
+// setting, once for the job: the ranks it starts leave that to it (kx.ReportsUnknownEnv).
+func (j *job) warnUnknownEnv() {
+	for _, w := range kx.UnknownEnv(os.Environ()) {
+		j.logf("%s", w)
+	}
 }

@@ -165,7 +165,7 @@ func TestRankEnv(t *testing.T) {
 	got := rankEnv(base, jobVars(c, 1, "127.0.0.1:5", "s3cret"))
 	want := []string{"PATH=/bin", "KYLIX_LOG=debug", "HOME=/h",
 		"KYLIX_RANK=1", "KYLIX_SIZE=2", "KYLIX_RENDEZVOUS=127.0.0.1:5", "KYLIX_SECRET=s3cret",
-		"KYLIX_DEGREES=2", "KYLIX_TIMEOUT_MS=1500"}
+		"KYLIX_LAUNCHER=kylixrun", "KYLIX_DEGREES=2", "KYLIX_TIMEOUT_MS=1500"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("rankEnv =\n%q\nwant\n%q", got, want)
 	}
@@ -233,7 +233,8 @@ func TestJoinerVars(t *testing.T) {
 	base := []string{"PATH=/bin", "KYLIX_RANK=1", "KYLIX_SIZE=4", "KYLIX_RENDEZVOUS=h:1", "KYLIX_JOIN=old:1",
 		"KYLIX_ELASTIC=0", "KYLIX_SECRET=old"}
 	got := rankEnv(base, joinerVars(c, "127.0.0.1:9", "s3cret"))
-	want := []string{"PATH=/bin", "KYLIX_JOIN=127.0.0.1:9", "KYLIX_SECRET=s3cret", "KYLIX_ELASTIC=1", "KYLIX_TIMEOUT_MS=2000"}
+	want := []string{"PATH=/bin", "KYLIX_JOIN=127.0.0.1:9", "KYLIX_SECRET=s3cret", "KYLIX_ELASTIC=1", "KYLIX_LAUNCHER=kylixrun",
+		"KYLIX_TIMEOUT_MS=2000"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("joiner env = %q, want %q", got, want)
 	}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -59,9 +61,20 @@ const (
 // zombie. As long as it is not reaped its PID, and so its process group ID, cannot be reused:
 // the launcher can still signal leftovers of the group without hitting a stranger.
 func waitNoReap(pid int) (exitStatus, bool) {
-	var info unix.Siginfo
+	return waitidStatus(pid, 0)
+}
+
+// exitedNow returns the status of child pid if it has exited, without waiting and without
+// reaping it. ok is false while it runs (or when pid is not a child that can be waited for).
+func exitedNow(pid int) (exitStatus, bool) {
+	return waitidStatus(pid, unix.WNOHANG)
+}
+
+// waitidStatus is waitid(WEXITED|WNOWAIT|flags) on pid, read out.
+func waitidStatus(pid int, flags int) (exitStatus, bool) {
+	var info unix.Siginfo // zero: with WNOHANG and nothing to report, si_pid stays 0
 	for {
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT|flags, nil)
 		if err == unix.EINTR {
 			continue
 		}
@@ -123,22 +136,74 @@ func groupAlive(pgid int) bool {
 
 // procStat reads the state and process group from /proc/<pid>/stat.
 func procStat(pid string) (state byte, pgrp int, ok bool) {
+	state, _, pgrp, ok = procStatParent(pid)
+	return state, pgrp, ok
+}
+
+// procStatParent reads the state, parent and process group from /proc/<pid>/stat.
+func procStatParent(pid string) (state byte, ppid, pgrp int, ok bool) {
 	b, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	// "pid (comm) S ppid pgrp ...": comm may hold spaces and parentheses, so cut at the last ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	f := bytes.Fields(b[i+1:])
 	if len(f) < 3 || len(f[0]) != 1 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	pg, err := strconv.Atoi(string(f[2]))
+	pp, err1 := strconv.Atoi(string(f[1]))
+	pg, err2 := strconv.Atoi(string(f[2]))
+	if err1 != nil || err2 != nil {
+		return 0, 0, 0, false
+	}
+	return f[0][0], pp, pg, true
+}
+
+// groupListensOn tells whether a process of process group pgid listens on TCP port (in its own
+// network namespace): how the launcher tells which of its joiners a resize admitted at an
+// address.
+func groupListensOn(pgid, port int) bool {
+	names, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, 0, false
+		return false
 	}
-	return f[0][0], pg, true
+	want := fmt.Sprintf(":%04X", port)
+	for _, e := range names {
+		n := e.Name()
+		if n[0] < '0' || n[0] > '9' {
+			continue
+		}
+		if _, pgrp, ok := procStat(n); !ok || pgrp != pgid {
+			continue
+		}
+		inodes := socketInodes(n)
+		for _, table := range []string{"tcp", "tcp6"} {
+			b, _ := os.ReadFile("/proc/" + n + "/net/" + table)
+			for _, ln := range bytes.Split(b, []byte("\n")) {
+				// sl local_address rem_address st ... inode: LISTEN is st 0A.
+				f := bytes.Fields(ln)
+				if len(f) > 9 && bytes.HasSuffix(f[1], []byte(want)) && string(f[3]) == "0A" && inodes[string(f[9])] {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// socketInodes are the inodes of the sockets process pid holds open.
+func socketInodes(pid string) map[string]bool {
+	fds, _ := os.ReadDir("/proc/" + pid + "/fd")
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		l, err := os.Readlink("/proc/" + pid + "/fd/" + fd.Name())
+		if ino, ok := strings.CutPrefix(l, "socket:["); err == nil && ok {
+			inodes[strings.TrimSuffix(ino, "]")] = true
+		}
+	}
+	return inodes
 }

@@ -22,6 +22,9 @@ func startCmd(cmd *exec.Cmd) error { return cmd.Start() }
 // waitNoReap is not available: the caller reaps first and cleans the group afterwards.
 func waitNoReap(pid int) (exitStatus, bool) { return exitStatus{}, false }
 
+// exitedNow cannot look without reaping here: a rank counts as running until it is reaped.
+func exitedNow(pid int) (exitStatus, bool) { return exitStatus{}, false }
+
 // tcgetpgrp is the foreground process group of terminal fd. TIOCGPGRP fills a 4-byte pid_t,
 // which x/sys offers only through an int here: its first four bytes hold it.
 func tcgetpgrp(fd int) (int, error) {
@@ -31,3 +34,6 @@ func tcgetpgrp(fd int) (int, error) {
 }
 
 func groupAlive(pgid int) bool { return syscall.Kill(-pgid, 0) == nil }
+
+// groupListensOn cannot tell here: the tags of joiners keep their names.
+func groupListensOn(pgid, port int) bool { return false }

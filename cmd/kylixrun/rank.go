@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"kylix/core/kx"
 	"os"
 	"os/exec"
 	"runtime"
@@ -68,6 +69,8 @@ type rank struct {
 	// joiner is the joiner's number (j0, j1, ...) for a process started with KYLIX_JOIN, or -1;
 	// of is the rank it relaunches (--restarts), or -1.
 	joiner, of int
+	name       string // the process's name in tags and messages: its launch rank, or j0 (tags.go)
+	tagging           // its --tag-output prefix, which follows its rank (tags.go)
 	cmd        *exec.Cmd
 	pid        int
 	stdin      *os.File // write end held open: the secret and liveness pipe of a remote rank
@@ -93,6 +96,25 @@ func (r *rank) signal(sig syscall.Signal) {
 	}
 }
 
+// exitNow is how the rank's process ended, if it has ended (reported to the supervisor yet or
+// not); ok is false while it runs.
+func (r *rank) exitNow() (st exitStatus, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reaped {
+		return statusOf(r.cmd.ProcessState), true
+	}
+	if r.pid <= 0 {
+		return exitStatus{}, false
+	}
+	return exitedNow(r.pid)
+}
+
+func (r *rank) running() bool {
+	_, ended := r.exitNow()
+	return !ended
+}
+
 func (r *rank) where() string {
 	if r.joiner >= 0 {
 		return r.joinerWhere()
@@ -109,23 +131,16 @@ func (r *rank) joinerWhere() string {
 		at = "on " + r.host
 	}
 	if r.of >= 0 {
-		return fmt.Sprintf("joiner j%d (%s, relaunch of rank %d)", r.joiner, at, r.of)
+		return fmt.Sprintf("joiner %s (%s, relaunch of rank %d)", r.name, at, r.of)
 	}
-	return fmt.Sprintf("joiner j%d (%s)", r.joiner, at)
-}
-
-// tag is the --tag-output label: the rank, or j1 for joiner 1.
-func (r *rank) tag() string {
-	if r.joiner >= 0 {
-		return "j" + strconv.Itoa(r.joiner)
-	}
-	return strconv.Itoa(r.id)
+	return fmt.Sprintf("joiner %s (%s)", r.name, at)
 }
 
 // rankSpec is what start needs to know beyond the job-wide settings.
 type rankSpec struct {
 	id      int
 	joiner  int    // joiner number, -1 for a rank started with the job
+	name    string // j.joinerName(joiner) for a joiner
 	of      int    // the rank a joiner relaunches, or -1
 	host    string // "" when local
 	env     []string
@@ -135,7 +150,11 @@ type rankSpec struct {
 // managedVars are the variables the launcher owns: inherited values would point a rank at
 // another job (KYLIX_PEERS would even win over the rendezvous).
 var managedVars = []string{"KYLIX_RANK", "KYLIX_SIZE", "KYLIX_RENDEZVOUS", "KYLIX_SECRET", "KYLIX_PEERS",
-	"KYLIX_JOIN", "KYLIX_ELASTIC"}
+	"KYLIX_JOIN", "KYLIX_ELASTIC", kx.LauncherEnv}
+
+// launcherVar tells the library that kylixrun started the process (and reported the job's
+// unknown KYLIX_ variables, warnUnknownEnv).
+const launcherVar = kx.LauncherEnv + "=kylixrun"
 
 // rankEnv is base without the managed variables and those in extra, followed by extra.
 func rankEnv(base, extra []string) []string {
@@ -164,6 +183,7 @@ func jobVars(c *config, id int, rendezvous, secret string) []string {
 		"KYLIX_SIZE=" + strconv.Itoa(c.n),
 		"KYLIX_RENDEZVOUS=" + rendezvous,
 		"KYLIX_SECRET=" + secret,
+		launcherVar,
 	}
 	if c.degrees != "" {
 		v = append(v, "KYLIX_DEGREES="+c.degrees)
@@ -180,7 +200,7 @@ func jobVars(c *config, id int, rendezvous, secret string) []string {
 // joinerVars are the KYLIX_* settings of a process that joins the job at join: no rank, size
 // or rendezvous, which the admitting resize decides.
 func joinerVars(c *config, join, secret string) []string {
-	v := []string{"KYLIX_JOIN=" + join, "KYLIX_SECRET=" + secret, "KYLIX_ELASTIC=1"}
+	v := []string{"KYLIX_JOIN=" + join, "KYLIX_SECRET=" + secret, "KYLIX_ELASTIC=1", launcherVar}
 	return append(v, timeoutVars(c)...)
 }
 
@@ -209,10 +229,14 @@ func localThreads(hosts []string, id int, user string) string {
 }
 
 // startRank starts one rank (the program, or ssh for a remote host) with the given
-// environment. Output goes straight to the launcher's stdout and stderr, or with --tag-output
-// through pipes and copiers that prefix each line.
+// environment. Output goes through pipes and copiers that write whole lines (with --tag-output,
+// each prefixed with the rank's tag), or straight to a terminal.
 func (j *job) startRank(s rankSpec) (*rank, error) {
-	r := &rank{id: s.id, joiner: s.joiner, of: s.of, host: s.host, release: s.release}
+	r := &rank{id: s.id, joiner: s.joiner, of: s.of, host: s.host, release: s.release, name: s.name}
+	if s.joiner < 0 {
+		r.name = strconv.Itoa(s.id)
+	}
+	r.initTag(s.joiner < 0)
 	var cmd *exec.Cmd
 	var secret string
 	if s.host == "" {
@@ -258,19 +282,18 @@ func (j *job) startRank(s rankSpec) (*rank, error) {
 			f.Close()
 		}
 	}()
-	// A remote rank's stderr always goes through a copier, which drops the remote script's
-	// startup marker (and frees the rank's ssh startup slot when it comes).
-	prefix := ""
-	if j.cfg.tagOutput {
-		prefix = "[" + r.tag() + "] "
-	}
+	// Output goes through copiers that write whole lines, so that the launcher's own lines are
+	// never cut into a rank's line. Only a terminal (or /dev/null) gets the ranks' output
+	// straight without --tag-output: there, C's stdio writes whole lines itself, and a rank
+	// sees a terminal. A remote rank's stderr always goes through a copier, which drops the
+	// remote script's startup marker (and frees the rank's ssh startup slot when it comes).
 	for _, d := range []struct {
 		dst    *io.Writer
 		sink   io.Writer
 		direct *os.File
 		marker bool
 	}{{&cmd.Stdout, j.stdout, os.Stdout, false}, {&cmd.Stderr, j.stderr, os.Stderr, s.host != ""}} {
-		if !j.cfg.tagOutput && !d.marker {
+		if !j.cfg.tagOutput && !d.marker && charDevice(d.direct) {
 			*d.dst = d.direct
 			continue
 		}
@@ -287,7 +310,11 @@ func (j *job) startRank(s rankSpec) (*rank, error) {
 		r.pumps.Add(1)
 		go func(sink io.Writer) {
 			defer r.pumps.Done()
-			_ = pumpLines(src, sink, prefix)
+			if j.cfg.tagOutput {
+				_ = copyLines(src, sink, r.prefix, true)
+			} else {
+				_ = pumpExact(src, sink)
+			}
 			pr.Close() // a rank still writing now gets EPIPE, as with a closed stdout
 		}(d.sink)
 	}
@@ -316,6 +343,12 @@ func (j *job) startRank(s rankSpec) (*rank, error) {
 	return r, nil
 }
 
+// charDevice tells whether f is a terminal or another character device such as /dev/null.
+func charDevice(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
 // rank0Stdin gives rank 0 the launcher's stdin. A terminal is not passed on: rank 0 is in its
 // own process group, and reading a terminal from a background group stops the reader
 // (SIGTTIN) for good. The launcher reads the terminal instead, when it is in the foreground,
@@ -341,15 +374,17 @@ func rank0Stdin() (stdin io.Reader, closeAfter *os.File, err error) {
 }
 
 // watch waits for r to end, reports it on j.exits, stops whatever the rank left running in its
-// process group (SIGTERM, SIGKILL after the grace) and reaps it.
+// process group (SIGTERM, SIGKILL after the grace) and reaps it. The launcher does not exit
+// before every watch has returned (j.watching).
 func (j *job) watch(r *rank) {
+	defer j.watching.Done()
 	if r.release != nil {
 		defer r.release() // an ssh that ends before logging in frees its startup slot
 	}
 	if st, ok := waitNoReap(r.pid); ok {
 		// The leader is a zombie until reaped below, so its group ID stays ours.
 		j.exits <- rankExit{r, st}
-		cleanGroup(r.pid)
+		j.cleanGroup(r)
 		r.mu.Lock()
 		_ = r.cmd.Wait()
 		r.reaped = true
@@ -366,7 +401,7 @@ func (j *job) watch(r *rank) {
 		}
 		// Without waitid(WNOWAIT) the group is cleaned after the reap: a small window in which
 		// the group ID could be reused, accepted on such systems.
-		cleanGroup(r.pid)
+		j.cleanGroup(r)
 		j.exits <- rankExit{r, st}
 	}
 	if r.stdin != nil {
@@ -374,18 +409,30 @@ func (j *job) watch(r *rank) {
 	}
 }
 
-// cleanGroup ends what is left of process group pgid once its leader has exited.
-func cleanGroup(pgid int) {
+// cleanGroup ends what is left of r's process group once its leader has exited: SIGTERM, then
+// SIGKILL (said) to what is still there after the grace. It returns once the group is gone, or
+// a grace after the SIGKILL (a process stuck in the kernel).
+func (j *job) cleanGroup(r *rank) {
+	pgid := r.pid
 	if !groupAlive(pgid) {
 		return
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) {
+	if groupGone(pgid, grace) {
+		return
+	}
+	j.logf("%s left processes running in its group %v after SIGTERM; sending SIGKILL", r.where(), grace)
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	groupGone(pgid, grace)
+}
+
+// groupGone waits up to d for process group pgid to have no live member.
+func groupGone(pgid int, d time.Duration) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 		if !groupAlive(pgid) {
-			return
+			return true
 		}
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	return false
 }

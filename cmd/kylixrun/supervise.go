@@ -65,12 +65,14 @@ func (j *job) supervise(sigs <-chan os.Signal, code int, stopping bool) int {
 			if s.code == 0 {
 				s.code = exitJobTimeout
 			}
-			j.logf("--job-timeout of %v reached; stopping %d ranks", c.jobTimeout, s.live)
+			j.logf("--job-timeout of %v reached; stopping %s", c.jobTimeout, ranksWord(s.running()))
 			s.stop(syscall.SIGTERM)
 		case <-s.killTimer:
 			s.killTimer = nil
-			j.logf("%d ranks still running %v after SIGTERM; sending SIGKILL", s.live, grace)
-			s.signalLive(syscall.SIGKILL)
+			if n := s.running(); n > 0 {
+				j.logf("%s still running %v after SIGTERM; sending SIGKILL", ranksWord(n), grace)
+				s.signalLive(syscall.SIGKILL)
+			}
 		case <-s.endTimer:
 			s.endTimer = nil
 			s.strandJoiners()
@@ -82,12 +84,26 @@ func (j *job) supervise(sigs <-chan os.Signal, code int, stopping bool) int {
 	return s.code
 }
 
+// signalLive sends sig to the process group of every rank still running. A rank whose
+// process has exited is left to its watch, which stops what it left in its group.
 func (s *supervisor) signalLive(sig syscall.Signal) {
 	for _, r := range s.j.ranks {
-		if !r.ended {
+		if !r.ended && r.running() {
 			r.signal(sig)
 		}
 	}
+}
+
+// running counts the ranks whose process has not exited, whether or not their exit has reached
+// the supervisor yet: the number the launcher's messages give.
+func (s *supervisor) running() int {
+	n := 0
+	for _, r := range s.j.ranks {
+		if !r.ended && r.running() {
+			n++
+		}
+	}
+	return n
 }
 
 // stop signals every live process and SIGKILLs what is left after the grace.
@@ -101,22 +117,38 @@ func (s *supervisor) stop(sig syscall.Signal) {
 func (s *supervisor) signalled(sig syscall.Signal) {
 	if s.stopping {
 		// A second ^C, or one during the grace: no more waiting.
-		s.j.logf("got %s again; killing the %d remaining ranks", sigName(sig), s.live)
+		s.j.logf("got %s again; sending SIGKILL to the %s", sigName(sig), remaining(s.running()))
 		s.signalLive(syscall.SIGKILL)
 		return
 	}
 	if s.code == 0 {
 		s.code = 128 + int(sig)
 	}
-	s.j.logf("got %s; forwarding it to %d ranks", sigName(sig), s.live)
+	s.j.logf("got %s; forwarding it to %s", sigName(sig), ranksWord(s.running()))
 	s.stop(sig)
 }
 
+// others names the other ranks still running, for a message about one that ended.
 func (s *supervisor) others() string {
-	if s.live == 1 {
+	n := s.running()
+	if n == 1 {
 		return "1 other rank"
 	}
-	return strconv.Itoa(s.live) + " other ranks"
+	return strconv.Itoa(n) + " other ranks"
+}
+
+func ranksWord(n int) string {
+	if n == 1 {
+		return "1 rank"
+	}
+	return strconv.Itoa(n) + " ranks"
+}
+
+func remaining(n int) string {
+	if n == 1 {
+		return "1 remaining rank"
+	}
+	return strconv.Itoa(n) + " remaining ranks"
 }
 
 // fixedExit is the rule of a job of fixed size: the first failure stops the others (unless
@@ -134,7 +166,7 @@ func (s *supervisor) fixedExit(e rankExit) {
 	}
 	if s.code == 0 {
 		s.code = e.st.exitCode()
-		if why := j.causeLine(e.r.id); why != "" {
+		for _, why := range j.causeLines(e.r.id) {
 			j.logf("%s", why)
 		}
 	}

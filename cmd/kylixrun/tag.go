@@ -9,14 +9,43 @@ import (
 // lineWriter serialises whole writes to one destination, so lines from different ranks (and
 // the launcher's own messages) never interleave within a line.
 type lineWriter struct {
-	mu sync.Mutex
 	w  io.Writer
+	at *lineEnd // shared by the writers of one file (stdout and stderr after 2>&1)
+}
+
+// lineEnd is whether the last byte written to a file ended a line.
+type lineEnd struct {
+	mu  sync.Mutex
+	mid bool // the last write left a line unfinished
+}
+
+func newLineWriter(w io.Writer, at *lineEnd) *lineWriter {
+	if at == nil {
+		at = &lineEnd{}
+	}
+	return &lineWriter{w: w, at: at}
 }
 
 func (l *lineWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	l.at.mu.Lock()
+	defer l.at.mu.Unlock()
+	n, err := l.w.Write(p)
+	if n > 0 {
+		l.at.mid = p[n-1] != '\n'
+	}
+	return n, err
+}
+
+// writeOwnLine writes one of the launcher's own lines (ending in a newline) on a line of its
+// own: after a newline when a rank's last write left its line unfinished.
+func (l *lineWriter) writeOwnLine(line string) {
+	l.at.mu.Lock()
+	defer l.at.mu.Unlock()
+	if l.at.mid {
+		line = "\n" + line
+	}
+	_, _ = io.WriteString(l.w, line)
+	l.at.mid = false
 }
 
 // maxLine bounds how much of an unterminated line is held back; a longer line is written in
@@ -28,18 +57,31 @@ const maxLine = 1 << 20
 // without a newline gets one. It returns when r ends or w fails; on a failed write it stops
 // reading, so the rank sees a broken pipe as it would writing to a closed stdout itself.
 func pumpLines(r io.Reader, w io.Writer, prefix string) error {
+	return copyLines(r, w, func() string { return prefix }, true)
+}
+
+// pumpExact copies r to w byte for byte, in writes of whole lines as pumpLines does; a last
+// line without a newline stays without one.
+func pumpExact(r io.Reader, w io.Writer) error {
+	return copyLines(r, w, func() string { return "" }, false)
+}
+
+// copyLines is pumpLines, and pumpExact without endLines. prefix is asked at every read, so
+// that a tag can change while the rank runs (tags.go).
+func copyLines(r io.Reader, w io.Writer, prefixOf func() string, endLines bool) error {
 	buf := make([]byte, 64<<10)
 	var partial, out []byte
 	for {
 		n, rerr := r.Read(buf)
 		data := buf[:n]
+		prefix := prefixOf()
 		out = out[:0]
 		for len(data) > 0 {
 			i := bytes.IndexByte(data, '\n')
 			if i < 0 {
 				partial = append(partial, data...)
 				if len(partial) >= maxLine {
-					out = appendLine(out, prefix, partial[:maxLine], nil)
+					out = appendPiece(out, prefix, partial[:maxLine], endLines)
 					partial = append(partial[:0], partial[maxLine:]...)
 				}
 				break
@@ -49,7 +91,7 @@ func pumpLines(r io.Reader, w io.Writer, prefix string) error {
 			data = data[i+1:]
 		}
 		if rerr != nil && len(partial) > 0 {
-			out = appendLine(out, prefix, partial, nil)
+			out = appendPiece(out, prefix, partial, endLines)
 			partial = partial[:0]
 		}
 		if len(out) > 0 {
@@ -64,6 +106,14 @@ func pumpLines(r io.Reader, w io.Writer, prefix string) error {
 			return rerr
 		}
 	}
+}
+
+// appendPiece appends an unfinished line: as its own line, or as it is.
+func appendPiece(out []byte, prefix string, a []byte, endLine bool) []byte {
+	if endLine {
+		return appendLine(out, prefix, a, nil)
+	}
+	return append(append(out, prefix...), a...)
 }
 
 func appendLine(out []byte, prefix string, a, b []byte) []byte {

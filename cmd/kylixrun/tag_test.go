@@ -67,3 +67,39 @@ func TestPumpLinesWriteError(t *testing.T) {
 		t.Error("pumpLines hid the write error")
 	}
 }
+
+// Without --tag-output the ranks' bytes pass unchanged, written a whole line at a time; a last
+// line without a newline stays without one.
+func TestPumpExact(t *testing.T) {
+	for _, in := range []string{"", "a\n", "a\nb", "one\ntwo\nthree", "\x00\x01\n\xff"} {
+		for _, r := range []io.Reader{strings.NewReader(in), iotest.OneByteReader(strings.NewReader(in))} {
+			var w countingWriter
+			if err := pumpExact(r, &w); err != nil {
+				t.Fatal(err)
+			}
+			if w.buf.String() != in {
+				t.Errorf("pumpExact(%q) = %q", in, w.buf.String())
+			}
+			for i, wr := range w.writes {
+				if i < len(w.writes)-1 && !strings.HasSuffix(wr, "\n") {
+					t.Errorf("pumpExact(%q) wrote a partial line %q before the end", in, wr)
+				}
+			}
+		}
+	}
+}
+
+// The launcher's own line starts a line after a rank's unfinished one, on a writer that shares
+// its file's line state.
+func TestOwnLineStartsALine(t *testing.T) {
+	var b bytes.Buffer
+	at := &lineEnd{}
+	out, errw := newLineWriter(&b, at), newLineWriter(&b, at)
+	out.Write([]byte("partial"))
+	errw.writeOwnLine("mine\n")
+	out.Write([]byte("whole\n"))
+	errw.writeOwnLine("again\n")
+	if want := "partial\nmine\nwhole\nagain\n"; b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}

@@ -6,11 +6,21 @@ import (
 )
 
 // otherEnv are the KYLIX_ variables that are not options: read by the library itself
-// (NOSIMD: the SIMD level; STALL_MS: the stall report's period) or by the project's bindings,
-// launcher, tools and benchmarks (LIBRARY, BUILD, BUILDS, JAR, INCLUDE, TOOL, PYENV,
-// SPARK_MASTER).
-var otherEnv = []string{"NOSIMD", "STALL_MS", "LIBRARY", "BUILD", "BUILDS", "JAR", "INCLUDE",
+// (NOSIMD: the SIMD level; STALL_MS: the stall report's period; LAUNCHER: LauncherEnv) or by
+// the project's bindings, launcher, tools and benchmarks (LIBRARY, BUILD, BUILDS, JAR, INCLUDE,
+// TOOL, PYENV, SPARK_MASTER).
+var otherEnv = []string{"NOSIMD", "STALL_MS", "LAUNCHER", "LIBRARY", "BUILD", "BUILDS", "JAR", "INCLUDE",
 	"TOOL", "PYENV", "SPARK_MASTER"}
+
+// LauncherEnv is set by kylixrun for the processes it starts: it reported the job's unknown
+// KYLIX_ variables itself.
+const LauncherEnv = "KYLIX_LAUNCHER"
+
+// ReportsUnknownEnv tells whether the process of rank reports the unknown KYLIX_ variables
+// (UnknownEnv): once per job, by kylixrun when it launched the job, else by rank 0.
+func ReportsUnknownEnv(rank int, getenv func(string) string) bool {
+	return rank == 0 && getenv(LauncherEnv) == ""
+}
 
 // UnknownEnv returns a warning for every KYLIX_ variable in environ (KEY=value entries) that is
 // neither an option nor one of the library's other variables, naming the nearest known name:

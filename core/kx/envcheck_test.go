@@ -34,3 +34,24 @@ func TestEditDistance(t *testing.T) {
 		}
 	}
 }
+
+// One process of a job reports the unknown variables: rank 0, unless kylixrun started the job
+// (and reported them itself); never a joiner (rank -1) or another rank.
+func TestReportsUnknownEnv(t *testing.T) {
+	none := func(string) string { return "" }
+	launched := func(k string) string {
+		if k == LauncherEnv {
+			return "kylixrun"
+		}
+		return ""
+	}
+	for _, tc := range []struct {
+		rank   int
+		getenv func(string) string
+		want   bool
+	}{{0, none, true}, {1, none, false}, {-1, none, false}, {0, launched, false}, {3, launched, false}} {
+		if got := ReportsUnknownEnv(tc.rank, tc.getenv); got != tc.want {
+			t.Errorf("rank %d (launched by kylixrun: %v): %v, want %v", tc.rank, tc.getenv(LauncherEnv) != "", got, tc.want)
+		}
+	}
+}

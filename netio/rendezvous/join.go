@@ -71,9 +71,9 @@ type joiner struct {
 	accepts     chan uint64 // offer numbers confirmed
 }
 
-// OnAdmit registers f, called with every admission that takes joiners, on the server's
-// goroutine, after the joiners were told and before the leader's answer (so the launcher knows
-// of a membership before any member runs on it). f must not block.
+// OnAdmit registers f, called with every admission (joiners or not: a resize renumbers the
+// members), on the server's goroutine, before the joiners and the leader are told (so the
+// launcher knows of a membership before any process runs on it). f must not block.
 func (s *Server) OnAdmit(f func(Admitted)) {
 	s.mu.Lock()
 	s.join.onAdmit = f
@@ -188,12 +188,6 @@ func (s *Server) serveAdmit(c net.Conn, m *message, nonce []byte) {
 		s.refuse(c, kx.CodeOf(err), "%v", err)
 		return
 	}
-	s.mu.Lock()
-	f := s.join.onAdmit
-	s.mu.Unlock()
-	if f != nil && adm.Joiners > 0 {
-		f(Admitted{Peers: adm.Peers, Prev: adm.Prev, Job: adm.Job})
-	}
 	b, _ := json.Marshal(adm)
 	writeMsg(c, &message{Type: "admission", Adm: b, Proof: joinProof(s.secret, "admission", nonce, m.Nonce, b)})
 }
@@ -282,6 +276,16 @@ func (s *Server) offer(snap []*joiner, liveness time.Duration) []*joiner {
 	return ok
 }
 
+// reportAdmission calls the OnAdmit function, if any, before anyone hears of adm.
+func (s *Server) reportAdmission(adm kx.Admission) {
+	s.mu.Lock()
+	f := s.join.onAdmit
+	s.mu.Unlock()
+	if f != nil {
+		f(Admitted{Peers: adm.Peers, Prev: adm.Prev, Job: adm.Job})
+	}
+}
+
 // place lays out the membership, tells the admitted joiners, and forgets them.
 func (s *Server) place(req kx.AdmitRequest, admitted []*joiner) (kx.Admission, error) {
 	addrs := make([]string, len(admitted))
@@ -294,9 +298,11 @@ func (s *Server) place(req kx.AdmitRequest, admitted []*joiner) (kx.Admission, e
 		Degrees: req.Degrees, Compress: req.Compress, MinPacket: req.MinPacket}
 	if len(admitted) == 0 {
 		adm.Prev = req.Prev
+		s.reportAdmission(adm)
 		return adm, nil
 	}
 	adm.Peers, adm.Prev = kx.Place(req.Members, req.Prev, req.Replication, addrs)
+	s.reportAdmission(adm)
 	b, _ := json.Marshal(adm)
 	for _, j := range admitted {
 		rank := slices.Index(adm.Peers, j.addr)

@@ -188,10 +188,6 @@ func directPlans(b *testing.B, sets [][]int64) (*liveJob, []*core.Plan) {
 	return j, plans
 }
 
-// BenchmarkAllreduceF32x8 is the small step: an allreduce of 8 floats on 2 in-memory ranks (the
-// direct exchange), each rank calling back to back, so the figure is the collective's own cost.
-func BenchmarkAllreduceF32x8(b *testing.B) { benchAllreduce(b, 2, 8) }
-
 // BenchmarkAllreduceF32x4x4M is a dense allreduce of 4M floats on 4 in-memory ranks: the binary
 // butterfly, whose two-member layers fold as they receive.
 func BenchmarkAllreduceF32x4x4M(b *testing.B) { benchAllreduce(b, 4, 4<<20) }

@@ -292,9 +292,8 @@ func (p *Plan) configTop(seq uint64, out, in keyset.Layer0Rows, same bool, v []b
 		}
 	}
 	// With no layer below and in = out, nothing needs the merged keys sorted (no split points
-	// below, no bottom map), so they go in order of first appearance (appearanceOrder). Reduce
-	// wall time, alternating builds with and without it (redloop, 90 reduces a run): 4 ranks
-	// x 2M keys 31-33 -> 26-27 ms, 8 ranks 77-82 -> 61-66 ms.
+	// below, no bottom map), so they go in order of first appearance (appearanceOrder): the
+	// reduce then combines and gathers in stream (docs/measurements.md).
 	appearance := len(p.layers) == 1 && sameIn
 	var newOut, newIn []uint64
 	var outMaps, inMaps [][]int32

@@ -38,7 +38,7 @@ func (ar *Allreduce) butterfly(seq uint64, buf, rounded []byte, n int, d kx.Dtyp
 	// (A racing copy may come up from a replica that had its copy from this node's replica.)
 	early := ar.cx.Replication == 1
 	last := topo.Layers() - 1
-	back := ar.lastWriteBack(topo, ranges[last], es, rounded == nil) // dense_fold.go
+	back := ar.lastWriteBack(topo, ranges[last], es, rounded == nil) // fold.go
 	if early {
 		for i := range ranges {
 			if i != last || !back.theirs {
@@ -129,9 +129,8 @@ func (ar *Allreduce) slots(seq uint64, topo planning.Topology, n, es int) [][][]
 
 // foldMin is the vector size from which a small job's dense allreduce takes the binary
 // butterfly too: its two-member layers fold as they receive (foldsLayer), a pass over memory
-// less than direct's slots, which outweighs the extra rounds. At 4 ranks on one host
-// (tests/bench/kylix_allreduce.c, direct against degrees=2x2) the two cross at 4 MiB: 2x2 is
-// level at 4 MiB and takes 0.8x of direct's time at 16 MiB.
+// less than direct's slots, which outweighs the extra rounds; at 4 ranks on one host the two
+// cross at 4 MiB (docs/measurements.md, "Dense allreduce").
 const foldMin = 4 << 20
 
 // degrees: fixed degrees from the options, else one direct layer for small jobs and a

@@ -24,7 +24,7 @@ import (
 // copies each land whole.
 func (ar *Allreduce) foldsLayer(deg int) bool { return deg == 2 && ar.cx.Replication == 1 }
 
-// denseFold combines the other member's copy into this node's chunk: after it when this node is
+// fold combines the other member's copy into this node's chunk: after it when this node is
 // source 0, before it (through the transport's scratch, still in the cache) when it is source 1.
 func fold(d kx.Dtype, o kx.Op, first bool) kx.Fold {
 	f := kx.Fold{Unit: kernels.ElemBytes(d, o)}

@@ -225,7 +225,7 @@ func probeRound(cx *coll.Ctx, seq uint64, layer uint8, to, from int, b []byte) (
 	probe := kx.Tag{Seq: seq, Layer: layer, Phase: kx.PhaseLinks, FP: cx.FP}
 	ack := kx.Tag{Seq: seq, Layer: layer + 1, Phase: kx.PhaseLinks}
 	start := time.Now()
-	// The probe goes out on a goroutine of its own whatever its size (sendGroup writes small
+	// The probe goes out on a goroutine of its own whatever its size (coll.Sends writes small
 	// messages inline): on a slow link the write blocks until the socket buffer drains, and
 	// this rank must meanwhile receive and acknowledge its own incoming probe, or the peer
 	// that sent it would time the wait for this rank's link as its own.

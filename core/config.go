@@ -4,8 +4,8 @@ import (
 	"kylix/core/kernels"
 	"kylix/core/keyset"
 	"kylix/core/kx"
+	"kylix/core/memroom"
 	"kylix/core/planning"
-	"math"
 	"slices"
 )
 
@@ -52,7 +52,7 @@ func (vs *valueSpec) intoAcc(v, outVals []byte, outPos []int32) {
 
 // Config routes the index sets down the butterfly and keeps the maps for later reduces.
 func (c *Comm) Config(outIdx, inIdx []int64) (*Plan, error) {
-	if err := c.usable(); err != nil {
+	if err := c.st.usable(); err != nil {
 		return nil, err
 	}
 	if err := checkIndices("out_idx", outIdx); err != nil {
@@ -79,7 +79,7 @@ func (c *Comm) Config(outIdx, inIdx []int64) (*Plan, error) {
 // together (mini-batches whose indices change every step). The plan is returned when keep.
 func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVals []byte,
 	d kx.Dtype, o kx.Op, width int, keep bool) (*Plan, error) {
-	if err := c.usable(); err != nil {
+	if err := c.st.usable(); err != nil {
 		return nil, err
 	}
 	err := checkIndices("out_idx", outIdx)
@@ -128,18 +128,18 @@ func (c *Comm) ConfigReduce(outIdx []int64, outVals []byte, inIdx []int64, inVal
 func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *valueSpec) ([]byte, error) {
 	// Replicas given different indices would make each other's results wrong in silence.
 	// (The values are not compared: only what configures the plan.)
-	if p.c.v.Replication() > 1 {
+	if p.c.cx.Replication > 1 {
 		digest := keyset.Hash(keyset.Digest(outIdx)) ^ keyset.Digest(inIdx)
-		if err := p.c.v.CheckReplicas(seq, p.c.fp, "index lists (out_idx or in_idx)", digest); err != nil {
+		if err := p.c.v.CheckReplicas(seq, p.c.cx.FP, "index lists (out_idx or in_idx)", digest); err != nil {
 			return nil, err
 		}
 	}
 	c := p.c
 	same := sameIndices(inIdx, outIdx)
-	if c.nodes() > 1 {
+	if c.cx.Nodes > 1 {
 		return p.configurePacked(seq, outIdx, inIdx, outVals, vs, same)
 	}
-	threads := c.threads()
+	threads := c.cx.Threads
 	so := keyset.SortUniqueInto(outIdx, threads, &c.layer0.Ent)
 	outKeys, outPos := so.Keys, so.Pos
 	inKeys, inPos := outKeys, outPos
@@ -177,7 +177,7 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 // sort what they receive (configTop); the layers below are configured as usual.
 func (p *Plan) configurePacked(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *valueSpec, same bool) ([]byte, error) {
 	c := p.c
-	threads := c.threads()
+	threads := c.cx.Threads
 	if err := p.chooseTopology(seq, outIdx, func() int { return keyset.EstimateUnique(outIdx, threads) }, same, vs); err != nil {
 		return nil, err
 	}
@@ -216,14 +216,14 @@ func (p *Plan) configurePacked(seq uint64, outIdx, inIdx []int64, outVals []byte
 // only then).
 func (p *Plan) chooseTopology(seq uint64, outIdx []int64, nUnique func() int, same bool, vs *valueSpec) error {
 	c := p.c
-	if err := c.linksForConfig(seq); err != nil { // the comm's first config, when needed
+	if err := c.plan.linksForConfig(seq); err != nil { // the comm's first config, when needed
 		return err
 	}
-	degrees := c.degrees
-	if degrees == nil && vs != nil && c.streamDegrees != nil {
+	degrees := c.plan.degrees
+	if degrees == nil && vs != nil && c.plan.streamDegrees != nil {
 		// config_reduce serves mini-batch streams: plan once, then keep the degrees rather than
 		// pay an agreement round every step. Every rank has the same call history, so all agree.
-		degrees = c.streamDegrees
+		degrees = c.plan.streamDegrees
 	}
 	if degrees == nil {
 		var err error
@@ -231,14 +231,14 @@ func (p *Plan) chooseTopology(seq uint64, outIdx []int64, nUnique func() int, sa
 		if vs != nil {
 			es = vs.es
 		}
-		if degrees, err = c.autoDegrees(seq, outIdx, nUnique(), same, es); err != nil {
+		if degrees, err = c.plan.autoDegrees(seq, outIdx, nUnique(), same, es); err != nil {
 			return err
 		}
 		if vs != nil {
-			c.streamDegrees = degrees
+			c.plan.streamDegrees = degrees
 		}
 	}
-	topo, err := planning.NewTopology(degrees, c.nodes())
+	topo, err := planning.NewTopology(degrees, c.cx.Nodes)
 	if err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func (p *Plan) finish(outKeys, inKeys []uint64) {
 		p.bottom = keyset.Lookup(inKeys, outKeys)
 	}
 	p.fusedUp = p.canFuseUp()
-	p.c.statsPlan(p) // stats.go: degrees and per-layer key counts
+	notePlan(p.c.rec, p, p.c.cx.Node) // stats.go: degrees and per-layer key counts
 }
 
 // configTop is layer 0 of a packed plan: this rank sends each member its rows (keys as they
@@ -264,8 +264,8 @@ func (p *Plan) finish(outKeys, inKeys []uint64) {
 // sub-range bounds down combines by.
 func (p *Plan) configTop(seq uint64, out, in keyset.Layer0Rows, same bool, v []byte, vs *valueSpec, pack []bool) ([]uint64, []uint64, []byte, error) {
 	c, t := p.c, p.topo
-	d, threads := t.Degrees[0], c.threads()
-	node := c.node()
+	d, threads := t.Degrees[0], c.cx.Threads
+	node := c.cx.Node
 	me := t.Digit(node, 0)
 	lm := &p.layers[0]
 	lm.outSplit, lm.inSplit = out.Split(d), in.Split(d)
@@ -292,9 +292,8 @@ func (p *Plan) configTop(seq uint64, out, in keyset.Layer0Rows, same bool, v []b
 		}
 	}
 	// With no layer below and in = out, nothing needs the merged keys sorted (no split points
-	// below, no bottom map), so they go in order of first appearance (appearanceOrder). Reduce
-	// wall time, alternating builds with and without it (redloop, 90 reduces a run): 4 ranks
-	// x 2M keys 31-33 -> 26-27 ms, 8 ranks 77-82 -> 61-66 ms.
+	// below, no bottom map), so they go in order of first appearance (appearanceOrder): the
+	// reduce then combines and gathers in stream (docs/measurements.md).
 	appearance := len(p.layers) == 1 && sameIn
 	var newOut, newIn []uint64
 	var outMaps, inMaps [][]int32
@@ -336,7 +335,7 @@ func combineConfigValues(lists []keyset.ConfigLists, maps [][]int32, n int, vs *
 // (packLayer0 put those rows in set order); the other layers decide message by message.
 func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v []byte, vs *valueSpec, pack []bool) ([]keyset.ConfigLists, func(), error) {
 	c, t := p.c, p.topo
-	node, d := c.node(), t.Degrees[i]
+	node, d := c.cx.Node, t.Degrees[i]
 	me := t.Digit(node, i)
 	lm := &p.layers[i]
 	rows := p.packed && i == 0
@@ -358,7 +357,7 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 		}
 		return m
 	}
-	sg := c.sends()
+	sg := c.cx.Sends()
 	var serr error
 	for g := 0; g < d && serr == nil; g++ {
 		if g == me {
@@ -372,16 +371,16 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 		}
 		packed := pack != nil && pack[g]
 		if !rows {
-			packed = c.compressTo(to, keys, false)
+			packed = c.plan.compressTo(to, keys, false)
 		}
 		msg := keyset.BuildConfigMsg(m.Out, m.In, same, rows, m.Vals, packed)
-		c.noteConfigMsg(tag, msg.MsgFigures, true)
-		sg.sendv(to, tag, msg.Bufs)
+		c.plan.noteConfigMsg(tag, msg.MsgFigures, true)
+		sg.Sendv(to, tag, msg.Bufs)
 	}
 	payloads := make([][]byte, 0, d) // released once merged
 	done := func() {
 		for _, b := range payloads {
-			c.release(b)
+			c.cx.Release(b)
 		}
 	}
 	rerr := serr
@@ -391,7 +390,7 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 			continue
 		}
 		from := t.Member(node, i, g)
-		b, err := c.recv(from, tag)
+		b, err := c.cx.Recv(from, tag)
 		if err != nil {
 			rerr = err
 			break
@@ -407,9 +406,9 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 			break
 		}
 		lists[g] = m
-		c.noteConfigMsg(tag, fig, false)
+		c.plan.noteConfigMsg(tag, fig, false)
 	}
-	if err := sg.wait(); rerr == nil {
+	if err := sg.Wait(); rerr == nil {
 		rerr = err
 	}
 	return lists, done, rerr
@@ -449,12 +448,12 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 // many again), plus for config_reduce es bytes of value per index at layer 0 and per layer.
 func checkConfigRoom(nOut, nIn, es int) error {
 	n := uint64(nOut) + uint64(nIn)
-	need := addSize(mulSize(n, 56, 1), mulSize(n, uint64(es), 4))
+	need := memroom.Add(memroom.Mul(n, 56, 1), memroom.Mul(n, uint64(es), 4))
 	arg := "out_idx/in_idx"
-	if es > 0 && mulSize(n, uint64(es), 4) > mulSize(n, 56, 1) {
+	if es > 0 && memroom.Mul(n, uint64(es), 4) > memroom.Mul(n, 56, 1) {
 		arg = "width"
 	}
-	return checkRoom(need, arg, "config's scratch")
+	return memroom.Check(need, arg, "config's scratch")
 }
 
 // sameIndices reports whether two index lists are the same list: the same memory, or equal
@@ -474,64 +473,4 @@ func sameLists(in, out [][]uint64) bool {
 		}
 	}
 	return true
-}
-
-// autoDegrees agrees with every rank on the feature count, the mean out density and whether
-// in = out everywhere, then asks the planner (planFor): the cost model on the measured links,
-// or Prop. 4.1's rule with min_packet. Every rank computes the same answer from the same agreed
-// numbers.
-func (c *Comm) autoDegrees(seq uint64, outIdx []int64, nUnique int, same bool, es int) ([]int, error) {
-	m := c.nodes()
-	if m == 1 {
-		return nil, nil
-	}
-	var maxIdx int64 = -1
-	for _, x := range outIdx {
-		maxIdx = max(maxIdx, x)
-	}
-	all, err := c.allgatherSmall(seq, []uint64{uint64(nUnique), uint64(maxIdx + 1), uint64(keyset.BoolInt(same))})
-	if err != nil {
-		return nil, err
-	}
-	var total, n uint64
-	for r := 0; r < m; r++ {
-		total += all[3*r]
-		n = max(n, all[3*r+1])
-		same = same && all[3*r+2] == 1
-	}
-	if n == 0 || total == 0 {
-		return []int{m}, nil
-	}
-	density := min(float64(total)/float64(m)/float64(n), 1)
-	// Plans are memoised by feature count and density to two significant digits: the planner
-	// costs milliseconds, and repeated configs of similar data must not pay it every time.
-	key := planKey{n: n, density: math.Float64bits(roundSig(density, 2)), same: same, es: es}
-	if ds, ok := c.planCache[key]; ok {
-		return ds, nil
-	}
-	ds, err := c.planFor(int64(n), density, m, same, es) // costmodel_plan.go
-	if err != nil {
-		ds = []int{m} // the planner refuses only degenerate inputs; direct always works
-	}
-	if c.planCache == nil || len(c.planCache) > 256 {
-		c.planCache = map[planKey][]int{}
-	}
-	c.planCache[key] = ds
-	return ds, nil
-}
-
-type planKey struct {
-	n       uint64
-	density uint64
-	same    bool
-	es      int
-}
-
-// roundSig rounds x > 0 to d significant digits.
-func roundSig(x float64, d int) float64 {
-	if x <= 0 {
-		return x
-	}
-	p := math.Pow(10, float64(d)-math.Ceil(math.Log10(x)))
-	return math.Round(x*p) / p
 }

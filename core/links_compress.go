@@ -38,7 +38,7 @@ const (
 // the codec's priors, never on their own measurements.
 func (p *Plan) packLayer0(out, in *keyset.Layer0Rows, same bool) []bool {
 	c, t := p.c, p.topo
-	d, node := t.Degrees[0], c.node()
+	d, node := t.Degrees[0], c.cx.Node
 	me := t.Digit(node, 0)
 	so, si := out.Split(d), in.Split(d)
 	var pack []bool
@@ -47,7 +47,7 @@ func (p *Plan) packLayer0(out, in *keyset.Layer0Rows, same bool) []bool {
 		if !same {
 			keys += si[g+1] - si[g]
 		}
-		if g != me && c.compressTo(t.Member(node, 0, g), keys, c.opts.Replication > 1) {
+		if g != me && c.plan.compressTo(t.Member(node, 0, g), keys, c.opts.Replication > 1) {
 			if pack == nil {
 				pack = make([]bool, d)
 			}
@@ -55,9 +55,9 @@ func (p *Plan) packLayer0(out, in *keyset.Layer0Rows, same bool) []bool {
 		}
 	}
 	if pack != nil {
-		keyset.SetOrder(out, d, pack, c.threads())
+		keyset.SetOrder(out, d, pack, c.cx.Threads)
 		if !same {
-			keyset.SetOrder(in, d, pack, c.threads())
+			keyset.SetOrder(in, d, pack, c.cx.Threads)
 		}
 	}
 	return pack
@@ -68,11 +68,11 @@ func (p *Plan) packLayer0(out, in *keyset.Layer0Rows, same bool) []bool {
 // is on another host and the link time of the bytes saved exceeds what encoding and decoding
 // cost (the priors' costs when agreed, which every rank shares). Without a link model auto
 // does not compress.
-func (c *Comm) compressTo(to, keys int, agreed bool) bool {
+func (pl *planner) compressTo(to, keys int, agreed bool) bool {
 	if keys == 0 {
 		return false
 	}
-	switch c.opts.Compress {
+	switch pl.opts.Compress {
 	case "lz4":
 		return true
 	case "auto":
@@ -82,10 +82,10 @@ func (c *Comm) compressTo(to, keys int, agreed bool) bool {
 	// On one host a message is a copy through the kernel: a key's coding (tens of ns) costs
 	// more than copying the bytes it saves (a few ns), whatever the probe measured (on shared
 	// cores it measures the scheduler as much as the copy).
-	if c.opts.Replication <= 1 && c.v.SameHost(to) {
+	if pl.opts.Replication <= 1 && pl.cx.SameHost(to) {
 		return false
 	}
-	n := &c.net
+	n := &pl.net
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.links == nil {
@@ -110,14 +110,14 @@ func orPrior(v, prior float64) float64 {
 
 // noteConfigMsg counts a config message sent or received in the statistics and, when it was
 // compressed, folds its figures into the codec's estimates.
-func (c *Comm) noteConfigMsg(tag kx.Tag, f keyset.MsgFigures, sent bool) {
-	if s := c.rec; s != nil {
+func (pl *planner) noteConfigMsg(tag kx.Tag, f keyset.MsgFigures, sent bool) {
+	if s := pl.rec; s != nil {
 		s.NoteIndex(tag, f.Raw, f.Wire, sent)
 	}
 	if !f.Packed || f.Keys == 0 || f.Wire == 0 {
 		return
 	}
-	n := &c.net
+	n := &pl.net
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	ns := float64(f.Took.Nanoseconds()) / float64(f.Keys)

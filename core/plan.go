@@ -62,7 +62,7 @@ func (p *Plan) Degrees() []int { return append([]int(nil), p.topo.Degrees...) }
 // collector instead of being dropped under the executor's feet.
 func (p *Plan) Free() {
 	p.freed = true
-	p.c.statsFreed(p.id)
+	p.c.rec.NoteFreed(p.id)
 	if p.c.ex.active() {
 		return
 	}
@@ -74,7 +74,7 @@ func (p *Plan) usable() error {
 	if p.freed {
 		return kx.Errorf(kx.CodeState, "plan was freed")
 	}
-	return p.c.usable()
+	return p.c.st.usable()
 }
 
 // checkIndices refuses negative indices, naming the argument and position.

@@ -2,6 +2,7 @@ package core
 
 import (
 	"kylix/core/kernels"
+	"kylix/core/memroom"
 	"slices"
 )
 
@@ -44,12 +45,12 @@ func (p *Plan) bufs(es int, arg string) (*planBufs, error) {
 	}
 	var need uint64
 	for _, n := range p.bufSizes() {
-		need = addSize(need, addSize(mulSize(uint64(n), uint64(es), 1), bufAlign))
+		need = memroom.Add(need, memroom.Add(memroom.Mul(uint64(n), uint64(es), 1), bufAlign))
 	}
 	if b := p.vals; b != nil && need <= uint64(len(b.block)) {
 		return p.carve(b.block, es), nil
 	}
-	if err := checkRoom(need, arg, "the plan's value buffers"); err != nil {
+	if err := memroom.Check(need, arg, "the plan's value buffers"); err != nil {
 		return nil, err
 	}
 	return p.carve(kernels.AlignedBytes(int(need)), es), nil

@@ -72,7 +72,7 @@ func (p *Plan) reduceBody(seq uint64, b *planBufs, vs *valueSpec, outVals, inVal
 func (p *Plan) expectAll(seq uint64, b *planBufs, vs *valueSpec, down bool) {
 	c, t := p.c, p.topo
 	ues := vs.upSpec().es
-	node := c.node()
+	node := c.cx.Node
 	for i := range p.layers {
 		lm := &p.layers[i]
 		me := t.Digit(node, i)
@@ -82,9 +82,9 @@ func (p *Plan) expectAll(seq uint64, b *planBufs, vs *valueSpec, down bool) {
 			}
 			from := t.Member(node, i, g)
 			if down {
-				c.expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDown}, b.slot[i][g][:len(lm.outMaps[g])*p.srcES(i, vs)])
+				c.cx.Expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDown}, b.slot[i][g][:len(lm.outMaps[g])*p.srcES(i, vs)])
 			}
-			c.expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}, b.above[i][lm.inSplit[g]*ues:lm.inSplit[g+1]*ues])
+			c.cx.Expect(from, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}, b.above[i][lm.inSplit[g]*ues:lm.inSplit[g+1]*ues])
 		}
 	}
 }
@@ -95,14 +95,14 @@ func (p *Plan) expectAll(seq uint64, b *planBufs, vs *valueSpec, down bool) {
 // stream in. Order by source, never by arrival: results are bitwise reproducible.
 func (p *Plan) down(seq uint64, i int, b *planBufs, vs *valueSpec) error {
 	c, t, lm := p.c, p.topo, &p.layers[i]
-	node, d, es := c.node(), t.Degrees[i], p.srcES(i, vs)
+	node, d, es := c.cx.Node, t.Degrees[i], p.srcES(i, vs)
 	me := t.Digit(node, i)
 	v := b.vec[i]
 	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDown}
-	sg := c.sends()
+	sg := c.cx.Sends()
 	for g := 0; g < d; g++ {
 		if g != me {
-			sg.send(t.Member(node, i, g), tag, v[lm.outSplit[g]*es:lm.outSplit[g+1]*es])
+			sg.Send(t.Member(node, i, g), tag, v[lm.outSplit[g]*es:lm.outSplit[g+1]*es])
 		}
 	}
 	dst := b.vec[i+1]
@@ -114,10 +114,10 @@ func (p *Plan) down(seq uint64, i int, b *planBufs, vs *valueSpec) error {
 	}
 	for g := 0; g < d && rerr == nil; g++ {
 		if g != me { // landed whole by now (an empty tail included): counts the message
-			_, rerr = c.await(t.Member(node, i, g), tag)
+			_, rerr = c.cx.Await(t.Member(node, i, g), tag)
 		}
 	}
-	if err := sg.wait(); rerr == nil {
+	if err := sg.Wait(); rerr == nil {
 		rerr = err
 	}
 	return rerr
@@ -126,7 +126,7 @@ func (p *Plan) down(seq uint64, i int, b *planBufs, vs *valueSpec) error {
 // combineMonotone combines the members' slices of a layer whose maps are increasing into dst.
 func (p *Plan) combineMonotone(i int, b *planBufs, vs *valueSpec, tag kx.Tag, dst []byte) error {
 	c, t, lm := p.c, p.topo, &p.layers[i]
-	node, d, es := c.node(), t.Degrees[i], vs.es
+	node, d, es := c.cx.Node, t.Degrees[i], vs.es
 	me := t.Digit(node, i)
 	v := b.vec[i]
 	var cb kernels.Combiner
@@ -151,7 +151,7 @@ func (p *Plan) combineMonotone(i int, b *planBufs, vs *valueSpec, tag kx.Tag, ds
 			hi := lo + segmentEnd(m[lo:], end)
 			src := v[lm.outSplit[me]*es : lm.outSplit[me+1]*es]
 			if g != me {
-				if rerr = c.awaitPrefix(t.Member(node, i, g), tag, hi*es); rerr != nil {
+				if rerr = c.cx.AwaitPrefix(t.Member(node, i, g), tag, hi*es); rerr != nil {
 					break
 				}
 				src = b.slot[i][g]
@@ -175,7 +175,7 @@ func (p *Plan) combineMonotone(i int, b *planBufs, vs *valueSpec, tag kx.Tag, ds
 // different workers (each is combined whole by one, so the bits do not depend on threads).
 func (p *Plan) combineBuckets(i int, b *planBufs, vs *valueSpec, tag kx.Tag, dst []byte) error {
 	c, t, lm := p.c, p.topo, &p.layers[i]
-	node, d, es := c.node(), t.Degrees[i], p.srcES(i, vs) // the sources' rows
+	node, d, es := c.cx.Node, t.Degrees[i], p.srcES(i, vs) // the sources' rows
 	me := t.Digit(node, i)
 	v := b.vec[i]
 	own := v[lm.outSplit[me]*es : lm.outSplit[me+1]*es]
@@ -187,13 +187,13 @@ func (p *Plan) combineBuckets(i int, b *planBufs, vs *valueSpec, tag kx.Tag, dst
 	nsub := len(lm.mergedBounds) - 1
 	w := 1
 	if builtin {
-		w = min(keyset.WorkersFor(lm.outLen, c.threads()), nsub)
+		w = min(keyset.WorkersFor(lm.outLen, c.cx.Threads), nsub)
 	}
 	// landed waits until every source's rows of the sub-ranges below s1 have landed.
 	landed := func(s1 int) error {
 		for g := 0; g < d; g++ {
 			if g != me {
-				if err := c.awaitPrefix(t.Member(node, i, g), tag, lm.outBounds[g][s1]*es); err != nil {
+				if err := c.cx.AwaitPrefix(t.Member(node, i, g), tag, lm.outBounds[g][s1]*es); err != nil {
 					return err
 				}
 			}
@@ -242,7 +242,7 @@ var smallDownBytes = 2 << 20
 // built-in op starts the sub-range from its identity, a user op folds through cb.
 func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec, cb *kernels.Combiner) {
 	lm := &p.layers[i]
-	me := p.topo.Digit(p.c.node(), i)
+	me := p.topo.Digit(p.c.cx.Node, i)
 	es, ses := vs.es, p.srcES(i, vs) // dst's rows, the sources' rows
 	user := cb != nil && cb.User()
 	lo, hi := lm.mergedBounds[s], lm.mergedBounds[s+1]
@@ -353,7 +353,7 @@ func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec, gath
 	}
 	vs = vs.upSpec()
 	c, t, es := p.c, p.topo, vs.es
-	node := c.node()
+	node := c.cx.Node
 	vin := v
 	if !p.bottomIdentity {
 		vin = b.vin[:len(p.bottom)*es] // a prefix when the up phase's values are smaller (RSum)
@@ -364,7 +364,7 @@ func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec, gath
 		d := t.Degrees[i]
 		me := t.Digit(node, i)
 		tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}
-		sg := c.sends()
+		sg := c.cx.Sends()
 		for g := 0; g < d; g++ {
 			if g == me {
 				continue
@@ -373,7 +373,7 @@ func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec, gath
 			if !gathered || i != 0 {
 				p.gather(stage, vin, lm.inMaps[g], vs)
 			}
-			sg.send(t.Member(node, i, g), tag, stage)
+			sg.Send(t.Member(node, i, g), tag, stage)
 		}
 		above := b.above[i]
 		if !gathered || i != 0 {
@@ -382,10 +382,10 @@ func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec, gath
 		var rerr error
 		for g := 0; g < d && rerr == nil; g++ {
 			if g != me {
-				_, rerr = c.await(t.Member(node, i, g), tag)
+				_, rerr = c.cx.Await(t.Member(node, i, g), tag)
 			}
 		}
-		if err := sg.wait(); rerr == nil {
+		if err := sg.Wait(); rerr == nil {
 			rerr = err
 		}
 		if rerr != nil {
@@ -442,23 +442,23 @@ func (p *Plan) fillLayer0(b *planBufs, outVals []byte, vs *valueSpec) {
 // parallel runs f over ranges of n rows with the comm's worker threads (each row by one
 // worker, so the bits do not depend on threads).
 func (p *Plan) parallel(n int, f func(lo, hi int)) {
-	if keyset.WorkersFor(n, p.c.threads()) == 1 {
+	if keyset.WorkersFor(n, p.c.cx.Threads) == 1 {
 		f(0, n)
 		return
 	}
-	keyset.ParallelRanges(n, p.c.threads(), f)
+	keyset.ParallelRanges(n, p.c.cx.Threads, f)
 }
 
 // fillLayer0Packed fills the layer-0 bucket ordered layer-0 vector v of a packed plan: a stable
 // partition of the caller's values by row (streaming: a few dozen write heads). Every caller
 // position is a row of its own, so nothing is combined here, whatever the op.
 func (p *Plan) fillLayer0Packed(v, outVals []byte, vs *valueSpec) {
-	es := p.srcES(0, vs)                                      // RSum: the caller's floats, as they are
-	if keyset.WorkersFor(len(p.outDst), p.c.threads()) == 1 { // no closure to allocate
+	es := p.srcES(0, vs)                                       // RSum: the caller's floats, as they are
+	if keyset.WorkersFor(len(p.outDst), p.c.cx.Threads) == 1 { // no closure to allocate
 		kernels.Scatter(v, outVals, p.outDst, es)
 		return
 	}
-	keyset.ParallelRanges(len(p.outDst), p.c.threads(), func(lo, hi int) {
+	keyset.ParallelRanges(len(p.outDst), p.c.cx.Threads, func(lo, hi int) {
 		kernels.Scatter(v, outVals[lo*es:hi*es], p.outDst[lo:hi], es)
 	})
 }
@@ -466,11 +466,11 @@ func (p *Plan) fillLayer0Packed(v, outVals []byte, vs *valueSpec) {
 // gather is Gather split by ranges of dst.
 func (p *Plan) gather(dst, src []byte, idx []int32, vs *valueSpec) {
 	es := vs.es
-	if keyset.WorkersFor(len(idx), p.c.threads()) == 1 { // no closure to allocate
+	if keyset.WorkersFor(len(idx), p.c.cx.Threads) == 1 { // no closure to allocate
 		kernels.Gather(vs.d, vs.o, dst, src, idx, vs.width)
 		return
 	}
-	keyset.ParallelRanges(len(idx), p.c.threads(), func(lo, hi int) {
+	keyset.ParallelRanges(len(idx), p.c.cx.Threads, func(lo, hi int) {
 		kernels.Gather(vs.d, vs.o, dst[lo*es:hi*es], src, idx[lo:hi], vs.width)
 	})
 }
@@ -478,11 +478,11 @@ func (p *Plan) gather(dst, src []byte, idx []int32, vs *valueSpec) {
 // identity fills dst with the op's identity, split by ranges.
 func (p *Plan) identity(dst []byte, vs *valueSpec) {
 	es := vs.es
-	if keyset.WorkersFor(len(dst)/es, p.c.threads()) == 1 {
+	if keyset.WorkersFor(len(dst)/es, p.c.cx.Threads) == 1 {
 		kernels.Identity(vs.d, vs.o, dst)
 		return
 	}
-	keyset.ParallelRanges(len(dst)/es, p.c.threads(), func(lo, hi int) {
+	keyset.ParallelRanges(len(dst)/es, p.c.cx.Threads, func(lo, hi int) {
 		kernels.Identity(vs.d, vs.o, dst[lo*es:hi*es])
 	})
 }
@@ -491,7 +491,7 @@ func (p *Plan) identity(dst []byte, vs *valueSpec) {
 // ranges of dst: the rows of src that land in a range are a contiguous run of src.
 func (p *Plan) scatterMonotone(dst, src []byte, idx []int32, vs *valueSpec) {
 	es := vs.es
-	w := keyset.WorkersFor(len(idx), p.c.threads())
+	w := keyset.WorkersFor(len(idx), p.c.cx.Threads)
 	if w == 1 {
 		kernels.ScatterCombine(vs.d, vs.o, dst, src, idx, vs.width)
 		return

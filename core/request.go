@@ -53,9 +53,8 @@ type executor struct {
 	idle  chan struct{} // closed when that goroutine exits
 }
 
-// submit queues a collective and starts the drain goroutine if none runs.
-func (c *Comm) submit(seq uint64, fp kx.Fingerprint, body func(uint64) error) *Request {
-	e := &c.ex
+// submit queues a collective of c and starts the drain goroutine if none runs.
+func (e *executor) submit(c *Comm, seq uint64, fp kx.Fingerprint, body func(uint64) error) *Request {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	r := &Request{done: make(chan struct{}), seq: seq, fp: fp, body: body}
@@ -63,15 +62,14 @@ func (c *Comm) submit(seq uint64, fp kx.Fingerprint, body func(uint64) error) *R
 	if !e.busy {
 		e.busy = true
 		e.idle = make(chan struct{})
-		go c.drain(e.idle)
+		go e.drain(c, e.idle)
 	}
 	return r
 }
 
-// drain runs the queued collectives in order until the queue is empty.
-func (c *Comm) drain(idle chan struct{}) {
+// drain runs the queued collectives of c in order until the queue is empty.
+func (e *executor) drain(c *Comm, idle chan struct{}) {
 	defer close(idle)
-	e := &c.ex
 	for {
 		e.mu.Lock()
 		if len(e.queue) == 0 {
@@ -83,17 +81,17 @@ func (c *Comm) drain(idle chan struct{}) {
 		e.queue[0] = nil
 		e.queue = e.queue[1:]
 		e.mu.Unlock()
-		r.err = c.runQueued(r)
+		r.err = r.run(c)
 		r.body = nil // drop the buffers it captured
 		close(r.done)
 	}
 }
 
-// runQueued runs one queued collective. A comm broken by an earlier one fails it with
+// run runs the queued collective r on c. A comm broken by an earlier one fails it with
 // CodeState without touching the transport. A panic becomes CodeInternal: nobody above this
 // goroutine could recover it, and in libkylix.so it would kill the host process.
-func (c *Comm) runQueued(r *Request) (err error) {
-	if err := c.usable(); err != nil {
+func (r *Request) run(c *Comm) (err error) {
+	if err := c.st.usable(); err != nil {
 		return err
 	}
 	defer func() {
@@ -114,13 +112,6 @@ func (e *executor) active() bool {
 
 // waitIdle returns once nothing is queued or running. Only the goroutine that issues
 // collectives may rely on it staying idle afterwards.
-// busyNow tells whether requests are in flight (a drain goroutine owns the transport).
-func (e *executor) busyNow() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.busy
-}
-
 func (e *executor) waitIdle() {
 	e.mu.Lock()
 	ch := e.idle

@@ -37,7 +37,8 @@ func (c *Comm) Resize(minSize int) (*Comm, error) {
 }
 
 func (c *Comm) resize(minSize int, admit bool, what string) (*Comm, error) {
-	attempt, prior, err := c.startResize(what)
+	c.ex.waitIdle() // no request in flight may touch the transport from now on
+	attempt, prior, err := c.st.startResize(what)
 	if err != nil {
 		return nil, err
 	}
@@ -52,21 +53,19 @@ func (c *Comm) resize(minSize int, admit bool, what string) (*Comm, error) {
 		// min_size not met: c carries on with the same members at fresh sequence numbers (the
 		// agreement moved the transport past the old ones).
 		old := c.v
-		c.mu.Lock()
-		c.v, c.seq, c.broken = un.View, un.View.Base(), prior
-		c.mirrorUsable()
-		c.resizeAttempts = 0
-		c.mu.Unlock()
+		c.st.mu.Lock()
+		c.v, c.seq, c.st.broken = un.View, un.View.Base(), prior
+		c.cx.Node, c.cx.Nodes, c.cx.Replication = un.View.Node(), un.View.Nodes(), un.View.Replication()
+		c.st.mirror()
+		c.st.resizeAttempts = 0
+		c.st.mu.Unlock()
 		old.Close()
 		return nil, kx.Prefixed(what, un.Err)
 	}
 	if err != nil {
 		return nil, kx.Prefixed(what, err)
 	}
-	c.mu.Lock()
-	c.broken = &shrunkError{cause: prior, done: true}
-	c.mirrorUsable()
-	c.mu.Unlock()
+	c.st.breakWith(&shrunkError{cause: prior, done: true})
 	opts := c.opts
 	if a := res.Adm; a != nil {
 		opts.Degrees, opts.Compress, opts.MinPacket = a.Degrees, a.Compress, a.MinPacket
@@ -75,7 +74,7 @@ func (c *Comm) resize(minSize int, admit bool, what string) (*Comm, error) {
 	if err != nil {
 		return nil, kx.Prefixed(what, err)
 	}
-	nc.denseSwitchBytes = c.denseSwitchBytes
+	nc.dense.Switch = c.dense.Switch
 	return nc, nil
 }
 

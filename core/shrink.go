@@ -49,25 +49,24 @@ func (c *Comm) Shrink() (*Comm, error) {
 	return c.resize(0, false, "shrink: ")
 }
 
-// startResize marks c as being resized and returns the attempt number, or CodeState.
-func (c *Comm) startResize(what string) (attempt int, prior error, err error) {
-	c.ex.waitIdle() // no request in flight may touch the transport from now on
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// startResize marks the comm as being resized and returns the attempt number, or CodeState.
+func (s *state) startResize(what string) (attempt int, prior error, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var se *shrunkError
 	switch {
-	case c.closed:
+	case s.closed:
 		return 0, nil, kx.Errorf(kx.CodeState, "%scomm was finalized", what)
-	case errors.As(c.broken, &se) && se.done:
+	case errors.As(s.broken, &se) && se.done:
 		return 0, nil, kx.Errorf(kx.CodeState, "%sthis comm was already shrunk or resized (once per comm: use the comm kylix_shrink or kylix_resize returned)", what)
-	case errors.As(c.broken, &se):
+	case errors.As(s.broken, &se):
 		prior = se.cause
 	default:
-		prior = c.broken
+		prior = s.broken
 	}
-	c.broken = &shrunkError{cause: prior}
-	c.mirrorUsable()
-	attempt = c.resizeAttempts
-	c.resizeAttempts++
+	s.broken = &shrunkError{cause: prior}
+	s.mirror()
+	attempt = s.resizeAttempts
+	s.resizeAttempts++
 	return attempt, prior, nil
 }

@@ -35,19 +35,12 @@ func planStatic(p *Plan, rank int) stats.PlanStats {
 	return st
 }
 
-// ---- the Comm's side ------------------------------------------------------------------------
-
-// statsEnd is called by collective when body returns.
-func (c *Comm) statsEnd(seq uint64, err error) { c.rec.End(seq, err) }
-
-// statsPlan is called by configure once p is configured.
-func (c *Comm) statsPlan(p *Plan) {
+// notePlan records p, freshly configured on node, in rec (configure calls it): the record
+// stays while p is reachable.
+func notePlan(rec *stats.Recorder, p *Plan, node int) {
 	wp := weak.Make(p)
-	c.rec.NotePlan(p.id, planStatic(p, c.node()), func() bool { return wp.Value() != nil })
+	rec.NotePlan(p.id, planStatic(p, node), func() bool { return wp.Value() != nil })
 }
-
-// statsFreed is called by Plan.Free.
-func (c *Comm) statsFreed(id uint32) { c.rec.NoteFreed(id) }
 
 // Stats returns a snapshot of the comm's statistics, cumulative since NewComm or the last
 // ResetStats. Local: no communication. Safe to call while a collective is running.
@@ -58,12 +51,12 @@ func (c *Comm) Stats() stats.Stats {
 	if st.DegreesOption == "" {
 		st.DegreesOption = "auto"
 	}
-	if c.degrees != nil {
-		st.Degrees = append([]int{}, c.degrees...)
+	if c.plan.degrees != nil {
+		st.Degrees = append([]int{}, c.plan.degrees...)
 	}
-	st.Threads, st.Kernels = c.threads(), kernels.Level()
-	st.Replication = c.replicationStats()
-	st.Options = stats.StatsOptions{TimeoutMS: c.opts.Timeout.Milliseconds(), LivenessMS: c.opts.Liveness.Milliseconds(), Threads: c.threads(),
+	st.Threads, st.Kernels = c.cx.Threads, kernels.Level()
+	st.Replication = c.race.stats(c.v, max(c.opts.Replication, 1))
+	st.Options = stats.StatsOptions{TimeoutMS: c.opts.Timeout.Milliseconds(), LivenessMS: c.opts.Liveness.Milliseconds(), Threads: c.cx.Threads,
 		Log: c.opts.Log, MinPacket: c.opts.MinPacket, Replication: c.opts.Replication,
 		Compress: c.opts.Compress, Degrees: st.DegreesOption, Shm: c.opts.Shm}
 	if st.Options.Shm == "" {
@@ -71,8 +64,8 @@ func (c *Comm) Stats() stats.Stats {
 	}
 	st.Compression.Option = c.opts.Compress
 	st.Compression.Note = compressNote(c.opts.Compress)
-	st.Options.MinPacket = c.minPacket()
-	st.Links = c.Links()
+	st.Options.MinPacket = c.plan.minPacket()
+	st.Links = c.plan.links()
 	st.Shm = c.v.ShmStats()
 	return st
 }
@@ -90,5 +83,5 @@ func (c *Comm) StatsJSON() ([]byte, error) {
 // Configured plans keep their degrees and key counts; records of freed plans are dropped.
 func (c *Comm) ResetStats() {
 	c.rec.Reset()
-	c.resetRaceBase()
+	c.race.reset(c.v)
 }

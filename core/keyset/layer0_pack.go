@@ -29,10 +29,8 @@ import (
 // combines and up gathers sub-range by sub-range. A repeated index costs its own row (as in the
 // direct all-to-all); the member folds it in, in caller order.
 
-// layer0Streams bounds the layer-0 buckets. Fewer streams partition faster (2M f32, quiet:
-// 1.1 ms with 4-16 write streams, 1.4 ms with 64, 2.0 ms with 256), more make the members'
-// sub-ranges smaller. Measured end to end (4 ranks on 2 cores, 2M keys each, reduce wall
-// time): 4 streams 39.5 ms, 8: 37.5, 16: 35.5, 32: 40.5, 64: 44.
+// layer0Streams bounds the layer-0 buckets: fewer write streams partition faster, more make the
+// members' sub-ranges smaller, and 16 measured best end to end (docs/measurements.md).
 const layer0Streams = 16
 
 // subBits is b for layer-0 degree d0: each member's key range is cut into 2^b sub-ranges, so

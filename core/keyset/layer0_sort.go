@@ -229,9 +229,9 @@ type rowRun struct {
 // writes into flat instead, for appearanceOrder, the map index of the first row holding the
 // row's key (and keys is not written). A counting pass on the top bits of the key's offset in
 // the range moves the rows, as (offset, map index), into ent in sender order and row order;
-// each bucket is then sorted (sortSmall) and written out while it is in L1. 8 bits measured best for the first pass (2M rows from 4 senders,
-// quiet, per merge: 8 bits 49 ms, 9: 50, 10: 50, 11: 60): fewer write heads than pages the
-// TLB holds. scratch is grown as needed and returned for the next call.
+// each bucket is then sorted (sortSmall) and written out while it is in L1. The first pass
+// takes 8 bits, fewer write heads than pages the TLB holds, which measured best
+// (docs/measurements.md). scratch is grown as needed and returned for the next call.
 func sortRange(runs []rowRun, lo, width uint64, ent, scratch []keyPos, keys []uint64, flat []int32, firsts bool) (int, []keyPos) {
 	l := rangeBits(width)
 	nbits := min(8, l)

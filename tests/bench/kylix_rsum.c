@@ -1,4 +1,4 @@
-/* kylix_rsum.c — KYLIX_RSUM against KYLIX_SUM on one plan (issue 20's benchmark).
+/* kylix_rsum.c — KYLIX_RSUM against KYLIX_SUM on one plan: what the reproducible sum costs.
  *
  *   build/kylixrun -n 4 ./kylix_rsum [keys=1000000] [space=4000000] [reps=10] [dtype=f64]
  *

@@ -35,7 +35,7 @@ static void print_degrees(void) {
   }
 }
 
-/* ---- lat=N: the latency benchmark of run_latency.sh (issue 18) ---- */
+/* ---- lat=N: the latency benchmark of run_latency.sh (back-to-back small reduces) ---- */
 typedef struct { kylix_plan *p; const float *ov; float *iv; } lat_job;
 static int lat_reduce(void *a) {
   lat_job *j = a;

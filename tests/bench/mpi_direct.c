@@ -230,7 +230,7 @@ static double t_stop(double t0) { /* max over ranks */
   return dt * 1e3;
 }
 
-/* ---- lat=N: the latency benchmark of run_latency.sh (issue 18) ---- */
+/* ---- lat=N: the latency benchmark of run_latency.sh (back-to-back small exchanges) ---- */
 typedef struct { plan *P; const float *ov; float *iv; } lat_job;
 static int lat_reduce(void *a) { lat_job *j = a; reduce(j->P, j->ov, j->iv); return 0; }
 static float lat_send[8], lat_recv[8];

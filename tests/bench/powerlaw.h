@@ -262,7 +262,7 @@ static void pl_report(const char *impl, int ranks, const pl_opts *o, int64_t key
          !expect ? "skipped" : bad ? "FAIL" : "OK");
 }
 
-/* ---- the latency benchmark (run_latency.sh, issue 18) ----
+/* ---- the latency benchmark (run_latency.sh: back-to-back small steps) ----
  * pl_lat_loop makes `iters` back-to-back calls of call(arg), each timed on its own clock
  * (no barrier between them), and returns this rank's mean and median per call in µs, or
  * -1 in *mean_us when a call failed. The program then takes the max of both over ranks (the

@@ -1,4 +1,4 @@
-package core
+package dense
 
 import (
 	"kylix/core/kernels"
@@ -22,11 +22,11 @@ import (
 // sources must be combined in order, and a piece from the member that comes second can be
 // folded at once only when the first is this node. And not with replication, whose racing
 // copies each land whole.
-func (c *Comm) foldsLayer(deg int) bool { return deg == 2 && c.v.Replication() == 1 }
+func (ar *Allreduce) foldsLayer(deg int) bool { return deg == 2 && ar.cx.Replication == 1 }
 
-// denseFold combines the other member's copy into this node's chunk: after it when this node is
+// fold combines the other member's copy into this node's chunk: after it when this node is
 // source 0, before it (through the transport's scratch, still in the cache) when it is source 1.
-func denseFold(d kx.Dtype, o kx.Op, first bool) kx.Fold {
+func fold(d kx.Dtype, o kx.Op, first bool) kx.Fold {
 	f := kx.Fold{Unit: kernels.ElemBytes(d, o)}
 	if first {
 		f.Fn = func(mine, theirs []byte) { kernels.Combine(d, o, mine, theirs) }
@@ -49,41 +49,41 @@ type writeBack struct {
 // lastWriteBack decides the last layer's write-back: a folding layer whose up phase carries what
 // it combined (plain, not RSum's rounded floats) and, on this side, whether this node's send
 // to the member goes by reference. last is the range above the last layer.
-func (c *Comm) lastWriteBack(topo planning.Topology, last [2]int, es int, plain bool) writeBack {
+func (ar *Allreduce) lastWriteBack(topo planning.Topology, last [2]int, es int, plain bool) writeBack {
 	i := topo.Layers() - 1
-	if !plain || !c.foldsLayer(topo.Degrees[i]) {
+	if !plain || !ar.foldsLayer(topo.Degrees[i]) {
 		return writeBack{}
 	}
-	me := topo.Digit(c.node(), i)
+	me := topo.Digit(ar.cx.Node, i)
 	ga, gb := chunk(last[0], last[1], 1-me, 2)
-	return writeBack{on: true, theirs: c.v.WritesBack(topo.Member(c.node(), i, 1-me), (gb-ga)*es)}
+	return writeBack{on: true, theirs: ar.cx.WritesBack(topo.Member(ar.cx.Node, i, 1-me), (gb-ga)*es)}
 }
 
-// denseFoldDown is denseDown for a two-member layer (foldsLayer): the member's copy of this
+// foldDown is down for a two-member layer (foldsLayer): the member's copy of this
 // node's chunk is folded in as it arrives, posted only now, when the layers above have
 // finished this chunk (a copy that comes earlier waits whole in the mailbox). With wb (the
 // last layer's write-back on), the result also goes back over the member's copy when it can.
-func (c *Comm) denseFoldDown(seq uint64, topo planning.Topology, i int, buf []byte, lo, hi int, d kx.Dtype, o kx.Op, wb *writeBack) error {
+func (ar *Allreduce) foldDown(seq uint64, topo planning.Topology, i int, buf []byte, lo, hi int, d kx.Dtype, o kx.Op, wb *writeBack) error {
 	es := kernels.ElemBytes(d, o)
-	me := topo.Digit(c.node(), i)
-	other := topo.Member(c.node(), i, 1-me)
+	me := topo.Digit(ar.cx.Node, i)
+	other := topo.Member(ar.cx.Node, i, 1-me)
 	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDense}
 	a, b := chunk(lo, hi, me, 2)
 	ga, gb := chunk(lo, hi, 1-me, 2)
-	fold := denseFold(d, o, me == 0)
+	fold := fold(d, o, me == 0)
 	if wb != nil {
 		fold.WriteBack, fold.WroteBack = true, &wb.wrote
 	}
-	c.expectFold(other, tag, buf[a*es:b*es], fold)
+	ar.cx.ExpectFold(other, tag, buf[a*es:b*es], fold)
 	if (hi-lo)*es >= foldReadyMin {
-		if err := c.foldReady(other, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseReady}); err != nil {
+		if err := ar.foldReady(other, kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseReady}); err != nil {
 			return err
 		}
 	}
-	sg := c.sends()
-	sg.send(other, tag, buf[ga*es:gb*es])
-	_, rerr := c.await(other, tag)
-	if err := sg.wait(); rerr == nil {
+	sg := ar.cx.Sends()
+	sg.Send(other, tag, buf[ga*es:gb*es])
+	_, rerr := ar.cx.Await(other, tag)
+	if err := sg.Wait(); rerr == nil {
 		rerr = err
 	}
 	return rerr
@@ -98,42 +98,42 @@ const foldReadyMin = 1 << 20
 // then is folded from there, a copy more, and is never written back. A round of empty
 // messages costs microseconds where the copy costs a millisecond a megabyte or so; only the
 // member that is ahead waits, and it would wait for the other's copy anyway.
-func (c *Comm) foldReady(other int, tag kx.Tag) error {
-	sg := c.sends()
-	sg.send(other, tag, nil)
-	got, err := c.recv(other, tag)
+func (ar *Allreduce) foldReady(other int, tag kx.Tag) error {
+	sg := ar.cx.Sends()
+	sg.Send(other, tag, nil)
+	got, err := ar.cx.Recv(other, tag)
 	if err == nil {
-		c.release(got)
+		ar.cx.Release(got)
 	}
-	if werr := sg.wait(); err == nil {
+	if werr := sg.Wait(); err == nil {
 		err = werr
 	}
 	return err
 }
 
-// denseUpBack is denseUp for a last layer with write-back on. This node tells the member its
+// upBack is up for a last layer with write-back on. This node tells the member its
 // range is in place with an empty message when it wrote it back, else sends it as usual; and
 // when the member may have written back over this node's copy (back.theirs, so no place was
 // posted), it takes the member's message as it comes: empty (the range is in place already) or
 // the range, copied in.
-func (c *Comm) denseUpBack(seq uint64, topo planning.Topology, i int, buf []byte, lo, hi, es int, back writeBack) error {
-	me := topo.Digit(c.node(), i)
-	other := topo.Member(c.node(), i, 1-me)
+func (ar *Allreduce) upBack(seq uint64, topo planning.Topology, i int, buf []byte, lo, hi, es int, back writeBack) error {
+	me := topo.Digit(ar.cx.Node, i)
+	other := topo.Member(ar.cx.Node, i, 1-me)
 	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}
 	a, b := chunk(lo, hi, me, 2)
 	ga, gb := chunk(lo, hi, 1-me, 2)
-	sg := c.sends()
+	sg := ar.cx.Sends()
 	if back.wrote {
-		sg.send(other, tag, nil)
+		sg.Send(other, tag, nil)
 	} else {
-		sg.send(other, tag, buf[a*es:b*es])
+		sg.Send(other, tag, buf[a*es:b*es])
 	}
 	var rerr error
 	if !back.theirs {
-		_, rerr = c.await(other, tag)
+		_, rerr = ar.cx.Await(other, tag)
 	} else {
 		var got []byte
-		if got, rerr = c.recv(other, tag); rerr == nil {
+		if got, rerr = ar.cx.Recv(other, tag); rerr == nil {
 			switch len(got) {
 			case 0:
 			case (gb - ga) * es:
@@ -142,10 +142,10 @@ func (c *Comm) denseUpBack(seq uint64, topo planning.Topology, i int, buf []byte
 				rerr = kx.Errorf(kx.CodeInternal, "rank %d sent a dense range of %d bytes up, want %d or none",
 					kx.RankRef(other), len(got), (gb-ga)*es)
 			}
-			c.release(got)
+			ar.cx.Release(got)
 		}
 	}
-	if err := sg.wait(); rerr == nil {
+	if err := sg.Wait(); rerr == nil {
 		rerr = err
 	}
 	return rerr

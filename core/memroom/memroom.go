@@ -1,4 +1,6 @@
-package core
+// Package memroom tells whether an allocation sized from a caller's arguments can be had, so
+// that memory the process cannot get is a status naming the argument, not a dead host.
+package memroom
 
 import (
 	"bufio"
@@ -92,8 +94,8 @@ func readUint(path string) (uint64, bool) {
 	return n, err == nil
 }
 
-// mulSize is a*b*c, saturating at MaxUint64 instead of wrapping.
-func mulSize(a, b, c uint64) uint64 {
+// Mul is a*b*c, saturating at MaxUint64 instead of wrapping.
+func Mul(a, b, c uint64) uint64 {
 	hi, lo := bits.Mul64(a, b)
 	if hi != 0 {
 		return math.MaxUint64
@@ -105,17 +107,17 @@ func mulSize(a, b, c uint64) uint64 {
 	return lo
 }
 
-// addSize is a+b, saturating.
-func addSize(a, b uint64) uint64 {
+// Add is a+b, saturating.
+func Add(a, b uint64) uint64 {
 	if s := a + b; s >= a {
 		return s
 	}
 	return math.MaxUint64
 }
 
-// checkRoom returns CodeNoMem when an allocation of need bytes, driven by the argument arg,
+// Check returns CodeNoMem when an allocation of need bytes, driven by the argument arg,
 // cannot be had. what says what the memory is for.
-func checkRoom(need uint64, arg, what string) error {
+func Check(need uint64, arg, what string) error {
 	if need < 64<<20 { // small requests cannot be the problem; skip the system calls
 		return nil
 	}

@@ -1,0 +1,48 @@
+// Package coll is what a collective algorithm sees of its comm, as gloo's algorithms see a
+// Context: the data path (Path), this node's place among the nodes, the running collective's
+// fingerprint and the worker threads. The algorithms (core/dense, core/mix, core/probe, the
+// sparse butterfly of package core, and bcast, barrier and the small agreement exchange here)
+// take a *Ctx and a topology and see nothing else of the comm: no transport, no membership, no
+// statistics, which the comm's data path adds underneath.
+package coll
+
+import "kylix/core/kx"
+
+// Path is the comm's data path (core/wire.go: the recorder, then the view). Ranks are nodes:
+// with replication s a message goes to every live replica of a node and comes from any.
+type Path interface {
+	// Send sends the concatenation of bufs to node to as one message.
+	Send(to int, tag kx.Tag, bufs ...[]byte) error
+	// SendFits reports whether a message of n bytes to node to is written at once (small, or
+	// room for it in the ring or socket buffer): it may go out on the calling goroutine.
+	SendFits(to, n int) bool
+	// Recv returns a message whose size the receiver cannot know; Release gives it back.
+	Recv(from int, tag kx.Tag) ([]byte, error)
+	Release(b []byte)
+	// Expect posts where a message of the running collective lands; ExpectFold posts a place
+	// it is combined into as it is read. Await waits until it has landed whole, AwaitPrefix
+	// until its first n bytes have.
+	Expect(from int, tag kx.Tag, dst []byte)
+	ExpectFold(from int, tag kx.Tag, dst []byte, f kx.Fold)
+	Await(from int, tag kx.Tag) (int, error)
+	AwaitPrefix(from int, tag kx.Tag, n int) error
+	// WritesBack reports whether a message of n bytes to node to goes by reference, so that
+	// the receiver may write its fold back over it; SameHost whether node shares this host.
+	WritesBack(to, n int) bool
+	SameHost(node int) bool
+}
+
+// Ctx is a comm's context for its algorithms: the data path and the facts every algorithm
+// needs. The comm owns one and keeps it for its life; collectives of a comm run one at a time,
+// so the running one owns it.
+type Ctx struct {
+	Path
+	Node, Nodes int // this node and the number of nodes (size/s with replication s)
+	Replication int // s: ranks per node
+	Threads     int // workers a kernel may use, at least 1
+	// FP is the running collective's fingerprint, carried by its sends (set by the comm).
+	FP kx.Fingerprint
+	// one is the one-buffer list Sends.Send hands the path, so a send allocates nothing: the
+	// path's Send takes an interface call's arguments, which escape.
+	one [1][]byte
+}

@@ -23,9 +23,34 @@ for tool in java mvn; do
   }
 done
 
+. "$here/../../tests/progress/progress.sh"   # progress, fetching: what make test relays as it runs
 cd "$here"
 start=$(date +%s)
-mvn -q -B -Dstyle.color=never -Dkylix.build="$build" package
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# mvn package runs the JUnit tests: Surefire's line for each test class as it starts and ends
+# becomes a progress line; Maven's [INFO] chatter stays out of the output, the rest is kept.
+package() {
+  { mvn -B -Dstyle.color=never -Dkylix.build="$build" package 2>&1; echo "mvn-exit $?"; } |
+    awk -v f="${KYLIX_PROGRESS:-/dev/null}" '
+      /^mvn-exit / { rc = $2; next }
+      /^\[[A-Z]+\] Running [A-Za-z0-9_.$]+$/ { printf "start %d %s\n", systime(), $3 >> f; fflush(f) }
+      /Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+, Time elapsed: .* in [A-Za-z0-9_.$]+$/ {
+        gsub(/,/, ""); run = $4; bad = $6 + $8; skip = $10; secs = $13
+        outcome = bad > 0 ? "failed" : (skip == run ? "skipped" : "passed")
+        printf "done %d %s %s %s\n", systime(), outcome, secs, $NF >> f; fflush(f)
+      }
+      !/^\[INFO\]/ || /Tests run:/ { print }
+      END { exit rc }'
+}
+if [ -d "$HOME/.m2/repository/net/java/dev/jna/jna" ]; then
+  progress step "mvn package (compiling)"
+  package
+else
+  fetching "mvn package" "Maven downloads JNA, JUnit and its plugins from Maven Central into ~/.m2 (about 40 MB, once)" \
+    "$HOME/.m2/repository" package
+fi
 mvn -q -B -Dstyle.color=never dependency:build-classpath -Dmdep.includeScope=runtime \
   -Dmdep.outputFile=target/runtime-classpath.txt >/dev/null
 jar=$(ls target/kylix-*.jar | head -n 1)
@@ -43,8 +68,6 @@ esac
 echo "jar, bundled library: $out"
 
 # A libkylix.so next to the jar wins over the bundled copy.
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 cp "$jar" "$build/libkylix.so" "$tmp/"
 out=$(env -u LD_LIBRARY_PATH java -cp "$tmp/$(basename "$jar"):$deps" org.kylix.Kylix)
 case "$out" in

@@ -53,9 +53,11 @@ fi
 for f in "${fills[@]}"; do
   say "the suites will install into $f"
 done
-if [ ${#fills[@]} -gt 0 ]; then
-  say "this run downloads about $mb MB with pip and Maven, each download announced with its size and time;" \
-    "the first run on a fresh 2-core machine takes about 11 minutes, later runs 5-6"
+if [ "$mb" -ge 400 ]; then
+  say "this first run downloads about $mb MB with pip and Maven (each download is announced with" \
+    "its size and time) and takes about 11 minutes on a fresh 2-core machine; later runs take 5-6"
+elif [ "$mb" -gt 0 ]; then
+  say "this run downloads about $mb MB with pip and Maven, each download announced with its size and time"
 fi
 # python3-venv is installed by bindings/python/run_tests.sh, which knows the interpreter's version.
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

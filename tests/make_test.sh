@@ -36,7 +36,7 @@ bash tests/deps.sh || exit 1
 testsum() { "$BUILD/testsum" "$@"; }
 
 # One suite of the other lane: its output to a log, one line when it starts and one when it
-# ends, and in between what it reports on $KYLIX_PROGRESS (tests/progress/progress.sh, the
+# ends, and in between what it reports on $TESTSUM_PROGRESS (tests/progress/progress.sh, the
 # pytest plugin beside it, Surefire's lines), relayed by `testsum progress` so that the suite
 # is never silent for more than 30 s. A suite that leaves no JUnit report gets a counts file
 # from its exit status alone.
@@ -45,10 +45,10 @@ suite() { # suite <name> <command...>
   shift
   s=$(date +%s)
   echo "== $name: started ($*)"
-  : >"$RES/progress.$name"
+  echo "step $s $*" >"$RES/progress.$name"   # until the suite says what it does
   testsum progress -name "$name" -file "$RES/progress.$name" -every 30s -slow 5s &
   follower=$!
-  KYLIX_PROGRESS="$RES/progress.$name" "$@" >"$RES/$name.log" 2>&1
+  TESTSUM_PROGRESS="$RES/progress.$name" "$@" >"$RES/$name.log" 2>&1
   rc=$?
   echo "end $(date +%s)" >>"$RES/progress.$name"
   wait "$follower"

@@ -29,23 +29,11 @@ start=$(date +%s)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# mvn package runs the JUnit tests: Surefire's line for each test class as it starts and ends
-# becomes a progress line; Maven's [INFO] chatter stays out of the output, the rest is kept.
-package() {
-  { mvn -B -Dstyle.color=never -Dkylix.build="$build" package 2>&1; echo "mvn-exit $?"; } |
-    awk -v f="${KYLIX_PROGRESS:-/dev/null}" '
-      /^mvn-exit / { rc = $2; next }
-      /^\[[A-Z]+\] Running [A-Za-z0-9_.$]+$/ { printf "start %d %s\n", systime(), $3 >> f; fflush(f) }
-      /Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+, Time elapsed: .* in [A-Za-z0-9_.$]+$/ {
-        gsub(/,/, ""); run = $4; bad = $6 + $8; skip = $10; secs = $13
-        outcome = bad > 0 ? "failed" : (skip == run ? "skipped" : "passed")
-        printf "done %d %s %s %s\n", systime(), outcome, secs, $NF >> f; fflush(f)
-      }
-      !/^\[INFO\]/ || /Tests run:/ { print }
-      END { exit rc }'
-}
+# mvn package runs the JUnit tests; src/test/java/org/kylix/ProgressExtension.java reports each
+# test on $TESTSUM_PROGRESS as it starts and ends (Maven's own output comes through a pipe in blocks).
+package() { mvn -q -B -Dstyle.color=never -Dkylix.build="$build" package; }
 if [ -d "$HOME/.m2/repository/net/java/dev/jna/jna" ]; then
-  progress step "mvn package (compiling)"
+  progress step "mvn package (compiling, then the JUnit tests)"
   package
 else
   fetching "mvn package" "Maven downloads JNA, JUnit and its plugins from Maven Central into ~/.m2 (about 40 MB, once)" \

@@ -1,15 +1,16 @@
 # progress.sh — sourced (POSIX sh) by the suites `make test` runs with their output in a log:
 # bindings/python/run_tests.sh, bindings/java/run_tests.sh, tests/userpaths/run.sh and
 # bindings/python/ensure_venv.sh. `progress KIND TEXT` appends "KIND UNIX-SECONDS TEXT" to
-# $KYLIX_PROGRESS, which tests/make_test.sh follows with `testsum progress` (the protocol is in
+# $TESTSUM_PROGRESS, which tests/make_test.sh follows with `testsum progress` (the protocol is in
 # tests/testsum/progress.go); a `say` line also goes to stderr, so the suite's log and a person
-# running the script by hand read it too. Without KYLIX_PROGRESS only stderr gets the lines.
+# running the script by hand read it too. Without TESTSUM_PROGRESS only stderr gets the lines.
+# (Not a KYLIX_ name: the library warns about KYLIX_ variables it does not know.)
 
 progress() { # progress say|step|start|total|done TEXT...
   _kind=$1
   shift
   [ "$_kind" = say ] && echo "$*" >&2
-  [ -n "${KYLIX_PROGRESS:-}" ] && printf '%s %s %s\n' "$_kind" "$(date +%s)" "$*" >>"$KYLIX_PROGRESS"
+  [ -n "${TESTSUM_PROGRESS:-}" ] && printf '%s %s %s\n' "$_kind" "$(date +%s)" "$*" >>"$TESTSUM_PROGRESS"
   return 0
 }
 

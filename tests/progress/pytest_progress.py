@@ -1,10 +1,10 @@
 """pytest plugin for `make test`'s progress lines (loaded with ``-p pytest_progress``).
 
-With KYLIX_PROGRESS set, it appends to that file ``total N`` once the tests are collected,
+With TESTSUM_PROGRESS set, it appends to that file ``total N`` once the tests are collected,
 ``start NODEID`` as each test starts and ``done OUTCOME SECONDS NODEID`` as it ends (setup,
 call and teardown together), each with the time after the kind: the protocol of
 tests/testsum/progress.go, which prints slow and failed tests as they end and names the test
-that runs now every 30 s. Without KYLIX_PROGRESS it does nothing.
+that runs now every 30 s. Without TESTSUM_PROGRESS it does nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 
-_PATH = os.environ.get("KYLIX_PROGRESS")
+_PATH = os.environ.get("TESTSUM_PROGRESS")
 _runs: dict = {}
 
 

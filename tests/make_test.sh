@@ -37,9 +37,9 @@ testsum() { "$BUILD/testsum" "$@"; }
 
 # One suite of the other lane: its output to a log, one line when it starts and one when it
 # ends, and in between what it reports on $TESTSUM_PROGRESS (tests/progress/progress.sh, the
-# pytest plugin beside it, Surefire's lines), relayed by `testsum progress` so that the suite
-# is never silent for more than 30 s. A suite that leaves no JUnit report gets a counts file
-# from its exit status alone.
+# pytest plugin beside it, the JUnit extension of bindings/java), relayed by `testsum progress`
+# so that the suite is never silent for more than 30 s. A suite that leaves no JUnit report gets
+# a counts file from its exit status alone.
 suite() { # suite <name> <command...>
   local name=$1 s rc follower
   shift

@@ -155,12 +155,14 @@ def test_no_launcher_says_what_to_do() -> None:
 def test_kylix_tool_help_exits_0() -> None:
     # The wheel's `kylix` console script, next to this interpreter.
     tool = str(Path(sys.executable).parent / "kylix")
-    for sub in ("plan", "bench"):
+    for sub in ("plan", "simulate", "bench"):
         r = run([tool, sub, "-h"], timeout=30, env=newcomer_env())
-        assert r.returncode == 0 and "-features" in r.stdout, r.stdout
+        assert r.returncode == 0 and "--features" in r.stdout and "example:" in r.stdout, r.stdout
         assert "help requested" not in r.stdout, r.stdout
     r = run([tool, "plan", "--no-such-flag"], timeout=30, env=newcomer_env())
-    assert r.returncode != 0, r.stdout
+    assert r.returncode == 2 and "unknown flag --no-such-flag" in r.stdout, r.stdout
+    r = run([tool, "--version"], timeout=30, env=newcomer_env())
+    assert r.returncode == 0 and r.stdout.strip() == "kylix " + header_version(), r.stdout
 
 
 def test_manylinux_wheel_installs_and_runs_without_go(tmp_path: Path) -> None:

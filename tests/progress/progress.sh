@@ -14,8 +14,8 @@ progress() { # progress say|step|start|total|done TEXT...
   return 0
 }
 
-size_mb() { # size_mb DIR: its size in MB, 0 when it is missing
-  _s=$(du -sm "$1" 2>/dev/null | cut -f1)
+size_kb() { # size_kb DIR: its size in KiB, 0 when it is missing
+  _s=$(du -sk "$1" 2>/dev/null | cut -f1)
   echo "${_s:-0}"
 }
 
@@ -26,16 +26,19 @@ size_mb() { # size_mb DIR: its size in MB, 0 when it is missing
 fetching() {
   _step=$1 _what=$2 _cache=$3
   shift 3
-  _before=$(size_mb "$_cache")
+  _before=$(size_kb "$_cache")
   _t0=$(date +%s)
   progress say "$_what"
   progress step "$_step"
   if "$@"; then _rc=0; else _rc=$?; fi
-  _grew=$(( $(size_mb "$_cache") - _before ))
-  if [ "$_grew" -gt 0 ]; then
-    progress say "$_step: done in $(( $(date +%s) - _t0 )) s, $_grew MB downloaded (into $_cache)"
+  _took=$(( $(date +%s) - _t0 ))
+  _grew=$(( ($(size_kb "$_cache") - _before + 512) / 1024 ))
+  if [ "$_rc" != 0 ]; then
+    progress say "$_step: failed after $_took s (exit status $_rc), $_grew MB downloaded (into $_cache)"
+  elif [ "$_grew" -gt 0 ]; then
+    progress say "$_step: done in $_took s, $_grew MB downloaded (into $_cache)"
   else
-    progress say "$_step: done in $(( $(date +%s) - _t0 )) s, nothing downloaded ($_cache had it all)"
+    progress say "$_step: done in $_took s, nothing downloaded ($_cache had it all)"
   fi
   return "$_rc"
 }

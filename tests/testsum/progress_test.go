@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,5 +74,40 @@ func TestProgressFollowsAFile(t *testing.T) {
 	want := "    s: starting\n    s: failed t1 (0.5 s) [1 done]\n"
 	if out.String() != want {
 		t.Errorf("got %q, want %q", out.String(), want)
+	}
+}
+
+// tests/progress/progress.sh's fetching, as the suites call it: the download announced first,
+// then its time and how much the cache grew, relayed by the follower; a failed command says so
+// and keeps its status.
+func TestFetchingSaysSizeAndTime(t *testing.T) {
+	dir := t.TempDir()
+	prog, cache := filepath.Join(dir, "progress"), filepath.Join(dir, "cache")
+	if err := os.Mkdir(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := `. ../progress/progress.sh
+fetching "pip install -r r.txt" "installing r with pip (about 2 MB)" "$1" sh -c 'head -c 2097152 /dev/zero >"$1/blob"' - "$1"
+fetching "mvn package" "Maven downloads JNA" "$1" false || echo "status $?"
+echo "end 0" >>"$TESTSUM_PROGRESS"`
+	cmd := exec.Command("sh", "-c", script, "-", cache)
+	cmd.Env = append(os.Environ(), "TESTSUM_PROGRESS="+prog)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "status 1") {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var relayed bytes.Buffer
+	runProgress([]string{"-name", "py", "-file", prog, "-every", "1h"}, &relayed)
+	for _, want := range []string{
+		"    py: installing r with pip (about 2 MB)\n",
+		"    py: pip install -r r.txt: done in ",
+		" s, 2 MB downloaded (into " + cache + ")\n",
+		"    py: Maven downloads JNA\n",
+		"    py: mvn package: failed after ",
+		" (exit status 1), 0 MB downloaded",
+	} {
+		if !strings.Contains(relayed.String(), want) {
+			t.Errorf("relayed output lacks %q:\n%s", want, relayed.String())
+		}
 	}
 }

@@ -13,7 +13,8 @@
 # Installs what it needs when missing: pkg-config and Open MPI with apt-get (as root), and a
 # virtualenv in $KYLIX_BUILD/userpaths-venv with requirements.txt (PySpark, mpi4py, ...) and this
 # build's kylix wheel. pip's cache (~/.cache/pip) and Maven's (~/.m2) keep the downloads, so only
-# the first run on a machine fetches them (about 450 MB, most of it PySpark's jars).
+# the first run on a machine fetches them (about 450 MB, most of it PySpark's jars). Each download
+# and each test is reported on $TESTSUM_PROGRESS as it goes (tests/progress), for make test.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"

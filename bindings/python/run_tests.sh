@@ -21,6 +21,7 @@ BUILD="${KYLIX_BUILD:-$ROOT/build}"
 PY="${PYTHON:-python3}"
 
 log() { echo "run_tests.sh: $*" >&2; }
+. "$ROOT/tests/progress/progress.sh"   # progress, fetching: what make test relays as it runs
 
 for f in libkylix.so kylixrun; do
   if [ ! -e "$BUILD/$f" ]; then
@@ -35,7 +36,7 @@ command -v "$PY" >/dev/null 2>&1 || { log "no Python interpreter '$PY' on PATH";
 PIPQ=(--quiet --disable-pip-version-check --no-input)
 as_root_apt() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; }
 apt_install() {
-  log "installing $* with apt-get"
+  progress say "installing $* with apt-get"
   apt-get update -qq >/dev/null 2>&1 || true
   for p in "$@"; do
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null 2>&1 || true
@@ -55,6 +56,7 @@ drop_venv() {
 venv_ok() { [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -m pip --version >/dev/null 2>&1; }
 make_venv() {
   drop_venv
+  progress step "python3 -m venv $VENV"
   "$PY" -m venv "$VENV" >/dev/null 2>&1 && venv_ok
 }
 
@@ -96,19 +98,23 @@ fi
 # Pinned requirements: pip skips what is already installed, so reruns are offline.
 if [ ! -e "$MARK" ] || [ "$HERE/requirements-test.txt" -nt "$MARK" ] ||
    ! "$RUNPY" -c 'import numpy, scipy, pytest, hatchling' >/dev/null 2>&1; then
-  log "installing requirements-test.txt (numpy, scipy, pytest, hatchling) with pip"
-  "${INSTALL[@]}" "${TARGET[@]}" -r "$HERE/requirements-test.txt"
+  fetching "pip install -r requirements-test.txt" \
+    "installing numpy, scipy, pytest and hatchling with pip into ${MARK%/*} (about 60 MB the first time)" \
+    "$(pip_cache "$RUNPY")" "${INSTALL[@]}" "${TARGET[@]}" -r "$HERE/requirements-test.txt"
   touch "$MARK"
 fi
 # The package itself, rebuilt every run from this build (hatch_build.py bundles $BUILD's
 # libkylix.so and kylixrun; the backend is already installed: no network).
+progress step "pip install ./bindings/python (this build's library bundled)"
 KYLIX_BUILD="$BUILD" "${INSTALL[@]}" "${TARGET[@]}" --no-build-isolation --force-reinstall --no-deps "$HERE"
 
 export KYLIX_BUILD="$BUILD" KYLIX_LIBRARY="$BUILD/libkylix.so"
 export PYTHONDONTWRITEBYTECODE=1
 cd "$BUILD"   # a neutral working directory: the tests import the installed package
 set +e
-"$RUNPY" -m pytest -p no:cacheprovider -q -ra --durations=8 "$HERE/tests" "$@"
+# pytest_progress tells make test which test runs (tests/progress/pytest_progress.py).
+PYTHONPATH="$ROOT/tests/progress${PYTHONPATH:+:$PYTHONPATH}" \
+  "$RUNPY" -m pytest -p no:cacheprovider -p pytest_progress -q -ra --durations=8 "$HERE/tests" "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"kylix/core/kx"
 	"strconv"
 	"strings"
@@ -13,9 +14,9 @@ import (
 // benchDense times Allreduce of f32 vectors of the given sizes twice, once forced onto the
 // direct exchange and once onto the butterfly, so the switch point can be read off on the
 // machine at hand. Rank 0 prints; the time is rank 0's mean per call after a warm-up call.
-func benchDense(c *core.Comm, sizes string, iters int) error {
+func benchDense(w io.Writer, c *core.Comm, sizes string, iters int) error {
 	if c.Rank() == 0 {
-		fmt.Printf("%-12s %-14s %-14s %s\n", "f32 count", "direct ms", "butterfly ms", "faster")
+		fmt.Fprintf(w, "%-12s %-14s %-14s %s\n", "f32 count", "direct ms", "butterfly ms", "faster")
 	}
 	for _, f := range strings.Split(sizes, ",") {
 		n, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
@@ -46,7 +47,7 @@ func benchDense(c *core.Comm, sizes string, iters int) error {
 			if times[1] < times[0] {
 				faster = "butterfly"
 			}
-			fmt.Printf("%-12d %-14.3f %-14.3f %s\n", int(n), ms(times[0]), ms(times[1]), faster)
+			fmt.Fprintf(w, "%-12d %-14.3f %-14.3f %s\n", int(n), ms(times[0]), ms(times[1]), faster)
 		}
 	}
 	return nil

@@ -13,8 +13,8 @@ import (
 // benchLinks measures the job's links (core's probe: every rank at once, agreed across ranks)
 // and prints the curve on rank 0: the one-way time and throughput of each message size, with
 // the size that becomes min_packet marked. With jsonFile, rank 0 also writes the model as JSON,
-// the form `kylix plan --simulate --links FILE` reads.
-func benchLinks(c *core.Comm, jsonFile string) error {
+// the form `kylix plan --link FILE` reads.
+func benchLinks(w io.Writer, c *core.Comm, jsonFile string) error {
 	l, err := c.MeasureLinks()
 	if err != nil {
 		return err
@@ -22,7 +22,7 @@ func benchLinks(c *core.Comm, jsonFile string) error {
 	if c.Rank() != 0 || l == nil {
 		return nil
 	}
-	printLinks(os.Stdout, l, c.Size())
+	printLinks(w, l, c.Size())
 	if jsonFile == "" {
 		return nil
 	}

@@ -1,46 +1,47 @@
-// Command kylix is the companion tool: `kylix plan` prints the degrees Proposition 4.1 picks
-// for a data set and cluster, `kylix bench` measures config and reduce throughput of a real job
-// (run it under kylixrun).
+// Command kylix is the companion tool of the Kylix library: `kylix plan` prints the degrees
+// the planner picks for a data set and cluster and what the cost model predicts, `kylix
+// simulate` runs the real core on virtual ranks in memory beside that prediction, and `kylix
+// bench` measures a real job under kylixrun. `kylix help` lists the commands; each command's
+// -h gives its flags with units and defaults, and an example.
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 )
 
-const usage = `usage:
-  kylix plan  --features N --density D --ranks M [--alpha A] [--min-packet BYTES] [--bytes-per-value B]
-              [--degrees SPEC] [--svg FILE] [--simulate [--seed S] [--max-keys K]]   (kylix plan -h)
-  kylix bench --features N --density D [--width W] [--iters K] [--alpha A]   (under kylixrun)
-  kylix bench --dense [--sizes 1,1024,...] [--iters K]                         (under kylixrun)
-  kylix bench --links [--links-json FILE]                                      (under kylixrun)
-`
-
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the whole tool behind main: the exit status is 0 on success (help and version
+// included), 1 when a command fails, 2 on a usage mistake.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, toolHelp())
+		return 2
 	}
-	var err error
-	switch os.Args[1] {
-	case "plan":
-		err = planCmd(os.Args[2:])
-	case "bench":
-		err = benchCmd(os.Args[2:])
-	case "-h", "--help", "help":
-		fmt.Print(usage)
-		return
-	default:
-		fmt.Fprintf(os.Stderr, "kylix: unknown command %q\n%s", os.Args[1], usage)
-		os.Exit(2)
+	switch name := args[0]; name {
+	case "-h", "-help", "--help", "help":
+		if name == "help" && len(args) > 1 {
+			if c := lookup(args[1]); c != nil {
+				fmt.Fprint(stdout, c.help())
+				return 0
+			}
+			fmt.Fprintf(stderr, "kylix help: unknown command %q%s\n", args[1], commandHint(args[1]))
+			return 2
+		}
+		fmt.Fprint(stdout, toolHelp())
+		return 0
+	case "-version", "--version", "version":
+		fmt.Fprintf(stdout, "kylix %s\n", version)
+		return 0
 	}
-	if errors.Is(err, flag.ErrHelp) { // -h: the flag set has printed the usage; not an error
-		return
+	c := lookup(args[0])
+	if c == nil {
+		fmt.Fprintf(stderr, "kylix: unknown command %q%s (kylix help lists the commands)\n", args[0], commandHint(args[0]))
+		return 2
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "kylix:", err)
-		os.Exit(1)
-	}
+	return c.run(args[1:], stdout, stderr)
 }

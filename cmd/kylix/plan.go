@@ -10,145 +10,176 @@ import (
 	"os"
 )
 
-const planUsage = `usage: kylix plan --features N --density D --ranks M [flags]
-
-Prints the butterfly degrees Proposition 4.1 picks (as degrees=auto does) and, per layer, the
-predicted density, distinct keys per node going into the layer, message size per neighbour and
-the layer's total volume (all nodes, own share included: the paper's Fig. 5 "Kylix shape").
-
-  --simulate        run the real core (config + one reduce) on M in-memory virtual ranks with
-                    Poisson–power-law data (paper eq. 3) and print the measured figures beside
-                    the prediction. Memory and time grow with M·D·N, the keys of all out sets:
-                    about 200 bytes and 2 µs (on 2 cores) per out key, the in sets included, so
-                    --features 1e6 --density 0.005 --ranks 1024 (5e6 keys) takes ~10 s and ~1 GB.
-                    Larger runs than --max-keys are refused.
-  --degrees SPEC    simulate/predict these degrees instead of the planned ones (4x2, binary, direct)
-  --svg FILE        write the per-layer volume chart (predicted; measured too with --simulate)
-  --seed S          data seed for --simulate (default 1)
-  --max-keys K      refuse simulations of more than K out keys over all ranks (default 1e7)
-
-Time (core's cost model; printed with --simulate or --link): config and reduce for the planned
-degrees, direct and binary side by side, and the planned ones by layer, from the link, the
-hosts' shape and this machine's measured compute rates.
-  --link SPEC       ec2 (the paper's 10 Gb/s curve, the default), a file written by
-                    kylix bench --links --links-json FILE, or OVERHEAD,RATE like 100us,200mbit
-  --local-link SPEC the link between ranks of one host (default: as --link)
-  --ranks-per-host R  ranks placed in blocks of R per host (default 1)
-  --cores-per-host C  compute slows by R/C when R > C (default R)
-  --value-bytes B   bytes per reduced value (default 4: f32)
-  --in-equals-out   config sends each key once (in = out, as PageRank's iterations)
-  --index-ratio X   config index lists travel compressed X-fold (default 1: not compressed)
-  --compress MODE   lz4 (the default): every message compressed; auto: only between hosts
-  --rates-json FILE this machine's compute rates: read from FILE when it exists, else measured
-                    (0.2 s) and written to it (without the flag: measured every time)
-
-flags:
-`
-
-func planCmd(args []string) error {
-	return planMain(args, os.Stdout)
+func init() {
+	register(&command{
+		Name:     "plan",
+		Args:     "--features N --density D --ranks M [flags]",
+		Purpose:  "print the degrees the planner picks for a data set and cluster, and the predicted times",
+		Required: []string{"features", "density", "ranks"},
+		Details: `Prints the degrees Proposition 4.1 picks (what degrees=auto picks with a given min_packet)
+and, per layer, the predicted density, distinct keys per node going into the layer, message
+bytes per neighbour and the layer's volume (all nodes, own share included: the paper's Fig. 5).
+With --link it also prints config and reduce seconds of the planned degrees, direct and binary
+side by side, degrees=auto's choice by cost, and the planned ones layer by layer, from the
+link, the hosts' shape and this machine's compute rates (measured in 0.2 s).
+`,
+		Example: `kylix plan --features 6e7 --density 0.21 --ranks 64 --bytes-per-value 4 --min-packet 3733334 --link ec2
+kylix plan --features 1e7 --density 0.03 --ranks 16 --link 100us,1gbit --ranks-per-host 4 --svg plan.svg`,
+		Setup: func(fs *flag.FlagSet) func(io.Writer, []string) error {
+			var a planArgs
+			a.define(fs, false)
+			return func(w io.Writer, _ []string) error { return a.run(w, false) }
+		},
+	})
 }
 
-func planMain(args []string, w io.Writer) error {
-	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), planUsage); fs.PrintDefaults() }
-	n := fs.Float64("features", 0, "number of features n")
-	density := fs.Float64("density", 0, "per-rank density of the initial shares")
-	ranks := fs.Int("ranks", 0, "number of ranks (nodes)")
-	alpha := fs.Float64("alpha", planning.DefaultAlpha, "power-law exponent")
-	minPacket := fs.Int64("min-packet", kx.DefaultMinPacket, "smallest efficient message, bytes")
-	bpv := fs.Int("bytes-per-value", 8, "bytes sent per element (with --simulate: a multiple of 4, f32 values)")
-	degSpec := fs.String("degrees", "", "degrees to use instead of the planned ones")
-	svgFile := fs.String("svg", "", "write the per-layer volume chart to this SVG file")
-	sim := fs.Bool("simulate", false, "run the real core on virtual ranks and print measured figures")
-	seed := fs.Uint64("seed", 1, "data seed for --simulate")
-	maxKeys := fs.Float64("max-keys", 1e7, "largest ranks*density*features --simulate accepts")
-	linkSpec := fs.String("link", "", "link model for the time prediction: ec2, a --links-json file, or OVERHEAD,RATE")
-	localSpec := fs.String("local-link", "", "link between ranks of one host (default: as --link)")
-	rph := fs.Int("ranks-per-host", 1, "ranks per host, placed in blocks")
-	cph := fs.Int("cores-per-host", 0, "cores per host (default: ranks per host)")
-	valueBytes := fs.Int("value-bytes", 4, "bytes per reduced value")
-	inEqOut := fs.Bool("in-equals-out", false, "config sends each key once (in = out)")
-	indexRatio := fs.Float64("index-ratio", 1, "compression ratio of config index lists")
-	compressMode := fs.String("compress", "lz4", "with --index-ratio: lz4 (every message) or auto (between hosts only)")
-	ratesFile := fs.String("rates-json", "", "compute rates: read from this file, or measured and written to it")
-	if err := fs.Parse(args); err != nil {
+// planArgs are the flags plan and simulate share: the data set, the cluster, the degrees and
+// the time model's inputs.
+type planArgs struct {
+	features, density, alpha, indexRatio, maxKeys float64
+	ranks, bpv, rph, cph                          int
+	minPacket                                     int64
+	seed                                          uint64
+	degrees, svg, link, localLink, compress       string
+	ratesJSON                                     string
+	inEqOut                                       bool
+}
+
+func (a *planArgs) define(fs *flag.FlagSet, sim bool) {
+	fs.Float64Var(&a.features, "features", 0, "`N` features: the distinct indices of the whole data set, such as 1e7")
+	fs.Float64Var(&a.density, "density", 0, "`D`, the fraction of the features one rank holds, in (0, 1]")
+	fs.IntVar(&a.ranks, "ranks", 0, "`M` nodes: the ranks of the job, or ranks / replication with replicas")
+	fs.Float64Var(&a.alpha, "alpha", planning.DefaultAlpha, "power-law exponent `A` of how often the features occur (paper eq. 3)")
+	fs.Int64Var(&a.minPacket, "min-packet", kx.DefaultMinPacket, "smallest efficient message, in `BYTES` (default 1048576: the library's min_packet when no link is measured)")
+	bpvUsage := "`B` bytes each reduced index sends: dtype size x width, 4 for one f32 (default 8: what degrees=auto plans with, given a min_packet)"
+	if sim {
+		bpvUsage += "; a multiple of 4, since the simulation reduces B/4 f32 values per index"
+	}
+	fs.IntVar(&a.bpv, "bytes-per-value", 8, bpvUsage)
+	fs.StringVar(&a.degrees, "degrees", "", "`SPEC` to use instead of the planned degrees: 8x4x2, direct, binary or auto (default: the planned ones)")
+	fs.StringVar(&a.svg, "svg", "", "write the per-layer volume chart to `FILE` (SVG)")
+	linkUsage := "`SPEC` of the network for the predicted times: ec2 (the paper's 10 Gb/s EC2 curve, Fig. 2), a file from kylix bench --links --links-json FILE, or OVERHEAD,RATE such as 100us,200mbit or 40us,2GB/s. Without it plan prints no times"
+	if sim {
+		linkUsage = "`SPEC` of the network for the predicted times: ec2 (the paper's 10 Gb/s EC2 curve, Fig. 2), a file from kylix bench --links --links-json FILE, or OVERHEAD,RATE such as 100us,200mbit or 40us,2GB/s (default ec2)"
+	}
+	fs.StringVar(&a.link, "link", "", linkUsage)
+	fs.StringVar(&a.localLink, "local-link", "", "`SPEC` of the link between ranks of one host, as --link (default: as --link)")
+	fs.IntVar(&a.rph, "ranks-per-host", 1, "`R` ranks on each host, placed in blocks (rank r on host r/R)")
+	fs.IntVar(&a.cph, "cores-per-host", 0, "`C` cores of each host: compute slows by R/C when R > C (default: R, no slowdown)")
+	fs.BoolVar(&a.inEqOut, "in-equals-out", false, "every rank asks for the indices it contributes (as PageRank): config sends each key once")
+	fs.Float64Var(&a.indexRatio, "index-ratio", 1, "`X`-fold: how much smaller config's index lists travel where they are compressed (1: not at all; lz4 gives 6-8 on power-law data)")
+	fs.StringVar(&a.compress, "compress", "auto", "`MODE`, as the library's compress option: off, lz4 (--index-ratio on every message) or auto (on messages between hosts)")
+	fs.StringVar(&a.ratesJSON, "rates-json", "", "this machine's compute rates: read from `FILE` when it exists, else measured (0.2 s) and written to it (default: measured every time)")
+	if sim {
+		fs.Uint64Var(&a.seed, "seed", 1, "`S`, the seed of the generated data")
+		fs.Float64Var(&a.maxKeys, "max-keys", 1e7, "refuse simulations of more than `K` out keys over all ranks (about 200 bytes and 2 us each)")
+	}
+}
+
+// check names the flag whose value is out of range.
+func (a *planArgs) check() error {
+	switch {
+	case !(a.features >= 1) || a.features != math.Trunc(a.features) || a.features > math.MaxInt64/2:
+		return usagef("--features %g: want a whole number of features, at least 1", a.features)
+	case !(a.density > 0 && a.density <= 1):
+		return usagef("--density %g: want a fraction in (0, 1]", a.density)
+	case a.ranks < 1:
+		return usagef("--ranks %d: want at least 1", a.ranks)
+	case !(a.alpha > 0) || math.IsInf(a.alpha, 1):
+		return usagef("--alpha %g: want a finite number > 0", a.alpha)
+	case a.minPacket < 1:
+		return usagef("--min-packet %d: want at least 1 byte", a.minPacket)
+	case a.bpv < 1:
+		return usagef("--bytes-per-value %d: want at least 1 byte", a.bpv)
+	case a.rph < 1:
+		return usagef("--ranks-per-host %d: want at least 1", a.rph)
+	case a.cph < 0:
+		return usagef("--cores-per-host %d: want 0 (as many as ranks) or more", a.cph)
+	case !(a.indexRatio >= 1):
+		return usagef("--index-ratio %g: want 1 (not compressed) or more", a.indexRatio)
+	case a.compress != "off" && a.compress != "lz4" && a.compress != "auto":
+		return usagef("--compress %q: want off, lz4 or auto", a.compress)
+	}
+	return nil
+}
+
+// run is kylix plan, and with sim kylix simulate: the planned layers, the predicted times when
+// a link is given (always for simulate), the simulation's measured figures, the chart.
+func (a *planArgs) run(w io.Writer, sim bool) error {
+	if err := a.check(); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("plan: unexpected argument %q", fs.Arg(0))
-	}
-	if *n != math.Trunc(*n) || *n > math.MaxInt64/2 {
-		return fmt.Errorf("--features: %g is not a whole number of features", *n)
-	}
-	nf := int64(*n)
-	ds, _, err := planning.PlanDegrees(nf, *density, *ranks, *alpha, *minPacket, *bpv)
+	nf := int64(a.features)
+	ds, _, err := planning.PlanDegrees(nf, a.density, a.ranks, a.alpha, a.minPacket, a.bpv)
 	if err != nil {
 		return err
 	}
 	how := "planned"
-	if *degSpec != "" {
-		if ds, err = kx.ParseDegreesSpec(*degSpec, *ranks); err != nil {
-			return err
+	if a.degrees != "" {
+		given, err := kx.ParseDegreesSpec(a.degrees, a.ranks)
+		if err != nil {
+			return usagef("--%v", err) // "degrees: ..." names the flag already
 		}
-		if ds == nil { // auto
-			ds, _, _ = planning.PlanDegrees(nf, *density, *ranks, *alpha, *minPacket, *bpv)
-		} else {
-			how = "given"
+		if given != nil { // nil: auto, the planned ones
+			ds, how = given, "given"
 		}
 	}
-	if *ranks == 1 {
+	if a.ranks == 1 {
 		ds = nil
 	}
-	md, err := predictLayers(nf, *density, *alpha, ds, *bpv)
+	md, err := predictLayers(nf, a.density, a.alpha, ds, a.bpv)
 	if err != nil {
 		return err
 	}
-	if *sim {
-		if *bpv%4 != 0 {
-			return fmt.Errorf("--bytes-per-value: %d is not a multiple of 4 (the simulator reduces f32 values)", *bpv)
+	if sim {
+		if a.bpv%4 != 0 {
+			return usagef("--bytes-per-value %d: want a multiple of 4 (the simulation reduces f32 values)", a.bpv)
 		}
-		if keys := float64(*ranks) * *density * *n; keys > *maxKeys {
-			return fmt.Errorf("--simulate: %d ranks x density %g x %.4g features = %.3g out keys in all, above --max-keys %.3g (about 200 bytes each); lower --features or --density, or raise --max-keys", *ranks, *density, *n, keys, *maxKeys)
+		if keys := float64(a.ranks) * a.density * a.features; keys > a.maxKeys {
+			return usagef("%d ranks x density %g x %.4g features = %.3g out keys in all, above --max-keys %.3g (about 200 bytes each); lower --features or --density, or raise --max-keys", a.ranks, a.density, a.features, keys, a.maxKeys)
 		}
 	}
 	shown := ds
 	if len(shown) == 0 {
 		shown = []int{1}
 	}
-	printPlanTable(w, md, shown, how, *n, *density, *ranks, *alpha, *minPacket, *bpv)
-
-	if *sim || *linkSpec != "" {
-		if *compressMode != "lz4" && *compressMode != "auto" {
-			return fmt.Errorf("--compress: %q is not lz4 or auto", *compressMode)
+	var ts *timeSetup
+	if sim || a.link != "" { // read (and refused) before anything is printed
+		ratio := a.indexRatio
+		if a.compress == "off" {
+			ratio = 1
 		}
-		work := planning.Workload{ValueBytes: *valueBytes, InEqualsOut: *inEqOut, IndexRatio: *indexRatio,
-			CompressLocal: *compressMode == "lz4"}
-		ts, err := timeSetupFrom(*linkSpec, *localSpec, *rph, *cph, work, *ratesFile)
+		work := planning.Workload{ValueBytes: a.bpv, InEqualsOut: a.inEqOut, IndexRatio: ratio,
+			CompressLocal: a.compress == "lz4"}
+		t, err := timeSetupFrom(a.link, a.localLink, a.rph, a.cph, work, a.ratesJSON)
 		if err != nil {
 			return err
 		}
-		if err := predictPlans(w, nf, *density, *alpha, *ranks, shown, how, ts); err != nil {
+		ts = &t
+	}
+	printPlanTable(w, md, shown, how, a.features, a.density, a.ranks, a.alpha, a.minPacket, a.bpv)
+	if ts != nil {
+		if err := predictPlans(w, nf, a.density, a.alpha, a.ranks, shown, how, *ts); err != nil {
 			return err
 		}
 	}
 	var res *simResult
-	if *sim {
-		r, err := simulate(simConfig{N: nf, Density: *density, Alpha: *alpha, Ranks: *ranks, Degrees: ds,
-			Width: *bpv / 4, Seed: *seed})
+	if sim {
+		r, err := simulate(simConfig{N: nf, Density: a.density, Alpha: a.alpha, Ranks: a.ranks, Degrees: ds,
+			Width: a.bpv / 4, Seed: a.seed})
 		if err != nil {
 			return err
 		}
 		res = &r
-		printSimulation(w, md, r, *ranks)
+		printSimulation(w, md, r, a.ranks)
 	}
-	if *svgFile != "" {
-		title := fmt.Sprintf("n=%.4g, density=%g, %d ranks, degrees %s, %d bytes per value", *n, *density, *ranks,
-			kx.FormatDegrees(shown), *bpv)
-		if err := os.WriteFile(*svgFile, []byte(volumeSVG(title, md, res, *ranks)), 0o644); err != nil {
-			return err
+	if a.svg != "" {
+		title := fmt.Sprintf("n=%.4g, density=%g, %d ranks, degrees %s, %d bytes per value", a.features, a.density, a.ranks,
+			kx.FormatDegrees(shown), a.bpv)
+		if err := os.WriteFile(a.svg, []byte(volumeSVG(title, md, res, a.ranks)), 0o644); err != nil {
+			return fmt.Errorf("--svg: %w", err)
 		}
-		fmt.Fprintf(w, "wrote %s\n", *svgFile)
+		fmt.Fprintf(w, "wrote %s\n", a.svg)
 	}
 	return nil
 }

@@ -86,18 +86,15 @@ type timeSetup struct {
 	work    planning.Workload
 }
 
-// timeSetupFrom reads the time model's flags; the compute rates are measured here and now.
+// timeSetupFrom reads the time model's flags (checked by planArgs.check); the compute rates
+// are measured here and now unless ratesFile holds them.
 func timeSetupFrom(linkSpec, localSpec string, rph, cph int, work planning.Workload, ratesFile string) (timeSetup, error) {
 	if linkSpec == "" {
 		linkSpec = "ec2"
 	}
-	if rph < 1 || cph < 0 || work.ValueBytes < 1 || !(work.IndexRatio >= 1) {
-		return timeSetup{}, fmt.Errorf("--ranks-per-host %d, --cores-per-host %d, --value-bytes %d, --index-ratio %g: want R >= 1, C >= 0, B >= 1, X >= 1",
-			rph, cph, work.ValueBytes, work.IndexRatio)
-	}
 	link, err := parseLink(linkSpec)
 	if err != nil {
-		return timeSetup{}, err
+		return timeSetup{}, usagef("--%v", err) // "link %q: ..."
 	}
 	cl := planning.Cluster{RanksPerHost: rph, Slowdown: 1}
 	if cph > 0 && rph > cph {
@@ -105,7 +102,7 @@ func timeSetupFrom(linkSpec, localSpec string, rph, cph int, work planning.Workl
 	}
 	if localSpec != "" {
 		if cl.Local, err = parseLink(localSpec); err != nil {
-			return timeSetup{}, err
+			return timeSetup{}, usagef("--local-%v", err)
 		}
 	}
 	rates, err := loadRates(ratesFile)

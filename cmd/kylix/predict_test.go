@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"kylix/core/planning"
 	"math"
@@ -49,20 +48,19 @@ func TestParseLink(t *testing.T) {
 // kylix plan --link prints config and reduce times of the planned, direct and binary degrees,
 // and the planned ones by layer; the paper's EC2 link plans the paper's 8x4x2 for Twitter.
 func TestPlanPrintsTimes(t *testing.T) {
-	var out bytes.Buffer
-	err := planMain([]string{"--features", "6e7", "--density", "0.21", "--ranks", "64", "--bytes-per-value", "4",
-		"--min-packet", "3733334", "--link", "ec2"}, &out)
-	if err != nil {
-		t.Fatal(err)
+	s, errs, code := tool("plan", "--features", "6e7", "--density", "0.21", "--ranks", "64", "--bytes-per-value", "4",
+		"--min-packet", "3733334", "--link", "ec2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
 	}
-	s := out.String()
 	for _, want := range []string{"degrees 8x4x2 (planned)", "\nplanned    8x4x2", "\ndirect     64 ", "\nbinary     2x2x2x2x2x2",
 		"config net", "0.747 ms + bytes / 1250 MB/s"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q:\n%s", want, s)
 		}
 	}
-	if err := planMain([]string{"--features", "1e6", "--density", "0.1", "--ranks", "4", "--link", "nonsense"}, &out); err == nil {
-		t.Error("a bad --link accepted")
+	if _, errs, code := tool("plan", "--features", "1e6", "--density", "0.1", "--ranks", "4", "--link", "nonsense"); code != 2 ||
+		!strings.Contains(errs, "--link") {
+		t.Errorf("a bad --link: exit %d, %q", code, errs)
 	}
 }

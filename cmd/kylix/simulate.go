@@ -16,7 +16,7 @@ import (
 	"kylix/netio"
 )
 
-// The simulator behind `kylix plan --simulate`: the real core (core.NewComm, Config, Reduce)
+// The simulator behind `kylix simulate`: the real core (core.NewComm, Config, Reduce)
 // over the in-memory transport, one goroutine per virtual rank, on synthetic Poisson–power-law
 // data (paper eq. 3), with the per-layer figures read back from the comm statistics.
 

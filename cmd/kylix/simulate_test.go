@@ -137,17 +137,15 @@ func TestSimulationMatchesModel(t *testing.T) {
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
-// The CLI end to end: a simulation with an SVG chart that is well-formed XML with a bar per
+// kylix simulate end to end: a simulation with an SVG chart that is well-formed XML with a bar per
 // layer and series.
 func TestPlanSimulateCLI(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "k.svg")
-	var out bytes.Buffer
-	err := planMain([]string{"--features", "1e5", "--density", "0.02", "--ranks", "8", "--degrees", "4x2",
-		"--simulate", "--svg", svg}, &out)
-	if err != nil {
-		t.Fatal(err)
+	s, errs, code := tool("simulate", "--features", "1e5", "--density", "0.02", "--ranks", "8", "--degrees", "4x2",
+		"--svg", svg)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
 	}
-	s := out.String()
 	for _, want := range []string{"degrees 4x2 (given)", "simulated 8 ranks", "bottom", "wrote " + svg} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q:\n%s", want, s)
@@ -175,8 +173,8 @@ func TestPlanSimulateCLI(t *testing.T) {
 	if rects != 1+2+3*2 {
 		t.Errorf("SVG has %d rects, want 9", rects)
 	}
-	if err := planMain([]string{"--features", "1e6", "--density", "0.5", "--ranks", "1024", "--simulate"}, io.Discard); err == nil ||
-		!strings.Contains(err.Error(), "max-keys") {
-		t.Errorf("an oversized simulation was not refused: %v", err)
+	if _, errs, code := tool("simulate", "--features", "1e6", "--density", "0.5", "--ranks", "1024"); code != 2 ||
+		!strings.Contains(errs, "--max-keys") {
+		t.Errorf("an oversized simulation was not refused: exit %d, %q", code, errs)
 	}
 }

@@ -130,7 +130,7 @@ predict() { # link density degrees ratio compress -> "config_ms reduce_ms"
   local link=$1 dens=$2 deg=$3 ratio=$4 mode=$5 rph=2 local=(--local-link "$tmp/loop.json")
   [ "$link" = loopback ] && rph=4
   "$kylix" plan --features "$n" --density "$dens" --ranks 4 --degrees "$deg" --link "$tmp/$link.json" "${local[@]}" \
-    --ranks-per-host "$rph" --cores-per-host "$((rph / 2))" --value-bytes 4 --in-equals-out --index-ratio "$ratio" \
+    --ranks-per-host "$rph" --cores-per-host "$((rph / 2))" --bytes-per-value 4 --in-equals-out --index-ratio "$ratio" \
     --compress "$mode" --rates-json "$tmp/rates.json" |
     awk '$1 == "given" || $1 == "planned" { printf "%.1f %.1f\n", 1e3 * $3, 1e3 * $4; exit }'
 }

@@ -64,16 +64,20 @@ LINE = re.compile(r"^(?:\[(?:\d+,)?(\d+)\](?:<stdout>:)? ?)?rank (\d+): (.*)$", 
 PAIR = re.compile(r"\[(\d+)\]=([-+0-9.eE]+)")
 
 
+def untangled(out: str) -> str:
+    """out without Maven's colour codes, and with Open MPI's tagged writes put back on lines of
+    their own: Open MPI tags every write of a rank, so a line may hold its tag again after the
+    first, and a rank's write may land before another rank's newline. A tag followed by another
+    "rank r:" starts a line of its own, any other tag inside a line goes."""
+    out = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    out = re.sub(r"(?<=.)(\[\d+,\d+\]<stdout>:)(?=rank \d+:)", r"\n\1", out)
+    return re.sub(r"(?<=.)\[\d+,\d+\]<stdout>:", "", out)
+
+
 def example_errors(out: str, ranks: int = 4, allreduce: bool = False) -> List[str]:
     """What is wrong with the --tag-output lines of the README example; [] when nothing."""
     want = example_answer(ranks)
-    out = re.sub(r"\x1b\[[0-9;]*m", "", out)                    # Maven's colour codes
-    # Open MPI tags every write of a rank, so a line may hold its tag again after the first,
-    # and a rank's write may land before another rank's newline: a tag followed by another
-    # "rank r:" starts a line of its own, any other tag inside a line goes
-    out = re.sub(r"(?<=.)\[\d+,\d+\]<stdout>:(?=rank \d+:)", "\n", out)
-    out = re.sub(r"(?<=.)\[\d+,\d+\]<stdout>:", "", out)
-    lines = LINE.findall(out)
+    lines = LINE.findall(untangled(out))
     errs = []
     if sorted(int(r) for _, r, _ in lines) != list(range(ranks)):
         return [f"want one 'rank r:' line from each of {ranks} ranks, got {len(lines)}"]

@@ -1,7 +1,8 @@
 """Installing: `make install`/`uninstall` with pkg-config, the Python wheel (tag, contents,
 stripped natives), `make wheel`'s manylinux wheel installed where there is no Go and running 4
 ranks, `python -m kylix`, KYLIX_LIBRARY as a directory, and the messages a
-newcomer gets when Go is missing or no launcher started the program.
+newcomer gets when Go is missing (one plain message, no traceback) or no launcher started the
+program.
 
 The README's own commands (make install + pkg-config + the installed kylixrun; a fresh venv,
 pip install, the venv's kylixrun) run verbatim in test_readme.py.
@@ -86,6 +87,30 @@ def test_wheel_build_without_go_says_what_to_do(tmp_path: Path) -> None:
     assert "install Go 1.26 or newer" in r.stdout and "KYLIX_BUILD" in r.stdout, r.stdout[-3000:]
 
 
+def test_pip_install_without_go_leads_with_both_ways_forward(tmp_path: Path) -> None:
+    # A checkout with no build/ and no Go on PATH, as a user who cloned and ran pip: pip's box
+    # opens on one plain message naming Go and the prebuilt wheel, and holds no traceback.
+    repo = tmp_path / "kylix"
+    shutil.copytree(REPO / "bindings/python", repo / "bindings/python",
+                    ignore=shutil.ignore_patterns("build", "*.so", "bin", "__pycache__"))
+    (repo / "go.mod").write_text("module kylix\n")
+    (repo / "capi").mkdir()
+    go = shutil.which("go")
+    assert go, "go is not on PATH"
+    env = newcomer_env()
+    env["PATH"] = os.pathsep.join(d for d in env["PATH"].split(os.pathsep)
+                                  if not os.path.exists(os.path.join(d, "go")))
+    r = run([sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
+             "--target", str(tmp_path / "site"), str(repo / "bindings/python")],
+            timeout=120, env=env)
+    assert r.returncode != 0
+    assert "Traceback" not in r.stdout, r.stdout[-3000:]
+    box = r.stdout[r.stdout.index("lines of output]"):].split("\n")[1:]
+    assert box[0].strip().startswith("kylix cannot be built here: no Go toolchain (`go`) on PATH"), r.stdout
+    for way in ("install Go 1.26 or newer", "make wheel", "pip install kylix-*-manylinux_*.whl"):
+        assert way in r.stdout, f"{way!r} not in:\n{r.stdout[-3000:]}"
+
+
 def test_wheel_build_without_go_bundles_an_earlier_build(tmp_path: Path) -> None:
     # In the checkout, with build/ made earlier, but no Go on PATH: the hook says so and packs it.
     go = shutil.which("go")
@@ -130,12 +155,14 @@ def test_no_launcher_says_what_to_do() -> None:
 def test_kylix_tool_help_exits_0() -> None:
     # The wheel's `kylix` console script, next to this interpreter.
     tool = str(Path(sys.executable).parent / "kylix")
-    for sub in ("plan", "bench"):
+    for sub in ("plan", "simulate", "bench"):
         r = run([tool, sub, "-h"], timeout=30, env=newcomer_env())
-        assert r.returncode == 0 and "-features" in r.stdout, r.stdout
+        assert r.returncode == 0 and "--features" in r.stdout and "example:" in r.stdout, r.stdout
         assert "help requested" not in r.stdout, r.stdout
     r = run([tool, "plan", "--no-such-flag"], timeout=30, env=newcomer_env())
-    assert r.returncode != 0, r.stdout
+    assert r.returncode == 2 and "unknown flag --no-such-flag" in r.stdout, r.stdout
+    r = run([tool, "--version"], timeout=30, env=newcomer_env())
+    assert r.returncode == 0 and r.stdout.strip() == "kylix " + header_version(), r.stdout
 
 
 def test_manylinux_wheel_installs_and_runs_without_go(tmp_path: Path) -> None:

@@ -1,0 +1,114 @@
+package stats
+
+import (
+	"kylix/core/kx"
+	"kylix/core/trace"
+)
+
+// The recorder's side of the timeline (option timeline, core/trace): the same hooks that count
+// for kylix_stats_json also give the timeline its calls, messages and byte counters; Step adds
+// the phases only core's algorithms know. Every hook is a nil test when the timeline is off.
+
+// tlColl is a running collective as the timeline sees it.
+type tlColl struct {
+	fp         kx.Fingerprint
+	start      int64 // timeline clock
+	step       trace.Step
+	stepLayer  int
+	stepStart  int64
+	sent, recv int64
+}
+
+// SetTracer attaches the timeline (nil detaches it). Called before the comm's first collective.
+func (s *Recorder) SetTracer(t *trace.Tracer) {
+	s.mu.Lock()
+	s.tl = t
+	s.mu.Unlock()
+}
+
+// Tracer is the attached timeline, or nil.
+func (s *Recorder) Tracer() *trace.Tracer { return s.tl }
+
+// Step marks the start of phase st of layer in collective seq: the phase before it ends here.
+func (s *Recorder) Step(seq uint64, st trace.Step, layer int) {
+	if s.tl != nil {
+		s.step(seq, st, layer)
+	}
+}
+
+func (s *Recorder) step(seq uint64, st trace.Step, layer int) {
+	now := s.tl.Now()
+	s.mu.Lock()
+	if a := s.active[seq]; a != nil {
+		s.endStep(seq, a, now)
+		a.tl.step, a.tl.stepLayer, a.tl.stepStart = st, layer, now
+	}
+	s.mu.Unlock()
+}
+
+func (s *Recorder) endStep(seq uint64, a *activeColl, now int64) {
+	if a.tl.step != 0 {
+		s.tl.Step(seq, a.tl.step, a.tl.stepLayer, a.tl.stepStart, now)
+		a.tl.step = 0
+	}
+}
+
+// minPrefixWaitNs: a wait for part of a message (awaitPrefix) is recorded only when it
+// blocked at least this long; most find their bytes landed and would only fill the buffer.
+const minPrefixWaitNs = 2000
+
+// Message records a send or receive that the data path began at t0 (Enter's return): n bytes
+// to or from peer, or, with n < 0, a wait for part of a message.
+func (s *Recorder) Message(tag kx.Tag, peer, n int, sent bool, t0 int64, err error) {
+	if s.tl != nil {
+		s.message(tag, peer, n, sent, t0, err)
+	}
+}
+
+func (s *Recorder) message(tag kx.Tag, peer, n int, sent bool, t0 int64, err error) {
+	now := s.tl.Now()
+	if n < 0 {
+		if now-t0 < minPrefixWaitNs && err == nil {
+			return
+		}
+		n = 0
+	}
+	s.tl.Message(tag, peer, n, sent, t0, now, err)
+}
+
+// Instant records a moment worth seeing on the timeline (a resize, a link probe's result).
+func (s *Recorder) Instant(name, detail string) {
+	if s.tl != nil {
+		s.tl.Instant(name, s.tl.Now(), detail)
+	}
+}
+
+// tlCount adds a message's bytes to its collective and its layer's counter; mu is held.
+func (s *Recorder) tlCount(a *activeColl, tag kx.Tag, n int, sent bool) {
+	if sent {
+		a.tl.sent += int64(n)
+	} else {
+		a.tl.recv += int64(n)
+	}
+	switch tag.Phase {
+	case kx.PhaseConfig, kx.PhaseDown, kx.PhaseUp, kx.PhaseConfigDown:
+		if l := int(tag.Layer); l < trace.MaxCounterLayers {
+			s.tlBytes[l] += int64(n)
+			s.tlLayers = max(s.tlLayers, l+1)
+		}
+	}
+}
+
+// tlEnd records the call that ends, with its last phase and the bytes counter; mu is held.
+func (s *Recorder) tlEnd(seq uint64, a *activeColl, err error) {
+	now := s.tl.Now()
+	s.endStep(seq, a, now)
+	var keysOut, keysIn int64
+	if a.plan != nil && a.plan.configured {
+		keysOut, keysIn = int64(a.plan.static.NOut), int64(a.plan.static.NIn)
+	}
+	s.tl.Call(seq, a.tl.fp, a.tl.start, now, a.tl.sent, a.tl.recv, keysOut, keysIn, err)
+	if a.tl.sent+a.tl.recv > 0 && s.tlLayers > 0 {
+		s.tl.Counter(now, &s.tlBytes, s.tlLayers)
+	}
+}

@@ -1,0 +1,28 @@
+package core
+
+import "kylix/core/trace"
+
+// The comm's timeline (option timeline, core/trace): its recorder (core/stats) gets every call
+// and message from the data path; the algorithms add their phases with step, one line each.
+
+// SetTimeline attaches t (nil: none) to the comm's recorder; call it before the first
+// collective. Comms made from this one (shrink, resize) need their own SetTimeline.
+func (c *Comm) SetTimeline(t *trace.Tracer) { c.rec.SetTracer(t) }
+
+// Timeline is the attached timeline, or nil.
+func (c *Comm) Timeline() *trace.Tracer { return c.rec.Tracer() }
+
+// TimelineNote records an instant on the timeline (a resize, a shrink); nothing when off.
+func (c *Comm) TimelineNote(name, detail string) { c.rec.Instant(name, detail) }
+
+// step starts phase st of layer in collective seq on the timeline: a nil test when it is off.
+func (c *Comm) step(seq uint64, st trace.Step, layer int) { c.rec.Step(seq, st, layer) }
+
+const (
+	stepFill      = trace.StepFill
+	stepCombine   = trace.StepCombine
+	stepGather    = trace.StepGather
+	stepSort      = trace.StepSort
+	stepMerge     = trace.StepMerge
+	stepPartition = trace.StepPartition
+)

@@ -73,6 +73,9 @@ func endTimeline(c *core.Comm) {
 	if t == nil {
 		return
 	}
+	if js, err := c.StatsJSON(); err == nil {
+		t.WriteStats(js)
+	}
 	tlRefs.mu.Lock()
 	tlRefs.n[t]--
 	last := tlRefs.n[t] <= 0

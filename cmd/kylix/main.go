@@ -16,6 +16,7 @@ const usage = `usage:
   kylix bench --features N --density D [--width W] [--iters K] [--alpha A]   (under kylixrun)
   kylix bench --dense [--sizes 1,1024,...] [--iters K]                         (under kylixrun)
   kylix bench --links [--links-json FILE]                                      (under kylixrun)
+  kylix timeline DIR                                                           (kylix timeline -h)
 `
 
 func main() {
@@ -29,6 +30,8 @@ func main() {
 		err = planCmd(os.Args[2:])
 	case "bench":
 		err = benchCmd(os.Args[2:])
+	case "timeline":
+		err = timelineCmd(os.Args[2:]) // timeline.go
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -227,6 +227,23 @@ func (t *Tracer) Close() error {
 	return err
 }
 
+// WriteStats writes a comm's kylix_stats_json object into the file as metadata (at finalize):
+// its plans' per-layer keys and its measured links, which `kylix timeline` prices the layers
+// with.
+func (t *Tracer) WriteStats(js []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	b := []byte(`{"name":"kylix_stats","ph":"M","pid":`)
+	b = strconv.AppendInt(b, int64(t.rank), 10)
+	b = append(b, `,"tid":0,"args":`...)
+	b = append(b, js...)
+	b = append(b, "},\n"...)
+	t.f.Write(b)
+}
+
 // Drops is how many events were dropped because the writer fell behind.
 func (t *Tracer) Drops() uint64 {
 	t.mu.Lock()

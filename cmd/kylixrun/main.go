@@ -27,8 +27,12 @@ func run(args []string) int {
 		return 2
 	}
 	j := &job{cfg: cfg, stdout: &lineWriter{w: os.Stdout}, stderr: stderr}
+	if err := startTimeline(j); err != nil { // timeline.go
+		j.logf("--timeline: %v", err)
+		return 2
+	}
 	if cfg.join != "" {
 		return j.runJoin()
 	}
-	return j.run()
+	return endTimeline(j, j.run())
 }

@@ -57,7 +57,7 @@ func WriteSVG(w io.Writer, ranks []*Rank, title string) error {
 			c = "#6a3d9a"
 		}
 		fmt.Fprintf(&b, `<rect x="%d" y="32" width="12" height="12" fill="%s"/><text x="%d" y="43">%s</text>`+"\n", x, c, x+16, esc(p))
-		x += 22 + 7*len(p)
+		x += 28 + 7*len(p)
 	}
 	for i, r := range ranks {
 		y := svgTop + i*(laneH+userH+laneGap)

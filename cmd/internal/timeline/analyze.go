@@ -23,8 +23,8 @@ type Segment struct {
 
 func category(e *Event) (string, int) {
 	layer := -1
-	if l, ok := e.Args["layer"].(float64); ok {
-		layer = int(l)
+	if l, ok := e.Args["layer"]; ok {
+		layer = int(num(l))
 	}
 	switch e.Name {
 	case "wait":

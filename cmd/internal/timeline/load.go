@@ -91,9 +91,15 @@ func Load(path string) (*Rank, error) {
 	return r, nil
 }
 
+// num is a JSON number (float64), or an int of events made in Go; 0 otherwise.
 func num(v any) float64 {
-	f, _ := v.(float64)
-	return f
+	switch x := v.(type) {
+	case float64:
+		return x
+	case int:
+		return float64(x)
+	}
+	return 0
 }
 
 // LoadDir reads every rank-*.json of dir, in rank order (joiners after the original ranks).

@@ -148,7 +148,7 @@ func (s *Recorder) Begin(seq uint64, fp kx.Fingerprint) {
 		a.plan = s.planRecord(fp.Plan, fp.Kind)
 	}
 	if s.tl != nil {
-		a.tl.start, a.tl.fp = s.tl.Now(), fp
+		a.tl.start, a.tl.fp = s.tl.At(now), fp
 	}
 	if len(s.active) >= 64 { // collectives whose end was never reported: close the oldest
 		old := ^uint64(0)
@@ -247,7 +247,7 @@ func (s *Recorder) endLocked(seq uint64, err error, now time.Time) {
 		}
 	}()
 	if s.tl != nil {
-		s.tlEnd(seq, a, err)
+		s.tlEnd(seq, a, err, now)
 	}
 	k := &s.kinds[a.kind]
 	k.calls++

@@ -3,6 +3,7 @@ package stats
 import (
 	"kylix/core/kx"
 	"kylix/core/trace"
+	"time"
 )
 
 // The recorder's side of the timeline (option timeline, core/trace): the same hooks that count
@@ -53,9 +54,10 @@ func (s *Recorder) endStep(seq uint64, a *activeColl, now int64) {
 	}
 }
 
-// minPrefixWaitNs: a wait for part of a message (awaitPrefix) is recorded only when it
-// blocked at least this long; most find their bytes landed and would only fill the buffer.
-const minPrefixWaitNs = 2000
+// minMessageNs: a send or a wait is recorded only when it took at least this long (or
+// failed). Most small sends return at once and most waits find their bytes landed: such events
+// say nothing the bytes counter does not, and would cost a small call a tenth of its time.
+const minMessageNs = 2000
 
 // Message records a send or receive that the data path began at t0 (Enter's return): n bytes
 // to or from peer, or, with n < 0, a wait for part of a message.
@@ -67,12 +69,10 @@ func (s *Recorder) Message(tag kx.Tag, peer, n int, sent bool, t0 int64, err err
 
 func (s *Recorder) message(tag kx.Tag, peer, n int, sent bool, t0 int64, err error) {
 	now := s.tl.Now()
-	if n < 0 {
-		if now-t0 < minPrefixWaitNs && err == nil {
-			return
-		}
-		n = 0
+	if now-t0 < minMessageNs && err == nil {
+		return
 	}
+	n = max(n, 0)
 	s.tl.Message(tag, peer, n, sent, t0, now, err)
 }
 
@@ -100,8 +100,8 @@ func (s *Recorder) tlCount(a *activeColl, tag kx.Tag, n int, sent bool) {
 }
 
 // tlEnd records the call that ends, with its last phase and the bytes counter; mu is held.
-func (s *Recorder) tlEnd(seq uint64, a *activeColl, err error) {
-	now := s.tl.Now()
+func (s *Recorder) tlEnd(seq uint64, a *activeColl, err error, at time.Time) {
+	now := s.tl.At(at)
 	s.endStep(seq, a, now)
 	var keysOut, keysIn int64
 	if a.plan != nil && a.plan.configured {
@@ -109,6 +109,6 @@ func (s *Recorder) tlEnd(seq uint64, a *activeColl, err error) {
 	}
 	s.tl.Call(seq, a.tl.fp, a.tl.start, now, a.tl.sent, a.tl.recv, keysOut, keysIn, err)
 	if a.tl.sent+a.tl.recv > 0 && s.tlLayers > 0 {
-		s.tl.Counter(now, &s.tlBytes, s.tlLayers)
+		s.tl.Counter(now, &s.tlBytes, s.tlLayers) // sampled: at most one event a millisecond
 	}
 }

@@ -23,23 +23,25 @@ const maxOpenSpans = 64
 
 // Tracer is one rank's timeline. Its methods may be called from any goroutine.
 type Tracer struct {
-	base    time.Time // the local clock's zero
-	rank    int
-	pid     int
-	f       *os.File
-	path    string
-	offset  atomic.Int64 // local clock -> rank 0's, ns (Align)
-	errNs   atomic.Int64 // the offset's error bound, ns; -1: not measured
-	mu      sync.Mutex
-	buf     []Event // filled by calls
-	spare   []Event // empty, or nil while the writer holds it
-	drops   uint64
-	closed  bool
-	kick    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
-	spans   []openSpan // the caller's open kylix_mark spans
-	written atomic.Int64
+	base      time.Time // the local clock's zero
+	rank      int
+	pid       int
+	f         *os.File
+	path      string
+	offset    atomic.Int64 // local clock -> rank 0's, ns (Align)
+	errNs     atomic.Int64 // the offset's error bound, ns; -1: not measured
+	mu        sync.Mutex
+	buf       []Event // filled by calls
+	spare     []Event // empty, or nil while the writer holds it
+	drops     uint64
+	closed    bool
+	kick      chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
+	spans     []openSpan // the caller's open kylix_mark spans
+	written   atomic.Int64
+	counter   Event // the bytes counter's latest value; counterAt: when it was last recorded
+	counterAt int64
 }
 
 type openSpan struct {
@@ -80,6 +82,9 @@ func (t *Tracer) Path() string { return t.path }
 
 // Now is the local clock: nanoseconds since Open.
 func (t *Tracer) Now() int64 { return int64(time.Since(t.base)) }
+
+// At is tm on the local clock (no clock read: tm was read already).
+func (t *Tracer) At(tm time.Time) int64 { return int64(tm.Sub(t.base)) }
 
 // wall is the local clock's reading as wall-clock nanoseconds (Unix), the scale Align compares.
 func (t *Tracer) wall() int64 { return t.base.UnixNano() + t.Now() }
@@ -208,6 +213,12 @@ func (t *Tracer) Close() error {
 	t.mu.Unlock()
 	close(t.stop)
 	<-t.done
+	t.mu.Lock()
+	last := t.counter
+	t.mu.Unlock()
+	if last.Kind != 0 && last.TS != t.counterAt { // the counter's final value
+		t.record(&last)
+	}
 	t.flush(nil) // the writer's last flush may have found the spare still out
 	t.mu.Lock()
 	t.closed = true
@@ -297,10 +308,24 @@ func (t *Tracer) Instant(name string, at int64, detail string) {
 	t.record(&e)
 }
 
-// Counter records the bytes moved so far per layer (layers of them).
+// counterEvery is the bytes counter's sampling period: a small step's every call would
+// otherwise add an event.
+const counterEvery = int64(time.Millisecond)
+
+// Counter records the bytes moved so far per layer (layers of them), at most once every
+// counterEvery; Close records the last value.
 func (t *Tracer) Counter(at int64, perLayer *[MaxCounterLayers]int64, layers int) {
 	e := Event{Kind: kindCounter, Name: "bytes", TS: at, N: *perLayer, Layer: int16(min(layers, MaxCounterLayers))}
-	t.record(&e)
+	t.mu.Lock()
+	t.counter = e
+	due := at-t.counterAt >= counterEvery || t.counterAt == 0
+	if due {
+		t.counterAt = at
+	}
+	t.mu.Unlock()
+	if due {
+		t.record(&e)
+	}
 }
 
 // ---- the caller's marks (kylix_mark) ---------------------------------------------------------

@@ -2,6 +2,8 @@ package timeline
 
 import (
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // Categories of time on a rank's calls lane: the innermost event covering each moment.
@@ -125,6 +127,7 @@ func Summarize(ranks []*Rank) *Summary {
 	layerUs := map[int]float64{}
 	layerBytes := map[int]float64{}
 	for _, r := range ranks {
+		rankBytes := map[int]float64{} // the counter is cumulative: its largest value
 		s.Dropped += r.Dropped
 		if !r.Complete {
 			s.Incomplete = append(s.Incomplete, r.Path)
@@ -140,14 +143,18 @@ func Summarize(ranks []*Rank) *Summary {
 				peer := int(num(e.Args["peer"]))
 				s.WaitedFor[peer] += e.Dur
 				s.WaitedBy[r.Rank] += e.Dur
-				if layered(e) {
-					layerBytes[int(num(e.Args["layer"]))] += num(e.Args["bytes"])
+			case e.Ph == "C" && e.Name == "bytes":
+				for k, v := range e.Args {
+					if l, err := strconv.Atoi(strings.TrimPrefix(k, "L")); err == nil {
+						rankBytes[l] = max(rankBytes[l], num(v))
+					}
 				}
-			case e.Ph == "X" && e.Name == "send" && layered(e):
-				layerBytes[int(num(e.Args["layer"]))] += num(e.Args["bytes"])
 			case e.Ph == "X" && e.Tid == 0 && e.Args["status"] != nil:
 				s.Calls[e.Name]++
 			}
+		}
+		for l, b := range rankBytes {
+			layerBytes[l] += b
 		}
 		for _, g := range Flatten(r) {
 			d := g.End - g.Start

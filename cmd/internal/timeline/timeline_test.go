@@ -58,11 +58,14 @@ func twoRanks(t *testing.T) string {
 		wait(1, 0, 1100, 300, 4096),
 		step("gather", 5, 0, 1450, 50),
 		{Name: "compute", Ph: "X", Tid: 2, TS: 100, Dur: 800},
+		{Name: "bytes", Ph: "C", TS: 1200, Args: map[string]any{"L0": 4000}},
+		{Name: "bytes", Ph: "C", TS: 1500, Args: map[string]any{"L0": 8192}},
 	}, true)
 	rankFile(t, dir, 1, 1_000_001_000, 12.5, []Event{
 		call("kylix_reduce", 5, 0, 520),
 		step("combine", 5, 0, 10, 500),
 		wait(0, 0, 20, 10, 4096),
+		{Name: "bytes", Ph: "C", TS: 520, Args: map[string]any{"L0": 100, "L1": 7}},
 	}, false)
 	return dir
 }
@@ -73,7 +76,7 @@ func TestLoadKilledFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Complete || !r.Truncated || len(r.Events) != 3 || r.ClockErrUs != 12.5 || r.Rank != 1 {
+	if r.Complete || !r.Truncated || len(r.Events) != 4 || r.ClockErrUs != 12.5 || r.Rank != 1 {
 		t.Errorf("killed file: complete %v truncated %v events %d err %v rank %d", r.Complete, r.Truncated, len(r.Events), r.ClockErrUs, r.Rank)
 	}
 	r0, err := Load(filepath.Join(dir, "rank-0.json"))
@@ -141,7 +144,7 @@ func TestSummaryNamesTheRankWaitedFor(t *testing.T) {
 	if s.ByPhase[CatWait] != 310 || s.Marks["compute"] != 800 || s.Dropped != 3 || len(s.Incomplete) != 1 {
 		t.Errorf("summary: %+v", s)
 	}
-	if len(s.Layers) != 1 || s.Layers[0].Bytes != 2*4096 {
+	if len(s.Layers) != 2 || s.Layers[0].Bytes != 8192+100 || s.Layers[1].Bytes != 7 {
 		t.Errorf("layers: %+v", s.Layers)
 	}
 	var out bytes.Buffer

@@ -233,6 +233,7 @@ int main(int argc, char **argv) {
   const int64_t n = g.n;
   double t_read = now_ms() - t0;
 
+  CHECK(comm, kylix_mark(comm, "build matrix", KYLIX_MARK_BEGIN));
   int64_t ndangling = 0;
   for (int64_t j = 0; j < n; j++) ndangling += g.outdeg[j] == 0;
 
@@ -285,6 +286,7 @@ int main(int argc, char **argv) {
   free(g.dst);
   free(g.outdeg);
   const int64_t nlocal = g.nlocal;
+  CHECK(comm, kylix_mark(comm, "build matrix", KYLIX_MARK_END));
 
   /* Job-wide sizes, for the log (and a first use of the comm). */
   int64_t loc[3] = {nlocal, n_in, n_out}, mx[3], sum[3];

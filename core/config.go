@@ -190,6 +190,7 @@ func (p *Plan) configurePacked(seq uint64, outIdx, inIdx []int64, outVals []byte
 		in = keyset.PackLayer0(inIdx, d0, threads, &c.rowKeyBuf[1])
 	}
 	pack := p.packLayer0(&out, &in, same) // links_compress.go: rows in set order where compressed
+	c.timelinePack(pack)                  // timeline.go
 	p.packed = true
 	p.outDst, p.inRow, p.out0, p.in0 = out.Dst, in.Dst, len(outIdx), len(inIdx)
 	var v []byte

@@ -81,7 +81,8 @@ func (c *Comm) linksForConfig(seq uint64) error {
 		return nil
 	}
 	c.net.tried = true
-	_, err := c.measureLinks(seq)
+	l, err := c.measureLinks(seq)
+	c.timelineLinks(l) // timeline.go
 	return err
 }
 

@@ -1,6 +1,10 @@
 package core
 
-import "kylix/core/trace"
+import (
+	"fmt"
+	"kylix/core/planning"
+	"kylix/core/trace"
+)
 
 // The comm's timeline (option timeline, core/trace): its recorder (core/stats) gets every call
 // and message from the data path; the algorithms add their phases with step, one line each.
@@ -26,3 +30,29 @@ const (
 	stepMerge     = trace.StepMerge
 	stepPartition = trace.StepPartition
 )
+
+// timelineLinks records the link probe's result (nil: nothing was measured).
+func (c *Comm) timelineLinks(l *planning.Links) {
+	if l == nil || c.Timeline() == nil {
+		return
+	}
+	c.rec.Instant("links measured", fmt.Sprintf("overhead %.1f µs, %.2f GB/s, min_packet %d bytes, %d links, probe %.1f ms",
+		l.OverheadS*1e6, l.BytesPerSec/1e9, l.MinPacket, l.Measured, l.ProbeS*1e3))
+}
+
+// timelinePack records config's compression decision for its layer-0 members, when it
+// compresses for any.
+func (c *Comm) timelinePack(pack []bool) {
+	if c.Timeline() == nil {
+		return
+	}
+	var to []int
+	for g, on := range pack {
+		if on {
+			to = append(to, g)
+		}
+	}
+	if len(to) > 0 {
+		c.rec.Instant("compress", fmt.Sprintf("index lists to layer-0 members %v go lz4-compressed", to))
+	}
+}

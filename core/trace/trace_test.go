@@ -206,24 +206,24 @@ type fakeRank struct {
 }
 
 type fakeJob struct {
-	n      int
-	mu     sync.Mutex
-	cond   *sync.Cond
-	gen    int
-	in     int
-	val    []byte
-	bcastN int
-	bgen   int
-	delay  time.Duration
+	n     int
+	mu    sync.Mutex
+	cond  *sync.Cond
+	gen   int
+	in    int
+	val   []byte
+	delay time.Duration
 }
 
 func (r fakeRank) Rank() int { return r.rank }
 
-func (r fakeRank) Barrier() error {
-	j := r.job
+// meet returns once every rank has called it (one generation); before runs on arrival and
+// after on leaving, both under the job's lock.
+func (j *fakeJob) meet(before, after func()) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	g := j.gen
+	before()
 	j.in++
 	if j.in == j.n {
 		j.in, j.gen = 0, j.gen+1
@@ -232,27 +232,24 @@ func (r fakeRank) Barrier() error {
 	for g == j.gen {
 		j.cond.Wait()
 	}
+	after()
+}
+
+func (r fakeRank) Barrier() error {
+	r.job.meet(func() {}, func() {})
 	return nil
 }
 
+// Bcast: the root leaves its value, every rank takes it; a rank leaving the meeting cannot
+// see the next round's value, which needs this rank's arrival first.
 func (r fakeRank) Bcast(b []byte, root int) error {
 	j := r.job
 	time.Sleep(j.delay) // the message's way
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	g := j.bgen
-	if r.rank == root {
-		j.val = append(j.val[:0], b...)
-	}
-	j.bcastN++
-	if j.bcastN == j.n {
-		j.bcastN, j.bgen = 0, j.bgen+1
-		j.cond.Broadcast()
-	}
-	for g == j.bgen {
-		j.cond.Wait()
-	}
-	copy(b, j.val)
+	j.meet(func() {
+		if r.rank == root {
+			j.val = append(j.val[:0], b...)
+		}
+	}, func() { copy(b, j.val) })
 	return nil
 }
 

@@ -48,7 +48,7 @@ func WriteSVG(w io.Writer, ranks []*Rank, title string) error {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" font-size="12">`+"\n",
 		svgWidth, height, svgWidth, height)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", svgWidth, height)
-	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15" font-weight="bold">%s</text>`+"\n", svgLeft, esc(title))
+	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15" font-weight="bold">%s</text>`+"\n", svgLeft, XMLEscape(title))
 	// legend
 	x := svgLeft
 	for _, p := range append(append([]string{}, Phases...), "caller's spans") {
@@ -56,7 +56,7 @@ func WriteSVG(w io.Writer, ranks []*Rank, title string) error {
 		if c == "" {
 			c = "#6a3d9a"
 		}
-		fmt.Fprintf(&b, `<rect x="%d" y="32" width="12" height="12" fill="%s"/><text x="%d" y="43">%s</text>`+"\n", x, c, x+16, esc(p))
+		fmt.Fprintf(&b, `<rect x="%d" y="32" width="12" height="12" fill="%s"/><text x="%d" y="43">%s</text>`+"\n", x, c, x+16, XMLEscape(p))
 		x += 28 + 7*len(p)
 	}
 	for i, r := range ranks {
@@ -65,7 +65,7 @@ func WriteSVG(w io.Writer, ranks []*Rank, title string) error {
 		if !r.Complete {
 			label += " (killed?)"
 		}
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", svgLeft-8, y+laneH/2+4, esc(label))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", svgLeft-8, y+laneH/2+4, XMLEscape(label))
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="#f4f4f4"/>`+"\n", svgLeft, y, cols, laneH)
 		runs(&b, columns(Flatten(r), lo, colUs, cols), y, laneH, func(cat string) string { return phaseColours[cat] })
 		runs(&b, columns(userSegments(r), lo, colUs, cols), y+laneH+1, userH-2, userColour)
@@ -73,7 +73,7 @@ func WriteSVG(w io.Writer, ranks []*Rank, title string) error {
 	// time axis
 	ay := svgTop + len(ranks)*(laneH+userH+laneGap) + 4
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#000"/>`+"\n", svgLeft, ay, svgLeft+cols, ay)
-	step := niceStep((hi - lo) / 8)
+	step := NiceStep((hi - lo) / 8)
 	for t := 0.0; t <= hi-lo+step/1e6; t += step {
 		px := float64(svgLeft) + t/colUs
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000"/><text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n",
@@ -141,7 +141,7 @@ func runs(b *strings.Builder, cols []string, y, h int, colour func(string) strin
 		}
 		if cat := cols[c]; cat != "" {
 			fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"><title>%s</title></rect>`+"\n",
-				svgLeft+c, y, e-c, h, colour(cat), esc(cat))
+				svgLeft+c, y, e-c, h, colour(cat), XMLEscape(cat))
 		}
 		c = e
 	}
@@ -155,7 +155,8 @@ func userColour(name string) string {
 	return shades[h.Sum32()%uint32(len(shades))]
 }
 
-func niceStep(x float64) float64 {
+// NiceStep rounds x up to 1, 2 or 5 times a power of ten (x <= 0 gives 1): an axis's tick.
+func NiceStep(x float64) float64 {
 	if !(x > 0) {
 		return 1
 	}
@@ -168,7 +169,7 @@ func niceStep(x float64) float64 {
 	return 10 * p
 }
 
-func esc(s string) string {
-	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
-	return r.Replace(s)
+// XMLEscape escapes s for SVG text and attributes.
+func XMLEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
 }

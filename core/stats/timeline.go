@@ -18,7 +18,15 @@ type tlColl struct {
 	stepLayer  int
 	stepStart  int64
 	sent, recv int64
+	// steps are the phases so far, kept for the call's own event while the call is short;
+	// spilled: recorded as events of their own (a long call, or more than trace.InlineSteps).
+	steps   [2 * trace.InlineSteps]int64
+	nsteps  int
+	spilled bool
 }
+
+// inlineCallNs: a call shorter than this carries its phases in its own event.
+const inlineCallNs = 200_000
 
 // SetTracer attaches the timeline (nil detaches it). Called before the comm's first collective.
 func (s *Recorder) SetTracer(t *trace.Tracer) {
@@ -47,11 +55,33 @@ func (s *Recorder) step(seq uint64, st trace.Step, layer int) {
 	s.mu.Unlock()
 }
 
+// endStep ends the running phase of a: kept inline while the call is short, else recorded.
 func (s *Recorder) endStep(seq uint64, a *activeColl, now int64) {
-	if a.tl.step != 0 {
-		s.tl.Step(seq, a.tl.step, a.tl.stepLayer, a.tl.stepStart, now)
-		a.tl.step = 0
+	t := &a.tl
+	if t.step == 0 {
+		return
 	}
+	if !t.spilled && t.nsteps < trace.InlineSteps && now-t.start < inlineCallNs {
+		t.steps[2*t.nsteps] = trace.InlineStep(t.stepStart-t.start, t.step, t.stepLayer)
+		t.steps[2*t.nsteps+1] = now - t.stepStart
+		t.nsteps++
+	} else {
+		s.spill(seq, a)
+		s.tl.Step(seq, t.step, t.stepLayer, t.stepStart, now)
+	}
+	t.step = 0
+}
+
+// spill records a's inline phases as events of their own.
+func (s *Recorder) spill(seq uint64, a *activeColl) {
+	t := &a.tl
+	for i := 0; i < t.nsteps; i++ {
+		w, d := t.steps[2*i], t.steps[2*i+1]
+		at := t.start + w>>16
+		s.tl.Step(seq, trace.Step(w>>8&0xff), int(w&0xff), at, at+d)
+	}
+	t.nsteps, t.spilled = 0, true
+	clear(t.steps[:])
 }
 
 // minMessageNs: a send or a wait is recorded only when it took at least this long (or
@@ -107,7 +137,13 @@ func (s *Recorder) tlEnd(seq uint64, a *activeColl, err error, at time.Time) {
 	if a.plan != nil && a.plan.configured {
 		keysOut, keysIn = int64(a.plan.static.NOut), int64(a.plan.static.NIn)
 	}
-	s.tl.Call(seq, a.tl.fp, a.tl.start, now, a.tl.sent, a.tl.recv, keysOut, keysIn, err)
+	var steps *[2 * trace.InlineSteps]int64
+	if now-a.tl.start < inlineCallNs && a.tl.nsteps > 0 {
+		steps = &a.tl.steps
+	} else {
+		s.spill(seq, a)
+	}
+	s.tl.Call(seq, a.tl.fp, a.tl.start, now, a.tl.sent, a.tl.recv, keysOut, keysIn, steps, err)
 	if a.tl.sent+a.tl.recv > 0 && s.tlLayers > 0 {
 		s.tl.Counter(now, &s.tlBytes, s.tlLayers) // sampled: at most one event a millisecond
 	}

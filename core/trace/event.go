@@ -30,6 +30,17 @@ var laneNames = [...]string{"calls", "sends", "user"}
 // MaxCounterLayers is how many layers the bytes counter tracks apart.
 const MaxCounterLayers = 6
 
+// InlineSteps is how many phases a short call carries in its own event (args "steps") instead
+// of one event each: a small step's call would otherwise cost the writer four events.
+// `kylix timeline` turns them back into nested events.
+const InlineSteps = 4
+
+// InlineStep packs a phase of a call for Event.Steps: its start after the call's (ns), the
+// step and its layer in one word, its duration in the next.
+func InlineStep(startRel int64, s Step, layer int) int64 {
+	return startRel<<16 | int64(s)<<8 | int64(uint8(layer))
+}
+
 // Event is one record in the buffer: fixed size, no pointers but two strings the caller
 // already holds, so recording one allocates nothing.
 type Event struct {
@@ -39,6 +50,7 @@ type Event struct {
 	Seq     uint64
 	FP      kx.Fingerprint
 	N       [MaxCounterLayers]int64
+	Steps   [2 * InlineSteps]int64 // a call's inline phases (InlineStep, duration), 0 after the last
 	Peer    int32
 	Layer   int16
 	Kind    uint8
@@ -192,6 +204,25 @@ func (e *Event) encode(b []byte, pid int, off int64) []byte {
 		b = appendStrKey(b, "status", kx.Code(e.N[4]).String())
 		if e.Msg != "" {
 			b = appendStrKey(b, "error", e.Msg)
+		}
+		if e.Steps[0] != 0 {
+			b = append(b, `,"steps":[`...)
+			for i := 0; i < len(e.Steps) && e.Steps[i] != 0; i += 2 {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				w := e.Steps[i]
+				b = append(b, `["`...)
+				b = append(b, Step(w>>8&0xff).String()...)
+				b = append(b, `",`...)
+				b = strconv.AppendInt(b, w&0xff, 10)
+				b = append(b, ',')
+				b = appendMicros(b, w>>16)
+				b = append(b, ',')
+				b = appendMicros(b, e.Steps[i+1])
+				b = append(b, ']')
+			}
+			b = append(b, ']')
 		}
 	case kindStep:
 		b = appendKey(b, "seq", int64(e.Seq))

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"kylix/core/kx"
 	"os"
 	"path/filepath"
@@ -50,6 +51,7 @@ func TestFileIsJSONAndHasEveryKind(t *testing.T) {
 	tr.Message(tag, 2, 4096, false, 200, 800, nil)
 	tr.Message(tag, 2, 4096, true, 150, 160, nil)
 	tr.Call(7, kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(kx.F64), Op: uint16(kx.Sum), Width: 1, Plan: 5}, 50, 1000, 4096, 4096, 10, 12,
+		&[2 * InlineSteps]int64{InlineStep(0, StepFill, 0), 100, InlineStep(100, StepGather, 1), 850},
 		kx.Errorf(kx.CodePeer, "rank 2 \x01 died"))
 	var perLayer [MaxCounterLayers]int64
 	perLayer[0], perLayer[1] = 10, 20
@@ -86,6 +88,9 @@ func TestFileIsJSONAndHasEveryKind(t *testing.T) {
 	args := call["args"].(map[string]any)
 	if args["status"] != "peer failed" || args["plan"].(float64) != 5 || args["keys_in"].(float64) != 12 || args["dtype"] != "f64" {
 		t.Errorf("call args: %v", args)
+	}
+	if st := fmt.Sprint(args["steps"]); st != "[[fill 0 0 0.1] [gather 1 0.1 0.85]]" {
+		t.Errorf("inline steps: %s", st)
 	}
 	if byName["peer failed"] == nil {
 		t.Errorf("no instant for the peer failure")
@@ -313,7 +318,7 @@ func TestRecordAllocatesNothing(t *testing.T) {
 	n := testing.AllocsPerRun(1000, func() {
 		tr.Message(tag, 1, 8, false, 1, 2, nil)
 		tr.Step(1, StepGather, 0, 1, 2)
-		tr.Call(1, kx.Fingerprint{Kind: kx.KindReduce}, 1, 2, 8, 8, 0, 0, nil)
+		tr.Call(1, kx.Fingerprint{Kind: kx.KindReduce}, 1, 2, 8, 8, 0, 0, nil, nil)
 	})
 	if n != 0 {
 		t.Errorf("%v allocations a call's events", n)

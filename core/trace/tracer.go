@@ -265,9 +265,13 @@ func (t *Tracer) Drops() uint64 {
 // ---- what the library records --------------------------------------------------------------
 
 // Call records a collective: kind, fingerprint, its span, bytes moved, keys (out, in; 0 when
-// not a plan's) and outcome.
-func (t *Tracer) Call(seq uint64, fp kx.Fingerprint, start, end int64, sent, recv, keysOut, keysIn int64, err error) {
+// not a plan's), its inline phases (nil: none; see InlineSteps) and outcome.
+func (t *Tracer) Call(seq uint64, fp kx.Fingerprint, start, end int64, sent, recv, keysOut, keysIn int64,
+	steps *[2 * InlineSteps]int64, err error) {
 	e := Event{Kind: kindCall, Name: CallName(fp.Kind), TS: start, Dur: end - start, Seq: seq, FP: fp}
+	if steps != nil {
+		e.Steps = *steps
+	}
 	e.N[0], e.N[1], e.N[2], e.N[3] = sent, recv, keysOut, keysIn
 	if err != nil {
 		e.N[4] = int64(kx.CodeOf(err))

@@ -66,6 +66,7 @@ func Load(path string) (*Rank, error) {
 		n++
 		if e.Ph != "M" {
 			r.Events = append(r.Events, e)
+			r.Events = append(r.Events, inlineSteps(&r.Events[len(r.Events)-1])...)
 			continue
 		}
 		switch e.Name {
@@ -92,6 +93,28 @@ func Load(path string) (*Rank, error) {
 }
 
 // num is a JSON number (float64), or an int of events made in Go; 0 otherwise.
+// inlineSteps turns the phases a short call carries in its args ("steps": [name, layer,
+// start after the call µs, duration µs] each, core/trace.InlineSteps) into events of their own,
+// nested in the call as a long call's are.
+func inlineSteps(call *Event) []Event {
+	list, ok := call.Args["steps"].([]any)
+	if !ok {
+		return nil
+	}
+	delete(call.Args, "steps")
+	out := make([]Event, 0, len(list))
+	for _, s := range list {
+		f, ok := s.([]any)
+		if !ok || len(f) != 4 {
+			continue
+		}
+		name, _ := f[0].(string)
+		out = append(out, Event{Name: name, Ph: "X", Pid: call.Pid, Tid: call.Tid, TS: call.TS + num(f[2]), Dur: num(f[3]),
+			Args: map[string]any{"seq": call.Args["seq"], "layer": num(f[1])}})
+	}
+	return out
+}
+
 func num(v any) float64 {
 	switch x := v.(type) {
 	case float64:

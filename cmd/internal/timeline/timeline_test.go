@@ -210,3 +210,22 @@ func TestPredictFromStats(t *testing.T) {
 		t.Error("a prediction without links")
 	}
 }
+
+// A short call's inline phases (args "steps") become nested events when loaded.
+func TestInlineStepsExpand(t *testing.T) {
+	dir := t.TempDir()
+	c := call("kylix_reduce", 3, 100, 50)
+	c.Args["steps"] = []any{[]any{"fill", 0, 0, 5}, []any{"combine", 0, 5, 30}, []any{"gather", 0, 35, 15}}
+	rankFile(t, dir, 0, 0, 0, []Event{c}, true)
+	r, err := Load(filepath.Join(dir, "rank-0.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(Flatten(r))
+	if want := "[{100 105 fill 0} {105 135 combine 0} {135 150 gather 0}]"; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	if _, left := r.Events[0].Args["steps"]; left {
+		t.Error("the call keeps its steps argument")
+	}
+}

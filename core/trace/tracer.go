@@ -145,16 +145,23 @@ func (t *Tracer) record(e *Event) {
 	if len(t.buf) == cap(t.buf) || t.closed {
 		t.drops++
 		t.mu.Unlock()
+		t.wake() // the writer may be asleep with its spare back: swap now
 		return
 	}
 	t.buf = append(t.buf, *e)
-	if len(t.buf) == cap(t.buf)/2 {
-		select {
-		case t.kick <- struct{}{}:
-		default:
-		}
-	}
+	half := len(t.buf) == cap(t.buf)/2
 	t.mu.Unlock()
+	if half {
+		t.wake()
+	}
+}
+
+// wake tells the writer there is work, without waiting.
+func (t *Tracer) wake() {
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
 }
 
 // writer encodes the full buffer while calls fill the other, every flushEvery or sooner when

@@ -59,7 +59,7 @@ func (c *Comm) await(from int, tag kx.Tag) (int, error) {
 
 // awaitPrefix is not counted: the await that follows it counts the whole message.
 func (c *Comm) awaitPrefix(from int, tag kx.Tag, n int) error {
-	t0 := c.rec.Enter(tag)
+	t0 := c.rec.EnterPrefix(tag, from, n)
 	err := c.v.AwaitPrefix(from, tag, n)
 	c.rec.Message(tag, from, -1, false, t0, err) // the timeline's wait, when it blocked
 	return err

@@ -165,18 +165,22 @@ func (s *Recorder) Begin(seq uint64, fp kx.Fingerprint) {
 // last switch to the slot it leaves. It returns the timeline's clock for Message (0 when off).
 func (s *Recorder) Enter(tag kx.Tag) int64 {
 	s.mu.Lock()
-	if a := s.active[tag.Seq]; a != nil && a.plan != nil && tag.Phase != kx.PhaseSmall {
+	s.enterLocked(s.active[tag.Seq], tag)
+	s.mu.Unlock()
+	if s.tl != nil {
+		return s.tl.Now()
+	}
+	return 0
+}
+
+func (s *Recorder) enterLocked(a *activeColl, tag kx.Tag) {
+	if a != nil && a.plan != nil && tag.Phase != kx.PhaseSmall {
 		if sl := slotOf(a.kind, tag.Phase); sl != a.slot {
 			now := time.Now()
 			a.plan.secs[a.slot] += now.Sub(a.slotStart)
 			a.slot, a.slotStart = sl, now
 		}
 	}
-	s.mu.Unlock()
-	if s.tl != nil {
-		return s.tl.Now()
-	}
-	return 0
 }
 
 // Count charges a message of n payload bytes, sent or received, to its collective, plan, layer

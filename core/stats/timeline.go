@@ -23,6 +23,52 @@ type tlColl struct {
 	steps   [2 * trace.InlineSteps]int64
 	nsteps  int
 	spilled bool
+	// prefixes: per source, how much of its message a wait already covered (EnterPrefix).
+	prefixes  [8]prefixSeen
+	nprefixes int
+}
+
+type prefixSeen struct {
+	peer  int
+	layer uint8
+	phase kx.Phase
+	n     int
+}
+
+// newPrefix records a wait for the first n bytes of peer's message of tag and says whether it
+// can block: not when a wait for as much or more of it returned already.
+func (t *tlColl) newPrefix(tag kx.Tag, peer, n int) bool {
+	for i := range t.prefixes[:t.nprefixes] {
+		p := &t.prefixes[i]
+		if p.peer == peer && p.layer == tag.Layer && p.phase == tag.Phase {
+			if n <= p.n {
+				return false
+			}
+			p.n = n
+			return true
+		}
+	}
+	if t.nprefixes < len(t.prefixes) {
+		t.prefixes[t.nprefixes] = prefixSeen{peer, tag.Layer, tag.Phase, n}
+		t.nprefixes++
+	}
+	return true
+}
+
+// EnterPrefix is Enter for a wait for the first n bytes of peer's message of tag. With the
+// timeline on it reads the clock only when the wait can block: a combine that goes sub-range by
+// sub-range after waiting for the whole message asks again for parts already landed, and a
+// small call would spend more on clock reads than on the waits.
+func (s *Recorder) EnterPrefix(tag kx.Tag, peer, n int) int64 {
+	s.mu.Lock()
+	a := s.active[tag.Seq]
+	s.enterLocked(a, tag)
+	timed := s.tl != nil && (a == nil || a.tl.newPrefix(tag, peer, n))
+	s.mu.Unlock()
+	if timed {
+		return s.tl.Now()
+	}
+	return -1 // Message records nothing
 }
 
 // inlineCallNs: a call shorter than this carries its phases in its own event.
@@ -98,7 +144,13 @@ func (s *Recorder) Message(tag kx.Tag, peer, n int, sent bool, t0 int64, err err
 }
 
 func (s *Recorder) message(tag kx.Tag, peer, n int, sent bool, t0 int64, err error) {
+	if t0 < 0 && err == nil {
+		return // a wait that could not block (EnterPrefix)
+	}
 	now := s.tl.Now()
+	if t0 < 0 {
+		t0 = now // a failed wait's moment
+	}
 	if now-t0 < minMessageNs && err == nil {
 		return
 	}

@@ -249,7 +249,10 @@ const char *kylix_errmsg(const kylix_comm *c);
  *                    combine, gather; partition, sort, merge for config)
  *                    with the sends and the waits naming the peer waited
  *                    for and the bytes; failures and resizes; bytes per
- *                    layer; and the caller's kylix_mark spans.  The file is
+ *                    layer; and the caller's kylix_mark spans (a call
+ *                    under 200 us carries its phases in its own event's
+ *                    "steps" argument; sends and waits under 2 us are left
+ *                    out, the bytes counter has them).  The file is
  *                    the format's JSON array form, one event a line, so a
  *                    rank killed mid-run leaves a file that still loads.
  *                    Clocks are aligned to rank 0's at kylix_init over the

@@ -101,7 +101,7 @@ type Summary struct {
 	InCallsUs   float64            // all ranks' time inside calls
 	ByPhase     map[string]float64 // µs inside calls, by phase
 	Layers      []LayerSummary
-	WaitedFor   map[int]float64 // µs others waited for each rank
+	WaitedFor   map[int]float64 // µs others waited for each rank while it was outside calls
 	WaitedBy    map[int]float64 // µs each rank waited
 	Marks       map[string]float64
 	Calls       map[string]int
@@ -123,6 +123,12 @@ type LayerSummary struct {
 func Summarize(ranks []*Rank) *Summary {
 	s := &Summary{Ranks: len(ranks), ByPhase: map[string]float64{}, WaitedFor: map[int]float64{},
 		WaitedBy: map[int]float64{}, Marks: map[string]float64{}, Calls: map[string]int{}}
+	inCalls := map[int][][2]float64{} // rank -> its calls' spans, merged
+	for _, r := range ranks {
+		if _, ok := inCalls[r.Rank]; !ok {
+			inCalls[r.Rank] = callSpans(r)
+		}
+	}
 	lo, hi := 1e300, -1e300
 	layerUs := map[int]float64{}
 	layerBytes := map[int]float64{}
@@ -141,7 +147,9 @@ func Summarize(ranks []*Rank) *Summary {
 				s.Marks[e.Name] += e.Dur
 			case e.Ph == "X" && e.Name == "wait":
 				peer := int(num(e.Args["peer"]))
-				s.WaitedFor[peer] += e.Dur
+				// Blame the peer only for the part of the wait it spent outside calls, at its own
+				// work: while it was in a call it was waiting or working for the job itself.
+				s.WaitedFor[peer] += e.Dur - overlap(inCalls[peer], e.TS, e.TS+e.Dur)
 				s.WaitedBy[r.Rank] += e.Dur
 			case e.Ph == "C" && e.Name == "bytes":
 				for k, v := range e.Args {
@@ -191,6 +199,37 @@ func layered(e *Event) bool {
 		return true
 	}
 	return false
+}
+
+// callSpans are r's calls (tid 0 events with a status) as sorted, merged [start, end) spans.
+func callSpans(r *Rank) [][2]float64 {
+	var iv [][2]float64
+	for k := range r.Events {
+		e := &r.Events[k]
+		if e.Ph == "X" && e.Tid == 0 && e.Args["status"] != nil {
+			iv = append(iv, [2]float64{e.TS, e.TS + e.Dur})
+		}
+	}
+	sort.Slice(iv, func(i, j int) bool { return iv[i][0] < iv[j][0] })
+	out := iv[:0]
+	for _, x := range iv {
+		if n := len(out); n > 0 && x[0] <= out[n-1][1] {
+			out[n-1][1] = max(out[n-1][1], x[1])
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// overlap is how much of [a, b) the sorted, merged spans iv cover.
+func overlap(iv [][2]float64, a, b float64) float64 {
+	i := sort.Search(len(iv), func(i int) bool { return iv[i][1] > a })
+	t := 0.0
+	for ; i < len(iv) && iv[i][0] < b; i++ {
+		t += min(iv[i][1], b) - max(iv[i][0], a)
+	}
+	return t
 }
 
 // MostWaitedFor is the rank the others waited for longest, and how long (µs, all ranks).

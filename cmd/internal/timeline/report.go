@@ -57,7 +57,7 @@ func (s *Summary) WriteSummary(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	if r, us := s.MostWaitedFor(); r >= 0 {
-		fmt.Fprintf(w, "waited for most: rank %d (the others waited %s for its messages in all", r, dur(us))
+		fmt.Fprintf(w, "waited for most: rank %d (the others waited %s in all for it while it was at its own work, outside kylix calls", r, dur(us))
 		others := 0.0
 		for q, t := range s.WaitedFor {
 			if q != r {

@@ -88,6 +88,13 @@ func endTimeline(c *core.Comm) {
 	}
 }
 
+// markFail reports a kylix_mark failure in kylix_errmsg only: a mark is local bookkeeping, so
+// unlike a collective's failure it is not logged nor told to kylixrun as a cause of the job's end.
+func markFail(s *sink, err error) C.int {
+	s.set("kylix_mark: " + err.Error())
+	return C.int(kx.CodeOf(err))
+}
+
 // maxMarkName bounds how much of a mark's name is read.
 const maxMarkName = 256
 
@@ -96,19 +103,22 @@ func kylixgo_mark(h C.uintptr_t, name *C.char, kind C.int, eb *C.char, ecap C.si
 	return onComm("kylix_mark", h, eb, ecap, func(s *sink, ce *commEntry) C.int {
 		const fn = "kylix_mark"
 		if name == nil {
-			return fail(fn, s, argErr("name is NULL"))
+			return markFail(s, argErr("name is NULL"))
 		}
 		n := cStrLen(name, maxMarkName)
 		if n == 0 {
-			return fail(fn, s, argErr("name is empty"))
+			return markFail(s, argErr("name is empty"))
 		}
 		if kind < trace.MarkInstant || kind > trace.MarkEnd {
-			return fail(fn, s, argErr("kind: %d is not KYLIX_MARK_INSTANT, KYLIX_MARK_BEGIN or KYLIX_MARK_END", int(kind)))
+			return markFail(s, argErr("kind: %d is not KYLIX_MARK_INSTANT, KYLIX_MARK_BEGIN or KYLIX_MARK_END", int(kind)))
 		}
 		t := ce.c.Timeline()
 		if t == nil {
 			return 0 // timeline off: nothing to record
 		}
-		return status(fn, s, t.Mark(C.GoStringN(name, C.int(n)), int(kind)))
+		if err := t.Mark(C.GoStringN(name, C.int(n)), int(kind)); err != nil {
+			return markFail(s, err)
+		}
+		return 0
 	})
 }

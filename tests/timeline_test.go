@@ -242,8 +242,10 @@ func TestTimelineStraggler(t *testing.T) {
 // loads and is in the merge kylixrun makes at the end.
 func TestTimelineKilledRank(t *testing.T) {
 	dir, out, code := runTimeline(t, 4, "", "10", "-1", "0", "1")
-	if code != 128+int(syscall.SIGKILL) {
-		t.Errorf("exit %d, want %d (rank 1's SIGKILL)\n%s", code, 128+int(syscall.SIGKILL), out)
+	// kylixrun exits with the status it sees first: rank 1's SIGKILL, or a survivor's failure
+	// (its reduce fails with KYLIX_ERR_PEER) when that is reaped first.
+	if code != 128+int(syscall.SIGKILL) && code != 1 {
+		t.Errorf("exit %d, want %d (rank 1's SIGKILL) or 1\n%s", code, 128+int(syscall.SIGKILL), out)
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "rank-1.json"))
 	if err != nil {

@@ -8,10 +8,10 @@
 # ratio on/off. Not a test: `make test` does not run it.
 #
 #   tests/bench/run_timeline_overhead.sh [--ranks=2] [--reps=5] [--iters=2000] [--n=1e7]
-#                                        [--density=0.2]
+#                                        [--density=0.2] [--only=lat|large]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-ranks=2 reps=5 iters=2000 n=1e7 density=0.2
+ranks=2 reps=5 iters=2000 n=1e7 density=0.2 only=
 for a in "$@"; do
   case $a in
   --ranks=*) ranks=${a#*=} ;;
@@ -19,7 +19,8 @@ for a in "$@"; do
   --iters=*) iters=${a#*=} ;;
   --n=*) n=${a#*=} ;;
   --density=*) density=${a#*=} ;;
-  *) sed -n '2,12p' "$0" >&2; exit 2 ;;
+  --only=*) only=${a#*=} ;;
+  *) sed -n '2,13p' "$0" >&2; exit 2 ;;
   esac
 done
 [ -e build/libkylix.so ] || make
@@ -40,8 +41,8 @@ run() { # mode label args...
 }
 for ((rep = 1; rep <= reps; rep++)); do
   for mode in off on; do # alternate, so drifting load hits both alike
-    run "$mode" lat n=1e6 lat="$iters" keys=248
-    run "$mode" large n="$n" density="$density"
+    [ "$only" = large ] || run "$mode" lat n=1e6 lat="$iters" keys=248
+    [ "$only" = lat ] || run "$mode" large n="$n" density="$density"
   done
 done
 echo

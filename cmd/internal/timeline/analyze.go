@@ -108,6 +108,7 @@ type Summary struct {
 	Dropped     int64
 	Incomplete  []string // files of ranks that did not finalize
 	ClockErrMax float64
+	Unaligned   int // ranks on their own wall clock (joiners: error unknown)
 }
 
 // LayerSummary is one layer over all ranks: bytes moved, measured phase time, and the cost
@@ -139,6 +140,9 @@ func Summarize(ranks []*Rank) *Summary {
 			s.Incomplete = append(s.Incomplete, r.Path)
 		}
 		s.ClockErrMax = max(s.ClockErrMax, r.ClockErrUs)
+		if r.ClockErrUs < 0 {
+			s.Unaligned++
+		}
 		for k := range r.Events {
 			e := &r.Events[k]
 			lo, hi = min(lo, e.TS), max(hi, e.TS+e.Dur)

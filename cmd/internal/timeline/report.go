@@ -13,7 +13,11 @@ func (s *Summary) WriteSummary(w io.Writer) {
 	rankSecs := s.SpanUs * float64(s.Ranks)
 	fmt.Fprintf(w, "%d ranks over %s", s.Ranks, dur(s.SpanUs))
 	if s.ClockErrMax >= 0 {
-		fmt.Fprintf(w, " (clocks aligned to rank 0 within %s)", dur(s.ClockErrMax))
+		fmt.Fprintf(w, " (clocks aligned to rank 0 within %s", dur(s.ClockErrMax))
+		if s.Unaligned > 0 {
+			fmt.Fprintf(w, "; %d joiners on their wall clocks", s.Unaligned)
+		}
+		fmt.Fprint(w, ")")
 	}
 	fmt.Fprintln(w)
 	if rankSecs > 0 {

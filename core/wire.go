@@ -18,7 +18,7 @@ func (c *Comm) abort(seq uint64, err error) {
 }
 
 func (c *Comm) send(to int, tag kx.Tag, bufs ...[]byte) error {
-	t0 := c.rec.Enter(tag)
+	t0 := c.rec.EnterSend(tag, bufs)
 	err := c.v.Send(to, tag, bufs...)
 	if err == nil {
 		n := 0

@@ -55,6 +55,30 @@ func (t *tlColl) newPrefix(tag kx.Tag, peer, n int) bool {
 	return true
 }
 
+// timedSendBytes: sends smaller than this are not timed. They are written on the caller's
+// thread and return at once (the data path sends larger ones on a goroutine of their own), so
+// timing them would cost a small call two clock reads a send to record nothing.
+const timedSendBytes = 64 << 10
+
+// EnterSend is Enter for a send of bufs; with the timeline on it reads the clock only for a
+// send large enough to take time.
+func (s *Recorder) EnterSend(tag kx.Tag, bufs [][]byte) int64 {
+	s.mu.Lock()
+	s.enterLocked(s.active[tag.Seq], tag)
+	s.mu.Unlock()
+	if s.tl == nil {
+		return 0
+	}
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	if n < timedSendBytes {
+		return -1 // Message records nothing
+	}
+	return s.tl.Now()
+}
+
 // EnterPrefix is Enter for a wait for the first n bytes of peer's message of tag. With the
 // timeline on it reads the clock only when the wait can block: a combine that goes sub-range by
 // sub-range after waiting for the whole message asks again for parts already landed, and a

@@ -48,7 +48,7 @@ func (c *Comm) expectFold(from int, tag kx.Tag, dst []byte, f kx.Fold) {
 }
 
 func (c *Comm) await(from int, tag kx.Tag) (int, error) {
-	t0 := c.rec.Enter(tag)
+	t0 := c.rec.EnterWait(tag, from, -1)
 	n, err := c.v.Await(from, tag)
 	if err == nil {
 		c.rec.Count(tag, n, false)
@@ -59,7 +59,7 @@ func (c *Comm) await(from int, tag kx.Tag) (int, error) {
 
 // awaitPrefix is not counted: the await that follows it counts the whole message.
 func (c *Comm) awaitPrefix(from int, tag kx.Tag, n int) error {
-	t0 := c.rec.EnterPrefix(tag, from, n)
+	t0 := c.rec.EnterWait(tag, from, n)
 	err := c.v.AwaitPrefix(from, tag, n)
 	c.rec.Message(tag, from, -1, false, t0, err) // the timeline's wait, when it blocked
 	return err

@@ -23,7 +23,7 @@ type tlColl struct {
 	steps   [2 * trace.InlineSteps]int64
 	nsteps  int
 	spilled bool
-	// prefixes: per source, how much of its message a wait already covered (EnterPrefix).
+	// prefixes: per source, how much of its message a wait already covered (EnterWait).
 	prefixes  [8]prefixSeen
 	nprefixes int
 }
@@ -35,8 +35,9 @@ type prefixSeen struct {
 	n     int
 }
 
-// newPrefix records a wait for the first n bytes of peer's message of tag and says whether it
-// can block: not when a wait for as much or more of it returned already.
+// newPrefix records a wait for the first n bytes of peer's message of tag (n < 0: the whole
+// message, after its rows were waited for) and says whether it can block: not when a wait for
+// as much or more of it returned already.
 func (t *tlColl) newPrefix(tag kx.Tag, peer, n int) bool {
 	for i := range t.prefixes[:t.nprefixes] {
 		p := &t.prefixes[i]
@@ -48,7 +49,7 @@ func (t *tlColl) newPrefix(tag kx.Tag, peer, n int) bool {
 			return true
 		}
 	}
-	if t.nprefixes < len(t.prefixes) {
+	if n >= 0 && t.nprefixes < len(t.prefixes) {
 		t.prefixes[t.nprefixes] = prefixSeen{peer, tag.Layer, tag.Phase, n}
 		t.nprefixes++
 	}
@@ -79,11 +80,12 @@ func (s *Recorder) EnterSend(tag kx.Tag, bufs [][]byte) int64 {
 	return s.tl.Now()
 }
 
-// EnterPrefix is Enter for a wait for the first n bytes of peer's message of tag. With the
-// timeline on it reads the clock only when the wait can block: a combine that goes sub-range by
-// sub-range after waiting for the whole message asks again for parts already landed, and a
-// small call would spend more on clock reads than on the waits.
-func (s *Recorder) EnterPrefix(tag kx.Tag, peer, n int) int64 {
+// EnterWait is Enter for a wait for the first n bytes of peer's message of tag, or with n < 0
+// for the whole message. With the timeline on it reads the clock only when the wait can block:
+// a combine that goes sub-range by sub-range after waiting for the whole message asks again
+// for parts already landed, and the wait for the whole message after the combine waited for
+// all its rows finds it landed; a small call would spend more on clock reads than on waits.
+func (s *Recorder) EnterWait(tag kx.Tag, peer, n int) int64 {
 	s.mu.Lock()
 	a := s.active[tag.Seq]
 	s.enterLocked(a, tag)
@@ -169,7 +171,7 @@ func (s *Recorder) Message(tag kx.Tag, peer, n int, sent bool, t0 int64, err err
 
 func (s *Recorder) message(tag kx.Tag, peer, n int, sent bool, t0 int64, err error) {
 	if t0 < 0 && err == nil {
-		return // a wait that could not block (EnterPrefix)
+		return // a wait that could not block (EnterWait) or a small send (EnterSend)
 	}
 	now := s.tl.Now()
 	if t0 < 0 {

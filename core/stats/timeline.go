@@ -118,9 +118,16 @@ func (s *Recorder) Step(seq uint64, st trace.Step, layer int) {
 }
 
 func (s *Recorder) step(seq uint64, st trace.Step, layer int) {
-	now := s.tl.Now()
 	s.mu.Lock()
 	if a := s.active[seq]; a != nil {
+		var now int64
+		if st == trace.StepFill && a.tl.step == 0 && a.tl.nsteps == 0 && !a.tl.spilled {
+			// reduce's fill comes first, right after posting where messages land: the call's
+			// start serves, one clock read less on a small call
+			now = a.tl.start
+		} else {
+			now = s.tl.Now()
+		}
 		s.endStep(seq, a, now)
 		a.tl.step, a.tl.stepLayer, a.tl.stepStart = st, layer, now
 	}

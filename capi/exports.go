@@ -207,6 +207,10 @@ func kylixgo_init(options *C.char, out *C.uintptr_t, eb *C.char, ecap C.size_t) 
 	if err != nil {
 		return failLog(err)
 	}
+	if err := startTimeline(c, o); err != nil { // exports_timeline.go
+		c.Close()
+		return failLog(err)
+	}
 	ce, err := addComm(c, lvl)
 	if err != nil {
 		c.Close()
@@ -263,6 +267,7 @@ func kylixgo_finalize(h C.uintptr_t, eb *C.char, ecap C.size_t) (st C.int) {
 		pe.p.Free()
 	}
 	err = ce.c.Close() // finishes the requests in flight first
+	endTimeline(ce.c)  // exports_timeline.go
 	removeCommRequests(ce)
 	logf(logInfo, ce.logLevel, ce.c.Rank(), "finalized")
 	if ce.errmsg != nil {

@@ -48,6 +48,7 @@ func handOut(name string, s *sink, ce *commEntry, out *C.uintptr_t, next func() 
 			joiners++
 		}
 	}
+	passTimeline(ce.c, nc, name, joiners) // exports_timeline.go
 	logf(logInfo, ce.logLevel, nc.Rank(), "%s: rank %d of %d is now rank %d of %d (%d joiners) in %v",
 		name, oldRank, oldSize, nc.Rank(), nc.Size(), joiners, time.Since(t0).Round(time.Millisecond))
 	*out = C.uintptr_t(ne.id)

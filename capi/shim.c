@@ -259,6 +259,11 @@ int kylix_stats_reset(kylix_comm *c) {
   return kylixgo_stats_reset(H(c), EB);
 }
 
+int kylix_mark(kylix_comm *c, const char *name, int kind) {
+  if (forked) return fork_fail();
+  return kylixgo_mark(H(c), (char *)name, kind, EB);
+}
+
 int kylix_reject(kylix_comm *c, const char *reason) {
   if (forked) return fork_fail();
   return kylixgo_reject(H(c), (char *)reason, EB);

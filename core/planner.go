@@ -38,17 +38,17 @@ func (pl *planner) needLinks() bool {
 }
 
 // linksForConfig measures the links in config seq when this is the comm's first config and the
-// options need it.
-func (pl *planner) linksForConfig(seq uint64) error {
+// options need it, and returns the model it measured (nil when it did not measure).
+func (pl *planner) linksForConfig(seq uint64) (*planning.Links, error) {
 	if pl.net.tried || !pl.needLinks() {
-		return nil
+		return nil, nil
 	}
 	pl.net.tried = true
 	l, err := probe.Measure(pl.cx, seq)
 	if l != nil {
 		pl.setLinks(l)
 	}
-	return err
+	return l, err
 }
 
 // setLinks keeps a measured model; plans made with the old min_packet are forgotten.

@@ -18,7 +18,7 @@ func (c *Comm) abort(seq uint64, err error) {
 }
 
 func (c *Comm) send(to int, tag kx.Tag, bufs ...[]byte) error {
-	c.rec.Enter(tag)
+	t0 := c.rec.EnterSend(tag, bufs)
 	err := c.v.Send(to, tag, bufs...)
 	if err == nil {
 		n := 0
@@ -26,16 +26,18 @@ func (c *Comm) send(to int, tag kx.Tag, bufs ...[]byte) error {
 			n += len(b)
 		}
 		c.rec.Count(tag, n, true)
+		c.rec.Message(tag, to, n, true, t0, nil) // the timeline's send (core/stats/timeline.go)
 	}
 	return err
 }
 
 func (c *Comm) recv(from int, tag kx.Tag) ([]byte, error) {
-	c.rec.Enter(tag)
+	t0 := c.rec.Enter(tag)
 	b, err := c.v.Recv(from, tag)
 	if err == nil {
 		c.rec.Count(tag, len(b), false)
 	}
+	c.rec.Message(tag, from, len(b), false, t0, err) // the timeline's wait
 	return b, err
 }
 
@@ -46,16 +48,19 @@ func (c *Comm) expectFold(from int, tag kx.Tag, dst []byte, f kx.Fold) {
 }
 
 func (c *Comm) await(from int, tag kx.Tag) (int, error) {
-	c.rec.Enter(tag)
+	t0 := c.rec.EnterWait(tag, from, -1)
 	n, err := c.v.Await(from, tag)
 	if err == nil {
 		c.rec.Count(tag, n, false)
 	}
+	c.rec.Message(tag, from, n, false, t0, err) // the timeline's wait
 	return n, err
 }
 
 // awaitPrefix is not counted: the await that follows it counts the whole message.
 func (c *Comm) awaitPrefix(from int, tag kx.Tag, n int) error {
-	c.rec.Enter(tag)
-	return c.v.AwaitPrefix(from, tag, n)
+	t0 := c.rec.EnterWait(tag, from, n)
+	err := c.v.AwaitPrefix(from, tag, n)
+	c.rec.Message(tag, from, -1, false, t0, err) // the timeline's wait, when it blocked
+	return err
 }

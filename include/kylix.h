@@ -240,6 +240,32 @@ const char *kylix_errmsg(const kylix_comm *c);
  *                    or protocol version (nothing changes for the job), or
  *                    KYLIX_ERR_TIMEOUT when no resize admitted it within
  *                    timeout_ms
+ *     timeline       a directory (created if missing; default: off).  This
+ *                    rank writes DIR/rank-<R>.json (a joiner
+ *                    DIR/rank-<R>-join<pid>.json), a Chrome Trace Event
+ *                    Format file for Perfetto or chrome://tracing: every
+ *                    call with its sequence number, plan, keys, bytes,
+ *                    dtype/op and status; its layers' phases (fill,
+ *                    combine, gather; partition, sort, merge for config)
+ *                    with the sends and the waits naming the peer waited
+ *                    for and the bytes; failures and resizes; bytes per
+ *                    layer; and the caller's kylix_mark spans (a call
+ *                    under 200 us carries its phases in its own event's
+ *                    "steps" argument; sends and waits under 2 us are left
+ *                    out, the bytes counter has them).  The file is
+ *                    the format's JSON array form, one event a line, so a
+ *                    rank killed mid-run leaves a file that still loads.
+ *                    Clocks are aligned to rank 0's at kylix_init over the
+ *                    job's own connections (a few barrier + broadcast
+ *                    rounds, so every original rank must set it, as
+ *                    kylixrun --timeline does); the error bound is in the
+ *                    file.  A joiner keeps its wall clock (error unknown).
+ *                    Memory is bounded (two buffers of 8192 events); a
+ *                    writer thread encodes off the call path, and when it
+ *                    falls behind events are dropped and counted, never
+ *                    waited for.  `kylix timeline DIR` merges the files
+ *                    into DIR/timeline.json, draws DIR/timeline.svg and
+ *                    prints where the time went
  *   A size=1 job needs neither peers nor rendezvous.
  * out: receives the new comm on success, NULL on failure.  Must not be NULL.
  *   Release the comm with kylix_finalize.
@@ -869,6 +895,30 @@ int kylix_stats_json(const kylix_comm *c, char *buf, int64_t cap, int64_t *neede
  *   KYLIX_ERR_ARG (NULL c) or KYLIX_ERR_STATE (finalized c).
  */
 int kylix_stats_reset(kylix_comm *c);
+
+/*
+ * kylix_mark - the caller's own work on the timeline (option timeline=DIR):
+ *   a span ("forward", "load batch") from a KYLIX_MARK_BEGIN to the
+ *   KYLIX_MARK_END of the same name, or a KYLIX_MARK_INSTANT, on the same
+ *   clock as the library's events, in the rank's "user" lane.  Spans nest:
+ *   an END closes the innermost open span, and must name it (at most 64 open
+ *   at once).
+ *
+ * name: NUL-terminated UTF-8 (at most 256 bytes are read); copied, so the
+ *   caller may reuse it at once.
+ * kind: KYLIX_MARK_INSTANT, KYLIX_MARK_BEGIN or KYLIX_MARK_END.
+ *
+ * Local: no peer is involved, and nothing waits for the disk.  Same thread
+ * rule as every call on c.  With the timeline off it records nothing and
+ * returns KYLIX_OK (arguments are still checked).  Returns KYLIX_OK;
+ * KYLIX_ERR_ARG for a NULL c, a NULL or empty name or an unknown kind;
+ * KYLIX_ERR_STATE for a finalized c, an END without an open span of that
+ * name innermost, or a 65th open span.
+ */
+#define KYLIX_MARK_INSTANT 0
+#define KYLIX_MARK_BEGIN   1
+#define KYLIX_MARK_END     2
+int kylix_mark(kylix_comm *c, const char *name, int kind);
 
 /*
  * kylix_reject - give up this rank's turn at the next collective.  For a

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"kylix/cmd/internal/timeline"
 	"math"
 	"strings"
 )
@@ -105,20 +106,6 @@ func drawBar(s *strings.Builder, x, w, y0, y1 float64, fill, stroke string, v fl
 	fmt.Fprintf(s, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle" fill="#333">%.3g</text>`+"\n", x+w/2, y0-4, v)
 }
 
-// niceStep rounds x up to 1, 2 or 5 times a power of ten (x <= 0 gives 1).
-func niceStep(x float64) float64 {
-	if !(x > 0) {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(x)))
-	for _, f := range []float64{1, 2, 5, 10} {
-		if f*p >= x {
-			return f * p
-		}
-	}
-	return 10 * p
-}
-
-func xmlEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
-}
+// niceStep and xmlEscape are the timeline picture's (cmd/internal/timeline).
+func niceStep(x float64) float64 { return timeline.NiceStep(x) }
+func xmlEscape(s string) string  { return timeline.XMLEscape(s) }

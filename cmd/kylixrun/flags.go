@@ -45,6 +45,9 @@ options:
                          reported and the job goes on; it fails when a node loses them all
   --timeout SEC          per-wait timeout the ranks use (KYLIX_TIMEOUT_MS); not a job limit
   --job-timeout SEC      kill the whole job after SEC seconds and exit 124 (0: no limit)
+  --timeline DIR         every rank (joiners too) writes its timeline to DIR (KYLIX_TIMELINE);
+                         at the end, DIR/timeline.json and DIR/timeline.svg are made and
+                         where the time went is printed (as "kylix timeline DIR" does)
   --tag-output           prefix every line of every rank's stdout and stderr with "[rank] ".
                          Without it, output to a file or pipe still passes a whole line at a
                          time (bytes unchanged), so kylixrun's own lines stay lines of their own
@@ -246,6 +249,7 @@ func newFlagSet(c *config) (*flag.FlagSet, *flagVars) {
 	fs.IntVar(&c.restarts, "restarts", 0, "")
 	fs.StringVar(&c.jobFile, "job-file", "", "")
 	fs.StringVar(&c.join, "join", "", "")
+	timelineFlag(fs) // timeline.go
 	fs.BoolVar(&v.help, "h", false, "")
 	fs.BoolVar(&v.help, "help", false, "")
 	fs.BoolVar(&v.version, "version", false, "")
@@ -255,7 +259,7 @@ func newFlagSet(c *config) (*flag.FlagSet, *flagVars) {
 // joinCompatible are the flags that mean something to kylixrun --join: it starts local joiners
 // of a job whose layout the members already agreed on.
 var joinCompatible = map[string]bool{"join": true, "n": true, "np": true, "tag-output": true,
-	"timeout": true, "job-timeout": true}
+	"timeout": true, "job-timeout": true, "timeline": true}
 
 // checkElastic checks the flags of elastic jobs and of --join against the others.
 func checkElastic(c *config, set map[string]bool) error {

@@ -29,10 +29,14 @@ func run(args []string) int {
 	}
 	j := &job{cfg: cfg, stdout: stdout, stderr: stderr}
 	j.warnUnknownEnv()
+	if err := startTimeline(j); err != nil { // timeline.go
+		j.logf("--timeline: %v", err)
+		return 2
+	}
 	if cfg.join != "" {
 		return j.runJoin()
 	}
-	return j.run()
+	return endTimeline(j, j.run())
 }
 
 // outputWriters are the launcher's stdout and stderr. When both are one file (2>&1), they

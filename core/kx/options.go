@@ -30,6 +30,8 @@ type Options struct {
 	// and size then come from the resize that admits it, not from the options).
 	Elastic bool
 	Join    string
+	// Timeline: the directory where this rank writes its timeline (core/trace), or "".
+	Timeline string
 }
 
 // DefaultTimeout bounds the wait for a live peer that is late to a collective (a long
@@ -45,7 +47,7 @@ const DefaultLiveness = 5 * time.Second
 const DefaultMinPacket = 1 << 20
 
 var optionKeys = []string{"rank", "size", "peers", "rendezvous", "degrees", "replication",
-	"timeout_ms", "liveness_ms", "secret", "compress", "min_packet", "threads", "log", "shm", "elastic", "join"}
+	"timeout_ms", "liveness_ms", "secret", "compress", "min_packet", "threads", "log", "shm", "elastic", "join", "timeline"}
 
 // ParseOptions reads "key=value;key=value" with every key also taken from the environment as
 // KYLIX_<KEY>; the string wins. Rank and size also come from Open MPI, PMI and Slurm variables.
@@ -57,7 +59,7 @@ func ParseOptions(s string, getenv func(string) string) (Options, error) {
 	}
 	o := Options{Rank: -1, Size: -1, Degrees: "auto", Replication: 1, Timeout: DefaultTimeout,
 		Liveness: DefaultLiveness, Compress: "auto", Threads: runtime.NumCPU(), Log: "warn", Shm: "auto",
-		Rendezvous: vals["rendezvous"], Secret: vals["secret"], Join: vals["join"]}
+		Rendezvous: vals["rendezvous"], Secret: vals["secret"], Join: vals["join"], Timeline: vals["timeline"]}
 	steps := []func(*Options, map[string]string) error{parseNumbers, checkRankSize, parsePeers, parseWords, parseElastic}
 	if o.Join != "" {
 		// A joiner learns its rank, size and peers from the resize that admits it.

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"kylix/core/kx"
+	"kylix/core/trace"
 	"sync"
 	"time"
 )
@@ -104,6 +105,7 @@ type activeColl struct {
 	start     time.Time
 	slot      int
 	slotStart time.Time
+	tl        tlColl // the timeline's view of it (timeline.go); zero when off
 }
 
 // Recorder keeps the statistics of one comm: the comm's data path (core/wire.go) tells it when a
@@ -120,8 +122,11 @@ type Recorder struct {
 	active  map[uint64]*activeColl
 	// freeActive are records of ended collectives, for reuse.
 	freeActive []*activeColl
-	index      IndexBytes // every config message's, for CompressionStats
-	packed     bool       // some message travelled compressed
+	index      IndexBytes    // every config message's, for CompressionStats
+	packed     bool          // some message travelled compressed
+	tl         *trace.Tracer // the timeline (option timeline), nil when off
+	tlBytes    [trace.MaxCounterLayers]int64
+	tlLayers   int
 }
 
 // NewRecorder starts counting.
@@ -142,6 +147,9 @@ func (s *Recorder) Begin(seq uint64, fp kx.Fingerprint) {
 		a.slot = sl
 		a.plan = s.planRecord(fp.Plan, fp.Kind)
 	}
+	if s.tl != nil {
+		a.tl.start, a.tl.fp = s.tl.At(now), fp
+	}
 	if len(s.active) >= 64 { // collectives whose end was never reported: close the oldest
 		old := ^uint64(0)
 		for q := range s.active {
@@ -154,17 +162,25 @@ func (s *Recorder) Begin(seq uint64, fp kx.Fingerprint) {
 }
 
 // Enter switches the collective of tag to the slot of tag's phase, charging the time since the
-// last switch to the slot it leaves.
-func (s *Recorder) Enter(tag kx.Tag) {
+// last switch to the slot it leaves. It returns the timeline's clock for Message (0 when off).
+func (s *Recorder) Enter(tag kx.Tag) int64 {
 	s.mu.Lock()
-	if a := s.active[tag.Seq]; a != nil && a.plan != nil && tag.Phase != kx.PhaseSmall {
+	s.enterLocked(s.active[tag.Seq], tag)
+	s.mu.Unlock()
+	if s.tl != nil {
+		return s.tl.Now()
+	}
+	return 0
+}
+
+func (s *Recorder) enterLocked(a *activeColl, tag kx.Tag) {
+	if a != nil && a.plan != nil && tag.Phase != kx.PhaseSmall {
 		if sl := slotOf(a.kind, tag.Phase); sl != a.slot {
 			now := time.Now()
 			a.plan.secs[a.slot] += now.Sub(a.slotStart)
 			a.slot, a.slotStart = sl, now
 		}
 	}
-	s.mu.Unlock()
 }
 
 // Count charges a message of n payload bytes, sent or received, to its collective, plan, layer
@@ -182,6 +198,9 @@ func (s *Recorder) Count(tag kx.Tag, n int, sent bool) {
 		return
 	}
 	s.kinds[a.kind].tr.Add(u)
+	if s.tl != nil {
+		s.tlCount(a, tag, n, sent)
+	}
 	if a.plan == nil {
 		return
 	}
@@ -231,6 +250,9 @@ func (s *Recorder) endLocked(seq uint64, err error, now time.Time) {
 			s.freeActive = append(s.freeActive, a)
 		}
 	}()
+	if s.tl != nil {
+		s.tlEnd(seq, a, err, now)
+	}
 	k := &s.kinds[a.kind]
 	k.calls++
 	k.secs += now.Sub(a.start)

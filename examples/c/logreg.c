@@ -164,6 +164,8 @@ int main(int argc, char **argv) {
       }
       if (step == steps) break;
       double t0 = now_ms();
+      /* the caller's own work on the timeline (kylixrun --timeline DIR); a no-op otherwise */
+      CHECK(comm, kylix_mark(comm, "gradient", KYLIX_MARK_BEGIN));
       /* mean log-loss gradient over the next batch of the shard */
       long nt = 0;
       for (long b = 0; b < batch; b++, cursor = (cursor + 1) % shard.n) {
@@ -180,6 +182,7 @@ int main(int argc, char **argv) {
         w[touched[j]] -= lr * grad[touched[j]];
         grad[touched[j]] = 0;
       }
+      CHECK(comm, kylix_mark(comm, "gradient", KYLIX_MARK_END));
       double t1 = now_ms();
       int full = m == M_ALLREDUCE || (m == M_PERIODIC && (step + 1) % period == 0);
       if (full) {

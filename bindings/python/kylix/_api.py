@@ -11,10 +11,12 @@ itself.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import threading
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple,
+                    Union)
 
 import numpy as np
 
@@ -35,6 +37,11 @@ OPS: Dict[str, int] = {
     "max": _raw.KYLIX_MAX, "band": _raw.KYLIX_BAND, "bor": _raw.KYLIX_BOR,
     "bxor": _raw.KYLIX_BXOR, "rsum": _raw.KYLIX_RSUM,
 }
+
+
+#: kylix_mark's kinds by name (:meth:`Comm.mark`).
+_MARK_KINDS: Dict[str, int] = {"instant": _raw.KYLIX_MARK_INSTANT, "begin": _raw.KYLIX_MARK_BEGIN,
+                               "end": _raw.KYLIX_MARK_END}
 
 
 def version() -> Tuple[int, int, int]:
@@ -656,6 +663,34 @@ class Comm(CommHandle):
             buf = ctypes.create_string_buffer(cap)
         self._check(st, call)
         raise KylixError("the stats kept growing", call=call)
+
+    def mark(self, name: str, kind: str = "instant") -> None:
+        """Record the caller's own work on the timeline (``kylix_mark``; option ``timeline``).
+
+        ``kind`` is ``"instant"``, ``"begin"`` or ``"end"``; an ``"end"`` closes the innermost
+        open span, which must have this name (else :class:`StateError`).  With the timeline off
+        nothing is recorded.  Local.  Prefer :meth:`span`.
+        """
+        call = "kylix_mark"
+        k = _MARK_KINDS.get(kind)
+        if k is None:
+            raise ArgumentError(f"kind: {kind!r} is not 'instant', 'begin' or 'end'", call=call)
+        if not isinstance(name, str) or not name or "\0" in name:
+            raise ArgumentError(f"name: {name!r} is not a non-empty str without NUL", call=call)
+        self._check(_raw.kylix_mark(self._ptr(call), name.encode("utf-8"), k), call)
+
+    @contextlib.contextmanager
+    def span(self, name: str) -> Iterator[None]:
+        """``with comm.span("forward"):`` shows the block as a span named ``name`` in this
+        rank's "user" lane of the timeline, beside the library's calls (option ``timeline``,
+        ``kylixrun --timeline DIR``).  Spans nest; the span ends also when the block raises.
+        A no-op (two cheap calls) when the timeline is off.
+        """
+        self.mark(name, "begin")
+        try:
+            yield
+        finally:
+            self.mark(name, "end")
 
     def reset_stats(self) -> None:
         """Set every counter and timer of :meth:`stats` to 0 (``kylix_stats_reset``); local."""

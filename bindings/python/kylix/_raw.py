@@ -265,6 +265,14 @@ kylix_stats_json = _fn("kylix_stats_json", c_int,
 # int kylix_stats_reset(kylix_comm *c);
 kylix_stats_reset = _fn("kylix_stats_reset", c_int, [comm_p])
 
+# #define KYLIX_MARK_INSTANT 0 / KYLIX_MARK_BEGIN 1 / KYLIX_MARK_END 2
+KYLIX_MARK_INSTANT = 0
+KYLIX_MARK_BEGIN = 1
+KYLIX_MARK_END = 2
+
+# int kylix_mark(kylix_comm *c, const char *name, int kind);
+kylix_mark = _fn_since("kylix_mark", c_int, [comm_p, c_char_p, c_int])
+
 # int kylix_reject(kylix_comm *c, const char *reason);
 kylix_reject = _fn("kylix_reject", c_int, [comm_p, c_char_p])
 

@@ -335,6 +335,34 @@ public final class Comm extends DenseCollectives implements AutoCloseable {
     return (Map<String, Object>) Json.parse(stats());
   }
 
+  /**
+   * Starts a span of the caller's own work on the timeline ({@code kylix_mark}; option {@code
+   * timeline=DIR}, {@code kylixrun --timeline DIR}): {@code try (var s = comm.span("forward"))
+   * { ... }} shows the block in this rank's "user" lane beside the library's calls. Spans nest;
+   * closing ends the span (also when the block throws). With the timeline off nothing is
+   * recorded. Local.
+   *
+   * @throws ArgumentException for a null or empty name
+   */
+  public Span span(String name) {
+    mark(name, KylixNative.KYLIX_MARK_BEGIN);
+    return new Span(this, name);
+  }
+
+  /** Records an instant of the caller's on the timeline ({@code KYLIX_MARK_INSTANT}). */
+  public void mark(String name) {
+    mark(name, KylixNative.KYLIX_MARK_INSTANT);
+  }
+
+  void mark(String name, int kind) {
+    final String call = "Comm.mark";
+    live.checkOpen(call);
+    if (name == null || name.isEmpty() || name.indexOf('\0') >= 0) {
+      throw new ArgumentException(call + ": name must be a non-empty string without NUL", "name");
+    }
+    live.check(KylixNative.kylix_mark(live.ptr, name, kind));
+  }
+
   /** Zeroes the counters and timers of {@link #stats()} ({@code kylix_stats_reset}). Local. */
   public void statsReset() {
     live.checkOpen("Comm.statsReset");

@@ -164,6 +164,12 @@ public final class KylixNative {
   // int kylix_stats_reset(kylix_comm *c);
   public static native int kylix_stats_reset(Pointer c);
 
+  // #define KYLIX_MARK_INSTANT 0, KYLIX_MARK_BEGIN 1, KYLIX_MARK_END 2
+  public static final int KYLIX_MARK_INSTANT = 0, KYLIX_MARK_BEGIN = 1, KYLIX_MARK_END = 2;
+
+  // int kylix_mark(kylix_comm *c, const char *name, int kind);
+  public static native int kylix_mark(Pointer c, String name, int kind);
+
   // int kylix_reject(kylix_comm *c, const char *reason);
   public static native int kylix_reject(Pointer c, String reason);
 

@@ -1,0 +1,58 @@
+package core
+
+import (
+	"fmt"
+	"kylix/core/planning"
+	"kylix/core/trace"
+)
+
+// The comm's timeline (option timeline, core/trace): its recorder (core/stats) gets every call
+// and message from the data path; the algorithms add their phases with step, one line each.
+
+// SetTimeline attaches t (nil: none) to the comm's recorder; call it before the first
+// collective. Comms made from this one (shrink, resize) need their own SetTimeline.
+func (c *Comm) SetTimeline(t *trace.Tracer) { c.rec.SetTracer(t) }
+
+// Timeline is the attached timeline, or nil.
+func (c *Comm) Timeline() *trace.Tracer { return c.rec.Tracer() }
+
+// TimelineNote records an instant on the timeline (a resize, a shrink); nothing when off.
+func (c *Comm) TimelineNote(name, detail string) { c.rec.Instant(name, detail) }
+
+// step starts phase st of layer in collective seq on the timeline: a nil test when it is off.
+func (c *Comm) step(seq uint64, st trace.Step, layer int) { c.rec.Step(seq, st, layer) }
+
+const (
+	stepFill      = trace.StepFill
+	stepCombine   = trace.StepCombine
+	stepGather    = trace.StepGather
+	stepSort      = trace.StepSort
+	stepMerge     = trace.StepMerge
+	stepPartition = trace.StepPartition
+)
+
+// timelineLinks records the link probe's result (nil: nothing was measured).
+func (c *Comm) timelineLinks(l *planning.Links) {
+	if l == nil || c.Timeline() == nil {
+		return
+	}
+	c.rec.Instant("links measured", fmt.Sprintf("overhead %.1f µs, %.2f GB/s, min_packet %d bytes, %d links, probe %.1f ms",
+		l.OverheadS*1e6, l.BytesPerSec/1e9, l.MinPacket, l.Measured, l.ProbeS*1e3))
+}
+
+// timelinePack records config's compression decision for its layer-0 members, when it
+// compresses for any.
+func (c *Comm) timelinePack(pack []bool) {
+	if c.Timeline() == nil {
+		return
+	}
+	var to []int
+	for g, on := range pack {
+		if on {
+			to = append(to, g)
+		}
+	}
+	if len(to) > 0 {
+		c.rec.Instant("compress", fmt.Sprintf("index lists to layer-0 members %v go lz4-compressed", to))
+	}
+}

@@ -1,0 +1,19 @@
+// Package trace is a rank's timeline (option timeline=DIR): every collective, its layers'
+// phases, the waits naming the peers waited for, the caller's own spans (kylix_mark) and the
+// instants worth seeing (failures, resizes), written to DIR/rank-<R>.json in the Chrome Trace
+// Event Format that Perfetto and chrome://tracing open, as Horovod's timeline and PyTorch's
+// profiler do.
+//
+// The file is the format's JSON array form, one event a line, each followed by a comma: the
+// format lets the closing bracket be missing, so the file of a rank killed mid-run still loads,
+// and a reader that goes line by line (Load) takes every whole line.
+//
+// Cost: a comm without a timeline pays one nil test a hook. With one, an event is a fixed-size
+// record copied into one of two fixed buffers under a mutex; a writer goroutine swaps the
+// buffers and encodes off the call path. When the writer falls behind and both buffers are full,
+// events are dropped and counted (the count goes in the file): a call never waits for the disk.
+//
+// Clocks: each rank's events are on its own monotonic clock, started at its wall-clock time,
+// plus the offset to rank 0's clock that Align measures at init over the job's own connections;
+// the offset's error bound is written in the file (merge and the tests use it).
+package trace

@@ -1,0 +1,255 @@
+package trace
+
+import (
+	"kylix/core/kx"
+	"strconv"
+	"unicode/utf8"
+)
+
+// What an Event records; each kind has its own arguments in the file.
+const (
+	kindCall    = iota + 1 // a collective: one C call
+	kindStep               // a phase of a layer inside a call (fill, combine, gather, sort, merge, partition)
+	kindWait               // a receive: the time until a peer's message landed
+	kindSend               // a send (on the send lane: large sends run beside the caller)
+	kindMark               // the caller's span (kylix_mark BEGIN..END)
+	kindMarkNow            // the caller's instant (kylix_mark INSTANT)
+	kindInstant            // the library's instant: a failure, a resize, a link probe's result
+	kindCounter            // bytes per layer so far
+)
+
+// Lanes (Chrome "threads") of a rank's process.
+const (
+	laneCalls = 0 // calls, their phases and waits, nested
+	laneSends = 1
+	laneUser  = 2
+)
+
+var laneNames = [...]string{"calls", "sends", "user"}
+
+// MaxCounterLayers is how many layers the bytes counter tracks apart.
+const MaxCounterLayers = 6
+
+// InlineSteps is how many phases a short call carries in its own event (args "steps") instead
+// of one event each: a small step's call would otherwise cost the writer four events.
+// `kylix timeline` turns them back into nested events.
+const InlineSteps = 4
+
+// InlineStep packs a phase of a call for Event.Steps: its start after the call's (ns), the
+// step and its layer in one word, its duration in the next.
+func InlineStep(startRel int64, s Step, layer int) int64 {
+	return startRel<<16 | int64(s)<<8 | int64(uint8(layer))
+}
+
+// Event is one record in the buffer: fixed size, no pointers but two strings the caller
+// already holds, so recording one allocates nothing.
+type Event struct {
+	TS, Dur int64 // local clock, ns
+	Name    string
+	Msg     string // a failure's message, an instant's detail
+	Seq     uint64
+	FP      kx.Fingerprint
+	N       [MaxCounterLayers]int64
+	Steps   [2 * InlineSteps]int64 // a call's inline phases (InlineStep, duration), 0 after the last
+	Peer    int32
+	Layer   int16
+	Kind    uint8
+	Phase   kx.Phase // a message's phase (wait, send)
+}
+
+// Step names a phase of a layer that core's algorithms report (the rest, send and wait, come
+// from the data path itself).
+type Step uint8
+
+const (
+	StepFill      Step = iota + 1 // reduce: the caller's values into the layer-0 vector
+	StepCombine                   // reduce going down: the members' slices combined
+	StepGather                    // reduce going up: answers gathered for the members and the caller
+	StepSort                      // config: keys hashed, sorted and made unique
+	StepMerge                     // config: the members' sorted lists merged
+	StepPartition                 // config: keys split among the layer's members (and sent)
+)
+
+var stepNames = [...]string{"", "fill", "combine", "gather", "sort", "merge", "partition"}
+
+func (s Step) String() string {
+	if int(s) < len(stepNames) {
+		return stepNames[s]
+	}
+	return "step"
+}
+
+// callNames are the calls' event names by collective kind, as the C ABI names them.
+var callNames = [...]string{"kylix_reject", "kylix_config", "kylix_reduce", "kylix_config_reduce",
+	"kylix_allreduce", "kylix_bcast", "kylix_barrier", "kylix_mix", "agree", "links"}
+
+// CallName is the event name of a collective of kind k.
+func CallName(k kx.Kind) string {
+	if int(k) < len(callNames) {
+		return callNames[k]
+	}
+	return "collective"
+}
+
+// appendJSONString appends s as a JSON string: quotes, backslashes and control characters
+// escaped, invalid UTF-8 replaced.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c < 0x20:
+				b = append(b, `\u00`...)
+				b = append(b, "0123456789abcdef"[c>>4], "0123456789abcdef"[c&15])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(b, '"')
+}
+
+// appendMicros appends ns as microseconds with three decimals (the format's unit).
+func appendMicros(b []byte, ns int64) []byte {
+	if ns < 0 {
+		b = append(b, '-')
+		ns = -ns
+	}
+	b = strconv.AppendInt(b, ns/1000, 10)
+	f := ns % 1000
+	return append(b, '.', byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
+}
+
+func appendKey(b []byte, k string, v int64) []byte {
+	b = append(b, ',', '"')
+	b = append(b, k...)
+	b = append(b, '"', ':')
+	return strconv.AppendInt(b, v, 10)
+}
+
+func appendStrKey(b []byte, k, v string) []byte {
+	b = append(b, ',', '"')
+	b = append(b, k...)
+	b = append(b, '"', ':')
+	return appendJSONString(b, v)
+}
+
+// encode appends e as one line of the file: a JSON object, a comma, a newline. off maps the
+// local clock to the aligned one.
+func (e *Event) encode(b []byte, pid int, off int64) []byte {
+	ph, tid := byte('X'), laneCalls
+	switch e.Kind {
+	case kindSend:
+		tid = laneSends
+	case kindMark:
+		tid = laneUser
+	case kindMarkNow:
+		ph, tid = 'i', laneUser
+	case kindInstant:
+		ph = 'i'
+	case kindCounter:
+		ph = 'C'
+	}
+	b = append(b, `{"name":`...)
+	b = appendJSONString(b, e.Name)
+	b = append(b, `,"ph":"`...)
+	b = append(b, ph)
+	b = append(b, `","pid":`...)
+	b = strconv.AppendInt(b, int64(pid), 10)
+	b = append(b, `,"tid":`...)
+	b = strconv.AppendInt(b, int64(tid), 10)
+	b = append(b, `,"ts":`...)
+	b = appendMicros(b, e.TS+off)
+	if ph == 'X' {
+		b = append(b, `,"dur":`...)
+		b = appendMicros(b, e.Dur)
+	}
+	if ph == 'i' {
+		b = append(b, `,"s":"t"`...)
+	}
+	b = append(b, `,"args":{`...)
+	mark := len(b)
+	switch e.Kind {
+	case kindCall:
+		b = appendKey(b, "seq", int64(e.Seq))
+		if e.FP.Plan != 0 {
+			b = appendKey(b, "plan", int64(e.FP.Plan))
+		}
+		if e.FP.Dtype != 0 {
+			b = appendStrKey(b, "dtype", kx.Dtype(e.FP.Dtype).String())
+			b = appendStrKey(b, "op", kx.Op(e.FP.Op).String())
+			b = appendKey(b, "width", int64(e.FP.Width))
+		}
+		if e.FP.Count != 0 {
+			b = appendKey(b, "count", e.FP.Count)
+		}
+		if e.N[2] > 0 || e.N[3] > 0 {
+			b = appendKey(b, "keys_out", e.N[2])
+			b = appendKey(b, "keys_in", e.N[3])
+		}
+		b = appendKey(b, "bytes_sent", e.N[0])
+		b = appendKey(b, "bytes_recv", e.N[1])
+		b = appendStrKey(b, "status", kx.Code(e.N[4]).String())
+		if e.Msg != "" {
+			b = appendStrKey(b, "error", e.Msg)
+		}
+		if e.Steps[0] != 0 {
+			b = append(b, `,"steps":[`...)
+			for i := 0; i < len(e.Steps) && e.Steps[i] != 0; i += 2 {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				w := e.Steps[i]
+				b = append(b, `["`...)
+				b = append(b, Step(w>>8&0xff).String()...)
+				b = append(b, `",`...)
+				b = strconv.AppendInt(b, w&0xff, 10)
+				b = append(b, ',')
+				b = appendMicros(b, w>>16)
+				b = append(b, ',')
+				b = appendMicros(b, e.Steps[i+1])
+				b = append(b, ']')
+			}
+			b = append(b, ']')
+		}
+	case kindStep:
+		b = appendKey(b, "seq", int64(e.Seq))
+		b = appendKey(b, "layer", int64(e.Layer))
+	case kindWait, kindSend:
+		b = appendKey(b, "seq", int64(e.Seq))
+		b = appendKey(b, "layer", int64(e.Layer))
+		b = appendStrKey(b, "phase", e.Phase.String())
+		b = appendKey(b, "peer", int64(e.Peer))
+		b = appendKey(b, "bytes", e.N[0])
+		if e.Msg != "" {
+			b = appendStrKey(b, "error", e.Msg)
+		}
+	case kindInstant:
+		if e.Msg != "" {
+			b = appendStrKey(b, "detail", e.Msg)
+		}
+	case kindCounter:
+		for l := 0; l < int(e.Layer) && l < MaxCounterLayers; l++ {
+			b = appendKey(b, layerKeys[l], e.N[l])
+		}
+	}
+	if len(b) > mark && b[mark] == ',' { // the first argument's comma
+		copy(b[mark:], b[mark+1:])
+		b = b[:len(b)-1]
+	}
+	return append(b, "}},\n"...)
+}
+
+var layerKeys = [MaxCounterLayers]string{"L0", "L1", "L2", "L3", "L4", "L5"}

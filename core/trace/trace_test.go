@@ -1,0 +1,326 @@
+package trace
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"kylix/core/kx"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// readLines parses every line of a rank file as JSON (the array's brackets apart), as a
+// reader of a killed rank's file must.
+func readLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		l := strings.TrimSuffix(strings.TrimSpace(sc.Text()), ",")
+		if l == "[" || l == "]" || l == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestFileIsJSONAndHasEveryKind(t *testing.T) {
+	dir := t.TempDir()
+	tr, err := Open(filepath.Join(dir, "sub"), 3, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.SetClock(1500, 250, 3, `host "quoted"`)
+	tag := kx.Tag{Seq: 7, Layer: 1, Phase: kx.PhaseDown}
+	tr.Step(7, StepCombine, 1, 100, 900)
+	tr.Message(tag, 2, 4096, false, 200, 800, nil)
+	tr.Message(tag, 2, 4096, true, 150, 160, nil)
+	tr.Call(7, kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(kx.F64), Op: uint16(kx.Sum), Width: 1, Plan: 5}, 50, 1000, 4096, 4096, 10, 12,
+		&[2 * InlineSteps]int64{InlineStep(0, StepFill, 0), 100, InlineStep(100, StepGather, 1), 850},
+		kx.Errorf(kx.CodePeer, "rank 2 \x01 died"))
+	var perLayer [MaxCounterLayers]int64
+	perLayer[0], perLayer[1] = 10, 20
+	tr.Counter(1000, &perLayer, 2)
+	if err := tr.Mark("fwd\n\"x\"", MarkBegin); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Mark("fwd\n\"x\"", MarkEnd); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Mark("tick", MarkInstant); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(tr.Path())
+	var all []map[string]any
+	if err := json.Unmarshal(raw, &all); err != nil { // closed: a complete JSON array
+		t.Fatalf("closed file is not a JSON array: %v\n%s", err, raw)
+	}
+	byName := map[string]map[string]any{}
+	for _, m := range readLines(t, tr.Path()) {
+		byName[m["name"].(string)] = m
+	}
+	call := byName["kylix_reduce"]
+	if call == nil {
+		t.Fatalf("no call event: %v", byName)
+	}
+	// ts = local + offset (1500 ns), in µs
+	if call["ts"].(float64) != 1.55 || call["dur"].(float64) != 0.95 {
+		t.Errorf("call ts/dur = %v/%v, want 1.55/0.95", call["ts"], call["dur"])
+	}
+	args := call["args"].(map[string]any)
+	if args["status"] != "peer failed" || args["plan"].(float64) != 5 || args["keys_in"].(float64) != 12 || args["dtype"] != "f64" {
+		t.Errorf("call args: %v", args)
+	}
+	if st := fmt.Sprint(args["steps"]); st != "[[fill 0 0 0.1] [gather 1 0.1 0.85]]" {
+		t.Errorf("inline steps: %s", st)
+	}
+	if byName["peer failed"] == nil {
+		t.Errorf("no instant for the peer failure")
+	}
+	w := byName["wait"]["args"].(map[string]any)
+	if w["peer"].(float64) != 2 || w["bytes"].(float64) != 4096 || w["layer"].(float64) != 1 || w["phase"] != "down" {
+		t.Errorf("wait args: %v", w)
+	}
+	if byName["send"]["tid"].(float64) != laneSends || byName["fwd\n\"x\""]["tid"].(float64) != laneUser {
+		t.Errorf("lanes: send %v, mark %v", byName["send"]["tid"], byName["fwd\n\"x\""]["tid"])
+	}
+	if c := byName["bytes"]["args"].(map[string]any); c["L0"].(float64) != 10 || c["L1"].(float64) != 20 {
+		t.Errorf("counter: %v", c)
+	}
+	clk := byName["kylix_clock"]["args"].(map[string]any)
+	if clk["clock_error_us"].(float64) != 0.25 || clk["host"] != `host "quoted"` {
+		t.Errorf("clock record: %v", clk)
+	}
+	if byName["kylix_end"]["args"].(map[string]any)["dropped"].(float64) != 0 {
+		t.Errorf("end record: %v", byName["kylix_end"])
+	}
+}
+
+func TestMarkNesting(t *testing.T) {
+	tr, err := Open(t.TempDir(), 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if err := tr.Mark("a", MarkEnd); kx.CodeOf(err) != kx.CodeState {
+		t.Errorf("END without BEGIN: %v", err)
+	}
+	tr.Mark("a", MarkBegin)
+	tr.Mark("b", MarkBegin)
+	if err := tr.Mark("a", MarkEnd); kx.CodeOf(err) != kx.CodeState || !strings.Contains(err.Error(), `"b"`) {
+		t.Errorf("END of an outer span: %v", err)
+	}
+	if err := tr.Mark("b", MarkEnd); err != nil {
+		t.Error(err)
+	}
+	if err := tr.Mark("a", MarkEnd); err != nil {
+		t.Error(err)
+	}
+	if err := tr.Mark("a", 3); kx.CodeOf(err) != kx.CodeArg {
+		t.Errorf("kind 3: %v", err)
+	}
+	for i := 0; i < maxOpenSpans; i++ {
+		if err := tr.Mark("deep", MarkBegin); err != nil {
+			t.Fatalf("span %d: %v", i, err)
+		}
+	}
+	if err := tr.Mark("deep", MarkBegin); kx.CodeOf(err) != kx.CodeState {
+		t.Errorf("span %d: %v", maxOpenSpans+1, err)
+	}
+}
+
+// A writer that cannot keep up (here: never runs, the buffer is full) drops and counts; the
+// caller never blocks.
+func TestFullBufferDropsAndCounts(t *testing.T) {
+	tr, err := Open(t.TempDir(), 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.mu.Lock()
+	tr.spare = nil // as while the writer holds it
+	tr.mu.Unlock()
+	start := time.Now()
+	for i := 0; i < 3*BufferEvents; i++ {
+		tr.Instant("x", int64(i), "")
+	}
+	if d := tr.Drops(); d != 2*BufferEvents {
+		t.Errorf("drops = %d, want %d", d, 2*BufferEvents)
+	}
+	if time.Since(start) > 10*time.Second { // fail-safe only
+		t.Errorf("recording blocked")
+	}
+	tr.mu.Lock()
+	tr.spare = make([]Event, 0, BufferEvents)
+	tr.mu.Unlock()
+	tr.Close()
+	lines := readLines(t, tr.Path())
+	end := lines[len(lines)-1]
+	if end["name"] != "kylix_end" || end["args"].(map[string]any)["dropped"].(float64) != 2*BufferEvents {
+		t.Errorf("end record: %v", end)
+	}
+}
+
+// A rank killed before Close leaves lines that all parse (what was flushed).
+func TestUnclosedFileLoadsLineByLine(t *testing.T) {
+	tr, err := Open(t.TempDir(), 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(filepath.Base(tr.Path()), "-join") {
+		t.Errorf("a joiner's file: %s", tr.Path())
+	}
+	tr.SetClock(0, -1, 1, "h")
+	tr.Instant("before kill", 5, "")
+	deadline := time.Now().Add(10 * time.Second)
+	for tr.written.Load() == 0 && time.Now().Before(deadline) { // the periodic flush
+		time.Sleep(10 * time.Millisecond)
+	}
+	lines := readLines(t, tr.Path()) // Close not called: no closing bracket
+	found := false
+	for _, l := range lines {
+		found = found || l["name"] == "before kill"
+	}
+	if !found {
+		t.Errorf("flushed event not in the unclosed file: %v", lines)
+	}
+	tr.Close()
+}
+
+// fakeJob runs n ranks' Align as goroutines whose clocks are the real one plus a skew.
+type fakeRank struct {
+	rank int
+	job  *fakeJob
+}
+
+type fakeJob struct {
+	n     int
+	mu    sync.Mutex
+	cond  *sync.Cond
+	gen   int
+	in    int
+	val   []byte
+	delay time.Duration
+}
+
+func (r fakeRank) Rank() int { return r.rank }
+
+// meet returns once every rank has called it (one generation); before runs on arrival and
+// after on leaving, both under the job's lock.
+func (j *fakeJob) meet(before, after func()) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	g := j.gen
+	before()
+	j.in++
+	if j.in == j.n {
+		j.in, j.gen = 0, j.gen+1
+		j.cond.Broadcast()
+	}
+	for g == j.gen {
+		j.cond.Wait()
+	}
+	after()
+}
+
+func (r fakeRank) Barrier() error {
+	r.job.meet(func() {}, func() {})
+	return nil
+}
+
+// Bcast: the root leaves its value, every rank takes it; a rank leaving the meeting cannot
+// see the next round's value, which needs this rank's arrival first.
+func (r fakeRank) Bcast(b []byte, root int) error {
+	j := r.job
+	time.Sleep(j.delay) // the message's way
+	j.meet(func() {
+		if r.rank == root {
+			j.val = append(j.val[:0], b...)
+		}
+	}, func() { copy(b, j.val) })
+	return nil
+}
+
+func TestAlignRecoversSkewWithinItsBound(t *testing.T) {
+	skews := []int64{0, 3e9, -7e8, 123456789}
+	j := &fakeJob{n: len(skews), delay: 200 * time.Microsecond}
+	j.cond = sync.NewCond(&j.mu)
+	base := time.Now()
+	type res struct{ off, err int64 }
+	out := make([]res, len(skews))
+	errs := make([]error, len(skews))
+	var wg sync.WaitGroup
+	for r := range skews {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			now := func() int64 { return int64(time.Since(base)) + skews[r] }
+			out[r].off, out[r].err, errs[r] = Align(fakeRank{r, j}, now, AlignRounds)
+		}(r)
+	}
+	wg.Wait()
+	for r := range skews {
+		if errs[r] != nil {
+			t.Fatal(errs[r])
+		}
+		// rank r's clock + offset must be rank 0's: offset ≈ −skew within the bound
+		miss := out[r].off + skews[r]
+		if miss < 0 {
+			miss = -miss
+		}
+		if out[r].err < 0 || miss > out[r].err {
+			t.Errorf("rank %d: offset %d for skew %d: off by %d ns, bound %d ns", r, out[r].off, skews[r], miss, out[r].err)
+		}
+	}
+	if out[0].off != 0 || out[0].err != 0 {
+		t.Errorf("rank 0: %+v", out[0])
+	}
+}
+
+func TestAlignFailsWithTheComm(t *testing.T) {
+	bad := errors.New("peer gone")
+	_, e, err := Align(failing{bad}, func() int64 { return 0 }, 3)
+	if !errors.Is(err, bad) || e != -1 {
+		t.Errorf("err %v, bound %d", err, e)
+	}
+}
+
+type failing struct{ err error }
+
+func (f failing) Rank() int               { return 1 }
+func (f failing) Barrier() error          { return f.err }
+func (f failing) Bcast([]byte, int) error { return f.err }
+
+func TestRecordAllocatesNothing(t *testing.T) {
+	tr, err := Open(t.TempDir(), 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	tag := kx.Tag{Seq: 1, Phase: kx.PhaseUp}
+	n := testing.AllocsPerRun(1000, func() {
+		tr.Message(tag, 1, 8, false, 1, 2, nil)
+		tr.Step(1, StepGather, 0, 1, 2)
+		tr.Call(1, kx.Fingerprint{Kind: kx.KindReduce}, 1, 2, 8, 8, 0, 0, nil, nil)
+	})
+	if n != 0 {
+		t.Errorf("%v allocations a call's events", n)
+	}
+}

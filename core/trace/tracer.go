@@ -1,0 +1,393 @@
+package trace
+
+import (
+	"fmt"
+	"kylix/core/kx"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	_ "unsafe" // go:linkname
+)
+
+// BufferEvents is the size of each of a rank's two event buffers: about 1 MiB each. A writer
+// that keeps up empties one while calls fill the other.
+const BufferEvents = 8192
+
+// flushEvery bounds how long an event waits in the buffer (what a killed rank's file loses).
+const flushEvery = 100 * time.Millisecond
+
+// maxOpenSpans bounds the caller's nesting of kylix_mark spans.
+const maxOpenSpans = 64
+
+// Tracer is one rank's timeline. Its methods may be called from any goroutine.
+type Tracer struct {
+	base      time.Time // the local clock's zero
+	baseMono  int64     // nanotime at base
+	rank      int
+	pid       int
+	f         *os.File
+	path      string
+	offset    atomic.Int64 // local clock -> rank 0's, ns (Align)
+	errNs     atomic.Int64 // the offset's error bound, ns; -1: not measured
+	mu        sync.Mutex
+	buf       []Event // filled by calls
+	spare     []Event // empty, or nil while the writer holds it
+	drops     uint64
+	closed    bool
+	kick      chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
+	spans     []openSpan // the caller's open kylix_mark spans
+	written   atomic.Int64
+	counter   Event // the bytes counter's latest value; counterAt: when it was last recorded
+	counterAt int64
+}
+
+type openSpan struct {
+	name string
+	ts   int64
+}
+
+// Open creates dir (when missing) and dir/rank-<rank>.json, writes the file's opening and
+// starts the writer. A joiner's file is rank-<rank>-join<pid>.json: its number may be one a
+// dead rank of the job had, whose file stays. The clock is unaligned (error -1) until SetClock.
+func Open(dir string, rank int, joiner bool) (*Tracer, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, kx.Errorf(kx.CodeArg, "timeline: cannot create directory %q: %v", dir, err)
+	}
+	name := "rank-" + strconv.Itoa(rank)
+	if joiner {
+		name += "-join" + strconv.Itoa(os.Getpid())
+	}
+	path := filepath.Join(dir, name+".json")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, kx.Errorf(kx.CodeArg, "timeline: cannot create %q: %v", path, err)
+	}
+	t := &Tracer{base: time.Now(), baseMono: nanotime(), rank: rank, pid: os.Getpid(), f: f, path: path,
+		buf: make([]Event, 0, BufferEvents), spare: make([]Event, 0, BufferEvents),
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	t.errNs.Store(-1)
+	if _, err := f.WriteString("[\n"); err != nil {
+		f.Close()
+		return nil, kx.Errorf(kx.CodeNet, "timeline: cannot write %q: %v", path, err)
+	}
+	go t.writer()
+	return t, nil
+}
+
+// Path is the rank's file.
+func (t *Tracer) Path() string { return t.path }
+
+// nanotime is the runtime's monotonic clock, which time.Time's monotonic readings also come
+// from: one clock read where time.Now makes two (wall and monotonic). A small call reads the
+// timeline's clock about ten times, which was most of what the timeline cost it.
+//
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
+
+// Now is the local clock: nanoseconds since Open.
+func (t *Tracer) Now() int64 { return nanotime() - t.baseMono }
+
+// At is tm on the local clock (no clock read: tm was read already).
+func (t *Tracer) At(tm time.Time) int64 { return int64(tm.Sub(t.base)) }
+
+// wall is the local clock's reading as wall-clock nanoseconds (Unix), the scale Align compares.
+func (t *Tracer) wall() int64 { return t.base.UnixNano() + t.Now() }
+
+// SetClock sets the offset of this rank's clock to rank 0's and its error bound (ns; -1: not
+// measured), and writes the process's metadata. rank is the rank's number (it may have changed
+// since Open, for a joiner), host its host name.
+func (t *Tracer) SetClock(offsetNs, errNs int64, rank int, host string) {
+	t.offset.Store(offsetNs)
+	t.errNs.Store(errNs)
+	t.mu.Lock()
+	t.rank = rank
+	t.mu.Unlock()
+	t.meta(host)
+}
+
+// meta writes the process's name (rank R (host, pid)), its lanes' names and the clock record.
+func (t *Tracer) meta(host string) {
+	var b []byte
+	line := func(name string, tid int, args string) {
+		b = append(b, `{"name":"`...)
+		b = append(b, name...)
+		b = append(b, `","ph":"M","pid":`...)
+		b = strconv.AppendInt(b, int64(t.rank), 10)
+		b = append(b, `,"tid":`...)
+		b = strconv.AppendInt(b, int64(tid), 10)
+		b = append(b, `,"args":{`...)
+		b = append(b, args...)
+		b = append(b, "}},\n"...)
+	}
+	line("process_name", 0, `"name":`+string(appendJSONString(nil, fmt.Sprintf("rank %d (%s, pid %d)", t.rank, host, t.pid))))
+	line("process_sort_index", 0, `"sort_index":`+strconv.Itoa(t.rank))
+	for tid, n := range laneNames {
+		line("thread_name", tid, `"name":"`+n+`"`)
+	}
+	// origin_unix_ns: when ts 0 of this file was, on rank 0's wall clock (merge aligns files
+	// by it); clock_error_us: how far this rank's events may be off rank 0's.
+	origin := t.base.UnixNano() + t.offset.Load()
+	line("kylix_clock", 0, fmt.Sprintf(`"rank":%d,"host":%s,"pid":%d,"origin_unix_ns":%d,"offset_ns":%d,"clock_error_us":%s`,
+		t.rank, appendJSONString(nil, host), t.pid, origin, t.offset.Load(), micros(t.errNs.Load())))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed {
+		t.f.Write(b)
+	}
+}
+
+func micros(ns int64) string {
+	if ns < 0 {
+		return "-1"
+	}
+	return string(appendMicros(nil, ns))
+}
+
+// record copies e into the buffer, or counts it dropped when the buffer is full.
+func (t *Tracer) record(e *Event) {
+	t.mu.Lock()
+	if len(t.buf) == cap(t.buf) || t.closed {
+		t.drops++
+		t.mu.Unlock()
+		t.wake() // the writer may be asleep with its spare back: swap now
+		return
+	}
+	t.buf = append(t.buf, *e)
+	half := len(t.buf) == cap(t.buf)/2
+	t.mu.Unlock()
+	if half {
+		t.wake()
+	}
+}
+
+// wake tells the writer there is work, without waiting.
+func (t *Tracer) wake() {
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+// writer encodes the full buffer while calls fill the other, every flushEvery or sooner when
+// the buffer is half full.
+func (t *Tracer) writer() {
+	defer close(t.done)
+	tick := time.NewTicker(flushEvery)
+	defer tick.Stop()
+	var out []byte
+	for {
+		stopping := false
+		select {
+		case <-t.kick:
+		case <-tick.C:
+		case <-t.stop:
+			stopping = true
+		}
+		out = t.flush(out[:0])
+		if stopping {
+			return
+		}
+	}
+}
+
+// flush takes the filled buffer (giving the calls the spare), encodes it and writes it.
+func (t *Tracer) flush(out []byte) []byte {
+	t.mu.Lock()
+	full := t.buf
+	if t.spare == nil || len(full) == 0 {
+		t.mu.Unlock()
+		return out
+	}
+	t.buf, t.spare = t.spare[:0], nil
+	off := t.offset.Load()
+	pid := t.rank
+	t.mu.Unlock()
+	for i := range full {
+		out = full[i].encode(out, pid, off)
+	}
+	t.f.Write(out)
+	t.written.Add(int64(len(full)))
+	clear(full) // drop the strings
+	t.mu.Lock()
+	t.spare = full[:0]
+	t.mu.Unlock()
+	return out
+}
+
+// Close writes what is buffered, the drop count and the closing bracket, and closes the file.
+func (t *Tracer) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.mu.Unlock()
+	close(t.stop)
+	<-t.done
+	t.mu.Lock()
+	last := t.counter
+	t.mu.Unlock()
+	if last.Kind != 0 && last.TS != t.counterAt { // the counter's final value
+		t.record(&last)
+	}
+	t.flush(nil) // the writer's last flush may have found the spare still out
+	t.mu.Lock()
+	t.closed = true
+	drops := t.drops
+	t.mu.Unlock()
+	b := []byte(`{"name":"kylix_end","ph":"M","pid":`)
+	b = strconv.AppendInt(b, int64(t.rank), 10)
+	b = append(b, `,"tid":0,"args":{"events":`...)
+	b = strconv.AppendInt(b, t.written.Load(), 10)
+	b = append(b, `,"dropped":`...)
+	b = strconv.AppendUint(b, drops, 10)
+	b = append(b, "}}\n]\n"...)
+	_, err := t.f.Write(b)
+	if cerr := t.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// WriteStats writes a comm's kylix_stats_json object into the file as metadata (at finalize):
+// its plans' per-layer keys and its measured links, which `kylix timeline` prices the layers
+// with.
+func (t *Tracer) WriteStats(js []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	b := []byte(`{"name":"kylix_stats","ph":"M","pid":`)
+	b = strconv.AppendInt(b, int64(t.rank), 10)
+	b = append(b, `,"tid":0,"args":`...)
+	b = append(b, js...)
+	b = append(b, "},\n"...)
+	t.f.Write(b)
+}
+
+// Drops is how many events were dropped because the writer fell behind.
+func (t *Tracer) Drops() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.drops
+}
+
+// ---- what the library records --------------------------------------------------------------
+
+// Call records a collective: kind, fingerprint, its span, bytes moved, keys (out, in; 0 when
+// not a plan's), its inline phases (nil: none; see InlineSteps) and outcome.
+func (t *Tracer) Call(seq uint64, fp kx.Fingerprint, start, end int64, sent, recv, keysOut, keysIn int64,
+	steps *[2 * InlineSteps]int64, err error) {
+	e := Event{Kind: kindCall, Name: CallName(fp.Kind), TS: start, Dur: end - start, Seq: seq, FP: fp}
+	if steps != nil {
+		e.Steps = *steps
+	}
+	e.N[0], e.N[1], e.N[2], e.N[3] = sent, recv, keysOut, keysIn
+	if err != nil {
+		e.N[4] = int64(kx.CodeOf(err))
+		e.Msg = err.Error()
+	}
+	t.record(&e)
+	if err != nil {
+		switch kx.CodeOf(err) {
+		case kx.CodePeer, kx.CodeTimeout, kx.CodeNet:
+			t.Instant(kx.CodeOf(err).String(), end, e.Msg)
+		}
+	}
+}
+
+// Step records a phase of layer of collective seq.
+func (t *Tracer) Step(seq uint64, s Step, layer int, start, end int64) {
+	e := Event{Kind: kindStep, Name: s.String(), TS: start, Dur: end - start, Seq: seq, Layer: int16(layer)}
+	t.record(&e)
+}
+
+// Message records a send or a receive of n bytes to or from peer (a wait when receiving).
+func (t *Tracer) Message(tag kx.Tag, peer, n int, sent bool, start, end int64, err error) {
+	e := Event{Kind: kindWait, Name: "wait", TS: start, Dur: end - start, Seq: tag.Seq, Layer: int16(tag.Layer),
+		Phase: tag.Phase, Peer: int32(peer)}
+	if sent {
+		e.Kind, e.Name = kindSend, "send"
+	}
+	e.N[0] = int64(n)
+	if err != nil {
+		e.Msg = err.Error()
+	}
+	t.record(&e)
+}
+
+// Instant records a moment worth seeing: a failure, a resize, a link probe's result.
+func (t *Tracer) Instant(name string, at int64, detail string) {
+	e := Event{Kind: kindInstant, Name: name, TS: at, Msg: detail}
+	t.record(&e)
+}
+
+// counterEvery is the bytes counter's sampling period: a small step's every call would
+// otherwise add an event.
+const counterEvery = int64(time.Millisecond)
+
+// Counter records the bytes moved so far per layer (layers of them), at most once every
+// counterEvery; Close records the last value.
+func (t *Tracer) Counter(at int64, perLayer *[MaxCounterLayers]int64, layers int) {
+	e := Event{Kind: kindCounter, Name: "bytes", TS: at, N: *perLayer, Layer: int16(min(layers, MaxCounterLayers))}
+	t.mu.Lock()
+	t.counter = e
+	due := at-t.counterAt >= counterEvery || t.counterAt == 0
+	if due {
+		t.counterAt = at
+	}
+	t.mu.Unlock()
+	if due {
+		t.record(&e)
+	}
+}
+
+// ---- the caller's marks (kylix_mark) ---------------------------------------------------------
+
+// Mark kinds, as include/kylix.h numbers them.
+const (
+	MarkInstant = 0
+	MarkBegin   = 1
+	MarkEnd     = 2
+)
+
+// Mark records the caller's span or instant. END closes the innermost open span, which must
+// have the same name; anything else is CodeState.
+func (t *Tracer) Mark(name string, kind int) error {
+	now := t.Now()
+	switch kind {
+	case MarkInstant:
+		t.record(&Event{Kind: kindMarkNow, Name: name, TS: now})
+	case MarkBegin:
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if len(t.spans) >= maxOpenSpans {
+			return kx.Errorf(kx.CodeState, "name: %q would be the %dth open span (at most %d: END the inner ones first)", name, len(t.spans)+1, maxOpenSpans)
+		}
+		t.spans = append(t.spans, openSpan{name, now})
+	case MarkEnd:
+		t.mu.Lock()
+		n := len(t.spans)
+		if n == 0 {
+			t.mu.Unlock()
+			return kx.Errorf(kx.CodeState, "name: END of %q without a BEGIN", name)
+		}
+		if top := t.spans[n-1]; top.name != name {
+			t.mu.Unlock()
+			return kx.Errorf(kx.CodeState, "name: END of %q, but the innermost open span is %q", name, top.name)
+		}
+		s := t.spans[n-1]
+		t.spans = t.spans[:n-1]
+		t.mu.Unlock()
+		t.record(&Event{Kind: kindMark, Name: s.name, TS: s.ts, Dur: now - s.ts})
+	default:
+		return kx.Errorf(kx.CodeArg, "kind: %d is not KYLIX_MARK_INSTANT, _BEGIN or _END", kind)
+	}
+	return nil
+}

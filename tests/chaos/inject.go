@@ -1,0 +1,210 @@
+package chaos
+
+import (
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// inject plays the schedule against the running job.
+func (r *run) inject(mainDone chan struct{}) {
+	c := r.cfg
+	events := schedule(c.Seed, c.Faults, c.Gap, c.Netns)
+	start := time.Now()
+	for _, ev := range events {
+		for wait := time.Until(start.Add(ev.At)); wait > 0; wait = time.Until(start.Add(ev.At)) {
+			select {
+			case <-mainDone:
+				r.res.Problems = append(r.res.Problems, fmt.Sprintf("kylixrun ended %v into the faults, before the job was told to end", time.Since(start).Round(time.Second)))
+				return
+			case <-time.After(min(wait, 50*time.Millisecond)):
+			}
+			r.records() // to know every process's start time while it runs
+		}
+		if why := r.apply(ev); why != "" {
+			r.count(ev.Kind, false)
+			r.logf("%v %s: skipped: %s", ev.At.Round(time.Millisecond), ev.Kind, why)
+		}
+	}
+}
+
+func (r *run) count(kind string, done bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if done {
+		r.res.Faults[kind]++
+	} else {
+		r.res.Skipped[kind]++
+	}
+}
+
+// apply injects one fault; it returns why it could not, or "" (asynchronous faults count
+// themselves when they take place).
+func (r *run) apply(ev event) string {
+	c := r.cfg
+	recs := r.records()
+	live := r.unstopped(members(recs, "member", "resize"))
+	if removing(ev.Kind) {
+		// The job must survive: a resize goes on only with more than half of the comm's
+		// members (dead replicas that stay members count against it), so one more may go
+		// only while more than half stay; and one at a time, the last one found dead.
+		size := 0
+		for _, m := range live {
+			size = max(size, m.Size)
+		}
+		if len(live) < 3 || 2*(len(live)-1) <= size {
+			return fmt.Sprintf("%d live members of a comm of %d: taking one more out would leave no majority", len(live), size)
+		}
+		r.mu.Lock()
+		recent := time.Since(r.removedAt) < c.Liveness/2
+		r.mu.Unlock()
+		if recent {
+			return "a member was taken out less than liveness_ms/2 ago"
+		}
+	}
+	var target record
+	if len(live) > 0 {
+		target = live[int(ev.Pick%uint32(len(live)))]
+	}
+	if strings.HasPrefix(ev.Kind, "link") || ev.Kind == "rate-drop" {
+		if why := r.linkBusy(); why != "" {
+			return why
+		}
+	}
+	ok := true
+	switch ev.Kind {
+	case "kill":
+		ok = len(live) > 0 && r.signal(target.Pid, syscall.SIGKILL)
+	case "stop-short":
+		ok = len(live) > 0 && r.stop(target.Pid, c.Liveness/3)
+	case "stop-long":
+		ok = len(live) > 0 && r.stop(target.Pid, c.Liveness*3/2)
+	case "leave":
+		ok = len(live) > 0 && r.signal(target.Pid, syscall.SIGUSR1)
+	case "link-short", "link-long":
+		d := c.Liveness / 3
+		if ev.Kind == "link-long" {
+			d = c.Liveness * 3 / 2
+		}
+		if err := r.hosts.link(false); err != nil {
+			return err.Error()
+		}
+		r.holdLink(d, func() { r.hosts.link(true) })
+	case "rate-drop":
+		if err := r.hosts.shape("2mbit"); err != nil {
+			return err.Error()
+		}
+		r.holdLink(time.Duration(2000+ev.Pick%4000)*time.Millisecond, func() { r.hosts.shape("") })
+	case "join", "stalled-joiner":
+		k := 1
+		if ev.Kind == "join" && c.Repl > 1 {
+			k = c.Repl
+		}
+		if n := len(members(recs, "member", "resize", "joining", "start")); n+k > c.MaxSize {
+			return fmt.Sprintf("%d processes: at most %d", n, c.MaxSize)
+		}
+		l, err := r.startJoin(k)
+		if err != nil {
+			return err.Error()
+		}
+		if ev.Kind == "stalled-joiner" {
+			r.timers.Add(1)
+			go func() {
+				defer r.timers.Done()
+				r.stallJoiner(l)
+			}()
+			return ""
+		}
+	case "kill-in-resize":
+		ok = false
+		for end := time.Now().Add(4 * time.Second); time.Now().Before(end) && !ok; time.Sleep(3 * time.Millisecond) {
+			if in := members(r.records(), "resize"); len(in) > 0 {
+				ok = r.signal(in[int(ev.Pick%uint32(len(in)))].Pid, syscall.SIGKILL)
+			}
+		}
+		if !ok {
+			return "no member entered kylix_resize within 4 s"
+		}
+	default:
+		return "unknown fault " + ev.Kind
+	}
+	if !ok {
+		return "no target"
+	}
+	if removing(ev.Kind) {
+		r.mu.Lock()
+		r.removedAt = time.Now()
+		r.mu.Unlock()
+	}
+	r.count(ev.Kind, true)
+	return ""
+}
+
+// One link fault at a time: linkBusy says why not now, holdLink restores the link after d.
+func (r *run) linkBusy() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if time.Now().Before(r.linkUntil) {
+		return "another link fault is in force"
+	}
+	return ""
+}
+
+func (r *run) holdLink(d time.Duration, restore func()) {
+	r.mu.Lock()
+	r.linkUntil = time.Now().Add(d + 500*time.Millisecond)
+	r.mu.Unlock()
+	r.later(d, restore)
+}
+
+// startJoin starts kylixrun --join with k processes.
+func (r *run) startJoin(k int) (*exec.Cmd, error) {
+	r.mu.Lock()
+	n := len(r.launchers)
+	r.mu.Unlock()
+	l, err := r.command(fmt.Sprintf("join-%d.out", n), "--join", r.dir+"/job.json", "-n", strconv.Itoa(k),
+		"--timeout", r.timeoutS(), "--", r.cfg.Workload, r.token)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.launchers = append(r.launchers, l)
+	r.mu.Unlock()
+	return l, nil
+}
+
+// stallJoiner stops the joiner of launcher l as soon as it holds a connection to the join
+// port (mid-handshake or waiting to be admitted) for 1.5 liveness_ms.
+func (r *run) stallJoiner(l *exec.Cmd) {
+	deadline := time.Now().Add(10 * time.Second)
+	port := r.joinPort()
+	for time.Now().Before(deadline) {
+		for _, rec := range r.records() {
+			if rec.Ppid == l.Process.Pid && rec.Phase == "joining" && connectedTo(rec.Pid, port) {
+				if r.stop(rec.Pid, r.cfg.Liveness*3/2) {
+					r.count("stalled-joiner", true)
+					return
+				}
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	r.count("stalled-joiner", false)
+	r.logf("stalled-joiner: skipped: the joiner of launcher %d did not connect within 10 s", l.Process.Pid)
+}
+
+// unstopped drops the processes held by SIGSTOP now.
+func (r *run) unstopped(recs []record) []record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := recs[:0]
+	for _, rec := range recs {
+		if !r.stopped[rec.Pid] {
+			out = append(out, rec)
+		}
+	}
+	return out
+}

@@ -82,8 +82,8 @@ func TestChaos(t *testing.T) {
 			}
 			faults := min(left, 110*time.Second)
 			left -= faults
-			cfg := Config{Seed: seed + int64(i), Faults: faults, Gap: 1500 * time.Millisecond, Ranks: s.ranks, Repl: s.repl,
-				Netns: s.netns, Liveness: live, Timeout: to, MaxSize: 6, Build: build, Workload: workload, Tag: tag(i),
+			cfg := Config{Seed: seed + int64(i), Faults: faults, Gap: 1100 * time.Millisecond, Ranks: s.ranks, Repl: s.repl,
+				Netns: s.netns, Liveness: live, Timeout: to, MaxSize: 8, Build: build, Workload: workload, Tag: tag(i),
 				Log: os.Stdout}
 			runs = append(runs, runJob(t, cfg))
 		}

@@ -121,8 +121,11 @@ func (r *run) apply(ev event) string {
 	case "kill-in-resize":
 		ok = false
 		for end := time.Now().Add(4 * time.Second); time.Now().Before(end) && !ok; time.Sleep(3 * time.Millisecond) {
-			if in := members(r.records(), "resize"); len(in) > 0 {
-				ok = r.signal(in[int(ev.Pick%uint32(len(in)))].Pid, syscall.SIGKILL)
+			if in := r.unstopped(members(r.records(), "resize")); len(in) > 0 {
+				t := in[int(ev.Pick%uint32(len(in)))]
+				if ok = r.signal(t.Pid, syscall.SIGKILL); ok {
+					r.logf("%v kill-in-resize: pid %d (rank %d of %d)", ev.At.Round(time.Millisecond), t.Pid, t.Rank, t.Size)
+				}
 			}
 		}
 		if !ok {
@@ -140,6 +143,11 @@ func (r *run) apply(ev event) string {
 		r.mu.Unlock()
 	}
 	r.count(ev.Kind, true)
+	if len(live) > 0 && ev.Kind != "kill-in-resize" && !strings.Contains(ev.Kind, "join") {
+		r.logf("%v %s: pid %d (rank %d of %d)", ev.At.Round(time.Millisecond), ev.Kind, target.Pid, target.Rank, target.Size)
+	} else {
+		r.logf("%v %s", ev.At.Round(time.Millisecond), ev.Kind)
+	}
 	return ""
 }
 

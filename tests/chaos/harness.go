@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -90,12 +91,13 @@ type run struct {
 	res      *Result
 
 	mu        sync.Mutex
-	starts    map[int]uint64 // workload pids seen, with their start times
-	stopped   map[int]bool   // pids held by SIGSTOP now
-	launchers []*exec.Cmd    // kylixrun --join processes
-	timers    sync.WaitGroup // pending restores
-	removedAt time.Time      // the last removing fault
-	linkUntil time.Time      // the link fault in force ends
+	starts    map[int]uint64    // workload pids seen, with their start times
+	stopped   map[int]bool      // pids held by SIGSTOP now
+	doomed    map[int]time.Time // pids a removing fault took out, until when they count as gone
+	launchers []*exec.Cmd       // kylixrun --join processes
+	timers    sync.WaitGroup    // pending restores
+	removedAt time.Time         // the last removing fault
+	linkUntil time.Time         // the link fault in force ends
 }
 
 func newToken() string {
@@ -113,7 +115,7 @@ func (r *run) logf(format string, args ...any) {
 // Run runs one job under its fault schedule and checks what it left behind.
 func Run(cfg Config) (*Result, error) {
 	t0 := time.Now()
-	r := &run{cfg: cfg, token: newToken(), starts: map[int]uint64{}, stopped: map[int]bool{},
+	r := &run{cfg: cfg, token: newToken(), starts: map[int]uint64{}, stopped: map[int]bool{}, doomed: map[int]time.Time{},
 		res: &Result{Cfg: cfg, Faults: map[string]int{}, Skipped: map[string]int{}, Checks: map[string]int64{}}}
 	var err error
 	if r.dir, err = os.MkdirTemp("", "kylix-chaos-"); err != nil {
@@ -142,6 +144,7 @@ func Run(cfg Config) (*Result, error) {
 		main.Wait()
 		close(mainDone)
 	}()
+	defer r.onInterrupt(main)()
 	if r.joinAddr, err = r.awaitJobFile(mainDone); err == nil {
 		if r.hosts != nil {
 			r.hosts.setTarget(r.joinAddr)
@@ -496,4 +499,38 @@ func describe(pid int, rec record) string {
 		what += fmt.Sprintf("; workload phase %s, rank %d of %d", rec.Phase, rec.Rank, rec.Size)
 	}
 	return what
+}
+
+// onInterrupt cleans up if the harness itself is interrupted (SIGINT, SIGTERM) while the job
+// runs: the job's process groups are stopped, the namespaces deleted, and the harness exits.
+// It returns what stops watching.
+func (r *run) onInterrupt(main *exec.Cmd) func() {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			r.logf("got %v: stopping the job and removing what it made", sig)
+			syscall.Kill(-main.Process.Pid, syscall.SIGKILL)
+			r.mu.Lock()
+			for _, l := range r.launchers {
+				syscall.Kill(-l.Process.Pid, syscall.SIGKILL)
+			}
+			r.mu.Unlock()
+			for _, pid := range withToken(r.token) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			if r.hosts != nil {
+				r.hosts.close()
+			}
+			os.RemoveAll(r.dir)
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
 }

@@ -47,16 +47,25 @@ func (r *run) apply(ev event) string {
 	c := r.cfg
 	recs := r.records()
 	live := r.unstopped(members(recs, "member", "resize"))
+	var lost []record // the members a link-long takes out: the side of the split that stops
 	if removing(ev.Kind) {
 		// The job must survive: a resize goes on only with more than half of the comm's
-		// members (dead replicas that stay members count against it), so one more may go
-		// only while more than half stay; and one at a time, the last one found dead.
+		// members (dead replicas that stay members count against it; stopped ones and
+		// those a fault already took out are as good as gone), so members may go only while
+		// more than half stay.
 		size := 0
 		for _, m := range live {
 			size = max(size, m.Size)
 		}
-		if len(live) < 3 || 2*(len(live)-1) <= size {
-			return fmt.Sprintf("%d live members of a comm of %d: taking one more out would leave no majority", len(live), size)
+		out := 1
+		if ev.Kind == "link-long" {
+			if lost = r.splitLoser(live, size); lost == nil {
+				return "neither side of a split would keep a majority"
+			}
+			out = len(lost) - 1
+		}
+		if len(live) < 3 || 2*(len(live)-out) <= size {
+			return fmt.Sprintf("%d live members of a comm of %d: taking %d out would leave no majority", len(live), size, out)
 		}
 		r.mu.Lock()
 		recent := time.Since(r.removedAt) < c.Liveness/2
@@ -138,14 +147,22 @@ func (r *run) apply(ev event) string {
 		return "no target"
 	}
 	if removing(ev.Kind) {
+		if ev.Kind != "kill-in-resize" && ev.Kind != "link-long" && len(live) > 0 {
+			lost = append(lost, target)
+		}
 		r.mu.Lock()
 		r.removedAt = time.Now()
+		for _, m := range lost {
+			r.doomed[m.Pid] = time.Now().Add(3 * c.Liveness)
+		}
 		r.mu.Unlock()
 	}
 	r.count(ev.Kind, true)
-	if len(live) > 0 && ev.Kind != "kill-in-resize" && !strings.Contains(ev.Kind, "join") {
+	switch {
+	case ev.Kind == "kill-in-resize": // logged with its target above
+	case strings.HasPrefix(ev.Kind, "kill") || strings.HasPrefix(ev.Kind, "stop") || ev.Kind == "leave":
 		r.logf("%v %s: pid %d (rank %d of %d)", ev.At.Round(time.Millisecond), ev.Kind, target.Pid, target.Rank, target.Size)
-	} else {
+	default:
 		r.logf("%v %s", ev.At.Round(time.Millisecond), ev.Kind)
 	}
 	return ""
@@ -204,15 +221,53 @@ func (r *run) stallJoiner(l *exec.Cmd) {
 	r.logf("stalled-joiner: skipped: the joiner of launcher %d did not connect within 10 s", l.Process.Pid)
 }
 
-// unstopped drops the processes held by SIGSTOP now.
+// unstopped drops the processes held by SIGSTOP now and those a removing fault took out in
+// the last 3 liveness_ms (a process stopped for longer than liveness_ms goes on once resumed,
+// until it finds itself left out).
 func (r *run) unstopped(recs []record) []record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := recs[:0]
 	for _, rec := range recs {
-		if !r.stopped[rec.Pid] {
+		if !r.stopped[rec.Pid] && !time.Now().Before(r.doomed[rec.Pid]) {
 			out = append(out, rec)
 		}
 	}
 	return out
+}
+
+// splitLoser says which members a cut of the link between the namespaces takes out, the side
+// that cannot go on (a resize needs more than half of the members, or exactly half with rank
+// 0), plus one empty record so that the answer is never empty; nil when neither side could.
+func (r *run) splitLoser(live []record, size int) []record {
+	ino := func(path string) uint64 {
+		var st syscall.Stat_t
+		if syscall.Stat(path, &st) != nil {
+			return 0
+		}
+		return st.Ino
+	}
+	b := ino("/run/netns/" + r.hosts.b)
+	var sides [2][]record
+	for _, m := range live {
+		side := 0
+		if ino(fmt.Sprintf("/proc/%d/ns/net", m.Pid)) == b {
+			side = 1
+		}
+		sides[side] = append(sides[side], m)
+	}
+	goesOn := func(s []record) bool {
+		zero := false
+		for _, m := range s {
+			zero = zero || m.Rank == 0
+		}
+		return 2*len(s) > size || (2*len(s) == size && zero)
+	}
+	switch {
+	case goesOn(sides[0]):
+		return append(sides[1], record{})
+	case goesOn(sides[1]):
+		return append(sides[0], record{})
+	}
+	return nil
 }

@@ -63,6 +63,7 @@ type Result struct {
 	RSSGrowthKB          int64
 	Code                 int // kylixrun's exit status
 	Problems             []string
+	Kept                 string // the job's directory (kylixrun's output, state records), kept when it failed
 	Elapsed              time.Duration
 }
 
@@ -121,7 +122,14 @@ func Run(cfg Config) (*Result, error) {
 	if r.dir, err = os.MkdirTemp("", "kylix-chaos-"); err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(r.dir)
+	defer func() {
+		// A failed job's outputs and state records stay for a look (CHAOS_KEEP=1 keeps every job's).
+		if r.res.Failed() || os.Getenv("CHAOS_KEEP") != "" {
+			r.res.Kept = r.dir
+			return
+		}
+		os.RemoveAll(r.dir)
+	}()
 	if err := os.Mkdir(filepath.Join(r.dir, "state"), 0o755); err != nil {
 		return nil, err
 	}

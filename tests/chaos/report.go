@@ -104,6 +104,9 @@ func Details(w io.Writer, runs []*Result) {
 			continue
 		}
 		fmt.Fprintf(w, "FAILED: %s (replay: -seed %d)\n", r.Cfg, r.Cfg.Seed)
+		if r.Kept != "" {
+			fmt.Fprintf(w, "  kylixrun's output and the state records: %s\n", r.Kept)
+		}
 		for _, l := range [][]string{r.Problems, r.LeakFds, r.LeakThreads, r.LeakRSS} {
 			for _, p := range l {
 				fmt.Fprintf(w, "  %s\n", p)

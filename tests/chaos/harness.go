@@ -61,14 +61,16 @@ type Result struct {
 	LeakShm, LeakNetns   []string
 	FdGrowth, ThrGrowth  int64
 	RSSGrowthKB          int64
-	Code                 int // kylixrun's exit status
+	Code                 int  // kylixrun's exit status
+	Lost                 bool // the job ended during the faults: every member gave up or died
 	Problems             []string
 	Kept                 string // the job's directory (kylixrun's output, state records), kept when it failed
 	Elapsed              time.Duration
 }
 
-// Leak thresholds, per process, between its warm-up (30 steps in) and its end: a leak per
-// resize or per fault would pass them within a run.
+// Leak thresholds, per process, between its warm-up (30 steps into the first comm of the size
+// it ends with; threads: 30 steps into its life) and its end: a leak per resize or per fault
+// would pass them within a run.
 const (
 	fdSlack     = 2 // descriptors more than at the same comm size before
 	threadSlack = 4 // the Go runtime adds threads while calls block in syscalls

@@ -18,7 +18,8 @@ func (r *run) inject(mainDone chan struct{}) {
 		for wait := time.Until(start.Add(ev.At)); wait > 0; wait = time.Until(start.Add(ev.At)) {
 			select {
 			case <-mainDone:
-				r.res.Problems = append(r.res.Problems, fmt.Sprintf("kylixrun ended %v into the faults, before the job was told to end", time.Since(start).Round(time.Second)))
+				r.res.Lost = true
+				r.res.Problems = append(r.res.Problems, fmt.Sprintf("kylixrun ended %v into the faults, before the job was told to end: no member was left", time.Since(start).Round(time.Second)))
 				return
 			case <-time.After(min(wait, 50*time.Millisecond)):
 			}

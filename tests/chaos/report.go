@@ -18,7 +18,7 @@ func Table(w io.Writer, runs []*Result) {
 		maxCall, elapsed       time.Duration
 		fdG, thrG, rssG        int64
 		lProcs, lFds, lThr     int
-		zombies                int
+		zombies, lost          int
 		lRSS, lShm, lNetns, bc int
 		kinds                  []string
 	)
@@ -42,6 +42,9 @@ func Table(w io.Writer, runs []*Result) {
 		lRSS, lShm, lNetns = lRSS+len(r.LeakRSS), lShm+len(r.LeakShm), lNetns+len(r.LeakNetns)
 		if r.Code != 0 {
 			bc++
+		}
+		if r.Lost {
+			lost++
 		}
 		kinds = append(kinds, fmt.Sprintf("seed %d: %s", r.Cfg.Seed, r.Cfg))
 	}
@@ -76,12 +79,13 @@ func Table(w io.Writer, runs []*Result) {
 	fmt.Fprintf(w, "| wrong answers | %d |\n", wrong)
 	fmt.Fprintf(w, "| calls past their bound (timeout_ms + 2 s; longest call %.1f s) | %d |\n", maxCall.Seconds(), late)
 	fmt.Fprintf(w, "| unexpected statuses (not OK, PEER, TIMEOUT, STATE; NET from a resize) | %d |\n", bad)
+	fmt.Fprintf(w, "| jobs that ended during the faults (no member left, while the guard kept a majority alive) | %d |\n", lost)
 	fmt.Fprintf(w, "| jobs whose kylixrun did not exit 0 | %d |\n", bc)
 	fmt.Fprintf(w, "| processes left running after the job | %d |\n", lProcs-zombies)
 	fmt.Fprintf(w, "| ranks exited but not reaped when their kylixrun returned (zombies, reparented) | %d |\n", zombies)
 	fmt.Fprintf(w, "| leaked descriptors (> %d over the same comm size; largest growth %+d) | %d |\n", fdSlack, fdG, lFds)
 	fmt.Fprintf(w, "| leaked threads (> %d; largest growth %+d) | %d |\n", threadSlack, thrG, lThr)
-	fmt.Fprintf(w, "| RSS growth > %d MiB (largest %+.1f MiB) | %d |\n", rssSlackKB>>10, float64(rssG)/1024, lRSS)
+	fmt.Fprintf(w, "| RSS growth > %d MiB over the same comm size (largest %+.1f MiB) | %d |\n", rssSlackKB>>10, float64(rssG)/1024, lRSS)
 	fmt.Fprintf(w, "| new /dev/shm entries | %d |\n", lShm)
 	fmt.Fprintf(w, "| network namespaces left | %d |\n", lNetns)
 }

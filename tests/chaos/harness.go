@@ -68,8 +68,8 @@ type Result struct {
 	Elapsed              time.Duration
 }
 
-// Leak thresholds, per process, between its warm-up (30 steps into the first comm of the size
-// it ends with; threads: 30 steps into its life) and its end: a leak per resize or per fault
+// Leak thresholds, per process, between its warm-up (30 steps into the first comm with as many
+// live members as it ends with; threads: 30 steps into its life) and its end: a leak per resize or per fault
 // would pass them within a run.
 const (
 	fdSlack     = 2 // descriptors more than at the same comm size before

@@ -83,9 +83,9 @@ func Table(w io.Writer, runs []*Result) {
 	fmt.Fprintf(w, "| jobs whose kylixrun did not exit 0 | %d |\n", bc)
 	fmt.Fprintf(w, "| processes left running after the job | %d |\n", lProcs-zombies)
 	fmt.Fprintf(w, "| ranks exited but not reaped when their kylixrun returned (zombies, reparented) | %d |\n", zombies)
-	fmt.Fprintf(w, "| leaked descriptors (> %d over the same comm size; largest growth %+d) | %d |\n", fdSlack, fdG, lFds)
+	fmt.Fprintf(w, "| leaked descriptors (> %d over the same number of live members; largest growth %+d) | %d |\n", fdSlack, fdG, lFds)
 	fmt.Fprintf(w, "| leaked threads (> %d; largest growth %+d) | %d |\n", threadSlack, thrG, lThr)
-	fmt.Fprintf(w, "| RSS growth > %d MiB over the same comm size (largest %+.1f MiB) | %d |\n", rssSlackKB>>10, float64(rssG)/1024, lRSS)
+	fmt.Fprintf(w, "| RSS growth > %d MiB over the same number of live members (largest %+.1f MiB) | %d |\n", rssSlackKB>>10, float64(rssG)/1024, lRSS)
 	fmt.Fprintf(w, "| new /dev/shm entries | %d |\n", lShm)
 	fmt.Fprintf(w, "| network namespaces left | %d |\n", lNetns)
 }

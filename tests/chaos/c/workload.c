@@ -231,6 +231,14 @@ static kylix_plan *plan;
 static int resizes_in_a_row; /* since the last step that went through */
 static int64_t on_comm;      /* steps on the current comm */
 static long base_fd[MAXR], base_rss[MAXR];
+
+/* the members of C that are not known dead: with replication, dead replicas stay members */
+static int live_members(void) {
+  int32_t failed[MAXR], nf = 0;
+  if (kylix_failed_ranks(C, failed, MAXR, &nf) != KYLIX_OK) nf = 0;
+  int live = size_ - nf;
+  return live > 0 && live < MAXR ? live : 0;
+}
 static int64_t plan_out[512], plan_in[512], plan_nout, plan_nin;
 
 /* After a change of comm: rank 0 says where the job is and which membership it has; then the
@@ -544,10 +552,11 @@ int main(int argc, char **argv) {
       continue;
     }
     resizes_in_a_row = 0;
-    /* Baselines once the process is warm: descriptors and RSS per comm size (a comm of k
-       ranks holds a connection and buffers for each peer), threads once. */
-    if (++on_comm == 30 && size_ < MAXR && !base_fd[size_])
-      base_fd[size_] = count_fds(), base_rss[size_] = proc_status("VmRSS");
+    /* Baselines once the process is warm: descriptors and RSS per number of live members (a
+       comm holds a connection, shared memory and buffers for each live peer; a dead replica
+       stays a member with none), threads once. */
+    if (++on_comm == 30 && !base_fd[live_members()])
+      base_fd[live_members()] = count_fds(), base_rss[live_members()] = proc_status("VmRSS");
     if (++done == 30) S.thr0 = proc_status("Threads");
     read_end();
     set_phase("member");
@@ -558,7 +567,7 @@ int main(int argc, char **argv) {
   st = timed("barrier", kylix_barrier(C));
   if (st != KYLIX_OK) report("INFO", "the final barrier returned %s: %s", kylix_strerror(st), kylix_errmsg(C));
   if (plan) kylix_plan_free(plan);
-  S.fd0 = base_fd[size_], S.rss0 = base_rss[size_], S.fd1 = count_fds(), S.thr1 = proc_status("Threads"), S.rss1 = proc_status("VmRSS");
+  S.fd0 = base_fd[live_members()], S.rss0 = base_rss[live_members()], S.fd1 = count_fds(), S.thr1 = proc_status("Threads"), S.rss1 = proc_status("VmRSS");
   set_phase("done");
   report("DONE", "%" PRId64 " steps on this process, %" PRId64 " resizes", done, S.resizes);
   kylix_finalize(C);

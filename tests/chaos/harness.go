@@ -69,10 +69,10 @@ type Result struct {
 }
 
 // Leak thresholds, per process, between its warm-up (30 steps into the first comm with as many
-// live members as it ends with; threads: 30 steps into its life) and its end: a leak per resize or per fault
-// would pass them within a run.
+// live members as it ends with; threads: 30 steps into its life) and its end: a leak per resize
+// or per fault would pass them within a run.
 const (
-	fdSlack     = 2 // descriptors more than at the same comm size before
+	fdSlack     = 2 // descriptors more than with as many live members before (RSS likewise)
 	threadSlack = 4 // the Go runtime adds threads while calls block in syscalls
 	rssSlackKB  = 64 << 10
 )

@@ -76,7 +76,10 @@ bindings_lane &
 bindings=$!
 
 go_ok=1
-"$GO" test -json -count=1 -timeout 20m ./... | testsum go -counts "$RES/go.counts" || go_ok=0
+"$GO" test -json -count=1 -timeout 20m $("$GO" list ./... | grep -v '/tests/chaos$') | testsum go -counts "$RES/go.counts" || go_ok=0
+# The bounded chaos run (tests/chaos) on its own, since its faults are timed against liveness_ms.
+echo "== chaos (two elastic jobs under seeded faults, about a minute)"
+"$GO" test -json -count=1 -timeout 10m ./tests/chaos | testsum go -name chaos -counts "$RES/chaos.counts" || go_ok=0
 # Budgets are counts of executions (about 10 s each here), not durations: Go 1.26's fuzzing
 # coordinator can fail a duration-bounded run with "context deadline exceeded" at the deadline
 # under load (golang/go#75804, fixed in Go 1.27), with nothing found.
@@ -93,7 +96,7 @@ wait "$userpaths" "$bindings"
 echo "== make test: $(secs "$t0") s"
 # Surefire writes one report per test class; a suite that failed before its report counts as
 # failed (testsum total counts a missing report as one failure).
-testsum total "$RES/go.counts" "$RES"/fuzz-*.counts "$RES/vet.counts" \
+testsum total "$RES/go.counts" "$RES/chaos.counts" "$RES"/fuzz-*.counts "$RES/vet.counts" \
   "python=$RES/python.xml" "java=bindings/java/target/surefire-reports/TEST-*.xml" \
   "userpaths=$RES/userpaths.xml"
 total_ok=$?

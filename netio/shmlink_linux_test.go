@@ -102,7 +102,7 @@ func TestShmMatch(t *testing.T) {
 func pingPong(t *testing.T, ts []*TCP, rounds int) {
 	t.Helper()
 	for _, tr := range ts {
-		tr.Begin(5, fpAll)
+		tr.Receiver().Begin(5, fpAll)
 	}
 	msg := bytes.Repeat([]byte{9}, 1024)
 	var wg sync.WaitGroup
@@ -119,12 +119,12 @@ func pingPong(t *testing.T, ts []*TCP, rounds int) {
 						return
 					}
 				}
-				b, err := ts[r].Recv(1-r, tag)
+				b, err := ts[r].Receiver().Recv(1-r, tag)
 				if err != nil {
 					errs <- err
 					return
 				}
-				ts[r].Release(b)
+				ts[r].Receiver().Release(b)
 				if r == 1 {
 					if err := ts[1].Send(0, tag, msg); err != nil {
 						errs <- err
@@ -226,7 +226,7 @@ func TestShmKillChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr.Begin(3, fpAll)
+	tr.Receiver().Begin(3, fpAll)
 	msg := make([]byte, killMsg)
 	for i := range msg {
 		msg[i] = byte(i) // touched, so the copy into the ring is not of the zero page
@@ -273,11 +273,11 @@ func TestShmKillMidMessage(t *testing.T) {
 			tr.Close()
 			t.Fatal("the child is not reached through shared memory")
 		}
-		tr.Begin(3, fpAll)
+		tr.Receiver().Begin(3, fpAll)
 		whole, place := sentinelPlace(killMsg)
 		tag := kx.Tag{FP: fpAll, Seq: 3, Phase: kx.PhaseDown}
-		tr.Expect(1, tag, place)
-		_, err = tr.Await(1, tag)
+		tr.Receiver().Post(1, tag, place, kx.Fold{})
+		_, err = tr.Receiver().Await(1, tag, kx.Whole)
 		cmd.Wait()
 		if err == nil && attempt < 3 {
 			tr.Close() // the child finished its message before the kill: try again

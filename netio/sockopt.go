@@ -2,6 +2,7 @@ package netio
 
 import (
 	"kylix/core/kx"
+	"kylix/netio/mailbox"
 	"net"
 	"time"
 )
@@ -29,6 +30,19 @@ func tuneSockets(conns []net.Conn, rank int, liveness time.Duration) error {
 	return nil
 }
 
+// tcpPeers is TCP's kx.Peers: the mailbox's FailedRanks and RaceStats, and SameHost and
+// ShmStats from the transport.
+type tcpPeers struct {
+	*mailbox.Mailbox
+	t *TCP
+}
+
+func (p tcpPeers) SameHost(rank int) bool { return p.t.SameHost(rank) }
+func (p tcpPeers) ShmStats() *kx.ShmStats {
+	s := p.t.ShmStats()
+	return &s
+}
+
 // SameHost tells whether the connection to rank joins this host to itself: a shared-memory
 // link, or both ends on one address, or a loopback one. There the "link" is a copy through the kernel, and compress=auto
 // never compresses: coding a key costs more than copying the bytes it saves.
@@ -45,9 +59,6 @@ func (t *TCP) SameHost(rank int) bool {
 	return lok && rok && (ra.IP.IsLoopback() || la.IP.Equal(ra.IP))
 }
 
-// SendFits tells whether a frame of n payload bytes to rank goes out now: its ring has the
-// room, or its socket's send buffer has twice the room (the kernel counts its own overhead
-// against the buffer too). False while another write to rank holds its write lock.
 // WritesBack: a data frame of n bytes to a rank of this host goes by reference (shmref_linux.go).
 func (t *TCP) WritesBack(rank, n int) bool {
 	if rank == t.rank || rank < 0 || rank >= t.size || t.peers[rank] == nil {
@@ -57,7 +68,10 @@ func (t *TCP) WritesBack(rank, n int) bool {
 	return l != nil && l.byRef(uint64(n))
 }
 
-func (t *TCP) SendFits(rank, n int) bool {
+// Fits tells whether a frame of n payload bytes to rank goes out now: its ring has the
+// room, or its socket's send buffer has twice the room (the kernel counts its own overhead
+// against the buffer too). False while another write to rank holds its write lock.
+func (t *TCP) Fits(rank, n int) bool {
 	if rank == t.rank {
 		return true
 	}

@@ -126,15 +126,14 @@ func (t *TCP) configure(o kx.Options) *TCP {
 	return t
 }
 
-// Quiesce ends the landing places of collective seq, which failed: no byte lands in one after
-// Quiesce returns (mailbox.Quiesce).
-func (t *TCP) Quiesce(seq uint64) { t.mb.Quiesce(seq) }
-
 // SetReplicaGroups turns on packet racing (mailbox/race.go): rank r is a replica of node groupOf[r].
 func (t *TCP) SetReplicaGroups(groupOf []int) error { return t.mb.SetReplicaGroups(groupOf) }
 
-// RaceStats returns, per rank, the racing copies it won and lost and the bytes of the lost ones.
-func (t *TCP) RaceStats() []kx.RacePeerStats { return t.mb.RaceStats() }
+// Sender is t itself; Receiver its mailbox, which the frames read from the links land in; Peers
+// the mailbox's record of failures and races with what t knows of each peer's host.
+func (t *TCP) Sender() kx.Sender     { return t }
+func (t *TCP) Receiver() kx.Receiver { return t.mb }
+func (t *TCP) Peers() kx.Peers       { return tcpPeers{t.mb, t} }
 
 func (t *TCP) Rank() int              { return t.rank }
 func (t *TCP) Size() int              { return t.size }
@@ -142,31 +141,6 @@ func (t *TCP) Timeout() time.Duration { return t.timeout }
 
 // Job is the id every frame of this job carries.
 func (t *TCP) Job() uint64 { return t.job }
-
-func (t *TCP) Begin(seq uint64, fp kx.Fingerprint) { t.mb.Begin(seq, fp) }
-
-// Recv waits for the message from rank from with tag.
-func (t *TCP) Recv(from int, tag kx.Tag) ([]byte, error) { return t.mb.Recv(from, tag) }
-
-// Expect names dst as the landing place of the message from rank from with tag: its payload is
-// read from the socket straight into dst.
-func (t *TCP) Expect(from int, tag kx.Tag, dst []byte) { t.mb.Expect(from, tag, dst) }
-func (t *TCP) ExpectFold(from int, tag kx.Tag, dst []byte, f kx.Fold) {
-	t.mb.ExpectFold(from, tag, dst, f)
-}
-
-// Await waits until the message posted with Expect has landed.
-func (t *TCP) Await(from int, tag kx.Tag) (int, error) { return t.mb.Await(from, tag) }
-
-// AwaitPrefix waits until the first n bytes of the posted message have landed.
-func (t *TCP) AwaitPrefix(from int, tag kx.Tag, n int) error { return t.mb.AwaitPrefix(from, tag, n) }
-
-// FailedRanks lists the ranks whose connection was lost or that finalized.
-func (t *TCP) FailedRanks() []int { return t.mb.FailedRanks() }
-
-// Release gives a payload returned by Recv back for reuse. Optional: a payload that is never
-// released is simply garbage collected. The caller must not touch b afterwards.
-func (t *TCP) Release(b []byte) { mailbox.PutBuf(b) }
 
 // Stats returns the data messages exchanged with each rank (index = rank, this rank included).
 func (t *TCP) Stats() []PeerStats { return snapshot(t.stats) }

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Waits: Recv, Await and AwaitPrefix block in wait until their message is there, the
+// Waits: Recv and Await block in wait until their message is there, the
 // collective failed, the peer is gone or it has been silent for the timeout.
 
 type waiter struct {

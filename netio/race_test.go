@@ -148,7 +148,7 @@ func TestSendOrLeaveSlowReplica(t *testing.T) {
 	tagBig := kx.Tag{FP: fpAll, Seq: 5, Layer: 0, Phase: kx.PhaseDown, Race: true}
 	tagSmall := kx.Tag{FP: fpAll, Seq: 5, Layer: 1, Phase: kx.PhaseDown, Race: true}
 
-	release := ts[1].mb.Hold() // rank 1's reader stops at the next frame: the socket fills up
+	release := holdReads(ts[1]) // rank 1's readers stop at the next frame: the socket fills up
 	leave := make(chan struct{})
 	go func() { time.Sleep(30 * time.Millisecond); close(leave) }()
 	took := within(t, 5*time.Second, func() {

@@ -15,8 +15,8 @@ import (
 
 // Caller-thread reads (docs/measurements.md, "Small steps through the C ABI"). A cgo call into
 // Kylix runs on a goroutine locked to the C thread, so a wait that sleeps until a reader
-// goroutine has filed its message pays two thread hand-offs per message; through the C ABI that
-// was 42% of a small reduce's CPU. Here a wait reads its sources' sockets and rings itself: it
+// goroutine has filed its message pays two thread hand-offs per message, a large share of a
+// small step's CPU. Here a wait reads its sources' sockets and rings itself: it
 // takes their read tokens and, while it spins or yields (drive), files their frames through
 // the mailbox as the reader goroutine does, until its own message is in. A reader goroutine
 // only waits for readiness without the token, so a socket or ring has one reader at a time.
@@ -24,8 +24,8 @@ import (
 // A wait takes the tokens that are free (a reader goroutine in the middle of a frame keeps its
 // own) and sleeps as before when none is. It does not while any send of this process runs on a
 // goroutine of its own (kx.AsyncSends): with GOMAXPROCS=1 the driving thread keeps the only P,
-// and the send would wait for the runtime's monitor to take it back (measured: 32768 keys, 650
-// against 290 us).
+// and the send would wait for the runtime's monitor to take it back (docs/netio-notes.md,
+// "Waits").
 
 // midFrameSlice bounds one poll(2) inside a frame, between looks at whether the transport
 // closed or the peer was dropped.
@@ -38,6 +38,12 @@ var selfReadOff bool
 // sockets) before it sleeps, where this host's ranks fit its CPUs (TCP.spin); a variable for
 // tests and measurements.
 var driveSpin = 100 * time.Microsecond
+
+// driveQuiet is how long a driving wait spins without offering the CPU, where the host's ranks
+// fit its CPUs: a small step's message comes well within it, so the steady state makes no system
+// call. Past it the spin offers the CPU every 64 looks (sched_yield, Open MPI's yield_when_idle):
+// when the host is busier than its rank count says, the peer may be queued on this very CPU.
+var driveQuiet = 20 * time.Microsecond
 
 // driveYield is how long a driving wait yields the CPU between looks before it sleeps where the
 // host's ranks outnumber its CPUs (a variable for tests and measurements).
@@ -110,11 +116,11 @@ func (t *TCP) stopSelfRead() {
 // transport closes or no token could be taken (false: the wait then sleeps as it would without
 // a driver, and the reader goroutines take over).
 //
-// It never sleeps in poll(2) holding the tokens: measured with 4 ranks on 2 cores and 300K
-// keys a rank, a wait asleep in poll(2) kept the only P (GOMAXPROCS=1) in a system call while
-// the other peers' reader goroutines waited for the runtime's poller to run, and their writers
-// for ring space: 13–21 ms a reduce against 4 ms. A small step's message comes within the
-// window; a long wait is a hand-off's cost many times over anyway.
+// It never sleeps in poll(2) holding the tokens: a wait asleep in poll(2) keeps the only P
+// (GOMAXPROCS=1) in a system call while the other peers' reader goroutines wait for the
+// runtime's poller to run, and their writers for ring space (docs/netio-notes.md, "Waits"). A
+// small step's message comes within the window; a long wait is a hand-off's cost many times
+// over anyway.
 func (t *TCP) drive(srcs []int, woken <-chan struct{}, until time.Time, want *mailbox.Want) bool {
 	sr := &t.sr
 	if kx.AsyncSends.Load() > 0 || !sr.mu.TryLock() {
@@ -134,7 +140,7 @@ func (t *TCP) drive(srcs []int, woken <-chan struct{}, until time.Time, want *ma
 	} else {
 		sr.spins.Add(1)
 	}
-	var end time.Time // the window counts from the first look at the clock (a fast wait reads none)
+	var end, quiet time.Time // the window counts from the first look at the clock (a fast wait reads none)
 	for i := 0; ; i++ {
 		select {
 		case <-woken:
@@ -161,7 +167,7 @@ func (t *TCP) drive(srcs []int, woken <-chan struct{}, until time.Time, want *ma
 		}
 		now := time.Now()
 		if end.IsZero() {
-			end = now.Add(window)
+			end, quiet = now.Add(window), now.Add(driveQuiet)
 		}
 		if !now.Before(end) || !until.IsZero() && !now.Before(until) {
 			sr.sleeps.Add(1) // the wait sleeps now, as without a driver
@@ -170,7 +176,9 @@ func (t *TCP) drive(srcs []int, woken <-chan struct{}, until time.Time, want *ma
 		if len(sr.socks) > 0 && t.pollSocks() {
 			return false // closing
 		}
-		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		if yield || !now.Before(quiet) {
+			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		}
 	}
 }
 

@@ -22,7 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Shared memory between two ranks of one host (issue 18 item 2, shm=auto). The TCP
+// Shared memory between two ranks of one host (shm=auto). The TCP
 // connection stays: it was authenticated by the handshake, it carries the heartbeats
 // (liveness.go judges a stopped peer exactly as over TCP), and it is the channel on which
 // the pair agrees, after the handshake, whether to use a segment:
@@ -51,10 +51,9 @@ import (
 const shmRing = 256 << 10
 
 // shmSpin is how long a wait on a ring spins before it sleeps, where cores allow it (a
-// variable for tests). Zero: measured with 2 ranks on this 2-core VM (kylix bench, 256 keys,
-// back to back), a 50 us spin made a reduce 85 us against 13 us sleeping at once, and 5 us
-// spin 50-70 us: each rank's ring reader hands its frames to another goroutine, so a rank
-// needs two threads and a spinning reader starves the very goroutine it waits for.
+// variable for tests). Zero: each rank's ring reader hands its frames to another goroutine, so
+// a rank needs two threads and a spinning reader starves the very goroutine it waits for
+// (docs/netio-notes.md, "Waits"); the waiting thread spins instead (selfread_linux.go).
 var shmSpin time.Duration
 
 // shmStep bounds the unix-socket part of the set-up: on one host it either works at once or

@@ -57,8 +57,7 @@ func (p *peer) writeShmRef(h *Header, bufs [][]byte, hard time.Time) (end uint64
 	if err := p.writeShm(&rh, [][]byte{desc}, hard); err != nil {
 		return 0, err
 	}
-	n := uint64(HeaderSize + len(desc))
-	return l.seg.Writer().Pos() - (n+7)&^7 + n, nil
+	return l.seg.Writer().FrameEnd(), nil
 }
 
 // awaitRefCopied waits until the peer has copied a reference frame's payload (the ring's head

@@ -123,9 +123,7 @@ func meshTransport(ln net.Listener, o kx.Options, peers []string, job uint64, ti
 		err = tuneSockets(conns, o.Rank, o.Liveness) // sockopt.go; closes them on failure
 		if err != nil {
 			for _, p := range pairs {
-				if p.link != nil {
-					p.link.close()
-				}
+				p.close()
 			}
 		}
 	}

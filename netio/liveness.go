@@ -90,6 +90,6 @@ func (p *peer) heartbeat(liveness time.Duration) {
 	case isTimeout(err):
 		p.down(mailbox.LostError(p.rank, "heartbeat cut short: the peer has not read for "+liveness.String()))
 	default:
-		p.writeBroken(err)
+		p.writeBroken(p.sock, err)
 	}
 }

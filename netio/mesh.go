@@ -38,9 +38,7 @@ func mesh(ln net.Listener, rank, size int, peers []string, job uint64, secret st
 			if c != nil {
 				c.Close()
 			}
-			if pairs[r].link != nil {
-				pairs[r].link.close()
-			}
+			pairs[r].close()
 		}
 		return nil, nil, err
 	}
@@ -74,9 +72,7 @@ func (m *mesher) report(res meshResult) {
 		if res.conn != nil {
 			res.conn.Close()
 		}
-		if res.shm.link != nil {
-			res.shm.link.close()
-		}
+		res.shm.close()
 	}
 }
 
@@ -213,9 +209,7 @@ func (m *mesher) collect() ([]net.Conn, []shmPair, error) {
 			case conns[res.rank] != nil:
 				// The dialer gave up on an earlier connection and tried again: keep the new one.
 				conns[res.rank].Close()
-				if pairs[res.rank].link != nil {
-					pairs[res.rank].link.close()
-				}
+				pairs[res.rank].close()
 				conns[res.rank], pairs[res.rank] = res.conn, res.shm
 			default:
 				conns[res.rank], pairs[res.rank] = res.conn, res.shm

@@ -52,10 +52,10 @@ var driveYield = 200 * time.Microsecond
 // selfReads is the transport's side of it. One wait drives at a time (mu); the others sleep.
 type selfReads struct {
 	mu    sync.Mutex
-	intr  int     // eventfd, readable once the transport closes (pollSocks, awaitMidFrame); -1 when closed
-	socks []*peer // the peers whose socket tokens the driving wait holds
-	rings []*peer // the peers whose ring tokens it holds
+	intr  int        // eventfd, readable once the transport closes (pollSocks, awaitMidFrame); -1 when closed
+	held  []heldLink // the links whose read tokens the driving wait holds
 	pfds  []unix.PollFd
+	socks []*sockLink // the held sockets, polled now and then
 
 	spins, spinHits, yields, sleeps atomic.Uint64 // for ShmStats: a spin never happens where it may not
 	driven                          atomic.Uint64 // frames filed by waits (tests)
@@ -74,14 +74,8 @@ func (t *TCP) startSelfRead() {
 	}
 	any := false
 	for _, p := range t.peers {
-		switch {
-		case p == nil:
-		case p.link != nil:
-			if p.link.seg.SetShared() == nil {
-				p.link.shared, any = true, true
-			}
-		case p.stream.rc != nil && p.stream.fd >= 0:
-			p.shared, any = true, true
+		if p != nil && p.data.share() {
+			any = true
 		}
 	}
 	if !any {
@@ -159,7 +153,7 @@ func (t *TCP) drive(srcs []int, woken <-chan struct{}, until time.Time, want *ma
 			}
 			continue
 		}
-		if len(sr.socks)+len(sr.rings) == 0 {
+		if len(sr.held) == 0 {
 			return false
 		}
 		if !yield && i&63 != 63 {
@@ -182,21 +176,19 @@ func (t *TCP) drive(srcs []int, woken <-chan struct{}, until time.Time, want *ma
 	}
 }
 
-// readSome files one frame from a held socket with bytes buffered or a held ring with a frame
-// waiting; false when there is none. A ring's frame that is want's goes to want.Data instead.
+// heldLink is a data link whose read token a driving wait holds.
+type heldLink struct {
+	p *peer
+	l link
+}
+
+// readSome files one frame from a held link with a frame (or its end) waiting; false when there
+// is none. A frame that is want's goes to want.Data instead.
 func (t *TCP) readSome(want *mailbox.Want) bool {
 	sr := &t.sr
-	for _, p := range sr.socks {
-		if !p.rdone && p.br.Buffered() > 0 {
-			p.rdone = t.readFrame(p)
-			sr.driven.Add(1)
-			sr.dropDone()
-			return true
-		}
-	}
-	for _, p := range sr.rings {
-		if !p.ringDone && (p.link.seg.Reader().Ready() || p.link.tcpEnded()) {
-			p.ringDone = t.readRingFrame(p, want) // after the TCP end: drains, then reports the end
+	for _, h := range sr.held {
+		if r := h.l.rd(); !r.done && h.l.buffered() {
+			r.done = t.readFrame(h.p, h.l, want)
 			sr.driven.Add(1)
 			sr.dropDone()
 			return true
@@ -210,8 +202,8 @@ func (t *TCP) readSome(want *mailbox.Want) bool {
 func (t *TCP) pollSocks() (closing bool) {
 	sr := &t.sr
 	sr.pfds = sr.pfds[:0]
-	for _, p := range sr.socks {
-		sr.pfds = append(sr.pfds, unix.PollFd{Fd: int32(p.stream.fd), Events: unix.POLLIN})
+	for _, l := range sr.socks {
+		sr.pfds = append(sr.pfds, unix.PollFd{Fd: int32(l.stream.fd), Events: unix.POLLIN})
 	}
 	sr.pfds = append(sr.pfds, unix.PollFd{Fd: int32(sr.intr), Events: unix.POLLIN})
 	n, err := unix.Poll(sr.pfds, 0)
@@ -221,9 +213,9 @@ func (t *TCP) pollSocks() (closing bool) {
 	if sr.pfds[len(sr.pfds)-1].Revents != 0 {
 		return true
 	}
-	for i, p := range sr.socks {
-		if sr.pfds[i].Revents != 0 && !p.rdone {
-			p.rdone = t.readFrame(p)
+	for i, l := range sr.socks {
+		if sr.pfds[i].Revents != 0 && !l.done {
+			l.done = t.readFrame(l.p, l, nil)
 			sr.driven.Add(1)
 		}
 	}
@@ -231,78 +223,72 @@ func (t *TCP) pollSocks() (closing bool) {
 	return false
 }
 
-// takeTokens takes the read tokens of srcs that are free and switches their sockets to direct
-// reads; it reports whether it took any.
+// takeTokens takes the read tokens of the data links of srcs that are free and switches them to
+// reads on this thread; it reports whether it took any.
 func (t *TCP) takeTokens(srcs []int) bool {
 	sr := &t.sr
-	sr.socks, sr.rings = sr.socks[:0], sr.rings[:0]
-	for _, r := range srcs {
-		if r < 0 || r >= len(t.peers) || t.peers[r] == nil {
+	sr.held, sr.socks = sr.held[:0], sr.socks[:0]
+	for _, rank := range srcs {
+		if rank < 0 || rank >= len(t.peers) || t.peers[rank] == nil {
 			continue
 		}
-		p := t.peers[r]
-		switch {
-		case p.link != nil && p.link.shared && p.ringMu.TryLock():
-			if p.ringDone {
-				p.ringMu.Unlock()
-				continue
-			}
-			sr.rings = append(sr.rings, p)
-		case p.shared && p.rmu.TryLock():
-			if p.rdone {
-				p.rmu.Unlock()
-				continue
-			}
-			p.stream.direct = true
-			sr.socks = append(sr.socks, p)
+		p := t.peers[rank]
+		r := p.data.rd()
+		if !r.shared || !r.tok.TryLock() {
+			continue
+		}
+		if r.done {
+			r.tok.Unlock()
+			continue
+		}
+		p.data.setDirect(true)
+		sr.held = append(sr.held, heldLink{p, p.data})
+		if l, ok := p.data.(*sockLink); ok {
+			sr.socks = append(sr.socks, l)
 		}
 	}
-	return len(sr.socks)+len(sr.rings) > 0
+	return len(sr.held) > 0
 }
 
-// releaseTokens gives the tokens back. Whole frames still in a socket's buffer are filed first:
-// the reader goroutine learns of bytes only from the socket, so it would never look at them. A
-// ring's reader goroutine looks at the ring itself.
+// releaseTokens gives the tokens back. Whole frames a link already took from the kernel are
+// filed first: the reader goroutine learns of bytes only from the kernel, so it would never look
+// at them.
 func (t *TCP) releaseTokens() {
 	sr := &t.sr
-	for _, p := range sr.socks {
-		for !p.rdone && p.br.Buffered() > 0 {
-			p.rdone = t.readFrame(p)
+	for _, h := range sr.held {
+		r := h.l.rd()
+		for !r.done && h.l.hidden() {
+			r.done = t.readFrame(h.p, h.l, nil)
 		}
-		p.stream.direct = false
-		p.rmu.Unlock()
+		h.l.setDirect(false)
+		r.tok.Unlock()
 	}
-	for _, p := range sr.rings {
-		p.ringMu.Unlock()
-	}
+	clear(sr.held)
 	clear(sr.socks)
-	clear(sr.rings)
-	sr.socks, sr.rings = sr.socks[:0], sr.rings[:0]
+	sr.held, sr.socks = sr.held[:0], sr.socks[:0]
 }
 
-// dropDone releases the held peers whose stream or ring is finished with.
+// dropDone releases the held links that are finished with.
 func (sr *selfReads) dropDone() {
-	socks := sr.socks[:0]
-	for _, p := range sr.socks {
-		if p.rdone {
-			p.stream.direct = false
-			p.rmu.Unlock()
+	held := sr.held[:0]
+	for _, h := range sr.held {
+		if r := h.l.rd(); r.done {
+			h.l.setDirect(false)
+			r.tok.Unlock()
 			continue
 		}
-		socks = append(socks, p)
+		held = append(held, h)
+	}
+	clear(sr.held[len(held):])
+	sr.held = held
+	socks := sr.socks[:0]
+	for _, l := range sr.socks {
+		if !l.done {
+			socks = append(socks, l)
+		}
 	}
 	clear(sr.socks[len(socks):])
 	sr.socks = socks
-	rings := sr.rings[:0]
-	for _, p := range sr.rings {
-		if p.ringDone {
-			p.ringMu.Unlock()
-			continue
-		}
-		rings = append(rings, p)
-	}
-	clear(sr.rings[len(rings):])
-	sr.rings = rings
 }
 
 // pollReadable tells whether fd has bytes (or an end) to read within ms milliseconds.
@@ -373,4 +359,4 @@ func (s *sockStream) awaitReadable() error {
 }
 
 // readable tells whether a read would find bytes now; the caller holds the token.
-func (s *sockStream) readable() bool { return s.p.br.Buffered() > 0 || pollReadable(s.fd, 0) }
+func (s *sockStream) readable() bool { return s.p.sock.br.Buffered() > 0 || pollReadable(s.fd, 0) }

@@ -121,8 +121,8 @@ func TestShmByReference(t *testing.T) {
 	var refs uint64
 	for _, tr := range ts {
 		for _, p := range tr.peers {
-			if p != nil && p.link != nil {
-				refs += p.link.refsSent.Load()
+			if p != nil && p.ring() != nil {
+				refs += p.ring().refsSent.Load()
 			}
 		}
 	}

@@ -43,8 +43,8 @@ import (
 // creator drops its fd once the peer has it: a kill -9 of either side leaves nothing.
 //
 // Data, abort and bye frames then go through the ring (header and payload as one ring frame,
-// written from the caller's buffers); a reader goroutine hands payloads to the mailbox
-// exactly as TCP's reader does, through ringPayload.
+// written from the caller's buffers): the ring is the peer's data link (link.go), read and
+// filed as a socket is, its payloads read through ringPayload.
 
 // shmRing is each direction's ring: BENCH.md in netio/shm measured 256 KiB as the fastest
 // for 1 MiB frames, and a larger frame streams through it.
@@ -156,21 +156,24 @@ func shmSocketName(job uint64, lower, higher int, nonce *[32]byte) string {
 	return fmt.Sprintf("@kylix-shm-%016x-%d-%d-%x", job, lower, higher, nonce[:8])
 }
 
-// shmLink is a pair's segment as the transport holds it.
-type shmLink struct {
+// ringLink is a pair's segment as the transport holds it: the peer's data link.
+type ringLink struct {
+	linkRead
+	p       *peer // set when the transport starts
 	seg     *shm.Segment
-	parts   [][]byte      // WriteFrame's argument, reused under the peer's write lock
 	tcpGone chan struct{} // closed when the TCP reader ended without a bye: the ring reader stops once it drained
 	gone    sync.Once
 
-	// The read side, guarded by the peer's ring token.
-	pl     *ringPayload     // the current frame's payload as a mailbox.Payload
-	hb     [HeaderSize]byte // the header being read
-	shared bool             // set at start: waits may read the ring too (selfread_linux.go)
-	rdesc  []byte           // a reference frame's list as read (shmref_linux.go)
-	refs   []memRef         // ... parsed
-	ref    refPayload       // ... as the mailbox reads it
-	refsIn uint64           // reference frames read so far (their number, for write-back)
+	// guarded by the peer's write lock
+	hdr   [HeaderSize]byte
+	parts [][]byte // WriteFrame's argument
+
+	// The read side, guarded by the read token.
+	pl     *ringPayload // the current frame's payload as a mailbox.Payload
+	rdesc  []byte       // a reference frame's list as read (shmref_linux.go)
+	refs   []memRef     // ... parsed
+	ref    refPayload   // ... as the mailbox reads it
+	refsIn uint64       // reference frames read so far (their number, for write-back)
 	// For the stats: reference frames read, and bytes written back (refPayload.WriteBack).
 	refsRead, wroteBack atomic.Uint64
 
@@ -178,13 +181,53 @@ type shmLink struct {
 	refsSent atomic.Uint64 // frames sent by reference (tests)
 }
 
-func newShmLink(seg *shm.Segment) *shmLink {
-	l := &shmLink{seg: seg, tcpGone: make(chan struct{})}
+func newRingLink(seg *shm.Segment) *ringLink {
+	l := &ringLink{seg: seg, tcpGone: make(chan struct{})}
 	l.pl = &ringPayload{r: seg.Reader(), w: shm.Wait{Abort: l.tcpGone}}
 	return l
 }
 
-func (l *shmLink) close() { l.seg.Close() }
+func (l *ringLink) rd() *linkRead     { return &l.linkRead }
+func (l *ringLink) close()            { l.seg.Close() }
+func (l *ringLink) kind() string      { return "shared-memory ring" }
+func (l *ringLink) closeWrite()       {} // a frame cut short already leaves the ring unusable
+func (l *ringLink) hidden() bool      { return false }
+func (l *ringLink) setDirect(bool)    {}
+func (l *ringLink) pending() bool     { return l.seg.Reader().Ready() }
+func (l *ringLink) awaitFrame() error { return l.seg.AwaitFrame(l.pl.w) }
+func (l *ringLink) share() bool       { l.shared = l.seg.SetShared() == nil; return l.shared }
+
+// buffered is pending, or the TCP connection's end, which the next read reports once the ring
+// is drained.
+func (l *ringLink) buffered() bool { return l.pending() || l.tcpEnded() }
+
+func (l *ringLink) next(hb []byte) (mailbox.Payload, int, error) {
+	r := l.seg.Reader()
+	n, err := r.Next(l.pl.w)
+	if err != nil {
+		return nil, 0, err
+	}
+	if n < HeaderSize {
+		l.p.down(kx.Errorf(kx.CodeNet, "rank %d sent a ring frame of %d bytes", kx.RankRef(l.p.rank), n))
+		return nil, 0, errDropped
+	}
+	if err := r.ReadFull(l.pl.w, hb); err != nil {
+		return nil, 0, err
+	}
+	return l.pl, n - HeaderSize, nil
+}
+
+func (l *ringLink) ended(err error) string {
+	switch {
+	case errors.Is(err, shm.ErrPeerDead):
+		return "its process died (its shared-memory ring was abandoned)"
+	case errors.Is(err, shm.ErrAborted):
+		return "connection closed without a bye (process died?)"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, shm.ErrPeerClosed):
+		return "shared memory closed without a bye (process died?)"
+	}
+	return err.Error()
+}
 
 // shmOffered tells whether this rank offers shared memory at the handshake.
 func shmOffered(o kx.Options) bool {
@@ -222,7 +265,7 @@ func negotiateShm(c net.Conn, creator bool, rank, peer int, job uint64, deadline
 	if deadline.Before(step) {
 		step = deadline
 	}
-	var link *shmLink
+	var link *ringLink
 	if creator {
 		link, err = shmCreate(c, rank, peer, job, &me, &them, step)
 	} else {
@@ -253,8 +296,8 @@ func readByte(c io.Reader) (byte, error) {
 	return b[0], err
 }
 
-func shmCreate(c net.Conn, rank, peer int, job uint64, me, them *shmHello, step time.Time) (*shmLink, error) {
-	fail := func(err error) (*shmLink, error) {
+func shmCreate(c net.Conn, rank, peer int, job uint64, me, them *shmHello, step time.Time) (*ringLink, error) {
+	fail := func(err error) (*ringLink, error) {
 		if werr := writeByte(c, 'N'); werr != nil {
 			return nil, werr
 		}
@@ -317,10 +360,10 @@ func shmCreate(c net.Conn, rank, peer int, job uint64, me, them *shmHello, step 
 		seg.Close()
 		return nil, err
 	}
-	return newShmLink(seg), nil
+	return newRingLink(seg), nil
 }
 
-func shmAttach(c net.Conn, rank, peer int, job uint64, me, them *shmHello, step time.Time) (*shmLink, error) {
+func shmAttach(c net.Conn, rank, peer int, job uint64, me, them *shmHello, step time.Time) (*ringLink, error) {
 	ready, err := readByte(c)
 	if err != nil {
 		return nil, err
@@ -387,7 +430,7 @@ func shmAttach(c net.Conn, rank, peer int, job uint64, me, them *shmHello, step 
 		}
 		return nil, &shmFallback{aerr}
 	}
-	return newShmLink(seg), nil
+	return newRingLink(seg), nil
 }
 
 // checkPeerCred binds the unix socket to the TCP peer: its process must be the pid and uid
@@ -410,7 +453,7 @@ func checkPeerCred(uc *net.UnixConn, them *shmHello) error {
 }
 
 // setSpin sets every link's spin once the mesh is up (before any call on the segments).
-func setSpin(links []*shmLink, spin bool) {
+func setSpin(links []*ringLink, spin bool) {
 	var d time.Duration
 	if spin {
 		d = shmSpin
@@ -422,59 +465,62 @@ func setSpin(links []*shmLink, spin bool) {
 	}
 }
 
-// writeShm writes one frame through the ring; the caller holds the write lock. hard bounds the
-// whole frame, or (zero) the transport's timeout from when it first waits for room (a peer
-// that stops reading is declared dead by liveness first).
-func (p *peer) writeShm(h *Header, bufs [][]byte, hard time.Time) error {
-	EncodeHeader(p.hdr[:], h)
-	l := p.link
-	l.parts = append(append(l.parts[:0], p.hdr[:]), bufs...)
-	err := l.seg.Writer().WriteFrame(shm.Wait{Deadline: hard, Timeout: p.t.timeout}, l.parts...)
+// write writes one frame through the ring; the caller holds the write lock. hard bounds the
+// whole frame, or (zero) the transport's timeout from when it first waits for room (a peer that
+// stops reading is declared dead by liveness first).
+func (l *ringLink) write(h *Header, bufs [][]byte, hard time.Time) error {
+	EncodeHeader(l.hdr[:], h)
+	l.parts = append(append(l.parts[:0], l.hdr[:]), bufs...)
+	err := l.seg.Writer().WriteFrame(shm.Wait{Deadline: hard, Timeout: l.p.t.timeout}, l.parts...)
 	clear(l.parts) // drop references to the caller's memory
 	l.parts = l.parts[:0]
 	if err != nil {
-		return p.shmWriteFailed(h, err)
+		return l.p.writeFailed(h, err)
 	}
 	return nil
 }
 
-// writeShmRaw writes an encoded frame (the late queue's) as one ring frame.
-func (p *peer) writeShmRaw(b []byte) error {
-	err := p.link.seg.Writer().WriteFrame(shm.Wait{Deadline: time.Now().Add(p.t.timeout)}, b)
+// writeRaw writes an encoded frame (the late queue's) as one ring frame.
+func (l *ringLink) writeRaw(b []byte) error {
+	err := l.seg.Writer().WriteFrame(shm.Wait{Deadline: time.Now().Add(l.p.t.timeout)}, b)
 	if err != nil {
 		var h Header
 		if len(b) >= HeaderSize {
 			h, _ = DecodeHeader(b, MaxPayload)
 		}
-		return p.shmWriteFailed(&h, err)
+		return l.p.writeFailed(&h, err)
 	}
 	return nil
 }
 
-// shmFits tells whether a frame of n payload bytes goes into the ring without waiting.
-func (p *peer) shmFits(n int) bool { return p.link.seg.Writer().Fits(HeaderSize + n) }
+// fits tells whether a frame of n payload bytes goes into the ring without waiting.
+func (l *ringLink) fits(n int) bool { return l.seg.Writer().Fits(HeaderSize + n) }
 
-// shmWriteFailed maps a ring write error as writeFailed does a socket's. A frame cut short
-// leaves the ring unusable, so later writes fail with the same error.
-func (p *peer) shmWriteFailed(h *Header, err error) error {
-	t := p.t
-	if t.closing.Load() {
-		return t.closedErr()
+// sendOrLeave is SendOrLeave through a ring. A ring write is a copy that waits only when the
+// ring is full, so a frame that fits is written at once; one that does not goes whole to the
+// late queue (a frame is never cut: the ring carries frames, not a byte stream).
+func (l *ringLink) sendOrLeave(h *Header, bufs [][]byte, n int, leave <-chan struct{}) error {
+	p := l.p
+	d := &detacher{}
+	if leave == nil {
+		d.lagBy = time.Now().Add(smallLag)
 	}
-	if derr := t.mb.Dead(p.rank); derr != nil {
-		return derr
+	if !p.lockOrLeave(d, leave) {
+		return p.enqueue(frameBytes(h, bufs, n), false, n)
 	}
-	switch {
-	case errors.Is(err, shm.ErrTimeout):
-		p.down(mailbox.LostError(p.rank, "shared-memory ring dropped after a send timed out"))
-		return kx.Errorf(kx.CodeTimeout, "rank %d took no data for %v (sending %s frame of collective %d)", kx.RankRef(p.rank), t.timeout, h.Type, kx.SeqRef(h.Seq))
-	case errors.Is(err, shm.ErrPeerDead):
-		p.down(mailbox.LostError(p.rank, "its process died (shared memory)"))
-		return t.mb.Dead(p.rank)
+	if err := p.writable(); err != nil {
+		p.unlock()
+		return err
 	}
-	e := mailbox.LostError(p.rank, "send failed: "+err.Error())
-	p.werr.CompareAndSwap(nil, &e)
-	return *p.werr.Load()
+	if !l.fits(n) {
+		return p.enqueue(frameBytes(h, bufs, n), true, n) // the drain goroutine takes over the write lock
+	}
+	err := l.write(h, bufs, time.Time{}) // the timeout from when it has to wait
+	p.unlock()
+	if err == nil {
+		p.t.count(p.rank, n, true)
+	}
+	return err
 }
 
 // ringPayload is mailbox.Payload over the current frame of a ring: Receive reads the payload
@@ -502,100 +548,8 @@ func (rp *ringPayload) Discard(n int) (int, error) {
 	return n, nil
 }
 
-// shmReadLoop files every frame from p's ring, as readLoop does from its connection. With
-// shared reading (selfread_linux.go) it waits for a frame without p's ring token and reads only
-// what is there once it holds it; else it keeps the token for good.
-func (t *TCP) shmReadLoop(p *peer) {
-	defer t.wg.Done()
-	l := p.link
-	r := l.seg.Reader()
-	p.ringMu.Lock()
-	defer p.ringMu.Unlock()
-	for !p.ringDone {
-		if !l.shared {
-			p.ringDone = t.readRingFrame(p, nil)
-			continue
-		}
-		p.ringMu.Unlock()
-		werr := l.seg.AwaitFrame(l.pl.w)
-		p.ringMu.Lock()
-		if p.ringDone || werr == nil && !r.Ready() {
-			continue // a waiting caller read what woke us, or ended the ring
-		}
-		for !p.ringDone {
-			p.ringDone = t.readRingFrame(p, nil)
-			if !r.Ready() {
-				break
-			}
-		}
-	}
-}
-
-// readRingFrame reads and files one frame from p's ring; the caller holds p's ring token. It
-// reports whether the ring is finished with. The frame a driving wait wants (want, on the wait's
-// own goroutine) is read into a pooled buffer and handed over in want.Data instead of filed.
-func (t *TCP) readRingFrame(p *peer, want *mailbox.Want) (done bool) {
-	l := p.link
-	r := l.seg.Reader()
-	n, err := r.Next(l.pl.w)
-	if err != nil {
-		t.shmReadFailed(p, err)
-		return true
-	}
-	if n < HeaderSize {
-		p.down(kx.Errorf(kx.CodeNet, "rank %d sent a ring frame of %d bytes", kx.RankRef(p.rank), n))
-		return true
-	}
-	if err := r.ReadFull(l.pl.w, l.hb[:]); err != nil {
-		t.shmReadFailed(p, err)
-		return true
-	}
-	h, ok := t.checkFrame(p, l.hb[:], n-HeaderSize)
-	if !ok {
-		return true
-	}
-	if h.Type == FrameData && want.Matches(p.rank, h.tag()) {
-		data := mailbox.GetBuf(int(h.Len))
-		if _, err := io.ReadFull(l.pl, data); err != nil {
-			mailbox.PutBuf(data)
-			t.shmReadFailed(p, err)
-			return true
-		}
-		t.mb.Took(p.rank, h.Seq)
-		t.count(p.rank, int(h.Len), false)
-		want.Data = data
-		return false
-	}
-	bye, err := t.file(p, &h, l.pl)
-	switch {
-	case err != nil:
-		t.shmReadFailed(p, err)
-		return true
-	case bye:
-		p.down(mailbox.FinalizedError(p.rank))
-		return true
-	}
-	return false
-}
-
-func (t *TCP) shmReadFailed(p *peer, err error) {
-	switch {
-	case err == errDropped:
-	case t.closing.Load():
-		p.down(t.closedErr())
-	case errors.Is(err, shm.ErrPeerDead):
-		p.down(mailbox.LostError(p.rank, "its process died (its shared-memory ring was abandoned)"))
-	case errors.Is(err, shm.ErrAborted):
-		p.down(mailbox.LostError(p.rank, "connection closed without a bye (process died?)"))
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, shm.ErrPeerClosed):
-		p.down(mailbox.LostError(p.rank, "shared memory closed without a bye (process died?)"))
-	default:
-		p.down(mailbox.LostError(p.rank, err.Error()))
-	}
-}
-
 // tcpEnded tells whether the TCP connection ended without a bye (tcpGone is closed).
-func (l *shmLink) tcpEnded() bool {
+func (l *ringLink) tcpEnded() bool {
 	select {
 	case <-l.tcpGone:
 		return true
@@ -606,7 +560,7 @@ func (l *shmLink) tcpEnded() bool {
 
 // endTCP is the TCP reader's end for a peer on shared memory: the ring reader decides what
 // it means, after draining what the peer published (a bye there, or a death).
-func (l *shmLink) endTCP(bye bool) {
+func (l *ringLink) endTCP(bye bool) {
 	if bye {
 		return
 	}
@@ -616,13 +570,13 @@ func (l *shmLink) endTCP(bye bool) {
 	})
 }
 
-// sayByeShm writes a bye into the ring (the caller holds the write lock) and closes this
-// side: the peer reads everything sent before it, then the bye.
-func (p *peer) sayByeShm(deadline time.Time) {
+// sayBye writes a bye into the ring (the caller holds the write lock) and closes this side:
+// the peer reads everything sent before it, then the bye.
+func (l *ringLink) sayBye(deadline time.Time) {
 	var hb [HeaderSize]byte
-	EncodeHeader(hb[:], &Header{Type: FrameBye, Job: p.t.job, Src: p.t.rank})
-	p.link.seg.Writer().WriteFrame(shm.Wait{Deadline: deadline}, hb[:])
-	p.link.seg.Close()
+	EncodeHeader(hb[:], &Header{Type: FrameBye, Job: l.p.t.job, Src: l.p.t.rank})
+	l.seg.Writer().WriteFrame(shm.Wait{Deadline: deadline}, hb[:])
+	l.seg.Close()
 }
 
 // ShmStats sums the waits on this rank's rings (netio/shm Stats): Spins stays 0 where the
@@ -630,17 +584,18 @@ func (p *peer) sayByeShm(deadline time.Time) {
 func (t *TCP) ShmStats() ShmStats {
 	var s ShmStats
 	for _, p := range t.peers {
-		if p == nil || p.link == nil {
+		if p == nil || p.ring() == nil {
 			continue
 		}
-		st := p.link.seg.Stats()
+		l := p.ring()
+		st := l.seg.Stats()
 		s.Peers++
 		s.Spins += st.Spins
 		s.SpinHits += st.SpinHits
 		s.Sleeps += st.Sleeps
 		s.WakesSent += st.WakesSent
-		s.RefFrames += p.link.refsRead.Load()
-		s.WrittenBack += p.link.wroteBack.Load()
+		s.RefFrames += l.refsRead.Load()
+		s.WrittenBack += l.wroteBack.Load()
 	}
 	// Waits that read their rings on their own thread (selfread_linux.go) spin and sleep there.
 	s.Spins += t.sr.spins.Load()

@@ -50,7 +50,7 @@ func (t *TCP) SameHost(rank int) bool {
 	if rank < 0 || rank >= len(t.peers) || t.peers[rank] == nil {
 		return rank == t.rank
 	}
-	if t.peers[rank].link != nil {
+	if t.peers[rank].ring() != nil {
 		return true
 	}
 	c := t.peers[rank].conn
@@ -64,7 +64,7 @@ func (t *TCP) WritesBack(rank, n int) bool {
 	if rank == t.rank || rank < 0 || rank >= t.size || t.peers[rank] == nil {
 		return false
 	}
-	l := t.peers[rank].link
+	l := t.peers[rank].ring()
 	return l != nil && l.byRef(uint64(n))
 }
 
@@ -88,8 +88,5 @@ func (t *TCP) Fits(rank, n int) bool {
 	if p.lateBusy() {
 		return false
 	}
-	if p.link != nil {
-		return p.shmFits(n)
-	}
-	return p.sendRoom() >= 2*(n+HeaderSize)
+	return p.data.fits(n)
 }

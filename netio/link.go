@@ -5,6 +5,7 @@ import (
 	"io"
 	"kylix/core/kx"
 	"kylix/netio/mailbox"
+	"kylix/netio/mesh"
 	"kylix/netio/shm"
 	"sync"
 	"time"
@@ -177,7 +178,7 @@ func (p *peer) writeFailed(h *Header, err error) error {
 		return derr
 	}
 	switch {
-	case isTimeout(err) || errors.Is(err, shm.ErrTimeout):
+	case mesh.IsTimeout(err) || errors.Is(err, shm.ErrTimeout):
 		p.down(mailbox.LostError(p.rank, p.data.kind()+" dropped after a send timed out"))
 		return kx.Errorf(kx.CodeTimeout, "rank %d took no data for %v (sending %s frame of collective %d)", kx.RankRef(p.rank), t.timeout, h.Type, kx.SeqRef(h.Seq))
 	case errors.Is(err, shm.ErrPeerDead):

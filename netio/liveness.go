@@ -3,6 +3,7 @@ package netio
 import (
 	"kylix/core/kx"
 	"kylix/netio/mailbox"
+	"kylix/netio/mesh"
 	"time"
 )
 
@@ -86,8 +87,8 @@ func (p *peer) heartbeat(liveness time.Duration) {
 	p.conn.SetWriteDeadline(time.Now().Add(liveness))
 	n, err := p.conn.Write(hb[:])
 	switch {
-	case err == nil || p.t.closing.Load() || n == 0 && isTimeout(err):
-	case isTimeout(err):
+	case err == nil || p.t.closing.Load() || n == 0 && mesh.IsTimeout(err):
+	case mesh.IsTimeout(err):
 		p.down(mailbox.LostError(p.rank, "heartbeat cut short: the peer has not read for "+liveness.String()))
 	default:
 		p.writeBroken(p.sock, err)

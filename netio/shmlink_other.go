@@ -5,7 +5,7 @@ package netio
 import (
 	"kylix/core/kx"
 	"kylix/netio/mailbox"
-	"net"
+	"kylix/netio/shm"
 	"time"
 )
 
@@ -16,11 +16,7 @@ type ringLink struct {
 	p *peer
 }
 
-func shmOffered(kx.Options) bool { return false }
-
-func negotiateShm(net.Conn, bool, int, int, uint64, time.Time, func(string, ...any)) (shmPair, error) {
-	return shmPair{}, nil
-}
+func newRingLink(p *peer, _ *shm.Segment) *ringLink { return &ringLink{p: p} }
 
 func (l *ringLink) rd() *linkRead                                             { return &l.linkRead }
 func (l *ringLink) next([]byte) (mailbox.Payload, int, error)                 { return nil, 0, errDropped }

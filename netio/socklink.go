@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"kylix/netio/mailbox"
+	"kylix/netio/mesh"
 	"net"
 	"time"
 )
@@ -56,7 +57,7 @@ func (l *sockLink) writeRaw(b []byte) error {
 		k, err := l.p.conn.Write(b[off:end])
 		off += k
 		if err != nil {
-			if isTimeout(err) {
+			if mesh.IsTimeout(err) {
 				l.p.down(mailbox.LostError(l.p.rank, "connection dropped after a send timed out"))
 				return err
 			}
@@ -125,7 +126,7 @@ func (l *sockLink) writeFrame(h *Header, bufs [][]byte, hard time.Time, detach *
 			p.conn.SetWriteDeadline(hard)
 		}
 		_, err := iov.WriteTo(p.conn)
-		if err != nil && detach != nil && isTimeout(err) && detach.asked() {
+		if err != nil && detach != nil && mesh.IsTimeout(err) && detach.asked() {
 			rest = remainder(iov, bufs, i, off)
 		}
 		clear(backing) // drop references to the caller's memory

@@ -5,6 +5,7 @@ import (
 	"io"
 	"kylix/core/kx"
 	"kylix/netio/mailbox"
+	"kylix/netio/mesh"
 	"net"
 	"runtime"
 	"sync"
@@ -53,7 +54,7 @@ const writeChunk = 8 << 20
 
 // newTCP wraps established, handshaken connections (conns[rank] is nil) and the shared-memory
 // links agreed with peers of this host (pairs, may be nil), and starts the readers.
-func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn, pairs []shmPair) *TCP {
+func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn, pairs []mesh.Pair) *TCP {
 	t := &TCP{rank: rank, size: size, job: job, timeout: timeout,
 		mb: mailbox.New(rank, size, timeout), peers: make([]*peer, size), stats: make([]counters, size),
 		done: make(chan struct{}), ranksOnHost: 1}
@@ -66,11 +67,12 @@ func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn,
 		p.sock = newSockLink(p)
 		p.data = p.sock
 		if r < len(pairs) {
-			if pairs[r].sameHost {
+			if pairs[r].SameHost {
 				t.ranksOnHost++
 			}
-			if l := pairs[r].link; l != nil {
-				l.p, p.data = p, l
+			if seg := pairs[r].Seg; seg != nil {
+				l := newRingLink(p, seg)
+				p.data = l
 				rings = append(rings, l)
 			}
 		}

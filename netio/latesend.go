@@ -45,12 +45,12 @@ func (t *TCP) SendOrLeave(to int, tag kx.Tag, leave <-chan struct{}, bufs ...[]b
 	if p.lateBusy() { // keep the frames in order behind those already queued
 		return p.enqueue(frameBytes(&h, bufs, n), false, n)
 	}
-	return p.data.sendOrLeave(&h, bufs, n, leave)
+	return p.data.sendOrLeave(h, bufs, n, leave)
 }
 
 // sendOrLeave is SendOrLeave on a socket: a write still blocked when leave is closed (or, with
 // a nil leave, after a short lag) hands what is left of the frame to the late queue.
-func (l *sockLink) sendOrLeave(h *Header, bufs [][]byte, n int, leave <-chan struct{}) error {
+func (l *sockLink) sendOrLeave(h Header, bufs [][]byte, n int, leave <-chan struct{}) error {
 	p := l.p
 	d := &detacher{}
 	if leave == nil {
@@ -67,13 +67,13 @@ func (l *sockLink) sendOrLeave(h *Header, bufs [][]byte, n int, leave <-chan str
 		}()
 	}
 	if !p.lockOrLeave(d, leave) {
-		return p.enqueue(frameBytes(h, bufs, n), false, n)
+		return p.enqueue(frameBytes(&h, bufs, n), false, n)
 	}
 	if err := p.writable(); err != nil {
 		p.unlock()
 		return err
 	}
-	rest, err := l.writeFrame(h, bufs, time.Time{}, d)
+	rest, err := l.writeFrame(&h, bufs, time.Time{}, d)
 	d.finish()
 	if rest != nil {
 		return p.enqueue(rest, true, n) // the drain goroutine takes over the write lock

@@ -42,15 +42,16 @@ type link interface {
 	setDirect(bool)
 
 	// write sends one frame, header h and payload bufs, straight from bufs; the caller holds
-	// the write lock. hard bounds the whole frame, or (zero) the timeout from when it first
+	// the write lock. (Headers go by value: a pointer through an interface call escapes, and a
+	// small step would allocate.) hard bounds the whole frame, or (zero) the timeout from when it first
 	// has to wait.
-	write(h *Header, bufs [][]byte, hard time.Time) error
+	write(h Header, bufs [][]byte, hard time.Time) error
 	// writeRaw writes an encoded frame (the late queue's) under the write lock.
 	writeRaw(b []byte) error
 	// fits tells, under the write lock, whether a frame of n payload bytes goes out now.
 	fits(n int) bool
 	// sendOrLeave is TCP.SendOrLeave's write on this link (latesend.go).
-	sendOrLeave(h *Header, bufs [][]byte, n int, leave <-chan struct{}) error
+	sendOrLeave(h Header, bufs [][]byte, n int, leave <-chan struct{}) error
 	// closeWrite tells the peer no more frames come on this link after a failed write.
 	closeWrite()
 	// sayBye writes a bye behind everything sent (Close, under the write lock).

@@ -17,7 +17,7 @@ import (
 // Kylix runs on a goroutine locked to the C thread, so a wait that sleeps until a reader
 // goroutine has filed its message pays two thread hand-offs per message, a large share of a
 // small step's CPU. Here a wait reads its sources' sockets and rings itself: it
-// takes their read tokens and, while it spins or yields (drive), files their frames through
+// takes their read tokens and, while it spins or yields (driveStep), files their frames through
 // the mailbox as the reader goroutine does, until its own message is in. A reader goroutine
 // only waits for readiness without the token, so a socket or ring has one reader at a time.
 //
@@ -55,14 +55,21 @@ type selfReads struct {
 	intr  int        // eventfd, readable once the transport closes (pollSocks, awaitMidFrame); -1 when closed
 	held  []heldLink // the links whose read tokens the driving wait holds
 	pfds  []unix.PollFd
-	socks []*sockLink // the held sockets, polled now and then
+	socks []*sockLink  // the held sockets, polled now and then
+	srcs  []int        // the ranks the driving wait's message may come from
+	want  mailbox.Want // the frame a driving Recv waits for
+
+	// The driving wait's window: its looks, when it ends, when the spin starts to yield.
+	looks      int
+	end, quiet time.Time
+	yield      bool
 
 	spins, spinHits, yields, sleeps atomic.Uint64 // for ShmStats: a spin never happens where it may not
 	driven                          atomic.Uint64 // frames filed by waits (tests)
 }
 
 // startSelfRead marks the peers whose sockets or rings waits may read (plain TCP peers with
-// raw access; links with doorbells) and installs the driver.
+// raw access; links with doorbells).
 func (t *TCP) startSelfRead() {
 	t.sr.intr = -1
 	if selfReadOff {
@@ -83,7 +90,6 @@ func (t *TCP) startSelfRead() {
 		return
 	}
 	t.sr.intr = fd
-	t.mb.SetDriver(t.drive)
 }
 
 // interruptSelfRead wakes every poll(2) of a driving wait for good (Close).
@@ -104,76 +110,142 @@ func (t *TCP) stopSelfRead() {
 	}
 }
 
-// drive is the mailbox's Driver: it reads the sockets and rings of srcs on this thread while
-// it spins (where the host's ranks fit its CPUs) or yields the CPU between looks (where they do
-// not), until woken has the wait's wake-up (true) or the window ends, until passes, the
-// transport closes or no token could be taken (false: the wait then sleeps as it would without
-// a driver, and the reader goroutines take over).
+// recvDriven is a Recv that reads the links of the ranks its message may come from on the
+// waiting thread, while it spins (where the host's ranks fit its CPUs) or yields the CPU between
+// looks (where they do not), until the message is there (ok) or the window ends, the transport
+// closes or no token could be taken (not ok: the Recv then sleeps as it would otherwise, and the
+// reader goroutines take over). The frame it waits for is handed over whole, not filed.
 //
 // It never sleeps in poll(2) holding the tokens: a wait asleep in poll(2) keeps the only P
 // (GOMAXPROCS=1) in a system call while the other peers' reader goroutines wait for the
 // runtime's poller to run, and their writers for ring space (docs/netio-notes.md, "Waits"). A
 // small step's message comes within the window; a long wait is a hand-off's cost many times
 // over anyway.
-func (t *TCP) drive(srcs []int, woken <-chan struct{}, until time.Time, want *mailbox.Want) bool {
+func (t *TCP) recvDriven(from int, tag kx.Tag) (b []byte, ok bool, err error) {
+	if !t.beginDrive(from, tag) {
+		return nil, false, nil
+	}
+	sr := &t.sr
+	want := &sr.want
+	var hand bool
+	if *want, hand = t.mb.WantOf(from, tag); !hand {
+		want = nil
+	}
+	for {
+		filed, over := t.driveStep(want)
+		switch {
+		case over:
+			t.endDrive(false)
+			return nil, false, nil
+		case !filed:
+			continue
+		case want != nil && want.Data != nil:
+			data := want.Data
+			want.Data = nil
+			if t.mb.HandOver(tag.Seq, data) {
+				t.endDrive(true)
+				return data, true, nil
+			}
+		}
+		if b, ok, err = t.mb.TryRecv(from, tag); ok {
+			t.endDrive(true)
+			return b, true, err
+		}
+	}
+}
+
+// awaitDriven is Await as recvDriven is Recv.
+func (t *TCP) awaitDriven(from int, tag kx.Tag, n int) (got int, ok bool, err error) {
+	if !t.beginDrive(from, tag) {
+		return 0, false, nil
+	}
+	for {
+		filed, over := t.driveStep(nil)
+		if over {
+			t.endDrive(false)
+			return 0, false, nil
+		}
+		if !filed {
+			continue
+		}
+		if got, ok, err = t.mb.TryAwait(from, tag, n); ok {
+			t.endDrive(true)
+			return got, true, err
+		}
+	}
+}
+
+// beginDrive takes the driver (one wait drives at a time) and the free read tokens of the data
+// links of the ranks the message from `from` with tag may come from. It does not while any send
+// of this process runs on a goroutine of its own (kx.AsyncSends).
+func (t *TCP) beginDrive(from int, tag kx.Tag) bool {
 	sr := &t.sr
 	if kx.AsyncSends.Load() > 0 || !sr.mu.TryLock() {
 		return false
 	}
-	defer sr.mu.Unlock()
-	if sr.intr < 0 || t.closing.Load() || !t.takeTokens(srcs) {
+	sr.srcs = t.mb.Sources(from, tag, sr.srcs)
+	if sr.intr < 0 || t.closing.Load() || !t.takeTokens(sr.srcs) {
+		sr.mu.Unlock()
 		return false
 	}
-	defer t.releaseTokens()
 	// Spin where cores allow it, else yield the CPU at every look (Open MPI's
-	// yield_when_idle); either for a bounded time.
-	window, yield := driveSpin, !t.spin
-	if yield {
-		window = driveYield
+	// yield_when_idle); either for a bounded time, which counts from the first look at the
+	// clock (a fast wait reads none).
+	sr.looks, sr.end, sr.quiet, sr.yield = 0, time.Time{}, time.Time{}, !t.spin
+	if sr.yield {
 		sr.yields.Add(1)
 	} else {
 		sr.spins.Add(1)
 	}
-	var end, quiet time.Time // the window counts from the first look at the clock (a fast wait reads none)
-	for i := 0; ; i++ {
-		select {
-		case <-woken:
-			if !yield && i > 0 {
-				sr.spinHits.Add(1)
-			}
-			return true
-		default:
+	return true
+}
+
+// endDrive gives the tokens and the driver back; hit says the wait's message came.
+func (t *TCP) endDrive(hit bool) {
+	sr := &t.sr
+	if hit && !sr.yield && sr.looks > 1 {
+		sr.spinHits.Add(1)
+	}
+	t.releaseTokens()
+	sr.mu.Unlock()
+}
+
+// driveStep reads one frame from a held link (filed) if one is there; else it spins or yields
+// for one look. It reports over once the window ended, the transport closes or no link is left.
+func (t *TCP) driveStep(want *mailbox.Want) (filed, over bool) {
+	sr := &t.sr
+	i := sr.looks
+	sr.looks++
+	if t.readSome(want) {
+		return true, false
+	}
+	if len(sr.held) == 0 {
+		return false, true
+	}
+	if !sr.yield && i&63 != 63 {
+		return false, false
+	}
+	now := time.Now()
+	if sr.end.IsZero() {
+		window := driveSpin
+		if sr.yield {
+			window = driveYield
 		}
-		if t.readSome(want) {
-			if want != nil && want.Data != nil { // the wait's own frame, handed over whole
-				if !yield && i > 0 {
-					sr.spinHits.Add(1)
-				}
-				return true
-			}
-			continue
-		}
-		if len(sr.held) == 0 {
-			return false
-		}
-		if !yield && i&63 != 63 {
-			continue
-		}
-		now := time.Now()
-		if end.IsZero() {
-			end, quiet = now.Add(window), now.Add(driveQuiet)
-		}
-		if !now.Before(end) || !until.IsZero() && !now.Before(until) {
-			sr.sleeps.Add(1) // the wait sleeps now, as without a driver
-			return false
-		}
-		if len(sr.socks) > 0 && t.pollSocks() {
-			return false // closing
-		}
-		if yield || !now.Before(quiet) {
-			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		sr.end, sr.quiet = now.Add(window), now.Add(driveQuiet)
+	}
+	if !now.Before(sr.end) {
+		sr.sleeps.Add(1) // the wait sleeps now, as without reading on its thread
+		return false, true
+	}
+	if len(sr.socks) > 0 {
+		if n, closing := t.pollSocks(); closing || n > 0 {
+			return n > 0, closing
 		}
 	}
+	if sr.yield || !now.Before(sr.quiet) {
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	}
+	return false, false
 }
 
 // heldLink is a data link whose read token a driving wait holds.
@@ -198,8 +270,8 @@ func (t *TCP) readSome(want *mailbox.Want) bool {
 }
 
 // pollSocks looks, without waiting, at the held sockets and the close interrupt and reads a
-// frame from every socket that is readable. It reports the interrupt.
-func (t *TCP) pollSocks() (closing bool) {
+// frame from every socket that is readable. It reports the frames filed and the interrupt.
+func (t *TCP) pollSocks() (filed int, closing bool) {
 	sr := &t.sr
 	sr.pfds = sr.pfds[:0]
 	for _, l := range sr.socks {
@@ -208,19 +280,20 @@ func (t *TCP) pollSocks() (closing bool) {
 	sr.pfds = append(sr.pfds, unix.PollFd{Fd: int32(sr.intr), Events: unix.POLLIN})
 	n, err := unix.Poll(sr.pfds, 0)
 	if err != nil || n <= 0 {
-		return false
+		return 0, false
 	}
 	if sr.pfds[len(sr.pfds)-1].Revents != 0 {
-		return true
+		return 0, true
 	}
 	for i, l := range sr.socks {
 		if sr.pfds[i].Revents != 0 && !l.done {
 			l.done = t.readFrame(l.p, l, nil)
 			sr.driven.Add(1)
+			filed++
 		}
 	}
 	sr.dropDone()
-	return false
+	return filed, false
 }
 
 // takeTokens takes the read tokens of the data links of srcs that are free and switches them to
@@ -308,9 +381,11 @@ func pollReadable(fd, ms int) bool {
 // and the peer not dropped.
 func (s *sockStream) rawRead(b []byte) (int, error) {
 	for {
-		var n int
-		var err error
-		if cerr := s.rc.Control(func(fd uintptr) { n, err = unix.Read(int(fd), b) }); cerr != nil {
+		s.buf = b
+		cerr := s.rc.Control(s.readFn)
+		n, err := s.n, s.err
+		s.buf, s.err = nil, nil
+		if cerr != nil {
 			return 0, cerr
 		}
 		switch {
@@ -329,6 +404,9 @@ func (s *sockStream) rawRead(b []byte) (int, error) {
 		return n, nil
 	}
 }
+
+// readFd is the read(2) of a direct read (rawRead), on rc.Control's fd.
+func (s *sockStream) readFd(fd uintptr) { s.n, s.err = unix.Read(int(fd), s.buf) }
 
 // awaitMidFrame sleeps in poll(2) until the socket is readable; it fails when the transport
 // closes or the peer was dropped meanwhile.

@@ -113,14 +113,14 @@ func setSpin(links []*ringLink, spin bool) {
 // write writes one frame through the ring; the caller holds the write lock. hard bounds the
 // whole frame, or (zero) the transport's timeout from when it first waits for room (a peer that
 // stops reading is declared dead by liveness first).
-func (l *ringLink) write(h *Header, bufs [][]byte, hard time.Time) error {
-	EncodeHeader(l.hdr[:], h)
+func (l *ringLink) write(h Header, bufs [][]byte, hard time.Time) error {
+	EncodeHeader(l.hdr[:], &h)
 	l.parts = append(append(l.parts[:0], l.hdr[:]), bufs...)
 	err := l.seg.Writer().WriteFrame(shm.Wait{Deadline: hard, Timeout: l.p.t.timeout}, l.parts...)
 	clear(l.parts) // drop references to the caller's memory
 	l.parts = l.parts[:0]
 	if err != nil {
-		return l.p.writeFailed(h, err)
+		return l.p.writeFailed(&h, err)
 	}
 	return nil
 }
@@ -144,21 +144,21 @@ func (l *ringLink) fits(n int) bool { return l.seg.Writer().Fits(HeaderSize + n)
 // sendOrLeave is SendOrLeave through a ring. A ring write is a copy that waits only when the
 // ring is full, so a frame that fits is written at once; one that does not goes whole to the
 // late queue (a frame is never cut: the ring carries frames, not a byte stream).
-func (l *ringLink) sendOrLeave(h *Header, bufs [][]byte, n int, leave <-chan struct{}) error {
+func (l *ringLink) sendOrLeave(h Header, bufs [][]byte, n int, leave <-chan struct{}) error {
 	p := l.p
 	d := &detacher{}
 	if leave == nil {
 		d.lagBy = time.Now().Add(smallLag)
 	}
 	if !p.lockOrLeave(d, leave) {
-		return p.enqueue(frameBytes(h, bufs, n), false, n)
+		return p.enqueue(frameBytes(&h, bufs, n), false, n)
 	}
 	if err := p.writable(); err != nil {
 		p.unlock()
 		return err
 	}
 	if !l.fits(n) {
-		return p.enqueue(frameBytes(h, bufs, n), true, n) // the drain goroutine takes over the write lock
+		return p.enqueue(frameBytes(&h, bufs, n), true, n) // the drain goroutine takes over the write lock
 	}
 	err := l.write(h, bufs, time.Time{}) // the timeout from when it has to wait
 	p.unlock()

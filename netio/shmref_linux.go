@@ -54,7 +54,7 @@ func (p *peer) writeShmRef(h *Header, bufs [][]byte, hard time.Time) (end uint64
 	l.desc = desc
 	rh := *h
 	rh.Type, rh.Len = FrameDataRef, uint64(len(desc))
-	if err := l.write(&rh, [][]byte{desc}, hard); err != nil {
+	if err := l.write(rh, [][]byte{desc}, hard); err != nil {
 		return 0, err
 	}
 	return l.seg.Writer().FrameEnd(), nil

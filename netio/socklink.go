@@ -80,8 +80,8 @@ func (l *sockLink) ended(err error) string {
 	return err.Error()
 }
 
-func (l *sockLink) write(h *Header, bufs [][]byte, hard time.Time) error {
-	_, err := l.writeFrame(h, bufs, hard, nil)
+func (l *sockLink) write(h Header, bufs [][]byte, hard time.Time) error {
+	_, err := l.writeFrame(&h, bufs, hard, nil)
 	return err
 }
 
@@ -125,9 +125,10 @@ func (l *sockLink) writeFrame(h *Header, bufs [][]byte, hard time.Time, detach *
 		default:
 			p.conn.SetWriteDeadline(hard)
 		}
-		_, err := iov.WriteTo(p.conn)
+		l.iov = iov // WriteTo takes the list's address: a field of l's, not a local that escapes
+		_, err := l.iov.WriteTo(p.conn)
 		if err != nil && detach != nil && mesh.IsTimeout(err) && detach.asked() {
-			rest = remainder(iov, bufs, i, off)
+			rest = remainder(l.iov, bufs, i, off)
 		}
 		clear(backing) // drop references to the caller's memory
 		l.iov = backing[:0]

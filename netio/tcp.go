@@ -112,10 +112,11 @@ func (t *TCP) configure(o kx.Options) *TCP {
 // SetReplicaGroups turns on packet racing (mailbox/race.go): rank r is a replica of node groupOf[r].
 func (t *TCP) SetReplicaGroups(groupOf []int) error { return t.mb.SetReplicaGroups(groupOf) }
 
-// Sender is t itself; Receiver its mailbox, which the frames read from the links land in; Peers
+// Sender is t itself; Receiver its mailbox, which the frames read from the links land in and
+// whose waits read the links first (receiver.go); Peers
 // the mailbox's record of failures and races with what t knows of each peer's host.
 func (t *TCP) Sender() kx.Sender     { return t }
-func (t *TCP) Receiver() kx.Receiver { return t.mb }
+func (t *TCP) Receiver() kx.Receiver { return receiver{t.mb, t} }
 func (t *TCP) Peers() kx.Peers       { return tcpPeers{t.mb, t} }
 
 func (t *TCP) Rank() int              { return t.rank }
@@ -314,7 +315,7 @@ func (p *peer) write(h *Header, bufs [][]byte, hard time.Time) error {
 	}
 	l := p.ring()
 	if l == nil || h.Type != FrameData || !l.byRef(h.Len) {
-		err := p.data.write(h, bufs, hard)
+		err := p.data.write(*h, bufs, hard)
 		p.unlock()
 		return err
 	}

@@ -44,8 +44,6 @@ type Mailbox struct {
 	posts map[msgKey]*post
 	// quiet is signalled when a post being filled lands or its reader fails (Quiesce).
 	quiet sync.Cond
-	// driver, when set, reads a wait's sources on the waiting thread (drive.go).
-	driver Driver
 }
 
 type msgKey struct {

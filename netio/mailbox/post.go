@@ -174,18 +174,32 @@ func (m *Mailbox) Quiesce(seq uint64) {
 // rest streams in. It returns the message's length once it has landed whole, else prefix. It
 // fails as Recv does, and with CodeInternal for a payload of the wrong length.
 func (m *Mailbox) Await(from int, tag kx.Tag, n int) (int, error) {
+	got, _, err := m.await(from, tag, n, false)
+	return got, err
+}
+
+// TryAwait is Await that does not wait: ok is false while the message (or its prefix) has not
+// landed and nothing has ended the wait for it yet.
+func (m *Mailbox) TryAwait(from int, tag kx.Tag, n int) (got int, ok bool, err error) {
+	return m.await(from, tag, n, true)
+}
+
+func (m *Mailbox) await(from int, tag kx.Tag, n int, try bool) (int, bool, error) {
 	if n < 0 {
 		n = postWhole
 	}
-	r, err := m.wait(from, tag, n)
+	r, err := m.wait(from, tag, n, try)
+	if err == errNotYet {
+		return 0, false, nil
+	}
 	if err != nil {
-		return 0, err
+		return 0, true, err
 	}
 	p := r.post
 	if early := r.data; early != nil {
 		defer PutBuf(early)
 		if len(early) != len(p.dst) {
-			return 0, lengthError(from, tag.Seq, tag.Layer, tag.Phase, len(early), len(p.dst))
+			return 0, true, lengthError(from, tag.Seq, tag.Layer, tag.Phase, len(early), len(p.dst))
 		}
 		if p.fold.Fn != nil {
 			foldPieces(p, early)
@@ -194,7 +208,7 @@ func (m *Mailbox) Await(from int, tag kx.Tag, n int) (int, error) {
 		}
 	}
 	if r.partial {
-		return n, nil
+		return n, true, nil
 	}
-	return len(p.dst), p.err
+	return len(p.dst), true, p.err
 }

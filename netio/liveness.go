@@ -49,7 +49,7 @@ func (t *TCP) keepAlive(liveness time.Duration) {
 			}
 			silent := t.mb.Silence(p.rank, now)
 			if silent > liveness && !paused {
-				if unread(p.conn) > 0 {
+				if mesh.Unread(p.conn) > 0 {
 					t.mb.Alive(p.rank)
 				} else {
 					p.down(kx.Errorf(kx.CodePeer, "rank %d is lost: nothing heard from it for %v (liveness_ms %d: its process stopped, its host is down or the link is cut)",

@@ -47,7 +47,7 @@ func (l *sockLink) setDirect(d bool)  { l.stream.direct = d }
 func (l *sockLink) kind() string      { return "connection" }
 func (l *sockLink) sayBye(time.Time)  {} // the TCP bye follows for every peer (Close)
 func (l *sockLink) close()            { l.p.conn.Close() }
-func (l *sockLink) fits(n int) bool   { return l.p.sendRoom() >= 2*(n+HeaderSize) }
+func (l *sockLink) fits(n int) bool   { return mesh.SendRoom(l.stream.rc) >= 2*(n+HeaderSize) }
 func (l *sockLink) share() bool       { l.shared = l.stream.rc != nil && l.stream.fd >= 0; return l.shared }
 func (l *sockLink) writeRaw(b []byte) error {
 	t := l.p.t

@@ -41,9 +41,15 @@ var driveSpin = 100 * time.Microsecond
 
 // driveQuiet is how long a driving wait spins without offering the CPU, where the host's ranks
 // fit its CPUs: a small step's message comes well within it, so the steady state makes no system
-// call. Past it the spin offers the CPU every 64 looks (sched_yield, Open MPI's yield_when_idle):
-// when the host is busier than its rank count says, the peer may be queued on this very CPU.
-var driveQuiet = 20 * time.Microsecond
+// call. Past it the spin offers the CPU every 64 looks (sched_yield, Open MPI's yield_when_idle).
+// A host busier than its rank count says (other work on the cores) shows in the yields: one
+// that gave the CPU away (it returned late) means the peer may be queued on this very CPU, and
+// the waits offer it from their first look at the clock until a yield comes back at once
+// (crowdedYield).
+var driveQuiet = 5 * time.Microsecond
+
+// crowdedYield is how long a sched_yield takes when another thread ran meanwhile.
+const crowdedYield = 2 * time.Microsecond
 
 // driveYield is how long a driving wait yields the CPU between looks before it sleeps where the
 // host's ranks outnumber its CPUs (a variable for tests and measurements).
@@ -63,6 +69,7 @@ type selfReads struct {
 	looks      int
 	end, quiet time.Time
 	yield      bool
+	crowded    bool // the last yield gave the CPU away: offer it at once (driveQuiet)
 
 	spins, spinHits, yields, sleeps atomic.Uint64 // for ShmStats: a spin never happens where it may not
 	driven                          atomic.Uint64 // frames filed by waits (tests)
@@ -231,7 +238,10 @@ func (t *TCP) driveStep(want *mailbox.Want) (filed, over bool) {
 		if sr.yield {
 			window = driveYield
 		}
-		sr.end, sr.quiet = now.Add(window), now.Add(driveQuiet)
+		sr.end, sr.quiet = now.Add(window), now
+		if !sr.crowded {
+			sr.quiet = now.Add(driveQuiet)
+		}
 	}
 	if !now.Before(sr.end) {
 		sr.sleeps.Add(1) // the wait sleeps now, as without reading on its thread
@@ -244,6 +254,7 @@ func (t *TCP) driveStep(want *mailbox.Want) (filed, over bool) {
 	}
 	if sr.yield || !now.Before(sr.quiet) {
 		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		sr.crowded = time.Since(now) > crowdedYield
 	}
 	return false, false
 }

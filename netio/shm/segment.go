@@ -2,7 +2,7 @@
 
 // Package shm is a shared-memory byte transport between two processes of one host: one
 // segment per pair of processes, holding two single-producer single-consumer rings (one per
-// direction) of length-prefixed frames.
+// direction) of frames, each opened by a check word and its length (ring.go).
 //
 // The shape follows Open MPI's vader FIFOs, NCCL's shm transport, Aeron IPC and the LMAX
 // ring: one writer per ring, head and tail on cache lines of their own, a bounded spin then

@@ -12,8 +12,15 @@ import (
 // replica, unused here): their copies of a message race to rank 0.
 var raceGroups = []int{0, 1, 1, 0}
 
-func raceJob(t *testing.T) []*TCP {
-	ts := mustJob(t, 4, 5*time.Second)
+// raceJob starts the 4 ranks over loopback, their data through rings (shm "auto"), sockets
+// ("off"), or whatever the default gives ("").
+func raceJob(t *testing.T, shm string) []*TCP {
+	var ts []*TCP
+	if shm == "" {
+		ts = mustJob(t, 4, 5*time.Second)
+	} else {
+		ts = startShmJob(t, 4, shm)
+	}
 	for _, tr := range ts {
 		if err := tr.SetReplicaGroups(raceGroups); err != nil {
 			t.Fatal(err)
@@ -39,8 +46,14 @@ func writeHalf(ts []*TCP, from int, tag kx.Tag, payload []byte) {
 // its sender's death costs nothing; later copies are dropped and counted; only the posted
 // place is written.
 func TestRacingCopies(t *testing.T) {
+	for _, shm := range []string{"auto", "off"} {
+		t.Run("shm="+shm, func(t *testing.T) { racingCopies(t, shm) })
+	}
+}
+
+func racingCopies(t *testing.T, shm string) {
 	base := runtime.NumGoroutine()
-	ts := raceJob(t)
+	ts := raceJob(t, shm)
 	defer closeAll(ts)
 	const n = 3<<20 + 17 // several racing chunks, not a multiple of one
 	payload := make([]byte, n)
@@ -136,8 +149,14 @@ func TestRacingCopies(t *testing.T) {
 // is copied and written in the background, later frames queue behind it in order, and the
 // slow replica gets every byte once it reads again.
 func TestSendOrLeaveSlowReplica(t *testing.T) {
+	for _, shm := range []string{"auto", "off"} {
+		t.Run("shm="+shm, func(t *testing.T) { sendOrLeaveSlowReplica(t, shm) })
+	}
+}
+
+func sendOrLeaveSlowReplica(t *testing.T, shm string) {
 	base := runtime.NumGoroutine()
-	ts := raceJob(t)
+	ts := raceJob(t, shm)
 	defer closeAll(ts)
 	const n = 48 << 20 // far more than the socket buffers hold
 	big := make([]byte, n)

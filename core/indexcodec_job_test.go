@@ -123,13 +123,22 @@ type corruptingTransport struct {
 	bad int
 }
 
-func (ct corruptingTransport) Send(to int, tag kx.Tag, bufs ...[]byte) error {
+func (ct corruptingTransport) Sender() kx.Sender { return corruptingSender{ct.Transport.Sender(), ct} }
+
+// corruptingSender is corruptingTransport's Sender.
+type corruptingSender struct {
+	kx.Sender
+	ct corruptingTransport
+}
+
+func (cs corruptingSender) Send(to int, tag kx.Tag, bufs ...[]byte) error {
+	ct := cs.ct
 	if ct.Rank() == ct.bad && tag.Phase == kx.PhaseConfig && len(bufs) > 0 && len(bufs[0]) > keyset.ConfigListStart(bufs[0])+8 {
 		b := bytes.Clone(bufs[0])
 		b[keyset.ConfigListStart(b)+4] ^= 0xff // inside the out list's first chunk header
 		bufs = append([][]byte{b}, bufs[1:]...)
 	}
-	return ct.Transport.Send(to, tag, bufs...)
+	return cs.Sender.Send(to, tag, bufs...)
 }
 
 // A corrupt compressed payload fails the config with CodeInternal naming the sender on the

@@ -530,6 +530,8 @@ type dyingTransport struct {
 	after int
 }
 
+func (d *dyingTransport) Sender() kx.Sender { return d }
+
 func (d *dyingTransport) Send(to int, tag kx.Tag, bufs ...[]byte) error {
 	if tag.Seq >= 1<<63 {
 		d.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"kylix/core/kx"
+	"kylix/netio/mesh"
 	"kylix/netio/rendezvous"
 	"net"
 	"net/netip"
@@ -118,21 +119,19 @@ func connect(o kx.Options, listenHost string) (*TCP, error) {
 func meshTransport(ln net.Listener, o kx.Options, peers []string, job uint64, timeout time.Duration) (*TCP, error) {
 	level := kx.ParseLogLevel(o.Log)
 	debug := func(format string, args ...any) { kx.Logf(kx.LogDebug, level, o.Rank, format, args...) }
-	conns, pairs, err := mesh(ln, o.Rank, o.Size, peers, job, o.Secret, timeout, shmOffered(o), debug)
+	conns, pairs, err := mesh.Build(ln, o.Rank, o.Size, peers, job, o.Secret, timeout, mesh.ShmOffered(o), debug)
 	if err == nil {
-		err = tuneSockets(conns, o.Rank, o.Liveness) // sockopt.go; closes them on failure
+		err = mesh.TuneSockets(conns, o.Rank, o.Liveness) // closes them on failure
 		if err != nil {
 			for _, p := range pairs {
-				if p.link != nil {
-					p.link.close()
-				}
+				p.Close()
 			}
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	if !shmOffered(o) {
+	if !mesh.ShmOffered(o) {
 		pairs = nil // no hello exchanged: nothing is known of the peers' hosts
 	}
 	t := newTCP(o.Rank, o.Size, job, timeout, conns, pairs)

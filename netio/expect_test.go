@@ -28,7 +28,7 @@ func sentinelsIntact(t *testing.T, whole []byte, n int) {
 // message, posted after it arrived (copied in), a payload of the wrong length.
 func testExpect(t *testing.T, ts []kx.Transport) {
 	for _, tr := range ts {
-		tr.Begin(7, fpAll)
+		tr.Receiver().Begin(7, fpAll)
 	}
 	payload := bytes.Repeat([]byte{1, 2, 3, 4, 5}, 2000)
 	n := len(payload)
@@ -36,11 +36,11 @@ func testExpect(t *testing.T, ts []kx.Transport) {
 	// Posted first: the payload lands in place.
 	whole, place := sentinelPlace(n)
 	tagA := kx.Tag{FP: fpAll, Seq: 7, Layer: 0, Phase: kx.PhaseDown}
-	ts[0].Expect(1, tagA, place)
-	if err := ts[1].Send(0, tagA, payload[:n/2], payload[n/2:]); err != nil {
+	ts[0].Receiver().Post(1, tagA, place, kx.Fold{})
+	if err := ts[1].Sender().Send(0, tagA, payload[:n/2], payload[n/2:]); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := ts[0].Await(1, tagA); err != nil || got != n || !bytes.Equal(place, payload) {
+	if got, err := ts[0].Receiver().Await(1, tagA, kx.Whole); err != nil || got != n || !bytes.Equal(place, payload) {
 		t.Fatalf("posted first: %d bytes, %v", got, err)
 	}
 	sentinelsIntact(t, whole, n)
@@ -48,12 +48,12 @@ func testExpect(t *testing.T, ts []kx.Transport) {
 	// Arrived first: copied in by Await.
 	whole, place = sentinelPlace(n)
 	tagB := kx.Tag{FP: fpAll, Seq: 7, Layer: 1, Phase: kx.PhaseUp}
-	if err := ts[1].Send(0, tagB, payload); err != nil {
+	if err := ts[1].Sender().Send(0, tagB, payload); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond)
-	ts[0].Expect(1, tagB, place)
-	if got, err := ts[0].Await(1, tagB); err != nil || got != n || !bytes.Equal(place, payload) {
+	ts[0].Receiver().Post(1, tagB, place, kx.Fold{})
+	if got, err := ts[0].Receiver().Await(1, tagB, kx.Whole); err != nil || got != n || !bytes.Equal(place, payload) {
 		t.Fatalf("arrived first: %d bytes, %v", got, err)
 	}
 	sentinelsIntact(t, whole, n)
@@ -67,14 +67,14 @@ func testExpect(t *testing.T, ts []kx.Transport) {
 			tag := kx.Tag{FP: fpAll, Seq: 7, Layer: uint8(2 + i), Phase: kx.PhaseDown}
 			if early {
 				tag.Phase = kx.PhaseUp
-				ts[1].Send(0, tag, bytes.Repeat([]byte{9}, size))
+				ts[1].Sender().Send(0, tag, bytes.Repeat([]byte{9}, size))
 				time.Sleep(20 * time.Millisecond)
-				ts[0].Expect(1, tag, place)
+				ts[0].Receiver().Post(1, tag, place, kx.Fold{})
 			} else {
-				ts[0].Expect(1, tag, place)
-				ts[1].Send(0, tag, bytes.Repeat([]byte{9}, size))
+				ts[0].Receiver().Post(1, tag, place, kx.Fold{})
+				ts[1].Sender().Send(0, tag, bytes.Repeat([]byte{9}, size))
 			}
-			_, err := ts[0].Await(1, tag)
+			_, err := ts[0].Receiver().Await(1, tag, kx.Whole)
 			wantErr(t, err, kx.CodeInternal, "rank 1 sent", "want")
 			for j, b := range whole {
 				if b != 0xA5 {
@@ -104,12 +104,12 @@ func TestExpectPeerDiesMidMessage(t *testing.T) {
 	ts := mustJob(t, 2, 5*time.Second)
 	defer closeAll(ts)
 	for _, tr := range ts {
-		tr.Begin(3, fpAll)
+		tr.Receiver().Begin(3, fpAll)
 	}
 	const n = 4 << 20
 	whole, place := sentinelPlace(n)
 	tag := kx.Tag{FP: fpAll, Seq: 3, Phase: kx.PhaseDown}
-	ts[0].Expect(1, tag, place)
+	ts[0].Receiver().Post(1, tag, place, kx.Fold{})
 	// Rank 1 writes a header announcing n bytes and half the payload, then its connection
 	// drops, as when its process is killed mid-send.
 	p := ts[1].peers[0]
@@ -119,7 +119,7 @@ func TestExpectPeerDiesMidMessage(t *testing.T) {
 	p.conn.Write(bytes.Repeat([]byte{7}, n/2))
 	p.conn.Close()
 	var err error
-	within(t, 2*time.Second, func() { _, err = ts[0].Await(1, tag) })
+	within(t, 2*time.Second, func() { _, err = ts[0].Receiver().Await(1, tag, kx.Whole) })
 	wantErr(t, err, kx.CodePeer, "rank 1")
 	sentinelsIntact(t, whole, n)
 	closeAll(ts)
@@ -133,15 +133,15 @@ func TestQuiesceEndsPlaces(t *testing.T) {
 	ts := mustJob(t, 2, 5*time.Second)
 	defer closeAll(ts)
 	for _, tr := range ts {
-		tr.Begin(9, fpAll)
+		tr.Receiver().Begin(9, fpAll)
 	}
 	const n = 4 << 20
 	_, filling := sentinelPlace(n)
 	whole2, open := sentinelPlace(1000)
 	tagA := kx.Tag{FP: fpAll, Seq: 9, Layer: 0, Phase: kx.PhaseUp}
 	tagB := kx.Tag{FP: fpAll, Seq: 9, Layer: 1, Phase: kx.PhaseUp}
-	ts[0].Expect(1, tagA, filling)
-	ts[0].Expect(1, tagB, open)
+	ts[0].Receiver().Post(1, tagA, filling, kx.Fold{})
+	ts[0].Receiver().Post(1, tagB, open, kx.Fold{})
 
 	// Rank 1 writes the header of A and half of its payload, by hand: rank 0's reader is now
 	// filling the place straight from the socket.
@@ -154,7 +154,7 @@ func TestQuiesceEndsPlaces(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 
 	done := make(chan struct{})
-	go func() { ts[0].Quiesce(9); close(done) }()
+	go func() { ts[0].Receiver().Quiesce(9); close(done) }()
 	select {
 	case <-done:
 		t.Fatal("Quiesce returned while a reader was still filling a place")
@@ -170,7 +170,7 @@ func TestQuiesceEndsPlaces(t *testing.T) {
 		t.Fatal("the place being filled did not get its payload")
 	}
 	// B comes after the collective's places were ended: its place stays as it was.
-	if err := ts[1].Send(0, tagB, bytes.Repeat([]byte{0x22}, 1000)); err != nil {
+	if err := ts[1].Sender().Send(0, tagB, bytes.Repeat([]byte{0x22}, 1000)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)

@@ -1,19 +1,21 @@
-// Package netio moves kylix messages between ranks: the frame codec, the HMAC handshake, the
-// TCP and in-memory transports, and Connect, the bootstrap behind kylix_init. The receive side
-// both transports share is netio/mailbox; the rendezvous client and server are
-// netio/rendezvous.
+// Package netio moves kylix messages between ranks: the frame codec, the links to each peer (a
+// socket, a shared-memory ring), the TCP and in-memory transports, and Connect, the bootstrap
+// behind kylix_init. The receive side both transports share is netio/mailbox; the connections
+// between every pair of ranks (handshake, shared-memory pairing, socket options) are built by
+// netio/mesh; the rendezvous client and server are netio/rendezvous.
 package netio
 
 import (
 	"encoding/binary"
 	"kylix/core/kx"
+	"kylix/netio/mesh"
 	"math"
 )
 
 // Wire constants (docs/ARCHITECTURE.md, "Wire format").
 const (
 	HeaderSize      = 56 // bytes of a frame header
-	ProtocolVersion = 4  // bumped on any incompatible change of frames, handshake or config messages (3: layer-0 rows; 4: compressed rows in set order)
+	ProtocolVersion = mesh.ProtocolVersion
 )
 
 // Magic opens every frame.

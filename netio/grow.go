@@ -11,7 +11,7 @@ import (
 
 // Elastic membership over TCP (kx.Grower): how a resize admits joiners and connects them.
 // A resize with joiners builds a fresh full mesh of the new membership, survivors and joiners
-// alike, with the same code as start-up (mesh.go): a new job id from the join server, so no
+// alike, with the same code as start-up (netio/mesh): a new job id from the join server, so no
 // handshake of the old mesh or of another resize can be taken for this one, and sequence
 // numbers from 0. The old comm keeps its own transport until it is finalized. A resize without
 // joiners needs no connection at all (the new comm keeps the old transport).

@@ -45,9 +45,13 @@ func (t *TCP) SendOrLeave(to int, tag kx.Tag, leave <-chan struct{}, bufs ...[]b
 	if p.lateBusy() { // keep the frames in order behind those already queued
 		return p.enqueue(frameBytes(&h, bufs, n), false, n)
 	}
-	if p.link != nil {
-		return p.sendOrLeaveShm(&h, bufs, n, leave)
-	}
+	return p.data.sendOrLeave(h, bufs, n, leave)
+}
+
+// sendOrLeave is SendOrLeave on a socket: a write still blocked when leave is closed (or, with
+// a nil leave, after a short lag) hands what is left of the frame to the late queue.
+func (l *sockLink) sendOrLeave(h Header, bufs [][]byte, n int, leave <-chan struct{}) error {
+	p := l.p
 	d := &detacher{}
 	if leave == nil {
 		d.lagBy = time.Now().Add(smallLag)
@@ -69,37 +73,11 @@ func (t *TCP) SendOrLeave(to int, tag kx.Tag, leave <-chan struct{}, bufs ...[]b
 		p.unlock()
 		return err
 	}
-	rest, err := p.writeFrame(&h, bufs, time.Time{}, d)
+	rest, err := l.writeFrame(&h, bufs, time.Time{}, d)
 	d.finish()
 	if rest != nil {
 		return p.enqueue(rest, true, n) // the drain goroutine takes over the write lock
 	}
-	p.unlock()
-	if err == nil {
-		t.count(to, n, true)
-	}
-	return err
-}
-
-// sendOrLeaveShm is SendOrLeave through a ring. A ring write is a copy that waits only when
-// the ring is full, so a frame that fits is written at once; one that does not goes whole to
-// the late queue (a frame is never cut: the ring carries frames, not a byte stream).
-func (p *peer) sendOrLeaveShm(h *Header, bufs [][]byte, n int, leave <-chan struct{}) error {
-	d := &detacher{}
-	if leave == nil {
-		d.lagBy = time.Now().Add(smallLag)
-	}
-	if !p.lockOrLeave(d, leave) {
-		return p.enqueue(frameBytes(h, bufs, n), false, n)
-	}
-	if err := p.writable(); err != nil {
-		p.unlock()
-		return err
-	}
-	if !p.shmFits(n) {
-		return p.enqueue(frameBytes(h, bufs, n), true, n) // the drain goroutine takes over the write lock
-	}
-	err := p.writeShm(h, bufs, time.Time{}) // the timeout from when it has to wait
 	p.unlock()
 	if err == nil {
 		p.t.count(p.rank, n, true)
@@ -242,22 +220,8 @@ func (p *peer) drain(haveLock bool) {
 		q.items = q.items[1:]
 		q.mu.Unlock()
 		err := p.writable()
-		if err == nil && p.link != nil {
-			err = p.writeShmRaw(b)
-		}
-		for off := 0; err == nil && p.link == nil && off < len(b); {
-			end := min(off+writeChunk, len(b))
-			p.conn.SetWriteDeadline(time.Now().Add(t.timeout))
-			var k int
-			k, err = p.conn.Write(b[off:end])
-			off += k
-			if err != nil {
-				if isTimeout(err) {
-					p.down(mailbox.LostError(p.rank, "connection dropped after a send timed out"))
-				} else {
-					p.writeBroken(err)
-				}
-			}
+		if err == nil {
+			err = p.data.writeRaw(b)
 		}
 		q.mu.Lock()
 		q.bytes -= len(b)

@@ -3,6 +3,7 @@ package netio
 import (
 	"kylix/core/kx"
 	"kylix/netio/mailbox"
+	"kylix/netio/mesh"
 	"time"
 )
 
@@ -48,7 +49,7 @@ func (t *TCP) keepAlive(liveness time.Duration) {
 			}
 			silent := t.mb.Silence(p.rank, now)
 			if silent > liveness && !paused {
-				if unread(p.conn) > 0 {
+				if mesh.Unread(p.conn) > 0 {
 					t.mb.Alive(p.rank)
 				} else {
 					p.down(kx.Errorf(kx.CodePeer, "rank %d is lost: nothing heard from it for %v (liveness_ms %d: its process stopped, its host is down or the link is cut)",
@@ -86,10 +87,10 @@ func (p *peer) heartbeat(liveness time.Duration) {
 	p.conn.SetWriteDeadline(time.Now().Add(liveness))
 	n, err := p.conn.Write(hb[:])
 	switch {
-	case err == nil || p.t.closing.Load() || n == 0 && isTimeout(err):
-	case isTimeout(err):
+	case err == nil || p.t.closing.Load() || n == 0 && mesh.IsTimeout(err):
+	case mesh.IsTimeout(err):
 		p.down(mailbox.LostError(p.rank, "heartbeat cut short: the peer has not read for "+liveness.String()))
 	default:
-		p.writeBroken(err)
+		p.writeBroken(p.sock, err)
 	}
 }

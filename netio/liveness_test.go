@@ -17,14 +17,14 @@ func TestLivenessSilentPeer(t *testing.T) {
 	ts := mustJob(t, 2, time.Minute)
 	defer closeAll(ts)
 	ts[0].configure(kx.Options{Liveness: 400 * time.Millisecond, Log: "off"})
-	ts[0].Begin(4, fpAll)
+	ts[0].Receiver().Begin(4, fpAll)
 	var err error
-	took := within(t, 5*time.Second, func() { _, err = ts[0].Recv(1, kx.Tag{FP: fpAll, Seq: 4, Phase: kx.PhaseUp}) })
+	took := within(t, 5*time.Second, func() { _, err = ts[0].Receiver().Recv(1, kx.Tag{FP: fpAll, Seq: 4, Phase: kx.PhaseUp}) })
 	wantErr(t, err, kx.CodePeer, "rank 1", "nothing heard from it", "liveness_ms 400")
 	if took < 300*time.Millisecond || took > 2*time.Second {
 		t.Fatalf("declared dead after %v, want about 400 ms", took)
 	}
-	if got := ts[0].FailedRanks(); len(got) != 1 || got[0] != 1 {
+	if got := ts[0].Peers().FailedRanks(); len(got) != 1 || got[0] != 1 {
 		t.Fatalf("FailedRanks = %v", got)
 	}
 }
@@ -43,15 +43,15 @@ func TestLivenessLatePeerIsWaitedFor(t *testing.T) {
 	ts[0].mb.SetStallReports(mailbox.StallReportFromEnv(), func(format string, args ...any) {
 		logged.WriteString(strings.TrimSpace(fmt.Sprintf(format, args...)) + "\n")
 	})
-	ts[0].Begin(4, fpAll)
-	ts[1].Begin(3, fpAll) // rank 1 is still in an earlier collective
+	ts[0].Receiver().Begin(4, fpAll)
+	ts[1].Receiver().Begin(3, fpAll) // rank 1 is still in an earlier collective
 	var err error
-	took := within(t, 5*time.Second, func() { _, err = ts[0].Recv(1, kx.Tag{FP: fpAll, Seq: 4, Phase: kx.PhaseUp}) })
+	took := within(t, 5*time.Second, func() { _, err = ts[0].Receiver().Recv(1, kx.Tag{FP: fpAll, Seq: 4, Phase: kx.PhaseUp}) })
 	wantErr(t, err, kx.CodeTimeout, "rank 1 sent nothing")
 	if took < 1400*time.Millisecond {
 		t.Fatalf("gave up after %v, before the timeout", took)
 	}
-	if f := ts[0].FailedRanks(); len(f) != 0 {
+	if f := ts[0].Peers().FailedRanks(); len(f) != 0 {
 		t.Fatalf("a live peer was declared dead: %v", f)
 	}
 	lines := logged.String()

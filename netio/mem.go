@@ -37,11 +37,16 @@ func NewMemJob(size int, timeout time.Duration) []*Mem {
 	return j.ranks
 }
 
+// Sender is m itself, Receiver its mailbox, Peers the mailbox's record of failures and races;
+// the in-memory transport stands for ranks on hosts of their own (tests and the simulator
+// model the network between them), so no peer shares this host.
+func (m *Mem) Sender() kx.Sender     { return m }
+func (m *Mem) Receiver() kx.Receiver { return m.mb }
+func (m *Mem) Peers() kx.Peers       { return memPeers{m.mb} }
+
 func (m *Mem) Rank() int              { return m.rank }
 func (m *Mem) Size() int              { return len(m.job.ranks) }
 func (m *Mem) Timeout() time.Duration { return m.job.timeout }
-
-func (m *Mem) Begin(seq uint64, fp kx.Fingerprint) { m.mb.Begin(seq, fp) }
 
 func (m *Mem) goneErr() error {
 	m.mu.Lock()
@@ -76,25 +81,8 @@ func (m *Mem) Send(to int, tag kx.Tag, bufs ...[]byte) error {
 	return nil
 }
 
-// Expect names dst as the landing place of the message from rank from with tag: Send copies
-// the payload straight into it.
-func (m *Mem) Expect(from int, tag kx.Tag, dst []byte) { m.mb.Expect(from, tag, dst) }
-
 // WritesBack is false: in memory, a message is handed over, never read from its sender.
 func (m *Mem) WritesBack(rank, n int) bool { return false }
-
-func (m *Mem) ExpectFold(from int, tag kx.Tag, dst []byte, f kx.Fold) {
-	m.mb.ExpectFold(from, tag, dst, f)
-}
-
-// Await waits until the message posted with Expect has landed.
-func (m *Mem) Await(from int, tag kx.Tag) (int, error) { return m.mb.Await(from, tag) }
-
-// AwaitPrefix waits until the first n bytes of the posted message have landed.
-func (m *Mem) AwaitPrefix(from int, tag kx.Tag, n int) error { return m.mb.AwaitPrefix(from, tag, n) }
-
-// Recv waits for the message from rank from with tag.
-func (m *Mem) Recv(from int, tag kx.Tag) ([]byte, error) { return m.mb.Recv(from, tag) }
 
 // Abort fails collective seq here and on every live peer with err's code and message (unless
 // seq already failed through a peer's abort, which reached everyone).
@@ -139,35 +127,25 @@ func (m *Mem) leave(self, peers error) {
 	}
 }
 
-// FailedRanks lists the ranks this rank has seen crash or finalize.
-func (m *Mem) FailedRanks() []int { return m.mb.FailedRanks() }
-
-// Quiesce ends the landing places of collective seq, which failed (mailbox.Quiesce).
-func (m *Mem) Quiesce(seq uint64) { m.mb.Quiesce(seq) }
-
 // SetReplicaGroups turns on packet racing (mailbox/race.go): rank r is a replica of node groupOf[r].
 func (m *Mem) SetReplicaGroups(groupOf []int) error { return m.mb.SetReplicaGroups(groupOf) }
-
-// RaceStats returns, per rank, the racing copies it won and lost and the bytes of the lost ones.
-func (m *Mem) RaceStats() []kx.RacePeerStats { return m.mb.RaceStats() }
 
 // SendOrLeave is Send: an in-memory send never waits for the receiver.
 func (m *Mem) SendOrLeave(to int, tag kx.Tag, _ <-chan struct{}, bufs ...[]byte) error {
 	return m.Send(to, tag, bufs...)
 }
 
-// SameHost is false: the in-memory transport stands for ranks on hosts of their own (tests and
-// the simulator model the network between them).
-func (m *Mem) SameHost(int) bool { return false }
-
-// SendFits is always true: a send copies into the receiver's mailbox at once.
-func (m *Mem) SendFits(int, int) bool { return true }
-
-// Release gives a payload returned by Recv back for reuse (see (*TCP).Release).
-func (m *Mem) Release(b []byte) { mailbox.PutBuf(b) }
+// Fits is always true: a send copies into the receiver's mailbox at once.
+func (m *Mem) Fits(int, int) bool { return true }
 
 // Stats returns the data messages exchanged with each rank (index = rank).
 func (m *Mem) Stats() []PeerStats { return snapshot(m.stats) }
+
+// memPeers is Mem's kx.Peers.
+type memPeers struct{ *mailbox.Mailbox }
+
+func (memPeers) SameHost(int) bool      { return false }
+func (memPeers) ShmStats() *kx.ShmStats { return nil }
 
 // abortReason turns the error a collective failed with into what an abort frame carries.
 func abortReason(err error) (code kx.Code, named int, msg string) {

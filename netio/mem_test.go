@@ -30,12 +30,12 @@ func exchangeAll(t *testing.T, ts []kx.Transport, sizes []int) {
 		go func() {
 			defer wg.Done()
 			tr := ts[r]
-			tr.Begin(3, fpAll)
+			tr.Receiver().Begin(3, fpAll)
 			for dst := 0; dst < n; dst++ {
 				for i, size := range sizes {
 					p := payload(r, dst, i, size)
 					// Split in two to exercise the gather of several buffers.
-					if err := tr.Send(dst, tagOf(i), p[:size/2], p[size/2:]); err != nil {
+					if err := tr.Sender().Send(dst, tagOf(i), p[:size/2], p[size/2:]); err != nil {
 						errs <- err
 						return
 					}
@@ -43,7 +43,7 @@ func exchangeAll(t *testing.T, ts []kx.Transport, sizes []int) {
 			}
 			for src := 0; src < n; src++ {
 				for i, size := range sizes {
-					b, err := tr.Recv(src, tagOf(i))
+					b, err := tr.Receiver().Recv(src, tagOf(i))
 					if err != nil {
 						errs <- err
 						return
@@ -88,78 +88,78 @@ func TestMemExchange(t *testing.T) {
 func TestMemSendCopies(t *testing.T) {
 	ms := NewMemJob(2, time.Second)
 	buf := []byte("hello")
-	ms[0].Send(1, kx.Tag{FP: fpAll, Phase: 1}, buf)
+	ms[0].Sender().Send(1, kx.Tag{FP: fpAll, Phase: 1}, buf)
 	buf[0] = 'j'
-	b, err := ms[1].Recv(0, kx.Tag{FP: fpAll, Phase: 1})
+	b, err := ms[1].Receiver().Recv(0, kx.Tag{FP: fpAll, Phase: 1})
 	if err != nil || string(b) != "hello" {
 		t.Fatalf("got %q %v", b, err)
 	}
-	if err := ms[0].Send(2, kx.Tag{FP: fpAll}, nil); kx.CodeOf(err) != kx.CodeArg {
+	if err := ms[0].Sender().Send(2, kx.Tag{FP: fpAll}, nil); kx.CodeOf(err) != kx.CodeArg {
 		t.Fatalf("send to rank 2 of 2: %v", err)
 	}
 }
 
 func TestMemMismatchAndAbort(t *testing.T) {
 	ms := NewMemJob(3, 2*time.Second)
-	ms[0].Begin(0, fpAll)
-	ms[1].Begin(0, fpRed)
-	ms[2].Begin(0, fpAll)
-	ms[1].Send(0, kx.Tag{FP: fpRed, Phase: kx.PhaseSmall}, []byte{1})
-	_, err := ms[0].Recv(1, kx.Tag{FP: fpAll, Phase: kx.PhaseSmall})
+	ms[0].Receiver().Begin(0, fpAll)
+	ms[1].Receiver().Begin(0, fpRed)
+	ms[2].Receiver().Begin(0, fpAll)
+	ms[1].Sender().Send(0, kx.Tag{FP: fpRed, Phase: kx.PhaseSmall}, []byte{1})
+	_, err := ms[0].Receiver().Recv(1, kx.Tag{FP: fpAll, Phase: kx.PhaseSmall})
 	wantErr(t, err, kx.CodeMismatch, "rank 1 called reduce but this rank called allreduce")
 	// Rank 0 aborts: rank 2, waiting on someone else, fails at once with the same code.
 	go ms[0].Abort(0, err)
-	within(t, time.Second, func() { _, err = ms[2].Recv(1, kx.Tag{FP: fpAll, Phase: kx.PhaseSmall}) })
+	within(t, time.Second, func() { _, err = ms[2].Receiver().Recv(1, kx.Tag{FP: fpAll, Phase: kx.PhaseSmall}) })
 	wantErr(t, err, kx.CodeMismatch, "rank 1 called reduce", "reported by rank 0")
 }
 
 func TestMemKillAndClose(t *testing.T) {
 	ms := NewMemJob(3, 3*time.Second)
 	for _, m := range ms {
-		m.Begin(0, fpAll)
+		m.Receiver().Begin(0, fpAll)
 	}
-	ms[2].Send(0, kx.Tag{FP: fpAll, Phase: 1}, []byte("bye"))
+	ms[2].Sender().Send(0, kx.Tag{FP: fpAll, Phase: 1}, []byte("bye"))
 	var err error
 	done := make(chan struct{})
-	go func() { _, err = ms[0].Recv(1, kx.Tag{FP: fpAll, Phase: 1}); close(done) }()
+	go func() { _, err = ms[0].Receiver().Recv(1, kx.Tag{FP: fpAll, Phase: 1}); close(done) }()
 	time.Sleep(10 * time.Millisecond)
 	within(t, time.Second, func() { ms[1].Kill(); <-done })
 	wantErr(t, err, kx.CodePeer, "rank 1")
-	wantErr(t, ms[0].Send(1, kx.Tag{FP: fpAll, Phase: 1}), kx.CodePeer, "rank 1")
-	wantErr(t, ms[1].Send(0, kx.Tag{FP: fpAll, Phase: 1}), kx.CodePeer, "killed")
+	wantErr(t, ms[0].Sender().Send(1, kx.Tag{FP: fpAll, Phase: 1}), kx.CodePeer, "rank 1")
+	wantErr(t, ms[1].Sender().Send(0, kx.Tag{FP: fpAll, Phase: 1}), kx.CodePeer, "killed")
 
 	ms[2].Close()
-	if b, err := ms[0].Recv(2, kx.Tag{FP: fpAll, Phase: 1}); err != nil || string(b) != "bye" {
+	if b, err := ms[0].Receiver().Recv(2, kx.Tag{FP: fpAll, Phase: 1}); err != nil || string(b) != "bye" {
 		t.Fatalf("message sent before close: %q %v", b, err)
 	}
-	_, err = ms[0].Recv(2, kx.Tag{FP: fpAll, Phase: 1})
+	_, err = ms[0].Receiver().Recv(2, kx.Tag{FP: fpAll, Phase: 1})
 	wantErr(t, err, kx.CodePeer, "rank 2 has finalized")
-	_, err = ms[2].Recv(0, kx.Tag{FP: fpAll, Phase: 1})
+	_, err = ms[2].Receiver().Recv(0, kx.Tag{FP: fpAll, Phase: 1})
 	wantErr(t, err, kx.CodeState, "closed")
-	if got := ms[0].FailedRanks(); len(got) != 2 {
+	if got := ms[0].Peers().FailedRanks(); len(got) != 2 {
 		t.Fatalf("FailedRanks = %v", got)
 	}
 }
 
 func TestMemTimeout(t *testing.T) {
 	ms := NewMemJob(2, 100*time.Millisecond)
-	ms[0].Begin(0, fpAll)
+	ms[0].Receiver().Begin(0, fpAll)
 	var err error
-	within(t, time.Second, func() { _, err = ms[0].Recv(1, kx.Tag{FP: fpAll, Phase: kx.PhaseBcast}) })
+	within(t, time.Second, func() { _, err = ms[0].Receiver().Recv(1, kx.Tag{FP: fpAll, Phase: kx.PhaseBcast}) })
 	wantErr(t, err, kx.CodeTimeout, "rank 1", "bcast")
 }
 
 func TestMemAbortNotEchoed(t *testing.T) {
 	ms := NewMemJob(3, time.Second)
 	for _, m := range ms {
-		m.Begin(0, fpAll)
+		m.Receiver().Begin(0, fpAll)
 	}
 	ms[0].Abort(0, kx.Errorf(kx.CodeTimeout, "rank 9 sent nothing"))
 	// Rank 1 fails through rank 0's abort and aborts in turn: rank 2 keeps rank 0's report.
-	_, err := ms[1].Recv(0, kx.Tag{FP: fpAll, Phase: 1})
+	_, err := ms[1].Receiver().Recv(0, kx.Tag{FP: fpAll, Phase: 1})
 	wantErr(t, err, kx.CodeTimeout, "reported by rank 0")
 	ms[1].Abort(0, err)
-	_, err = ms[2].Recv(0, kx.Tag{FP: fpAll, Phase: 1})
+	_, err = ms[2].Receiver().Recv(0, kx.Tag{FP: fpAll, Phase: 1})
 	wantErr(t, err, kx.CodeTimeout, "rank 9 sent nothing (reported by rank 0)")
 	if strings.Count(err.Error(), "reported") != 1 {
 		t.Fatalf("abort echoed: %v", err)

@@ -12,13 +12,20 @@ import (
 // replica, unused here): their copies of a message race to rank 0.
 var raceGroups = []int{0, 1, 1, 0}
 
-func raceJob(t *testing.T) []*TCP {
-	ts := mustJob(t, 4, 5*time.Second)
+// raceJob starts the 4 ranks over loopback, their data through rings (shm "auto"), sockets
+// ("off"), or whatever the default gives ("").
+func raceJob(t *testing.T, shm string) []*TCP {
+	var ts []*TCP
+	if shm == "" {
+		ts = mustJob(t, 4, 5*time.Second)
+	} else {
+		ts = startShmJob(t, 4, shm)
+	}
 	for _, tr := range ts {
 		if err := tr.SetReplicaGroups(raceGroups); err != nil {
 			t.Fatal(err)
 		}
-		tr.Begin(5, fpAll)
+		tr.Receiver().Begin(5, fpAll)
 	}
 	return ts
 }
@@ -39,8 +46,14 @@ func writeHalf(ts []*TCP, from int, tag kx.Tag, payload []byte) {
 // its sender's death costs nothing; later copies are dropped and counted; only the posted
 // place is written.
 func TestRacingCopies(t *testing.T) {
+	for _, shm := range []string{"auto", "off"} {
+		t.Run("shm="+shm, func(t *testing.T) { racingCopies(t, shm) })
+	}
+}
+
+func racingCopies(t *testing.T, shm string) {
 	base := runtime.NumGoroutine()
-	ts := raceJob(t)
+	ts := raceJob(t, shm)
 	defer closeAll(ts)
 	const n = 3<<20 + 17 // several racing chunks, not a multiple of one
 	payload := make([]byte, n)
@@ -51,14 +64,14 @@ func TestRacingCopies(t *testing.T) {
 	// Both replicas send whole copies, posted before: one wins, the other is dropped.
 	whole, place := sentinelPlace(n)
 	tag := kx.Tag{FP: fpAll, Seq: 5, Layer: 0, Phase: kx.PhaseDown, Race: true}
-	ts[0].Expect(1, tag, place)
+	ts[0].Receiver().Post(1, tag, place, kx.Fold{})
 	errs := make(chan error, 2)
 	for _, r := range []int{1, 2} {
 		go func() { errs <- ts[r].Send(0, tag, payload) }()
 	}
 	var got int
 	var err error
-	within(t, 5*time.Second, func() { got, err = ts[0].Await(2, tag) }) // either replica's rank names the node
+	within(t, 5*time.Second, func() { got, err = ts[0].Receiver().Await(2, tag, kx.Whole) }) // either replica's rank names the node
 	if err != nil || got != n || !bytes.Equal(place, payload) {
 		t.Fatalf("two whole copies: %d bytes, %v, equal %v", got, err, bytes.Equal(place, payload))
 	}
@@ -77,7 +90,7 @@ func TestRacingCopies(t *testing.T) {
 		}
 	}
 	var b []byte
-	within(t, 5*time.Second, func() { b, err = ts[0].Recv(1, tagR) })
+	within(t, 5*time.Second, func() { b, err = ts[0].Receiver().Recv(1, tagR) })
 	if err != nil || !bytes.Equal(b, payload[:1000]) {
 		t.Fatalf("recv: %d bytes, %v", len(b), err)
 	}
@@ -93,7 +106,7 @@ func TestRacingCopies(t *testing.T) {
 		}
 	}
 	for i := range 3 {
-		within(t, 5*time.Second, func() { b, err = ts[0].Recv(1, tagK) })
+		within(t, 5*time.Second, func() { b, err = ts[0].Receiver().Recv(1, tagK) })
 		if err != nil || len(b) != 2 || b[0] != byte(i) {
 			t.Fatalf("message %d of a repeated key: %v, %v", i, b, err)
 		}
@@ -103,13 +116,13 @@ func TestRacingCopies(t *testing.T) {
 	// copy completes the place, which replica 1's half had begun to fill.
 	whole, place = sentinelPlace(n)
 	tagH := kx.Tag{FP: fpAll, Seq: 5, Layer: 2, Phase: kx.PhaseUp, Race: true}
-	ts[0].Expect(1, tagH, place)
+	ts[0].Receiver().Post(1, tagH, place, kx.Fold{})
 	writeHalf(ts, 1, tagH, payload)
 	time.Sleep(50 * time.Millisecond)
 	if err := ts[2].Send(0, tagH, payload); err != nil {
 		t.Fatal(err)
 	}
-	within(t, 5*time.Second, func() { got, err = ts[0].Await(1, tagH) })
+	within(t, 5*time.Second, func() { got, err = ts[0].Receiver().Await(1, tagH, kx.Whole) })
 	if err != nil || got != n || !bytes.Equal(place, payload) {
 		t.Fatalf("after a replica died mid-copy: %d bytes, %v, equal %v", got, err, bytes.Equal(place, payload))
 	}
@@ -118,10 +131,10 @@ func TestRacingCopies(t *testing.T) {
 	// With both replicas of node 1 gone, a wait for node 1 fails naming both.
 	tagD := kx.Tag{FP: fpAll, Seq: 5, Layer: 3, Phase: kx.PhaseUp, Race: true}
 	ts[2].Close()
-	within(t, 5*time.Second, func() { _, err = ts[0].Recv(1, tagD) })
+	within(t, 5*time.Second, func() { _, err = ts[0].Receiver().Recv(1, tagD) })
 	wantErr(t, err, kx.CodePeer, "ranks 1 and 2")
 
-	st := ts[0].RaceStats()
+	st := ts[0].Peers().RaceStats()
 	won := st[1].CopiesWon + st[2].CopiesWon
 	lost := st[1].CopiesLost + st[2].CopiesLost
 	if won != 6 || lost != 5 || st[1].DupBytes+st[2].DupBytes < 1000 {
@@ -136,8 +149,14 @@ func TestRacingCopies(t *testing.T) {
 // is copied and written in the background, later frames queue behind it in order, and the
 // slow replica gets every byte once it reads again.
 func TestSendOrLeaveSlowReplica(t *testing.T) {
+	for _, shm := range []string{"auto", "off"} {
+		t.Run("shm="+shm, func(t *testing.T) { sendOrLeaveSlowReplica(t, shm) })
+	}
+}
+
+func sendOrLeaveSlowReplica(t *testing.T, shm string) {
 	base := runtime.NumGoroutine()
-	ts := raceJob(t)
+	ts := raceJob(t, shm)
 	defer closeAll(ts)
 	const n = 48 << 20 // far more than the socket buffers hold
 	big := make([]byte, n)
@@ -148,7 +167,7 @@ func TestSendOrLeaveSlowReplica(t *testing.T) {
 	tagBig := kx.Tag{FP: fpAll, Seq: 5, Layer: 0, Phase: kx.PhaseDown, Race: true}
 	tagSmall := kx.Tag{FP: fpAll, Seq: 5, Layer: 1, Phase: kx.PhaseDown, Race: true}
 
-	release := ts[1].mb.Hold() // rank 1's reader stops at the next frame: the socket fills up
+	release := holdReads(ts[1]) // rank 1's readers stop at the next frame: the socket fills up
 	leave := make(chan struct{})
 	go func() { time.Sleep(30 * time.Millisecond); close(leave) }()
 	took := within(t, 5*time.Second, func() {
@@ -171,11 +190,11 @@ func TestSendOrLeaveSlowReplica(t *testing.T) {
 
 	var got []byte
 	var err error
-	within(t, 10*time.Second, func() { got, err = ts[1].Recv(0, tagBig) })
+	within(t, 10*time.Second, func() { got, err = ts[1].Receiver().Recv(0, tagBig) })
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("big message: %d bytes, %v, equal %v", len(got), err, bytes.Equal(got, want))
 	}
-	within(t, 5*time.Second, func() { got, err = ts[1].Recv(0, tagSmall) })
+	within(t, 5*time.Second, func() { got, err = ts[1].Receiver().Recv(0, tagSmall) })
 	if err != nil || !bytes.Equal(got, small) {
 		t.Fatalf("small message: %d bytes, %v", len(got), err)
 	}

@@ -15,17 +15,17 @@ import (
 
 // Caller-thread reads (docs/measurements.md, "Small steps through the C ABI"). A cgo call into
 // Kylix runs on a goroutine locked to the C thread, so a wait that sleeps until a reader
-// goroutine has filed its message pays two thread hand-offs per message; through the C ABI that
-// was 42% of a small reduce's CPU. Here a wait reads its sources' sockets and rings itself: it
-// takes their read tokens and, while it spins or yields (drive), files their frames through
+// goroutine has filed its message pays two thread hand-offs per message, a large share of a
+// small step's CPU. Here a wait reads its sources' sockets and rings itself: it
+// takes their read tokens and, while it spins or yields (driveStep), files their frames through
 // the mailbox as the reader goroutine does, until its own message is in. A reader goroutine
 // only waits for readiness without the token, so a socket or ring has one reader at a time.
 //
 // A wait takes the tokens that are free (a reader goroutine in the middle of a frame keeps its
 // own) and sleeps as before when none is. It does not while any send of this process runs on a
 // goroutine of its own (kx.AsyncSends): with GOMAXPROCS=1 the driving thread keeps the only P,
-// and the send would wait for the runtime's monitor to take it back (measured: 32768 keys, 650
-// against 290 us).
+// and the send would wait for the runtime's monitor to take it back (docs/netio-notes.md,
+// "Waits").
 
 // midFrameSlice bounds one poll(2) inside a frame, between looks at whether the transport
 // closed or the peer was dropped.
@@ -39,6 +39,18 @@ var selfReadOff bool
 // tests and measurements.
 var driveSpin = 100 * time.Microsecond
 
+// driveQuiet is how long a driving wait spins without offering the CPU, where the host's ranks
+// fit its CPUs: a small step's message comes well within it, so the steady state makes no system
+// call. Past it the spin offers the CPU every 64 looks (sched_yield, Open MPI's yield_when_idle).
+// A host busier than its rank count says (other work on the cores) shows in the yields: one
+// that gave the CPU away (it returned late) means the peer may be queued on this very CPU, and
+// the waits offer it from their first look at the clock until a yield comes back at once
+// (crowdedYield).
+var driveQuiet = 5 * time.Microsecond
+
+// crowdedYield is how long a sched_yield takes when another thread ran meanwhile.
+const crowdedYield = 2 * time.Microsecond
+
 // driveYield is how long a driving wait yields the CPU between looks before it sleeps where the
 // host's ranks outnumber its CPUs (a variable for tests and measurements).
 var driveYield = 200 * time.Microsecond
@@ -46,17 +58,25 @@ var driveYield = 200 * time.Microsecond
 // selfReads is the transport's side of it. One wait drives at a time (mu); the others sleep.
 type selfReads struct {
 	mu    sync.Mutex
-	intr  int     // eventfd, readable once the transport closes (pollSocks, awaitMidFrame); -1 when closed
-	socks []*peer // the peers whose socket tokens the driving wait holds
-	rings []*peer // the peers whose ring tokens it holds
+	intr  int        // eventfd, readable once the transport closes (pollSocks, awaitMidFrame); -1 when closed
+	held  []heldLink // the links whose read tokens the driving wait holds
 	pfds  []unix.PollFd
+	socks []*sockLink  // the held sockets, polled now and then
+	srcs  []int        // the ranks the driving wait's message may come from
+	want  mailbox.Want // the frame a driving Recv waits for
+
+	// The driving wait's window: its looks, when it ends, when the spin starts to yield.
+	looks      int
+	end, quiet time.Time
+	yield      bool
+	crowded    bool // the last yield gave the CPU away: offer it at once (driveQuiet)
 
 	spins, spinHits, yields, sleeps atomic.Uint64 // for ShmStats: a spin never happens where it may not
 	driven                          atomic.Uint64 // frames filed by waits (tests)
 }
 
 // startSelfRead marks the peers whose sockets or rings waits may read (plain TCP peers with
-// raw access; links with doorbells) and installs the driver.
+// raw access; links with doorbells).
 func (t *TCP) startSelfRead() {
 	t.sr.intr = -1
 	if selfReadOff {
@@ -68,14 +88,8 @@ func (t *TCP) startSelfRead() {
 	}
 	any := false
 	for _, p := range t.peers {
-		switch {
-		case p == nil:
-		case p.link != nil:
-			if p.link.seg.SetShared() == nil {
-				p.link.shared, any = true, true
-			}
-		case p.stream.rc != nil && p.stream.fd >= 0:
-			p.shared, any = true, true
+		if p != nil && p.data.share() {
+			any = true
 		}
 	}
 	if !any {
@@ -83,7 +97,6 @@ func (t *TCP) startSelfRead() {
 		return
 	}
 	t.sr.intr = fd
-	t.mb.SetDriver(t.drive)
 }
 
 // interruptSelfRead wakes every poll(2) of a driving wait for good (Close).
@@ -104,91 +117,161 @@ func (t *TCP) stopSelfRead() {
 	}
 }
 
-// drive is the mailbox's Driver: it reads the sockets and rings of srcs on this thread while
-// it spins (where the host's ranks fit its CPUs) or yields the CPU between looks (where they do
-// not), until woken has the wait's wake-up (true) or the window ends, until passes, the
-// transport closes or no token could be taken (false: the wait then sleeps as it would without
-// a driver, and the reader goroutines take over).
+// recvDriven is a Recv that reads the links of the ranks its message may come from on the
+// waiting thread, while it spins (where the host's ranks fit its CPUs) or yields the CPU between
+// looks (where they do not), until the message is there (ok) or the window ends, the transport
+// closes or no token could be taken (not ok: the Recv then sleeps as it would otherwise, and the
+// reader goroutines take over). The frame it waits for is handed over whole, not filed.
 //
-// It never sleeps in poll(2) holding the tokens: measured with 4 ranks on 2 cores and 300K
-// keys a rank, a wait asleep in poll(2) kept the only P (GOMAXPROCS=1) in a system call while
-// the other peers' reader goroutines waited for the runtime's poller to run, and their writers
-// for ring space: 13–21 ms a reduce against 4 ms. A small step's message comes within the
-// window; a long wait is a hand-off's cost many times over anyway.
-func (t *TCP) drive(srcs []int, woken <-chan struct{}, until time.Time, want *mailbox.Want) bool {
+// It never sleeps in poll(2) holding the tokens: a wait asleep in poll(2) keeps the only P
+// (GOMAXPROCS=1) in a system call while the other peers' reader goroutines wait for the
+// runtime's poller to run, and their writers for ring space (docs/netio-notes.md, "Waits"). A
+// small step's message comes within the window; a long wait is a hand-off's cost many times
+// over anyway.
+func (t *TCP) recvDriven(from int, tag kx.Tag) (b []byte, ok bool, err error) {
+	if !t.beginDrive(from, tag) {
+		return nil, false, nil
+	}
+	sr := &t.sr
+	want := &sr.want
+	var hand bool
+	if *want, hand = t.mb.WantOf(from, tag); !hand {
+		want = nil
+	}
+	for {
+		filed, over := t.driveStep(want)
+		switch {
+		case over:
+			t.endDrive(false)
+			return nil, false, nil
+		case !filed:
+			continue
+		case want != nil && want.Data != nil:
+			data := want.Data
+			want.Data = nil
+			if t.mb.HandOver(tag.Seq, data) {
+				t.endDrive(true)
+				return data, true, nil
+			}
+		}
+		if b, ok, err = t.mb.TryRecv(from, tag); ok {
+			t.endDrive(true)
+			return b, true, err
+		}
+	}
+}
+
+// awaitDriven is Await as recvDriven is Recv.
+func (t *TCP) awaitDriven(from int, tag kx.Tag, n int) (got int, ok bool, err error) {
+	if !t.beginDrive(from, tag) {
+		return 0, false, nil
+	}
+	for {
+		filed, over := t.driveStep(nil)
+		if over {
+			t.endDrive(false)
+			return 0, false, nil
+		}
+		if !filed {
+			continue
+		}
+		if got, ok, err = t.mb.TryAwait(from, tag, n); ok {
+			t.endDrive(true)
+			return got, true, err
+		}
+	}
+}
+
+// beginDrive takes the driver (one wait drives at a time) and the free read tokens of the data
+// links of the ranks the message from `from` with tag may come from. It does not while any send
+// of this process runs on a goroutine of its own (kx.AsyncSends).
+func (t *TCP) beginDrive(from int, tag kx.Tag) bool {
 	sr := &t.sr
 	if kx.AsyncSends.Load() > 0 || !sr.mu.TryLock() {
 		return false
 	}
-	defer sr.mu.Unlock()
-	if sr.intr < 0 || t.closing.Load() || !t.takeTokens(srcs) {
+	sr.srcs = t.mb.Sources(from, tag, sr.srcs)
+	if sr.intr < 0 || t.closing.Load() || !t.takeTokens(sr.srcs) {
+		sr.mu.Unlock()
 		return false
 	}
-	defer t.releaseTokens()
 	// Spin where cores allow it, else yield the CPU at every look (Open MPI's
-	// yield_when_idle); either for a bounded time.
-	window, yield := driveSpin, !t.spin
-	if yield {
-		window = driveYield
+	// yield_when_idle); either for a bounded time, which counts from the first look at the
+	// clock (a fast wait reads none).
+	sr.looks, sr.end, sr.quiet, sr.yield = 0, time.Time{}, time.Time{}, !t.spin
+	if sr.yield {
 		sr.yields.Add(1)
 	} else {
 		sr.spins.Add(1)
 	}
-	var end time.Time // the window counts from the first look at the clock (a fast wait reads none)
-	for i := 0; ; i++ {
-		select {
-		case <-woken:
-			if !yield && i > 0 {
-				sr.spinHits.Add(1)
-			}
-			return true
-		default:
-		}
-		if t.readSome(want) {
-			if want != nil && want.Data != nil { // the wait's own frame, handed over whole
-				if !yield && i > 0 {
-					sr.spinHits.Add(1)
-				}
-				return true
-			}
-			continue
-		}
-		if len(sr.socks)+len(sr.rings) == 0 {
-			return false
-		}
-		if !yield && i&63 != 63 {
-			continue
-		}
-		now := time.Now()
-		if end.IsZero() {
-			end = now.Add(window)
-		}
-		if !now.Before(end) || !until.IsZero() && !now.Before(until) {
-			sr.sleeps.Add(1) // the wait sleeps now, as without a driver
-			return false
-		}
-		if len(sr.socks) > 0 && t.pollSocks() {
-			return false // closing
-		}
-		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-	}
+	return true
 }
 
-// readSome files one frame from a held socket with bytes buffered or a held ring with a frame
-// waiting; false when there is none. A ring's frame that is want's goes to want.Data instead.
-func (t *TCP) readSome(want *mailbox.Want) bool {
+// endDrive gives the tokens and the driver back; hit says the wait's message came.
+func (t *TCP) endDrive(hit bool) {
 	sr := &t.sr
-	for _, p := range sr.socks {
-		if !p.rdone && p.br.Buffered() > 0 {
-			p.rdone = t.readFrame(p)
-			sr.driven.Add(1)
-			sr.dropDone()
-			return true
+	if hit && !sr.yield && sr.looks > 1 {
+		sr.spinHits.Add(1)
+	}
+	t.releaseTokens()
+	sr.mu.Unlock()
+}
+
+// driveStep reads one frame from a held link (filed) if one is there; else it spins or yields
+// for one look. It reports over once the window ended, the transport closes or no link is left.
+func (t *TCP) driveStep(want *mailbox.Want) (filed, over bool) {
+	sr := &t.sr
+	i := sr.looks
+	sr.looks++
+	if t.readSome(want) {
+		return true, false
+	}
+	if len(sr.held) == 0 {
+		return false, true
+	}
+	if !sr.yield && i&63 != 63 {
+		return false, false
+	}
+	now := time.Now()
+	if sr.end.IsZero() {
+		window := driveSpin
+		if sr.yield {
+			window = driveYield
+		}
+		sr.end, sr.quiet = now.Add(window), now
+		if !sr.crowded {
+			sr.quiet = now.Add(driveQuiet)
 		}
 	}
-	for _, p := range sr.rings {
-		if !p.ringDone && (p.link.seg.Reader().Ready() || p.link.tcpEnded()) {
-			p.ringDone = t.readRingFrame(p, want) // after the TCP end: drains, then reports the end
+	if !now.Before(sr.end) {
+		sr.sleeps.Add(1) // the wait sleeps now, as without reading on its thread
+		return false, true
+	}
+	if len(sr.socks) > 0 {
+		if n, closing := t.pollSocks(); closing || n > 0 {
+			return n > 0, closing
+		}
+	}
+	if sr.yield || !now.Before(sr.quiet) {
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		sr.crowded = time.Since(now) > crowdedYield
+	}
+	return false, false
+}
+
+// heldLink is a data link whose read token a driving wait holds.
+type heldLink struct {
+	p *peer
+	l link
+}
+
+// readSome files one frame from a held link with a frame (or its end) waiting; false when there
+// is none. A frame that is want's goes to want.Data instead.
+func (t *TCP) readSome(want *mailbox.Want) bool {
+	sr := &t.sr
+	for _, h := range sr.held {
+		if r := h.l.rd(); !r.done && h.l.buffered() {
+			r.done = t.readFrame(h.p, h.l, want)
 			sr.driven.Add(1)
 			sr.dropDone()
 			return true
@@ -198,103 +281,98 @@ func (t *TCP) readSome(want *mailbox.Want) bool {
 }
 
 // pollSocks looks, without waiting, at the held sockets and the close interrupt and reads a
-// frame from every socket that is readable. It reports the interrupt.
-func (t *TCP) pollSocks() (closing bool) {
+// frame from every socket that is readable. It reports the frames filed and the interrupt.
+func (t *TCP) pollSocks() (filed int, closing bool) {
 	sr := &t.sr
 	sr.pfds = sr.pfds[:0]
-	for _, p := range sr.socks {
-		sr.pfds = append(sr.pfds, unix.PollFd{Fd: int32(p.stream.fd), Events: unix.POLLIN})
+	for _, l := range sr.socks {
+		sr.pfds = append(sr.pfds, unix.PollFd{Fd: int32(l.stream.fd), Events: unix.POLLIN})
 	}
 	sr.pfds = append(sr.pfds, unix.PollFd{Fd: int32(sr.intr), Events: unix.POLLIN})
 	n, err := unix.Poll(sr.pfds, 0)
 	if err != nil || n <= 0 {
-		return false
+		return 0, false
 	}
 	if sr.pfds[len(sr.pfds)-1].Revents != 0 {
-		return true
+		return 0, true
 	}
-	for i, p := range sr.socks {
-		if sr.pfds[i].Revents != 0 && !p.rdone {
-			p.rdone = t.readFrame(p)
+	for i, l := range sr.socks {
+		if sr.pfds[i].Revents != 0 && !l.done {
+			l.done = t.readFrame(l.p, l, nil)
 			sr.driven.Add(1)
+			filed++
 		}
 	}
 	sr.dropDone()
-	return false
+	return filed, false
 }
 
-// takeTokens takes the read tokens of srcs that are free and switches their sockets to direct
-// reads; it reports whether it took any.
+// takeTokens takes the read tokens of the data links of srcs that are free and switches them to
+// reads on this thread; it reports whether it took any.
 func (t *TCP) takeTokens(srcs []int) bool {
 	sr := &t.sr
-	sr.socks, sr.rings = sr.socks[:0], sr.rings[:0]
-	for _, r := range srcs {
-		if r < 0 || r >= len(t.peers) || t.peers[r] == nil {
+	sr.held, sr.socks = sr.held[:0], sr.socks[:0]
+	for _, rank := range srcs {
+		if rank < 0 || rank >= len(t.peers) || t.peers[rank] == nil {
 			continue
 		}
-		p := t.peers[r]
-		switch {
-		case p.link != nil && p.link.shared && p.ringMu.TryLock():
-			if p.ringDone {
-				p.ringMu.Unlock()
-				continue
-			}
-			sr.rings = append(sr.rings, p)
-		case p.shared && p.rmu.TryLock():
-			if p.rdone {
-				p.rmu.Unlock()
-				continue
-			}
-			p.stream.direct = true
-			sr.socks = append(sr.socks, p)
+		p := t.peers[rank]
+		r := p.data.rd()
+		if !r.shared || !r.tok.TryLock() {
+			continue
+		}
+		if r.done {
+			r.tok.Unlock()
+			continue
+		}
+		p.data.setDirect(true)
+		sr.held = append(sr.held, heldLink{p, p.data})
+		if l, ok := p.data.(*sockLink); ok {
+			sr.socks = append(sr.socks, l)
 		}
 	}
-	return len(sr.socks)+len(sr.rings) > 0
+	return len(sr.held) > 0
 }
 
-// releaseTokens gives the tokens back. Whole frames still in a socket's buffer are filed first:
-// the reader goroutine learns of bytes only from the socket, so it would never look at them. A
-// ring's reader goroutine looks at the ring itself.
+// releaseTokens gives the tokens back. Whole frames a link already took from the kernel are
+// filed first: the reader goroutine learns of bytes only from the kernel, so it would never look
+// at them.
 func (t *TCP) releaseTokens() {
 	sr := &t.sr
-	for _, p := range sr.socks {
-		for !p.rdone && p.br.Buffered() > 0 {
-			p.rdone = t.readFrame(p)
+	for _, h := range sr.held {
+		r := h.l.rd()
+		for !r.done && h.l.hidden() {
+			r.done = t.readFrame(h.p, h.l, nil)
 		}
-		p.stream.direct = false
-		p.rmu.Unlock()
+		h.l.setDirect(false)
+		r.tok.Unlock()
 	}
-	for _, p := range sr.rings {
-		p.ringMu.Unlock()
-	}
+	clear(sr.held)
 	clear(sr.socks)
-	clear(sr.rings)
-	sr.socks, sr.rings = sr.socks[:0], sr.rings[:0]
+	sr.held, sr.socks = sr.held[:0], sr.socks[:0]
 }
 
-// dropDone releases the held peers whose stream or ring is finished with.
+// dropDone releases the held links that are finished with.
 func (sr *selfReads) dropDone() {
-	socks := sr.socks[:0]
-	for _, p := range sr.socks {
-		if p.rdone {
-			p.stream.direct = false
-			p.rmu.Unlock()
+	held := sr.held[:0]
+	for _, h := range sr.held {
+		if r := h.l.rd(); r.done {
+			h.l.setDirect(false)
+			r.tok.Unlock()
 			continue
 		}
-		socks = append(socks, p)
+		held = append(held, h)
+	}
+	clear(sr.held[len(held):])
+	sr.held = held
+	socks := sr.socks[:0]
+	for _, l := range sr.socks {
+		if !l.done {
+			socks = append(socks, l)
+		}
 	}
 	clear(sr.socks[len(socks):])
 	sr.socks = socks
-	rings := sr.rings[:0]
-	for _, p := range sr.rings {
-		if p.ringDone {
-			p.ringMu.Unlock()
-			continue
-		}
-		rings = append(rings, p)
-	}
-	clear(sr.rings[len(rings):])
-	sr.rings = rings
 }
 
 // pollReadable tells whether fd has bytes (or an end) to read within ms milliseconds.
@@ -314,9 +392,11 @@ func pollReadable(fd, ms int) bool {
 // and the peer not dropped.
 func (s *sockStream) rawRead(b []byte) (int, error) {
 	for {
-		var n int
-		var err error
-		if cerr := s.rc.Control(func(fd uintptr) { n, err = unix.Read(int(fd), b) }); cerr != nil {
+		s.buf = b
+		cerr := s.rc.Control(s.readFn)
+		n, err := s.n, s.err
+		s.buf, s.err = nil, nil
+		if cerr != nil {
 			return 0, cerr
 		}
 		switch {
@@ -335,6 +415,9 @@ func (s *sockStream) rawRead(b []byte) (int, error) {
 		return n, nil
 	}
 }
+
+// readFd is the read(2) of a direct read (rawRead), on rc.Control's fd.
+func (s *sockStream) readFd(fd uintptr) { s.n, s.err = unix.Read(int(fd), s.buf) }
 
 // awaitMidFrame sleeps in poll(2) until the socket is readable; it fails when the transport
 // closes or the peer was dropped meanwhile.
@@ -365,4 +448,4 @@ func (s *sockStream) awaitReadable() error {
 }
 
 // readable tells whether a read would find bytes now; the caller holds the token.
-func (s *sockStream) readable() bool { return s.p.br.Buffered() > 0 || pollReadable(s.fd, 0) }
+func (s *sockStream) readable() bool { return s.p.sock.br.Buffered() > 0 || pollReadable(s.fd, 0) }

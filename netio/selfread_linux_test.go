@@ -49,7 +49,7 @@ func rounds(t *testing.T, ts []*TCP, n int) {
 			defer wg.Done()
 			for i := 0; i < n; i++ {
 				seq := uint64(100 + i)
-				tr.Begin(seq, fpAll)
+				tr.Receiver().Begin(seq, fpAll)
 				tag := kx.Tag{FP: fpAll, Seq: seq, Phase: kx.PhaseDown}
 				for to := range ts {
 					if to != r {
@@ -63,7 +63,7 @@ func rounds(t *testing.T, ts []*TCP, n int) {
 					if from == r {
 						continue
 					}
-					b, err := tr.Recv(from, tag)
+					b, err := tr.Receiver().Recv(from, tag)
 					if err != nil {
 						errs <- err
 						return
@@ -72,7 +72,7 @@ func rounds(t *testing.T, ts []*TCP, n int) {
 						errs <- kx.Errorf(kx.CodeInternal, "rank %d round %d: from %d got %v", r, i, from, b)
 						return
 					}
-					tr.Release(b)
+					tr.Receiver().Release(b)
 				}
 			}
 		}()
@@ -89,10 +89,10 @@ func rounds(t *testing.T, ts []*TCP, n int) {
 func TestSelfReadCloseWakesWait(t *testing.T) {
 	ts := startShmJob(t, 2, "off")
 	defer closeAll(ts)
-	ts[0].Begin(1, fpAll)
+	ts[0].Receiver().Begin(1, fpAll)
 	done := make(chan error, 1)
 	go func() {
-		_, err := ts[0].Recv(1, kx.Tag{FP: fpAll, Seq: 1, Phase: kx.PhaseDown})
+		_, err := ts[0].Receiver().Recv(1, kx.Tag{FP: fpAll, Seq: 1, Phase: kx.PhaseDown})
 		done <- err
 	}()
 	time.Sleep(50 * time.Millisecond) // the wait is in its poll(2) by now
@@ -121,8 +121,8 @@ func TestShmByReference(t *testing.T) {
 	var refs uint64
 	for _, tr := range ts {
 		for _, p := range tr.peers {
-			if p != nil && p.link != nil {
-				refs += p.link.refsSent.Load()
+			if p != nil && p.ring() != nil {
+				refs += p.ring().refsSent.Load()
 			}
 		}
 	}

@@ -9,12 +9,5 @@ import (
 // its usable CPUs. A variable so that tests can play either host.
 var spinAllowed = cpus.SpinAllowed
 
-// shmPair is what the set-up of one connection learnt about shared memory with its peer
-// (shmlink_linux.go).
-type shmPair struct {
-	link     *shmLink // nil: the pair talks over TCP
-	sameHost bool     // the peer runs on this host, whether or not a link was made
-}
-
 // ShmStats are a rank's shared-memory figures (kx.ShmStats; TCP.ShmStats).
 type ShmStats = kx.ShmStats

@@ -68,41 +68,11 @@ func TestShmPeers(t *testing.T) {
 	noLeak(t, base)
 }
 
-// The pairing rule: another host identity or another user means TCP (a real job across two
-// users is not run here: this decision is what the set-up follows, and SO_PEERCRED is checked
-// against the same uid on the unix socket).
-func TestShmMatch(t *testing.T) {
-	me, err := myShmHello()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := hostIdentity(); !ok {
-		t.Skip("no host identity here (boot_id or the namespace links of /proc are unreadable): shm is never offered, so there is no decision to test")
-	}
-	if ok, same, _ := shmMatch(me, me); !ok || !same {
-		t.Fatal("the same host and user do not match")
-	}
-	other := me
-	other.uid++
-	if ok, same, why := shmMatch(me, other); ok || !same {
-		t.Fatalf("another user matched (%v %q)", ok, why)
-	}
-	other = me
-	other.host[0] ^= 1
-	if ok, same, _ := shmMatch(me, other); ok || same {
-		t.Fatal("another host matched")
-	}
-	var none shmHello
-	if ok, _, _ := shmMatch(none, none); ok {
-		t.Fatal("an unknown host identity matched")
-	}
-}
-
 // pingPong sends rounds of small messages back and forth between ranks 0 and 1.
 func pingPong(t *testing.T, ts []*TCP, rounds int) {
 	t.Helper()
 	for _, tr := range ts {
-		tr.Begin(5, fpAll)
+		tr.Receiver().Begin(5, fpAll)
 	}
 	msg := bytes.Repeat([]byte{9}, 1024)
 	var wg sync.WaitGroup
@@ -119,12 +89,12 @@ func pingPong(t *testing.T, ts []*TCP, rounds int) {
 						return
 					}
 				}
-				b, err := ts[r].Recv(1-r, tag)
+				b, err := ts[r].Receiver().Recv(1-r, tag)
 				if err != nil {
 					errs <- err
 					return
 				}
-				ts[r].Release(b)
+				ts[r].Receiver().Release(b)
 				if r == 1 {
 					if err := ts[1].Send(0, tag, msg); err != nil {
 						errs <- err
@@ -226,7 +196,7 @@ func TestShmKillChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr.Begin(3, fpAll)
+	tr.Receiver().Begin(3, fpAll)
 	msg := make([]byte, killMsg)
 	for i := range msg {
 		msg[i] = byte(i) // touched, so the copy into the ring is not of the zero page
@@ -273,11 +243,11 @@ func TestShmKillMidMessage(t *testing.T) {
 			tr.Close()
 			t.Fatal("the child is not reached through shared memory")
 		}
-		tr.Begin(3, fpAll)
+		tr.Receiver().Begin(3, fpAll)
 		whole, place := sentinelPlace(killMsg)
 		tag := kx.Tag{FP: fpAll, Seq: 3, Phase: kx.PhaseDown}
-		tr.Expect(1, tag, place)
-		_, err = tr.Await(1, tag)
+		tr.Receiver().Post(1, tag, place, kx.Fold{})
+		_, err = tr.Receiver().Await(1, tag, kx.Whole)
 		cmd.Wait()
 		if err == nil && attempt < 3 {
 			tr.Close() // the child finished its message before the kill: try again

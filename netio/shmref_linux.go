@@ -32,12 +32,12 @@ const refMin = 256 << 10
 const maxRefs = 1024
 
 // byRef tells whether a data frame of n payload bytes goes by reference.
-func (l *shmLink) byRef(n uint64) bool { return n >= refMin && l.seg.PeerReadsMine() }
+func (l *ringLink) byRef(n uint64) bool { return n >= refMin && l.seg.PeerReadsMine() }
 
 // writeShmRef writes the reference frame for h and bufs (the caller holds the write lock) and
 // returns the ring position the peer releases once it has copied the payload.
 func (p *peer) writeShmRef(h *Header, bufs [][]byte, hard time.Time) (end uint64, err error) {
-	l := p.link
+	l := p.ring()
 	desc := binary.LittleEndian.AppendUint32(l.desc[:0], 0)
 	count := uint32(0)
 	for _, b := range bufs {
@@ -54,23 +54,23 @@ func (p *peer) writeShmRef(h *Header, bufs [][]byte, hard time.Time) (end uint64
 	l.desc = desc
 	rh := *h
 	rh.Type, rh.Len = FrameDataRef, uint64(len(desc))
-	if err := p.writeShm(&rh, [][]byte{desc}, hard); err != nil {
+	if err := l.write(rh, [][]byte{desc}, hard); err != nil {
 		return 0, err
 	}
-	n := uint64(HeaderSize + len(desc))
-	return l.seg.Writer().Pos() - (n+7)&^7 + n, nil
+	return l.seg.Writer().FrameEnd(), nil
 }
 
 // awaitRefCopied waits until the peer has copied a reference frame's payload (the ring's head
 // passed end). The buffers must not change before: a peer that goes, or stays silent for the
 // timeout, ends the wait with its error.
 func (p *peer) awaitRefCopied(h *Header, end uint64) error {
-	err := p.link.seg.Writer().AwaitRead(shm.Wait{Deadline: time.Now().Add(p.t.timeout)}, end)
+	l := p.ring()
+	err := l.seg.Writer().AwaitRead(shm.Wait{Deadline: time.Now().Add(p.t.timeout)}, end)
 	if err != nil {
 		// The buffers are the caller's again: a peer that comes back must not write its
 		// fold's result over them (refPayload.WriteBack checks).
-		p.link.seg.AbandonRefs(p.link.refsSent.Load())
-		return p.shmWriteFailed(h, err)
+		l.seg.AbandonRefs(l.refsSent.Load())
+		return p.writeFailed(h, err)
 	}
 	return nil
 }
@@ -79,7 +79,7 @@ func (p *peer) awaitRefCopied(h *Header, end uint64) error {
 // the trailer that tells the sender its buffers are free.
 func (t *TCP) receiveRef(p *peer, h *Header, r mailbox.Payload) error {
 	rp, ok := r.(*ringPayload)
-	l := p.link
+	l := p.ring()
 	if !ok || h.Len < 12 || h.Len > 4+16*maxRefs+8 {
 		p.down(kx.Errorf(kx.CodeNet, "rank %d sent a reference frame of %d bytes outside shared memory", kx.RankRef(p.rank), h.Len))
 		return errDropped
@@ -129,7 +129,7 @@ func decodeRefs(refs []memRef, b []byte) ([]memRef, uint64, bool) {
 
 // refPayload is mailbox.Payload over a reference frame's data in the sender's memory.
 type refPayload struct {
-	link *shmLink
+	link *ringLink
 	refs []memRef
 	i    int    // the reference being read
 	off  uint64 // bytes of it already read

@@ -43,7 +43,7 @@ func TestRefPayloadWriteBack(t *testing.T) {
 	for _, x := range bufs {
 		refs = append(refs, memRef{uint64(uintptr(unsafe.Pointer(&x[0]))), uint64(len(x))})
 	}
-	l := &shmLink{seg: b}
+	l := &ringLink{seg: b}
 	rp := &refPayload{link: l, refs: refs, idx: 1, rank: 5}
 	piece := make([]byte, 1500) // crosses from the first buffer into the second
 	if _, err := io.ReadFull(rp, piece[:700]); err != nil {

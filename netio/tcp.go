@@ -1,12 +1,11 @@
 package netio
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"kylix/core/kx"
 	"kylix/netio/mailbox"
+	"kylix/netio/mesh"
 	"net"
 	"runtime"
 	"sync"
@@ -37,33 +36,16 @@ type TCP struct {
 type peer struct {
 	t    *TCP
 	rank int
-	conn net.Conn      // also with a link: heartbeats (and the bye that tells it from a death) go here
-	link *shmLink      // nil: data goes over conn; else data, abort and bye frames go through its ring
+	conn net.Conn // heartbeats, and the bye that tells a finalized peer from a dead one, go here
+	sock *sockLink
+	data link          // data, abort and bye frames: sock, or a ring (ringLink)
 	wsem chan struct{} // the write lock; a channel so waiting for it can time out
-
-	// guarded by wsem
-	hdr [HeaderSize]byte
-	iov net.Buffers
 
 	downOnce sync.Once
 	beating  atomic.Bool           // a heartbeat goroutine is running for this peer (liveness.go)
 	werr     atomic.Pointer[error] // set once a write failed: later writes fail with it
 	late     lateQueue             // frames a slow replica has yet to take (latesend.go)
-	readDone chan struct{}         // closed when readLoop returns
-
-	// The read side. rmu is the read token: whoever holds it reads conn (the reader goroutine,
-	// or a wait reading on its own thread: selfread_linux.go). shared is set at start when
-	// waits may do so.
-	rmu    sync.Mutex
-	shared bool
-	stream sockStream       // what br reads from; guarded by rmu
-	br     *bufio.Reader    // guarded by rmu
-	rhb    [HeaderSize]byte // the header being read; guarded by rmu
-	rdone  bool             // guarded by rmu: the stream is finished with, the reader stops
-	// ringMu is the shared-memory ring's read token, as rmu is the socket's (with a link, the
-	// socket carries only heartbeats and is its reader goroutine's alone).
-	ringMu   sync.Mutex
-	ringDone bool // guarded by ringMu
+	readDone chan struct{}         // closed when the socket's readLoop returns
 }
 
 // writeChunk is how much one writev may carry before the write deadline is pushed on: the
@@ -72,40 +54,41 @@ const writeChunk = 8 << 20
 
 // newTCP wraps established, handshaken connections (conns[rank] is nil) and the shared-memory
 // links agreed with peers of this host (pairs, may be nil), and starts the readers.
-func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn, pairs []shmPair) *TCP {
+func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn, pairs []mesh.Pair) *TCP {
 	t := &TCP{rank: rank, size: size, job: job, timeout: timeout,
 		mb: mailbox.New(rank, size, timeout), peers: make([]*peer, size), stats: make([]counters, size),
 		done: make(chan struct{}), ranksOnHost: 1}
-	var links []*shmLink
+	var rings []*ringLink
 	for r, c := range conns {
 		if c == nil || r == rank {
 			continue
 		}
 		p := &peer{t: t, rank: r, conn: c, wsem: make(chan struct{}, 1), readDone: make(chan struct{})}
-		p.stream.init(p)
-		// A small buffer: it batches small frames, and a payload read after its header passes
-		// through it only for what the header read brought along (docs/netio-notes.md).
-		p.br = bufio.NewReaderSize(&p.stream, 4<<10)
+		p.sock = newSockLink(p)
+		p.data = p.sock
 		if r < len(pairs) {
-			p.link = pairs[r].link
-			if pairs[r].sameHost {
+			if pairs[r].SameHost {
 				t.ranksOnHost++
 			}
-			links = append(links, p.link)
+			if seg := pairs[r].Seg; seg != nil {
+				l := newRingLink(p, seg)
+				p.data = l
+				rings = append(rings, l)
+			}
 		}
 		t.peers[r] = p
 	}
 	// Spinning needs to know who shares this host, which only the shared-memory hello tells.
 	t.spin = pairs != nil && spinAllowed(t.ranksOnHost)
-	setSpin(links, t.spin)
+	setSpin(rings, t.spin)
 	t.startSelfRead()
 	for _, p := range t.peers {
 		if p != nil {
 			t.wg.Add(1)
-			go t.readLoop(p)
-			if p.link != nil {
+			go t.readLoop(p, p.sock)
+			if p.data != link(p.sock) {
 				t.wg.Add(1)
-				go t.shmReadLoop(p)
+				go t.readLoop(p, p.data)
 			}
 		}
 	}
@@ -126,15 +109,15 @@ func (t *TCP) configure(o kx.Options) *TCP {
 	return t
 }
 
-// Quiesce ends the landing places of collective seq, which failed: no byte lands in one after
-// Quiesce returns (mailbox.Quiesce).
-func (t *TCP) Quiesce(seq uint64) { t.mb.Quiesce(seq) }
-
 // SetReplicaGroups turns on packet racing (mailbox/race.go): rank r is a replica of node groupOf[r].
 func (t *TCP) SetReplicaGroups(groupOf []int) error { return t.mb.SetReplicaGroups(groupOf) }
 
-// RaceStats returns, per rank, the racing copies it won and lost and the bytes of the lost ones.
-func (t *TCP) RaceStats() []kx.RacePeerStats { return t.mb.RaceStats() }
+// Sender is t itself; Receiver its mailbox, which the frames read from the links land in and
+// whose waits read the links first (receiver.go); Peers
+// the mailbox's record of failures and races with what t knows of each peer's host.
+func (t *TCP) Sender() kx.Sender     { return t }
+func (t *TCP) Receiver() kx.Receiver { return receiver{t.mb, t} }
+func (t *TCP) Peers() kx.Peers       { return tcpPeers{t.mb, t} }
 
 func (t *TCP) Rank() int              { return t.rank }
 func (t *TCP) Size() int              { return t.size }
@@ -142,31 +125,6 @@ func (t *TCP) Timeout() time.Duration { return t.timeout }
 
 // Job is the id every frame of this job carries.
 func (t *TCP) Job() uint64 { return t.job }
-
-func (t *TCP) Begin(seq uint64, fp kx.Fingerprint) { t.mb.Begin(seq, fp) }
-
-// Recv waits for the message from rank from with tag.
-func (t *TCP) Recv(from int, tag kx.Tag) ([]byte, error) { return t.mb.Recv(from, tag) }
-
-// Expect names dst as the landing place of the message from rank from with tag: its payload is
-// read from the socket straight into dst.
-func (t *TCP) Expect(from int, tag kx.Tag, dst []byte) { t.mb.Expect(from, tag, dst) }
-func (t *TCP) ExpectFold(from int, tag kx.Tag, dst []byte, f kx.Fold) {
-	t.mb.ExpectFold(from, tag, dst, f)
-}
-
-// Await waits until the message posted with Expect has landed.
-func (t *TCP) Await(from int, tag kx.Tag) (int, error) { return t.mb.Await(from, tag) }
-
-// AwaitPrefix waits until the first n bytes of the posted message have landed.
-func (t *TCP) AwaitPrefix(from int, tag kx.Tag, n int) error { return t.mb.AwaitPrefix(from, tag, n) }
-
-// FailedRanks lists the ranks whose connection was lost or that finalized.
-func (t *TCP) FailedRanks() []int { return t.mb.FailedRanks() }
-
-// Release gives a payload returned by Recv back for reuse. Optional: a payload that is never
-// released is simply garbage collected. The caller must not touch b afterwards.
-func (t *TCP) Release(b []byte) { mailbox.PutBuf(b) }
 
 // Stats returns the data messages exchanged with each rank (index = rank, this rank included).
 func (t *TCP) Stats() []PeerStats { return snapshot(t.stats) }
@@ -278,8 +236,8 @@ func (t *TCP) Close() error {
 			go func() {
 				defer wg.Done()
 				if t.mb.Dead(p.rank) == nil && p.lock(deadline) {
-					if p.link != nil && p.writable() == nil {
-						p.sayByeShm(deadline) // before the TCP bye: the peer's ring reader ends on it
+					if p.writable() == nil {
+						p.data.sayBye(deadline) // a ring's, before the TCP bye: the peer's ring reader ends on it
 					}
 					var hb [HeaderSize]byte
 					EncodeHeader(hb[:], &Header{Type: FrameBye, Job: t.job, Src: t.rank})
@@ -291,9 +249,7 @@ func (t *TCP) Close() error {
 					}
 				}
 				p.conn.Close()
-				if p.link != nil {
-					p.link.close()
-				}
+				p.data.close()
 			}()
 		}
 		wg.Wait()
@@ -357,15 +313,9 @@ func (p *peer) write(h *Header, bufs [][]byte, hard time.Time) error {
 		p.unlock()
 		return err
 	}
-	if p.link == nil {
-		_, err := p.writeFrame(h, bufs, hard, nil)
-		p.unlock()
-		return err
-	}
-	// A ring write that has to wait for room waits until hard, or (zero) for the timeout
-	// from when it starts to wait.
-	if h.Type != FrameData || !p.link.byRef(h.Len) {
-		err := p.writeShm(h, bufs, hard)
+	l := p.ring()
+	if l == nil || h.Type != FrameData || !l.byRef(h.Len) {
+		err := p.data.write(*h, bufs, hard)
 		p.unlock()
 		return err
 	}
@@ -393,157 +343,13 @@ func (p *peer) writable() error {
 	return nil
 }
 
-// writeFrame writes the header and bufs; the caller holds the write lock. With detach set, a
-// write that times out because detach was asked for (latesend.go) is not a failure: what is left
-// of the frame is returned, copied, for the caller to finish in the background.
-func (p *peer) writeFrame(h *Header, bufs [][]byte, hard time.Time, detach *detacher) (rest []byte, err error) {
-	t := p.t
-	EncodeHeader(p.hdr[:], h)
-	i, off := 0, 0 // next byte to send: bufs[i][off:]
-	first := true
-	for first || i < len(bufs) {
-		iov := p.iov[:0]
-		size := 0
-		if first {
-			iov = append(iov, p.hdr[:])
-			size = HeaderSize
-			first = false
-		}
-		for i < len(bufs) && size < writeChunk {
-			b := bufs[i][off:]
-			if room := writeChunk - size; len(b) > room {
-				iov = append(iov, b[:room])
-				off += room
-				size += room
-				break
-			}
-			if len(b) > 0 {
-				iov = append(iov, b)
-			}
-			size += len(b)
-			i, off = i+1, 0
-		}
-		backing := iov
-		switch {
-		case detach != nil:
-			detach.arm(p.conn, time.Now().Add(t.timeout))
-		case hard.IsZero():
-			p.conn.SetWriteDeadline(time.Now().Add(t.timeout))
-		default:
-			p.conn.SetWriteDeadline(hard)
-		}
-		_, err := iov.WriteTo(p.conn)
-		if err != nil && detach != nil && isTimeout(err) && detach.asked() {
-			rest = remainder(iov, bufs, i, off)
-		}
-		clear(backing) // drop references to the caller's memory
-		p.iov = backing[:0]
-		if rest != nil {
-			return rest, nil
-		}
-		if err != nil {
-			return nil, p.writeFailed(h, err)
-		}
-	}
-	return nil, nil
-}
-
-func (p *peer) writeFailed(h *Header, err error) error {
-	t := p.t
-	if t.closing.Load() {
-		return t.closedErr()
-	}
-	if isTimeout(err) {
-		p.down(mailbox.LostError(p.rank, "connection dropped after a send timed out"))
-		return kx.Errorf(kx.CodeTimeout, "rank %d took no data for %v (sending %s frame of collective %d)", kx.RankRef(p.rank), t.timeout, h.Type, kx.SeqRef(h.Seq))
-	}
-	return p.writeBroken(err)
-}
-
-// writeBroken records that writing to p failed (the peer closed or reset the connection) and
-// returns the error every later write gets. The read side stays open: what the peer sent before
-// it went may still wait unread in the socket (a replica that finalized as soon as it had
-// one copy of everything, while its siblings' peers still send to it), and the reader tells
-// of its death once it has read up to the end.
-func (p *peer) writeBroken(err error) error {
-	e := mailbox.LostError(p.rank, "send failed: "+err.Error())
-	p.werr.CompareAndSwap(nil, &e)
-	if tc, ok := p.conn.(*net.TCPConn); ok {
-		tc.CloseWrite()
-	}
-	return *p.werr.Load()
-}
-
 // down drops the connection and tells the mailbox why the peer is gone.
 func (p *peer) down(err error) {
 	p.downOnce.Do(func() {
 		p.t.mb.MarkDead(p.rank, err)
 		p.conn.Close()
-		if p.link != nil {
-			p.link.close() // ends the ring reader and any write waiting for room
-		}
+		p.data.close() // a ring's ends its reader and any write waiting for room
 	})
-}
-
-// readLoop files every frame from p until the connection ends. A payload is read straight into
-// the buffer Recv will hand out. Where waits may read p's socket themselves (p.shared,
-// selfread_linux.go), the loop waits for the socket to become readable without holding p's
-// read token, and reads only what is there once it holds it; else it keeps the token for good.
-func (t *TCP) readLoop(p *peer) {
-	defer t.wg.Done()
-	defer close(p.readDone)
-	p.rmu.Lock()
-	defer p.rmu.Unlock()
-	for !p.rdone {
-		if !p.shared {
-			p.rdone = t.readFrame(p)
-			continue
-		}
-		p.rmu.Unlock()
-		werr := p.stream.awaitReadable()
-		p.rmu.Lock()
-		if p.rdone || werr == nil && !p.stream.readable() {
-			continue // a waiting caller read what woke us, or ended the stream
-		}
-		for !p.rdone {
-			p.rdone = t.readFrame(p)
-			if p.br.Buffered() == 0 {
-				break
-			}
-		}
-	}
-}
-
-// readFrame reads and files one frame from p's connection; the caller holds p's read token.
-// It reports whether the stream is finished with (a failure, a bad frame or a bye, each
-// already told to the mailbox or the shared-memory link).
-func (t *TCP) readFrame(p *peer) (done bool) {
-	if _, err := io.ReadFull(p.br, p.rhb[:]); err != nil {
-		if p.link != nil && !t.closing.Load() {
-			p.link.endTCP(false)
-			return true
-		}
-		t.readFailed(p, err)
-		return true
-	}
-	h, ok := t.checkFrame(p, p.rhb[:], -1)
-	if !ok {
-		return true
-	}
-	bye, err := t.file(p, &h, p.br)
-	switch {
-	case err != nil:
-		t.readFailed(p, err)
-		return true
-	case bye && p.link != nil:
-		// The bye in the ring, behind the data, is the one that counts.
-		p.link.endTCP(true)
-		return true
-	case bye:
-		p.down(mailbox.FinalizedError(p.rank))
-		return true
-	}
-	return false
 }
 
 // checkFrame decodes a frame header from p and checks it belongs to p and this job; a bad one
@@ -595,24 +401,6 @@ func (t *TCP) file(p *peer, h *Header, r mailbox.Payload) (bye bool, err error) 
 		return true, nil
 	}
 	return false, nil
-}
-
-// errDropped: the reader dropped the peer itself (file).
-var errDropped = errors.New("peer dropped")
-
-func (t *TCP) readFailed(p *peer, err error) {
-	if err == errDropped {
-		return
-	}
-	if t.closing.Load() {
-		p.down(t.closedErr())
-		return
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		p.down(mailbox.LostError(p.rank, "connection closed without a bye (process died?)"))
-		return
-	}
-	p.down(mailbox.LostError(p.rank, err.Error()))
 }
 
 var _ kx.Transport = (*TCP)(nil)

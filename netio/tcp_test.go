@@ -2,7 +2,6 @@ package netio
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"kylix/core/kx"
 	"kylix/netio/rendezvous"
@@ -181,25 +180,11 @@ func TestTCPWrongSecret(t *testing.T) {
 	noLeak(t, base)
 }
 
-func TestHandshakeVersionMismatch(t *testing.T) {
-	a, b := net.Pipe()
-	defer a.Close()
-	defer b.Close()
-	go func() {
-		buf := make([]byte, helloSize)
-		io.ReadFull(b, buf)
-		h := hello{version: ProtocolVersion + 1, job: 1, rank: 1, size: 2}
-		b.Write(h.encode())
-	}()
-	_, _, err := handshake(a, false, 0, 2, -1, 1, "s", time.Second, 0)
-	wantErr(t, err, kx.CodeAuth, "rank 1 failed the handshake", fmt.Sprintf("protocol version %d", ProtocolVersion+1), fmt.Sprintf("speaks %d", ProtocolVersion))
-}
-
 func TestTCPPeerGone(t *testing.T) {
 	base := runtime.NumGoroutine()
 	ts := mustJob(t, 3, 10*time.Second)
 	for _, tr := range ts {
-		tr.Begin(0, fpAll)
+		tr.Receiver().Begin(0, fpAll)
 	}
 	ts[2].Send(0, kx.Tag{FP: fpAll, Phase: 1}, []byte("before bye"))
 	// Rank 2 finalizes while rank 0 waits for more from it: rank 0 fails at once, after reading
@@ -207,10 +192,10 @@ func TestTCPPeerGone(t *testing.T) {
 	var err error
 	done := make(chan struct{})
 	go func() {
-		if b, e := ts[0].Recv(2, kx.Tag{FP: fpAll, Phase: 1}); e != nil || string(b) != "before bye" {
+		if b, e := ts[0].Receiver().Recv(2, kx.Tag{FP: fpAll, Phase: 1}); e != nil || string(b) != "before bye" {
 			err = kx.Errorf(kx.CodeInternal, "first recv: %q %v", b, e)
 		} else {
-			_, err = ts[0].Recv(2, kx.Tag{FP: fpAll, Phase: 2})
+			_, err = ts[0].Receiver().Recv(2, kx.Tag{FP: fpAll, Phase: 2})
 		}
 		close(done)
 	}()
@@ -219,13 +204,13 @@ func TestTCPPeerGone(t *testing.T) {
 	wantErr(t, err, kx.CodePeer, "rank 2 has finalized")
 	// Once rank 1 has heard the bye too (a send may still succeed before: the kernel takes it),
 	// sending to rank 2 fails.
-	_, err = ts[1].Recv(2, kx.Tag{FP: fpAll, Phase: 1})
+	_, err = ts[1].Receiver().Recv(2, kx.Tag{FP: fpAll, Phase: 1})
 	wantErr(t, err, kx.CodePeer, "rank 2 has finalized")
 	wantErr(t, ts[1].Send(2, kx.Tag{FP: fpAll, Phase: 1}, []byte("x")), kx.CodePeer, "rank 2")
 
 	// Rank 1 "crashes": its connections close without a bye.
 	done = make(chan struct{})
-	go func() { _, err = ts[0].Recv(1, kx.Tag{FP: fpAll, Phase: 3}); close(done) }()
+	go func() { _, err = ts[0].Receiver().Recv(1, kx.Tag{FP: fpAll, Phase: 3}); close(done) }()
 	time.Sleep(20 * time.Millisecond)
 	within(t, time.Second, func() {
 		for _, p := range ts[1].peers {
@@ -236,7 +221,7 @@ func TestTCPPeerGone(t *testing.T) {
 		<-done
 	})
 	wantErr(t, err, kx.CodePeer, "rank 1 is lost")
-	if got := ts[0].FailedRanks(); len(got) != 2 || got[0] != 1 || got[1] != 2 {
+	if got := ts[0].Peers().FailedRanks(); len(got) != 2 || got[0] != 1 || got[1] != 2 {
 		t.Fatalf("FailedRanks = %v", got)
 	}
 	closeAll(ts)
@@ -246,9 +231,9 @@ func TestTCPPeerGone(t *testing.T) {
 func TestTCPSilence(t *testing.T) {
 	ts := mustJob(t, 2, 300*time.Millisecond)
 	defer closeAll(ts)
-	ts[0].Begin(4, fpAll)
+	ts[0].Receiver().Begin(4, fpAll)
 	var err error
-	took := within(t, 2*time.Second, func() { _, err = ts[0].Recv(1, kx.Tag{FP: fpAll, Seq: 4, Layer: 0, Phase: kx.PhaseUp}) })
+	took := within(t, 2*time.Second, func() { _, err = ts[0].Receiver().Recv(1, kx.Tag{FP: fpAll, Seq: 4, Layer: 0, Phase: kx.PhaseUp}) })
 	wantErr(t, err, kx.CodeTimeout, "rank 1 sent nothing", "up", "collective 4")
 	if took < 300*time.Millisecond {
 		t.Fatalf("timed out after %v", took)
@@ -258,22 +243,22 @@ func TestTCPSilence(t *testing.T) {
 func TestTCPMismatchAndAbort(t *testing.T) {
 	ts := mustJob(t, 3, 5*time.Second)
 	defer closeAll(ts)
-	ts[0].Begin(0, fpAll)
-	ts[1].Begin(0, fpRed)
-	ts[2].Begin(0, fpAll)
+	ts[0].Receiver().Begin(0, fpAll)
+	ts[1].Receiver().Begin(0, fpRed)
+	ts[2].Receiver().Begin(0, fpAll)
 	if err := ts[1].Send(0, kx.Tag{FP: fpRed, Phase: kx.PhaseSmall}, []byte{1}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := ts[0].Recv(1, kx.Tag{FP: fpAll, Phase: kx.PhaseSmall})
+	_, err := ts[0].Receiver().Recv(1, kx.Tag{FP: fpAll, Phase: kx.PhaseSmall})
 	wantErr(t, err, kx.CodeMismatch, "rank 1 called reduce but this rank called allreduce")
 	done := make(chan struct{})
 	var err2 error
-	go func() { _, err2 = ts[2].Recv(1, kx.Tag{FP: fpAll, Phase: kx.PhaseSmall}); close(done) }()
+	go func() { _, err2 = ts[2].Receiver().Recv(1, kx.Tag{FP: fpAll, Phase: kx.PhaseSmall}); close(done) }()
 	within(t, time.Second, func() { ts[0].Abort(0, err); <-done })
 	wantErr(t, err2, kx.CodeMismatch, "rank 1 called reduce", "reported by rank 0")
 	// The next collective works.
 	for _, tr := range ts {
-		tr.Begin(1, fpAll)
+		tr.Receiver().Begin(1, fpAll)
 	}
 	exchangeOne(t, ts[2], ts[1], kx.Tag{FP: fpAll, Seq: 1, Phase: kx.PhaseDense})
 }
@@ -283,7 +268,7 @@ func exchangeOne(t *testing.T, from, to *TCP, tag kx.Tag) {
 	if err := from.Send(to.Rank(), tag, []byte("ping")); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := to.Recv(from.Rank(), tag); err != nil || string(b) != "ping" {
+	if b, err := to.Receiver().Recv(from.Rank(), tag); err != nil || string(b) != "ping" {
 		t.Fatalf("got %q %v", b, err)
 	}
 }
@@ -305,7 +290,7 @@ func TestConnectErrors(t *testing.T) {
 	if err != nil || tr.Size() != 1 {
 		t.Fatalf("size 1: %v", err)
 	}
-	tr.Begin(0, fpAll)
+	tr.Receiver().Begin(0, fpAll)
 	exchangeOne(t, tr, tr, kx.Tag{FP: fpAll, Phase: 1})
 	tr.Close()
 	wantErr(t, tr.Send(0, kx.Tag{FP: fpAll}, nil), kx.CodeState, "closed")
@@ -336,8 +321,8 @@ func TestTCPSendBound(t *testing.T) {
 		bufs[i] = b
 	}
 	wantErr(t, ts[0].Send(1, kx.Tag{FP: fpAll}, bufs...), kx.CodeArg, "exceeds the frame bound")
-	ts[0].Begin(0, fpAll)
-	ts[1].Begin(0, fpAll)
+	ts[0].Receiver().Begin(0, fpAll)
+	ts[1].Receiver().Begin(0, fpAll)
 	exchangeOne(t, ts[0], ts[1], kx.Tag{FP: fpAll, Phase: 1})
 }
 
@@ -346,8 +331,8 @@ func TestTCPSendBound(t *testing.T) {
 func TestTCPLargeMessage(t *testing.T) {
 	ts := mustJob(t, 2, 2*time.Second)
 	defer closeAll(ts)
-	ts[0].Begin(0, fpAll)
-	ts[1].Begin(0, fpAll)
+	ts[0].Receiver().Begin(0, fpAll)
+	ts[1].Receiver().Begin(0, fpAll)
 	n := writeChunk*2 + 12345
 	a := make([]byte, n/3)
 	b := make([]byte, n-len(a))
@@ -359,7 +344,7 @@ func TestTCPLargeMessage(t *testing.T) {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- ts[0].Send(1, kx.Tag{FP: fpAll, Phase: 1}, a, nil, b) }()
-	got, err := ts[1].Recv(0, kx.Tag{FP: fpAll, Phase: 1})
+	got, err := ts[1].Receiver().Recv(0, kx.Tag{FP: fpAll, Phase: 1})
 	if err != nil || len(got) != n {
 		t.Fatalf("got %d bytes, %v", len(got), err)
 	}
@@ -388,21 +373,21 @@ func BenchmarkTCPSend1MiBNoRelease(b *testing.B) { benchTCPSend(b, false) }
 func benchTCPSend(b *testing.B, release bool) {
 	ts := mustJob(b, 2, 10*time.Second)
 	defer closeAll(ts)
-	ts[0].Begin(0, fpAll)
-	ts[1].Begin(0, fpAll)
+	ts[0].Receiver().Begin(0, fpAll)
+	ts[1].Receiver().Begin(0, fpAll)
 	msg := make([]byte, 1<<20)
 	b.SetBytes(int64(len(msg)))
 	b.ResetTimer()
 	done := make(chan error, 1)
 	go func() {
 		for i := 0; i < b.N; i++ {
-			b, err := ts[1].Recv(0, kx.Tag{FP: fpAll, Phase: 1})
+			b, err := ts[1].Receiver().Recv(0, kx.Tag{FP: fpAll, Phase: 1})
 			if err != nil {
 				done <- err
 				return
 			}
 			if release {
-				ts[1].Release(b)
+				ts[1].Receiver().Release(b)
 			}
 		}
 		done <- nil

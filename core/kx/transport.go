@@ -14,7 +14,9 @@ import (
 var AsyncSends atomic.Int32
 
 // Transport moves messages between the ranks of one job. core sees nothing else of the network:
-// netio provides a TCP implementation and an in-memory one with the same semantics.
+// netio provides a TCP implementation (sockets and shared-memory rings) and an in-memory one
+// with the same semantics. It is three narrow faces and the job's lifecycle: the Sender, the
+// Receiver and a read-only view of the Peers.
 //
 // Messages are addressed by (sequence, layer, phase, source). Each collective call on a comm
 // takes the next sequence number; every rank calls collectives in the same order, so the numbers
@@ -22,77 +24,92 @@ var AsyncSends atomic.Int32
 type Transport interface {
 	Rank() int
 	Size() int
-	// Begin announces that this rank now runs collective seq with fingerprint fp: received
-	// frames of seq that carry another fingerprint make Recv fail with CodeMismatch naming the sender and the
-	// field; frames of earlier sequences are dropped.
-	Begin(seq uint64, fp Fingerprint)
-	// Send delivers the concatenation of bufs to rank `to` as one message, its frame carrying
-	// tag.FP. bufs are not kept
-	// after Send returns (a writev straight from them). Sending to oneself is allowed.
-	Send(to int, tag Tag, bufs ...[]byte) error
-	// Recv returns the payload of the message from rank `from` with tag, owned by the caller.
-	// It fails with CodeTimeout (silence for Timeout()), CodePeer (the peer died or finalized),
-	// CodeMismatch (fingerprint) or the code a peer reported through Abort for this sequence.
-	Recv(from int, tag Tag) ([]byte, error)
-	// Expect names dst as the landing place of the message from rank `from` with tag, a
-	// message of the current collective: its payload is read straight into dst (gloo's
-	// prepareRead), so it never passes through a buffer of the transport's. A message that
-	// arrived before the post is copied in. dst belongs to the transport until Await for it
-	// returns or the collective ends; only the bytes of dst are ever written.
-	Expect(from int, tag Tag, dst []byte)
-	// ExpectFold is Expect for a message that is combined into dst instead of copied there
-	// (reduce on receive): the payload passes through a small buffer of the transport's,
-	// and fold.Fn combines it, piece by piece, into the bytes of dst at the same offsets. Not
-	// for racing messages (Tag.Race): copies from several replicas cannot each be folded.
-	ExpectFold(from int, tag Tag, dst []byte, fold Fold)
-	// Await waits until the message posted with Expect has landed and returns its length. It
-	// fails as Recv does, and with CodeInternal naming the sender for a payload whose length
-	// is not len(dst).
-	Await(from int, tag Tag) (int, error)
-	// AwaitPrefix waits until at least the first n bytes of the posted message have landed,
-	// so that the front of a large message can be combined while the rest streams in. It
-	// fails as Await does.
-	AwaitPrefix(from int, tag Tag, n int) error
-	// Release gives a payload returned by Recv back to the transport for reuse; the caller
-	// must not touch it afterwards. A payload never released is garbage collected.
-	Release(b []byte)
-	// FailedRanks lists the peers this rank has seen crash or finalize, ascending.
-	FailedRanks() []int
+	// Timeout is the bound on any single wait for a peer.
+	Timeout() time.Duration
+	Sender() Sender
+	Receiver() Receiver
+	Peers() Peers
 	// Abort tells every live peer that collective seq failed with err, so ranks waiting in it
 	// fail at once instead of timing out.
 	Abort(seq uint64, err error)
-	// Timeout is the bound on any single wait for a peer.
-	Timeout() time.Duration
-	Close() error
-
-	// The capabilities below serve replication, failures and planning. Every transport has
-	// them, so the layers above call them directly instead of probing for them.
-
-	// Quiesce ends the landing places collective seq posted with Expect, which failed: places
-	// nobody writes yet are withdrawn, a place a reader is filling is waited for, so that no
-	// caller's memory is written after the call returns.
-	Quiesce(seq uint64)
 	// SetReplicaGroups turns on packet racing: rank r is a replica of node groupOf[r], and
 	// messages with Tag.Race are keyed by the source's node, the first copy winning.
 	SetReplicaGroups(groupOf []int) error
+	Close() error
+}
+
+// Sender writes messages to peers, straight from the caller's buffers.
+type Sender interface {
+	// Send delivers the concatenation of bufs to rank `to` as one message, its frame carrying
+	// tag.FP. bufs are not kept after Send returns (a writev straight from them). Sending to
+	// oneself is allowed.
+	Send(to int, tag Tag, bufs ...[]byte) error
 	// SendOrLeave is Send for a racing copy: once leave is closed (or, with a nil leave, after a
 	// short lag) a write still blocked on a slow peer finishes in the background, so that a
 	// slow replica holds up nobody.
 	SendOrLeave(to int, tag Tag, leave <-chan struct{}, bufs ...[]byte) error
-	// RaceStats returns, per rank, the racing copies received from it that won and lost, and the
-	// bytes of the lost ones.
-	RaceStats() []RacePeerStats
-	// SameHost tells whether messages to rank stay on this host (a copy through the kernel, not
-	// a network link).
-	SameHost(rank int) bool
-	// SendFits tells whether a Send of n bytes to rank would complete now, without waiting
-	// for the peer to read (its ring or socket buffer has the room): core then sends a large
+	// Fits tells whether a Send of n bytes to rank would complete now, without waiting for
+	// the peer to read (its ring or socket buffer has the room): core then sends a large
 	// message on the calling thread instead of a goroutine of its own.
-	SendFits(rank, n int) bool
+	Fits(rank, n int) bool
 	// WritesBack tells whether a plain Send of n bytes to rank goes by reference (the peer
 	// copies it out of this process's memory), so that a receiver folding it with
 	// Fold.WriteBack may write its result over the sent bytes before the Send returns.
 	WritesBack(rank, n int) bool
+}
+
+// Receiver is the receive side: landing places posted for the running collective, waits, and
+// payloads handed over. Every wait fails with CodeTimeout (silence for Timeout()), CodePeer
+// (the peer died or finalized), CodeMismatch (fingerprint) or the code a peer reported through
+// Abort for its sequence.
+type Receiver interface {
+	// Begin announces that this rank now runs collective seq with fingerprint fp: received
+	// frames of seq that carry another fingerprint make waits fail with CodeMismatch naming the
+	// sender and the field; frames of earlier sequences are dropped.
+	Begin(seq uint64, fp Fingerprint)
+	// Post names dst as the landing place of the message from rank `from` with tag, a
+	// message of the current collective: its payload is read straight into dst (gloo's
+	// prepareRead), so it never passes through a buffer of the transport's. A message that
+	// arrived before the post is copied in. dst belongs to the transport until Await for it
+	// returns or the collective ends; only the bytes of dst are ever written.
+	//
+	// With fold.Fn set the message is combined into dst instead of copied there (reduce on
+	// receive): the payload passes through a small buffer of the transport's and fold.Fn
+	// combines it, piece by piece, into the bytes of dst at the same offsets. Not for racing
+	// messages (Tag.Race): copies from several replicas cannot each be folded.
+	Post(from int, tag Tag, dst []byte, fold Fold)
+	// Await waits until the message posted with Post has landed and returns its length; with
+	// prefix >= 0, only until its first prefix bytes have (the front of a large message is
+	// combined while the rest streams in; the length returned is then prefix). It fails with
+	// CodeInternal naming the sender for a payload whose length is not len(dst).
+	Await(from int, tag Tag, prefix int) (int, error)
+	// Recv returns the payload of the message from rank `from` with tag, owned by the caller:
+	// for messages whose size the receiver cannot know (config, agreement, bcast).
+	Recv(from int, tag Tag) ([]byte, error)
+	// Release gives a payload returned by Recv back to the transport for reuse; the caller
+	// must not touch it afterwards. A payload never released is garbage collected.
+	Release(b []byte)
+	// Quiesce ends the landing places collective seq posted, which failed: places nobody
+	// writes yet are withdrawn, a place a reader is filling is waited for, so that no caller's
+	// memory is written after the call returns.
+	Quiesce(seq uint64)
+}
+
+// Whole is Await's prefix for a wait on the whole message.
+const Whole = -1
+
+// Peers is what a transport knows of the other ranks, read-only.
+type Peers interface {
+	// SameHost tells whether messages to rank stay on this host (a copy through the kernel,
+	// not a network link): compress=auto never compresses there.
+	SameHost(rank int) bool
+	// FailedRanks lists the peers this rank has seen crash or finalize, ascending.
+	FailedRanks() []int
+	// RaceStats returns, per rank, the racing copies received from it that won and lost, and
+	// the bytes of the lost ones.
+	RaceStats() []RacePeerStats
+	// ShmStats returns the shared-memory figures, or nil for a transport without shared memory.
+	ShmStats() *ShmStats
 }
 
 // Fold combines a message into its landing place as it arrives (Transport.ExpectFold). Fn

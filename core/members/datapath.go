@@ -18,11 +18,11 @@ func (v *View) Send(to int, tag kx.Tag, bufs ...[]byte) error {
 		return kx.Errorf(kx.CodeArg, "send: destination node %d is not in 0..%d", to, v.m-1)
 	}
 	if v.s == 1 {
-		return v.translate(v.t.Send(v.replicas[to][0], tag, bufs...))
+		return v.translate(v.snd.Send(v.replicas[to][0], tag, bufs...))
 	}
 	tag.Race = true
 	if to == v.node {
-		return v.translate(v.t.Send(v.t.Rank(), tag, bufs...))
+		return v.translate(v.snd.Send(v.t.Rank(), tag, bufs...))
 	}
 	dst := v.replicas[to]
 	n := 0
@@ -35,13 +35,13 @@ func (v *View) Send(to int, tag kx.Tag, bufs ...[]byte) error {
 	errs := make([]error, len(dst))
 	if n <= InlineSendBytes {
 		for i, r := range dst {
-			errs[i] = v.t.SendOrLeave(r, tag, nil, bufs...)
+			errs[i] = v.snd.SendOrLeave(r, tag, nil, bufs...)
 		}
 	} else {
 		leave := make(chan struct{})
 		var once sync.Once
 		sendOne := func(i, r int) {
-			if errs[i] = v.t.SendOrLeave(r, tag, leave, bufs...); errs[i] == nil {
+			if errs[i] = v.snd.SendOrLeave(r, tag, leave, bufs...); errs[i] == nil {
 				once.Do(func() { close(leave) })
 			}
 		}
@@ -84,13 +84,13 @@ func (v *View) source(from int, tag *kx.Tag) (int, error) {
 	return v.replicas[from][0], nil
 }
 
-// Recv returns the payload of the message from node `from` (kx.Transport.Recv).
+// Recv returns the payload of the message from node `from` (kx.Receiver.Recv).
 func (v *View) Recv(from int, tag kx.Tag) ([]byte, error) {
 	p, err := v.source(from, &tag)
 	if err != nil {
 		return nil, err
 	}
-	b, err := v.t.Recv(p, tag)
+	b, err := v.rcv.Recv(p, tag)
 	return b, v.translate(err)
 }
 
@@ -98,15 +98,15 @@ func (v *View) Recv(from int, tag kx.Tag) ([]byte, error) {
 // Await for it reports it).
 func (v *View) Expect(from int, tag kx.Tag, dst []byte) {
 	if p, err := v.source(from, &tag); err == nil {
-		v.t.Expect(p, tag, dst)
+		v.rcv.Post(p, tag, dst, kx.Fold{})
 	}
 }
 
 // ExpectFold posts dst for the message from node `from`, combined into it by fold; only for an
-// unreplicated comm (kx.Transport.ExpectFold), which the caller checks (Replication).
+// unreplicated comm (kx.Receiver.Post), which the caller checks (Replication).
 func (v *View) ExpectFold(from int, tag kx.Tag, dst []byte, fold kx.Fold) {
 	if p, err := v.source(from, &tag); err == nil {
-		v.t.ExpectFold(p, tag, dst, fold)
+		v.rcv.Post(p, tag, dst, fold)
 	}
 }
 
@@ -116,7 +116,7 @@ func (v *View) Await(from int, tag kx.Tag) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := v.t.Await(p, tag)
+	n, err := v.rcv.Await(p, tag, kx.Whole)
 	return n, v.translate(err)
 }
 
@@ -126,16 +126,17 @@ func (v *View) AwaitPrefix(from int, tag kx.Tag, n int) error {
 	if err != nil {
 		return err
 	}
-	return v.translate(v.t.AwaitPrefix(p, tag, n))
+	_, err = v.rcv.Await(p, tag, n)
+	return v.translate(err)
 }
 
 // sendRank and recvRank address a member by its comm rank, not its node: the shrink agreement
 // talks to every process, replicas included.
 func (v *View) sendRank(r int, tag kx.Tag, b []byte) error {
-	return v.translate(v.t.Send(v.procRank(r), tag, b))
+	return v.translate(v.snd.Send(v.procRank(r), tag, b))
 }
 
 func (v *View) recvRank(r int, tag kx.Tag) ([]byte, error) {
-	b, err := v.t.Recv(v.procRank(r), tag)
+	b, err := v.rcv.Recv(v.procRank(r), tag)
 	return b, v.translate(err)
 }

@@ -44,7 +44,7 @@ func (v *View) CheckReplicas(seq uint64, fp kx.Fingerprint, what string, digest 
 			return kx.Errorf(kx.CodeInternal, "rank %d sent a replica check of %d bytes, not 8", kx.RankRef(r), len(got))
 		}
 		other := binary.LittleEndian.Uint64(got)
-		v.t.Release(got)
+		v.Release(got)
 		if other != digest {
 			lo, hi := min(r, v.rank), max(r, v.rank)
 			return kx.Errorf(kx.CodeMismatch, "ranks %d and %d are replicas of node %d but were given different %s: replicas must make the same calls with the same data, in the same order",

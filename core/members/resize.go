@@ -163,7 +163,8 @@ func quorum(failed bitset, n int) error {
 // keepView is the view of the kept old ranks over the same process transport (shrink.go's
 // numbering).
 func (v *View) keepView(epoch int, kept []int) *View {
-	nv := &View{proc: v.proc, t: v.t, rank: -1, epoch: epoch, commOf: make([]int, v.t.Size())}
+	nv := &View{rank: -1, epoch: epoch, commOf: make([]int, v.t.Size())}
+	nv.attach(v.proc)
 	for i := range nv.commOf {
 		nv.commOf[i] = -1
 	}

@@ -13,8 +13,11 @@ import (
 // of node r%m, and the data path (Send, Recv, Expect, Await, AwaitPrefix) addresses nodes.
 // Without replication a node is a rank.
 type View struct {
-	proc *Proc
-	t    kx.Transport // proc.T
+	proc  *Proc
+	t     kx.Transport // proc.T
+	snd   kx.Sender    // t's three faces, looked up once
+	rcv   kx.Receiver
+	peers kx.Peers
 
 	rank, size int
 	procOf     []int // comm rank -> process rank; nil for an original comm (the identity)
@@ -35,7 +38,8 @@ func New(p *Proc, s int) (*View, error) {
 	if s < 1 || n%s != 0 {
 		return nil, kx.Errorf(kx.CodeArg, "replication: size=%d is not a multiple of replication=%d", n, s)
 	}
-	v := &View{proc: p, t: p.T, rank: p.T.Rank(), size: n}
+	v := &View{rank: p.T.Rank(), size: n}
+	v.attach(p)
 	v.group(s)
 	if s > 1 {
 		groupOf := make([]int, n)
@@ -47,6 +51,12 @@ func New(p *Proc, s int) (*View, error) {
 		}
 	}
 	return v, nil
+}
+
+// attach makes v a view of p's transport.
+func (v *View) attach(p *Proc) {
+	v.proc, v.t = p, p.T
+	v.snd, v.rcv, v.peers = p.T.Sender(), p.T.Receiver(), p.T.Peers()
 }
 
 // group sorts the members into m = size/s nodes.
@@ -96,12 +106,12 @@ func (v *View) Timeout() time.Duration { return v.t.Timeout() }
 // Begin, Abort and Quiesce act on the process transport: sequence numbers are the comm's own
 // (shrink.go), so they need no mapping. An abort reaches every live process; those outside the
 // comm have nothing running at its numbers and drop it.
-func (v *View) Begin(seq uint64, fp kx.Fingerprint) { v.t.Begin(seq, fp) }
+func (v *View) Begin(seq uint64, fp kx.Fingerprint) { v.rcv.Begin(seq, fp) }
 func (v *View) Abort(seq uint64, err error)         { v.t.Abort(seq, err) }
-func (v *View) Quiesce(seq uint64)                  { v.t.Quiesce(seq) }
+func (v *View) Quiesce(seq uint64)                  { v.rcv.Quiesce(seq) }
 
 // Release gives a payload of Recv back to the transport.
-func (v *View) Release(b []byte) { v.t.Release(b) }
+func (v *View) Release(b []byte) { v.rcv.Release(b) }
 
 // Close gives up this comm's hold on the process transport (closed with the last comm).
 func (v *View) Close() (err error) {
@@ -113,7 +123,7 @@ func (v *View) Close() (err error) {
 // ascending.
 func (v *View) FailedRanks() []int {
 	var out []int
-	for _, p := range v.t.FailedRanks() {
+	for _, p := range v.peers.FailedRanks() {
 		if r, ok := v.commRank(p); ok {
 			out = append(out, r)
 		}
@@ -121,42 +131,36 @@ func (v *View) FailedRanks() []int {
 	return out
 }
 
-// SendFits tells whether a message of n bytes to node goes out now (kx.Transport.SendFits); with
+// SendFits tells whether a message of n bytes to node goes out now (kx.Sender.Fits); with
 // replication, never: the copies to the replicas go out in parallel (Send).
 func (v *View) SendFits(node, n int) bool {
 	if v.s != 1 || node < 0 || node >= v.m {
 		return false
 	}
-	return v.t.SendFits(v.replicas[node][0], n)
+	return v.snd.Fits(v.replicas[node][0], n)
 }
 
 // WritesBack tells whether a message of n bytes to node goes by reference
-// (kx.Transport.WritesBack); with replication, never (racing copies are not).
+// (kx.Sender.WritesBack); with replication, never (racing copies are not).
 func (v *View) WritesBack(node, n int) bool {
 	if v.s != 1 || node < 0 || node >= v.m {
 		return false
 	}
-	return v.t.WritesBack(v.replicas[node][0], n)
+	return v.snd.WritesBack(v.replicas[node][0], n)
 }
 
 // SameHost tells whether messages to node stay on this host (its first replica's).
 func (v *View) SameHost(node int) bool {
-	return node >= 0 && node < v.m && v.t.SameHost(v.replicas[node][0])
+	return node >= 0 && node < v.m && v.peers.SameHost(v.replicas[node][0])
 }
 
 // ShmStats returns the transport's shared-memory figures, when it has them.
-func (v *View) ShmStats() *kx.ShmStats {
-	if s, ok := v.t.(interface{ ShmStats() kx.ShmStats }); ok {
-		st := s.ShmStats()
-		return &st
-	}
-	return nil
-}
+func (v *View) ShmStats() *kx.ShmStats { return v.peers.ShmStats() }
 
 // RaceStats returns the racing copies received from each member, indexed and named by comm
 // rank.
 func (v *View) RaceStats() []kx.RacePeerStats {
-	all := v.t.RaceStats()
+	all := v.peers.RaceStats()
 	if v.commOf == nil {
 		return all
 	}

@@ -1,6 +1,6 @@
 // Package cpus tells how many CPUs this process may really use, so that waits spin only
 // where a core is free for it: an oversubscribed host that spins starves the very peer it
-// waits for (issue 18 item 3; Open MPI yields when oversubscribed for the same reason).
+// waits for (Open MPI yields when oversubscribed for the same reason).
 package cpus
 
 import (

@@ -5,7 +5,7 @@ import (
 	"kylix/core/kx"
 )
 
-// Reduce on receive (kx.Transport.ExpectFold). A message posted with a fold is not read into its
+// Reduce on receive (kx.Receiver.Post with a fold). A message posted with a fold is not read into its
 // place but through the reader's scratch, a piece of foldChunk bytes at a time, each piece
 // combined into the place as soon as it is in: landing a large message and combining it
 // afterwards writes it to memory and reads it back, a pass over main memory each, where the

@@ -75,17 +75,17 @@ func TestFoldOnReceive(t *testing.T) {
 			switch how {
 			case "early":
 				m.deliver(1, 3, 1, kx.PhaseDense, fpAll, append([]byte(nil), theirs...))
-				m.ExpectFold(1, tag, mine, f)
+				m.Post(1, tag, mine, f)
 			case "put":
-				m.ExpectFold(1, tag, mine, f)
+				m.Post(1, tag, mine, f)
 				m.Put(1, tag, [][]byte{theirs[:100], theirs[100:]}, n)
 			default:
-				m.ExpectFold(1, tag, mine, f)
+				m.Post(1, tag, mine, f)
 				if err := m.Receive(1, tag, n, pl); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if got, err := m.Await(1, tag); err != nil || got != n {
+			if got, err := m.Await(1, tag, kx.Whole); err != nil || got != n {
 				t.Fatalf("await: %d, %v", got, err)
 			}
 			if !bytes.Equal(mine, want) {
@@ -118,5 +118,5 @@ func TestFoldRefusesRacing(t *testing.T) {
 		}
 	}()
 	var pieces []int
-	m.ExpectFold(1, kx.Tag{FP: fpAll, Seq: 1, Phase: kx.PhaseDense, Race: true}, make([]byte, 8), xorFold(4, &pieces))
+	m.Post(1, kx.Tag{FP: fpAll, Seq: 1, Phase: kx.PhaseDense, Race: true}, make([]byte, 8), xorFold(4, &pieces))
 }

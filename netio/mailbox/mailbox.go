@@ -1,5 +1,5 @@
 // Package mailbox is the receive side every transport shares: transports hand it frames,
-// aborts, heartbeats and deaths, and core's waits (Recv, Expect/Await) are served from it, so
+// aborts, heartbeats and deaths, and core's waits (Recv, Post/Await) are served from it, so
 // TCP and the in-memory transport fail in exactly the same ways.
 //
 // The door a transport uses is small: Receive (a data frame read from a stream) or Put (one
@@ -39,13 +39,11 @@ type Mailbox struct {
 	// freeWaiters are waiters done with, for reuse; freeBoxes the same for boxes.
 	freeWaiters []*waiter
 	freeBoxes   []*seqBox
-	// posts are the landing places core named with Expect for the current collective (cur):
+	// posts are the landing places core named with Post for the current collective (cur):
 	// a data frame for one of them is read straight into it (see claim).
 	posts map[msgKey]*post
 	// quiet is signalled when a post being filled lands or its reader fails (Quiesce).
 	quiet sync.Cond
-	// driver, when set, reads a wait's sources on the waiting thread (drive.go).
-	driver Driver
 }
 
 type msgKey struct {
@@ -241,7 +239,7 @@ func (m *Mailbox) deliverCopy(src int, seq uint64, layer uint8, phase kx.Phase, 
 		if p := m.posts[k]; p != nil && p.seq == seq && p.state == postFilling {
 			// Other copies are being offered into the post: complete it from this one. Only
 			// past the filled prefix: that prefix is the same message, and its waiter may
-			// already have combined into it in place (AwaitPrefix; dense allreduce accumulates
+			// already have combined into it in place (Await of a prefix; dense allreduce accumulates
 			// in the first member's slot), so writing it again would undo that work.
 			copy(p.dst[p.filled:], data[p.filled:])
 			PutBuf(data)

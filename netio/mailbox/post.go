@@ -2,9 +2,9 @@ package mailbox
 
 import "kylix/core/kx"
 
-// Receive in place: core posts where a message lands (Expect), a transport asks before reading a
+// Receive in place: core posts where a message lands (Post), a transport asks before reading a
 // payload whether it has a place (claim) and reads straight into it, and core waits for the
-// whole message or a prefix of it (Await, AwaitPrefix).
+// whole message or a prefix of it (Await).
 
 // post is one landing place. Its state moves open -> filling (a reader is writing into dst)
 // -> landed, or open -> early (the frame came before the post and waits, buffered, in data).
@@ -17,7 +17,7 @@ type post struct {
 	data   []byte  // early: the buffered payload, copied into dst by Await
 	err    error   // landed with an error (a payload of the wrong length)
 	filled int     // filling: bytes of dst already read (a prefix)
-	fold   kx.Fold // with Fn set, the payload is combined into dst, not copied (ExpectFold)
+	fold   kx.Fold // with Fn set, the payload is combined into dst, not copied
 }
 
 type postState uint8
@@ -29,22 +29,22 @@ const (
 	postLanded
 )
 
-// Expect posts dst as the landing place of the message from rank `from` with tag, a message of
-// the current collective. A frame that already arrived is moved into the post (Await copies
-// it); a later one is read straight into dst by claim. A post for a collective this rank has
-// left is ignored (Await reports why).
-func (m *Mailbox) Expect(from int, tag kx.Tag, dst []byte) { m.expect(from, tag, dst, kx.Fold{}) }
-
-// ExpectFold posts dst as the place the message from rank `from` with tag is combined into by
-// fold (kx.Transport.ExpectFold): read in pieces through the reader's scratch and folded there,
-// or folded from its buffered copy by Await when it came first. A racing message cannot be
-// folded (its copies would each be); it panics, a bug of the caller's.
-func (m *Mailbox) ExpectFold(from int, tag kx.Tag, dst []byte, fold kx.Fold) {
-	if tag.Race || fold.Fn == nil || fold.Unit < 1 || len(dst)%fold.Unit != 0 {
-		panic("mailbox: ExpectFold of a racing message, or without a fold of whole units")
+// Post posts dst as the landing place of the message from rank `from` with tag, a message of
+// the current collective (kx.Receiver.Post). A frame that already arrived is moved into the post
+// (Await copies it); a later one is read straight into dst by claim. A post for a collective this
+// rank has left is ignored (Await reports why). With fold.Fn set the message is combined into dst:
+// read in pieces through the reader's scratch and folded there, or folded from its buffered copy
+// by Await when it came first. A racing message cannot be folded (its copies would each be); it
+// panics, a bug of the caller's.
+func (m *Mailbox) Post(from int, tag kx.Tag, dst []byte, fold kx.Fold) {
+	if fold.Fn != nil && (tag.Race || fold.Unit < 1 || len(dst)%fold.Unit != 0) {
+		panic("mailbox: a fold of a racing message, or of a place that is not whole units")
 	}
 	m.expect(from, tag, dst, fold)
 }
+
+// Release gives a payload of Recv back to the pool (PutBuf).
+func (m *Mailbox) Release(b []byte) { PutBuf(b) }
 
 func (m *Mailbox) expect(from int, tag kx.Tag, dst []byte, fold kx.Fold) {
 	m.mu.Lock()
@@ -169,34 +169,37 @@ func (m *Mailbox) Quiesce(seq uint64) {
 	}
 }
 
-// Await waits until the message posted with Expect has landed in its place and returns its
-// length. It fails as recv does, and with CodeInternal for a payload of the wrong length.
-func (m *Mailbox) Await(from int, tag kx.Tag) (int, error) {
-	return m.awaitPrefix(from, tag, -1)
+// Await waits until at least the first prefix bytes of the posted message have landed (all of
+// it when prefix < 0, kx.Whole), so a caller can combine the front of a large message while the
+// rest streams in. It returns the message's length once it has landed whole, else prefix. It
+// fails as Recv does, and with CodeInternal for a payload of the wrong length.
+func (m *Mailbox) Await(from int, tag kx.Tag, n int) (int, error) {
+	got, _, err := m.await(from, tag, n, false)
+	return got, err
 }
 
-// AwaitPrefix waits until the first n bytes of the posted message have landed (awaitPrefix).
-func (m *Mailbox) AwaitPrefix(from int, tag kx.Tag, n int) error {
-	_, err := m.awaitPrefix(from, tag, n)
-	return err
+// TryAwait is Await that does not wait: ok is false while the message (or its prefix) has not
+// landed and nothing has ended the wait for it yet.
+func (m *Mailbox) TryAwait(from int, tag kx.Tag, n int) (got int, ok bool, err error) {
+	return m.await(from, tag, n, true)
 }
 
-// awaitPrefix waits until at least the first n bytes of the posted message have landed (all of
-// it when n < 0), so a caller can combine the front of a large message while the rest streams
-// in. It returns the message's length once it has landed whole, else n.
-func (m *Mailbox) awaitPrefix(from int, tag kx.Tag, n int) (int, error) {
+func (m *Mailbox) await(from int, tag kx.Tag, n int, try bool) (int, bool, error) {
 	if n < 0 {
 		n = postWhole
 	}
-	r, err := m.wait(from, tag, n)
+	r, err := m.wait(from, tag, n, try)
+	if err == errNotYet {
+		return 0, false, nil
+	}
 	if err != nil {
-		return 0, err
+		return 0, true, err
 	}
 	p := r.post
 	if early := r.data; early != nil {
 		defer PutBuf(early)
 		if len(early) != len(p.dst) {
-			return 0, lengthError(from, tag.Seq, tag.Layer, tag.Phase, len(early), len(p.dst))
+			return 0, true, lengthError(from, tag.Seq, tag.Layer, tag.Phase, len(early), len(p.dst))
 		}
 		if p.fold.Fn != nil {
 			foldPieces(p, early)
@@ -205,7 +208,7 @@ func (m *Mailbox) awaitPrefix(from int, tag kx.Tag, n int) (int, error) {
 		}
 	}
 	if r.partial {
-		return n, nil
+		return n, true, nil
 	}
-	return len(p.dst), p.err
+	return len(p.dst), true, p.err
 }

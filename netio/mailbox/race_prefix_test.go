@@ -40,7 +40,7 @@ func (g *gatedPayload) Discard(n int) (int, error) {
 
 // A racing copy buffered whole before its place was posted must not write over the prefix that
 // another copy already filled in place: the waiter may have combined into that prefix
-// (AwaitPrefix; dense allreduce accumulates in the first member's slot). Ranks 1 and 2 are the
+// (Await of a prefix; dense allreduce accumulates in the first member's slot). Ranks 1 and 2 are the
 // replicas of node 1.
 func TestRacingCopyKeepsLandedPrefix(t *testing.T) {
 	m := New(0, 3, 5*time.Second)
@@ -59,12 +59,12 @@ func TestRacingCopyKeepsLandedPrefix(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	dst := make([]byte, len(msg))
-	m.Expect(1, tag, dst)
+	m.Post(1, tag, dst, kx.Fold{})
 	// The copy from rank 1 fills the place in order, up to its first chunk, and stalls.
 	b := &gatedPayload{data: msg, gate: raceChunk, open: make(chan struct{})}
 	bDone := make(chan error, 1)
 	go func() { bDone <- m.Receive(1, tag, len(msg), b) }()
-	if err := m.AwaitPrefix(1, tag, raceChunk); err != nil {
+	if _, err := m.Await(1, tag, raceChunk); err != nil {
 		t.Fatal(err)
 	}
 	for i := range dst[:raceChunk] { // combined in place
@@ -78,7 +78,7 @@ func TestRacingCopyKeepsLandedPrefix(t *testing.T) {
 	if err := <-bDone; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Await(1, tag); err != nil {
+	if _, err := m.Await(1, tag, kx.Whole); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(dst[:raceChunk], bytes.Repeat([]byte{9}, raceChunk)) {

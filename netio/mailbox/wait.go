@@ -1,12 +1,13 @@
 package mailbox
 
 import (
+	"errors"
 	"kylix/core/kx"
 	"strings"
 	"time"
 )
 
-// Waits: Recv, Await and AwaitPrefix block in wait until their message is there, the
+// Waits: Recv and Await block in wait until their message is there, the
 // collective failed, the peer is gone or it has been silent for the timeout.
 
 type waiter struct {
@@ -16,9 +17,7 @@ type waiter struct {
 	ch    chan struct{} // buffered(1): a wake-up is never lost and never blocks the sender
 	timer *time.Timer   // stopped while the waiter is free
 	due   time.Time     // when the wait next looks at the clock (its timer fires)
-	armed bool          // timer runs: set only when the wait sleeps (a driven wait rarely does)
-	one   [1]int        // the source list of a plain wait, for the driver (drive.go)
-	want  Want          // a Recv's message, which the driver may hand over directly (drive.go)
+	armed bool          // timer runs: set only when the wait sleeps
 }
 
 // getWaiter takes a waiter from the free list (waits are frequent; their channel and timer
@@ -66,7 +65,7 @@ func (m *Mailbox) removeWaiter(w *waiter) {
 }
 
 // plan sets when w next looks at the clock, d after now; its timer is started only when the
-// wait sleeps (sleep), so a wait its driver completes costs no timer.
+// wait sleeps (sleep).
 func (w *waiter) plan(now time.Time, d time.Duration) {
 	w.due = now.Add(d)
 	if w.armed {
@@ -101,9 +100,22 @@ func (m *Mailbox) wakeKey(seq uint64, k msgKey) {
 // caller owns. A failed collective, a dead peer, a closed mailbox or timeout of silence from
 // `from` end the wait with an error.
 func (m *Mailbox) Recv(from int, tag kx.Tag) ([]byte, error) {
-	r, err := m.wait(from, tag, recvWhole)
+	r, err := m.wait(from, tag, recvWhole, false)
 	return r.data, err
 }
+
+// TryRecv is Recv that does not wait: ok is false while the message is not there and nothing
+// has ended the wait for it yet.
+func (m *Mailbox) TryRecv(from int, tag kx.Tag) (b []byte, ok bool, err error) {
+	r, err := m.wait(from, tag, recvWhole, true)
+	if err == errNotYet {
+		return nil, false, nil
+	}
+	return r.data, true, err
+}
+
+// errNotYet ends a wait that may not sleep (TryRecv, TryAwait) before its message is there.
+var errNotYet = errors.New("not yet")
 
 // takeMsg pops the first buffered message with key k, or returns nil.
 func takeMsg(b *seqBox, k msgKey) []byte {
@@ -133,7 +145,8 @@ const (
 // wait blocks until the message is there (readyLocked). A failed collective, a dead peer (for
 // a racing message: every replica of the source node dead), a closed mailbox or timeout without
 // data from `from` end the wait with an error. A wait that stalls logs a line every stallEvery.
-func (m *Mailbox) wait(from int, tag kx.Tag, prefix int) (ready, error) {
+// With try it does not sleep: it returns errNotYet instead.
+func (m *Mailbox) wait(from int, tag kx.Tag, prefix int, try bool) (ready, error) {
 	if from < 0 || from >= m.size {
 		return ready{}, kx.Errorf(kx.CodeArg, "recv: source rank %d is not in 0..%d", kx.RankRef(from), m.size-1)
 	}
@@ -152,32 +165,16 @@ func (m *Mailbox) wait(from int, tag kx.Tag, prefix int) (ready, error) {
 		if r, done, err := m.lookLocked(tag, k, from, prefix); done {
 			return r, err
 		}
+		if try {
+			return ready{}, errNotYet
+		}
 		if w == nil {
 			w = m.getWaiter(tag.Seq, k, prefix)
 			m.waiters = append(m.waiters, w)
-			w.due = time.Time{} // the driver's own window bounds it until the wait sleeps
-		}
-		var want *Want
-		if prefix == recvWhole && !tag.Race && tag.Seq == m.cur {
-			w.want = Want{Src: from, Tag: kx.Tag{Seq: tag.Seq, Layer: tag.Layer, Phase: tag.Phase, FP: m.fp}}
-			want = &w.want
-		}
-		m.mu.Unlock()
-		if m.driver != nil && m.drive(w, k, from, want) {
-			m.mu.Lock()
-			if data := w.want.Data; data != nil {
-				w.want.Data = nil
-				if b := m.boxes[tag.Seq]; m.closed == nil && !m.stale(tag.Seq) && (b == nil || b.fail == nil) {
-					return ready{data: data}, nil
-				}
-				PutBuf(data) // the collective is over: the look below says why
-			}
-			continue
-		}
-		if start.IsZero() { // the wait proper starts now: a driven wait that ends reads no clock
 			start = time.Now()
 			w.plan(start, m.nextCheck(m.timeout, nextStall))
 		}
+		m.mu.Unlock()
 		w.sleep()
 		select {
 		case <-w.ch:

@@ -262,7 +262,7 @@ func (c *child) kill(tb testing.TB) {
 	}
 }
 
-// TCP counterparts for the benchmarks: same frames (8-byte length prefix), loopback.
+// TCP counterparts for the benchmarks: the same payloads behind an 8-byte length, over loopback.
 func tcpConn() (net.Conn, error) {
 	return net.Dial("tcp", os.Getenv(addrEnv))
 }

@@ -138,8 +138,9 @@ func (s *Segment) PeerAbandonedRefs() uint64 {
 	return s.u64(offSide + (1-s.side)*line + offRefsAbandoned).Load()
 }
 
-// Pos is the ring position just past everything written so far (the tail once published).
-func (w *Writer) Pos() uint64 { return w.pos }
+// FrameEnd is the ring position just past the payload of the last frame written: the reader
+// has read all of it once the head reaches it.
+func (w *Writer) FrameEnd() uint64 { return w.end }
 
 // AwaitRead waits until the reader has released the ring up to position end: it has read every
 // byte written before end (a single-copy frame's data included, see above).

@@ -13,10 +13,8 @@ import (
 
 // Doorbells: an eventfd per sleep word, in place of the futex. A Go program that sleeps in
 // futex(2) holds an OS thread and, through the runtime, a P in a system call; the goroutine its
-// wake readies then waits for the scheduler to notice. Measured through netio's transport (a
-// reader goroutine that hands each frame to another goroutine), a 1 KiB round trip took
-// 100-150 us with futex sleeps against 10 us over loopback TCP. An eventfd read through the
-// runtime's poller parks the goroutine instead, as a socket read does. The sleep protocol is
+// wake readies then waits for the scheduler to notice (docs/netio-notes.md, "Waits"). An
+// eventfd read through the runtime's poller parks the goroutine instead, as a socket read does. The sleep protocol is
 // unchanged: the waker still writes only when the sleeper announced it sleeps (one 8-byte
 // write instead of FUTEX_WAKE); a wake that comes after the sleeper gave up leaves the counter
 // set, which costs the next sleep one spurious turn.

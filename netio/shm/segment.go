@@ -2,7 +2,7 @@
 
 // Package shm is a shared-memory byte transport between two processes of one host: one
 // segment per pair of processes, holding two single-producer single-consumer rings (one per
-// direction) of length-prefixed frames.
+// direction) of frames, each opened by a check word and its length (ring.go).
 //
 // The shape follows Open MPI's vader FIFOs, NCCL's shm transport, Aeron IPC and the LMAX
 // ring: one writer per ring, head and tail on cache lines of their own, a bounded spin then
@@ -42,6 +42,7 @@ package shm
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,7 +54,7 @@ import (
 // Segment layout. All offsets are fixed for a version; the data areas start page-aligned.
 const (
 	magic   = 0x314d48535849594b // "KYIXSHM1", little-endian
-	version = 1
+	version = 2
 
 	// line is two cache lines: x86's adjacent-line prefetcher moves 128-byte pairs, so a
 	// field written by one side must not share 128 bytes with one written by the other.
@@ -62,6 +63,7 @@ const (
 	offMagic   = 0
 	offVersion = 8
 	offRingLog = 12
+	offKey     = 16 // the rings' check key (ring.go), drawn by the creator
 
 	// side s (0 creator, 1 attacher) at offSide + s*line: pid int32, closed uint32, then the
 	// single-copy probe's fields (cma.go).
@@ -167,6 +169,7 @@ func Create(ringSize int, opt Options) (*Segment, error) {
 	*(*uint64)(unsafe.Pointer(&mem[offMagic])) = magic
 	*(*uint32)(unsafe.Pointer(&mem[offVersion])) = version
 	*(*uint32)(unsafe.Pointer(&mem[offRingLog])) = uint32(log)
+	*(*uint64)(unsafe.Pointer(&mem[offKey])) = rand.Uint64()
 	s := newSegment(mem, fd, 0, ringSize, opt)
 	s.sidePid(0).Store(int32(unix.Getpid()))
 	s.publishProbe()
@@ -234,9 +237,6 @@ func (s *Segment) CloseFD() {
 		s.fd = -1
 	}
 }
-
-// RingSize is the data size of each ring.
-func (s *Segment) RingSize() int { return s.ringSize }
 
 // Writer is this side's sending end; Reader its receiving end.
 func (s *Segment) Writer() *Writer { return &s.w }

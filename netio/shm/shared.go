@@ -69,7 +69,7 @@ func (s *Segment) watchFrames(d time.Duration) {
 
 // framePublished tells, without the read token, whether the peer published bytes past the
 // last frame the reader finished: a frame waits. (The gap left by a finished frame is its
-// padding, under 8 bytes; the smallest frame is longer.) Under the token, mid-frame, it may say
+// padding, under 16 bytes; the smallest frame is longer.) Under the token, mid-frame, it may say
 // yes falsely. The caller has entered the segment.
 func (s *Segment) framePublished() bool { return s.r.tail.Load()-s.r.head.Load() >= prefix }
 
@@ -91,9 +91,5 @@ func (r *Reader) Ready() bool {
 		return true // closing: Next reports it
 	}
 	defer r.s.exit()
-	if r.left > 0 {
-		return true
-	}
-	r.tailSeen = r.tail.Load()
-	return r.avail() >= r.pad+prefix
+	return r.left > 0 || r.peek()
 }

@@ -6,3 +6,9 @@ package shm
 
 // Supported reports whether shared-memory rings work on this platform.
 const Supported = false
+
+// Segment is never made outside Linux; the type lets callers hold one that is always nil.
+type Segment struct{}
+
+// Close does nothing: there is no segment.
+func (*Segment) Close() error { return nil }

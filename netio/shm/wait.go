@@ -68,10 +68,9 @@ func (s *Segment) await(wt *Wait, sleep *atomic.Uint32, ready func() bool, watch
 				return nil
 			}
 			// Time and closing are checked every 64 loads, and the CPU is offered to
-			// another thread (sched_yield, Open MPI's yield_when_idle): when the host is
-			// busier than it looked, the peer may be queued on this very CPU. Measured
-			// under a load of 15-20 on 2 cores, a 64-byte round trip with a 100 us spin
-			// took 155 us with runtime.Gosched here and 14 us with sched_yield.
+			// another thread (sched_yield, Open MPI's yield_when_idle, not runtime.Gosched,
+			// which leaves the thread on the CPU): when the host is busier than it looked,
+			// the peer may be queued on this very CPU (docs/netio-notes.md, "Waits").
 			if i&63 == 0 {
 				if s.closing() || time.Since(start) > s.spin {
 					break

@@ -20,6 +20,8 @@
 # Each program reports medians over its own iterations (config 3, reduce 10, one-shot 3,
 # dense 5; each timed between barriers, max over ranks); the table shows the median over
 # reps. The first rep checks every result against a brute force; later reps skip the check.
+# The last column lists the plans degrees=auto chose in Kylix's runs (it plans from link probes
+# and compute rates measured in the run, so a crowded host can make it choose differently).
 # Ranks beyond 2 share 2 cores: Open MPI runs with mpi_yield_when_idle 1 so waiting ranks
 # give up the CPU instead of busy-polling (Kylix blocks in the kernel anyway). Not a test:
 # `make test` does not run it.
@@ -42,7 +44,7 @@ for a in "$@"; do
   --dense-ranks=*) dense_ranks=${a#*=} ;;
   --dense-count=*) dense_count=${a#*=} ;;
   --out=*) outfile=${a#*=} ;;
-  *) sed -n '2,24p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,26p' "$0" >&2; exit 2 ;;
   esac
 done
 build=${BUILD:-build}
@@ -91,7 +93,8 @@ for ((rep = 1; rep <= reps; rep++)); do
       "${mpirun[@]}" -x BENCH_PHASES="${BENCH_PHASES:-0}" -n "$r" "$bin/mpi_direct" n="$n" \
         density="$d" check=$check | grep '^RESULT\|^phases' | tee -a "$log" >&2 ||
         echo "run_sparse: mpi_direct failed (ranks=$r density=$d)" >&2
-      "$build/kylixrun" -n "$r" -- "$bin/kylix_sparse" n="$n" density="$d" check=$check | grep '^RESULT' | tee -a "$log" >&2 ||
+      "$build/kylixrun" -n "$r" -- "$bin/kylix_sparse" n="$n" density="$d" check=$check 2>&1 |
+        grep '^RESULT\|^kylix_sparse: ranks=.* degrees \[' | tee -a "$log" >&2 ||
         echo "run_sparse: kylix_sparse failed (ranks=$r density=$d)" >&2
     done
   done
@@ -113,6 +116,7 @@ table() {
     function put(key, x) { val[key, ++cnt[key]] = x }
     function f(x) { return x == "-" ? "-" : sprintf(x >= 100 ? "%.0f" : "%.1f", x) }
     function q(a, b) { return (a == "-" || b == "-" || b == 0) ? "-" : sprintf("%.2f", a / b) }
+    /^kylix_sparse: ranks=.* degrees \[/ { plan = $NF; next } # the plan degrees=auto chose, before its RESULT
     /^RESULT/ {
       delete kv
       for (i = 2; i <= NF; i++) { split($i, p, "="); kv[p[1]] = p[2] }
@@ -120,6 +124,7 @@ table() {
       if (!(c in seen)) { seen[c] = 1; order[++nc] = c; keys[c] = kv["keys_per_rank"] }
       if (kv["check"] == "FAIL") bad[c] = 1
       if (kv["check"] == "OK") ok[c] = 1
+      if (kv["impl"] == "kylix" && plan != "") { runs[c, plan]++; if (!((c, plan) in pseen)) { pseen[c, plan] = 1; plist[c] = plist[c] (plist[c] == "" ? "" : " ") plan }; plan = "" }
       for (m in kv) if (m ~ /_ms$/) put(kv["impl"] SUBSEP c SUBSEP m, kv[m])
     }
     /^DENSE/ {
@@ -130,17 +135,19 @@ table() {
     END {
       print "Sparse (ms, median of " reps " runs; ratio = Kylix / MPI direct):"
       print ""
-      print "| ranks | density | keys/rank | config K / M | ratio | reduce K / M | ratio | one-shot K config_reduce / M config+reduce | ratio | M dense MPI_Allreduce of the n-vector | one-shot K / M dense | K dense allreduce | check |"
-      print "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+      print "| ranks | density | keys/rank | config K / M | ratio | reduce K / M | ratio | one-shot K config_reduce / M config+reduce | ratio | M dense MPI_Allreduce of the n-vector | one-shot K / M dense | K dense allreduce | check | K plans (runs) |"
+      print "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
       for (i = 1; i <= nc; i++) {
         c = order[i]; split(c, rd, SUBSEP)
         kc = med("kylix" SUBSEP c SUBSEP "config_ms"); mc = med("mpi" SUBSEP c SUBSEP "config_ms")
         kr = med("kylix" SUBSEP c SUBSEP "reduce_ms"); mr = med("mpi" SUBSEP c SUBSEP "reduce_ms")
         ko = med("kylix" SUBSEP c SUBSEP "config_reduce_ms"); mo = med("mpi" SUBSEP c SUBSEP "config_reduce_ms")
         md = med("mpi" SUBSEP c SUBSEP "dense_ms"); kd = med("kylix" SUBSEP c SUBSEP "dense_ms")
-        printf "| %s | %s | %s | %s / %s | %s | %s / %s | %s | %s / %s | %s | %s | %s | %s | %s |\n",
+        np = split(plist[c], P, " "); pl = ""
+        for (j = 1; j <= np; j++) pl = pl (j > 1 ? ", " : "") P[j] " (" runs[c, P[j]] ")"
+        printf "| %s | %s | %s | %s / %s | %s | %s / %s | %s | %s / %s | %s | %s | %s | %s | %s | %s |\n",
           rd[1], rd[2], keys[c], f(kc), f(mc), q(kc, mc), f(kr), f(mr), q(kr, mr), f(ko), f(mo), q(ko, mo),
-          f(md), q(ko, md), f(kd), bad[c] ? "FAIL" : ok[c] ? "OK" : "-"
+          f(md), q(ko, md), f(kd), bad[c] ? "FAIL" : ok[c] ? "OK" : "-", pl == "" ? "-" : pl
       }
       if (nd) {
         print ""

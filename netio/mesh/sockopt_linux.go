@@ -1,6 +1,6 @@
 //go:build linux
 
-package netio
+package mesh
 
 import (
 	"kylix/core/kx"
@@ -133,21 +133,4 @@ func tuneConn(c net.Conn, liveness time.Duration, lim bufLimits) (sockInfo, erro
 		err = serr
 	}
 	return info, err
-}
-
-// sendRoom is what p's socket send buffer can still take (SO_SNDBUF less SIOCOUTQ, the bytes
-// not yet acknowledged), 0 when it cannot be told.
-func (p *peer) sendRoom() int {
-	if p.stream.rc == nil {
-		return 0
-	}
-	room := 0
-	p.stream.rc.Control(func(fd uintptr) {
-		buf, err1 := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF)
-		queued, err2 := unix.IoctlGetInt(int(fd), unix.SIOCOUTQ)
-		if err1 == nil && err2 == nil {
-			room = buf - queued
-		}
-	})
-	return room
 }

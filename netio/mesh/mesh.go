@@ -1,4 +1,9 @@
-package netio
+// Package mesh connects every pair of a job's ranks: a dialer per lower rank and an acceptor
+// for the higher ones, the authenticated handshake on each connection (handshake.go), the
+// shared-memory segment a pair of one host agrees on after it (pair_linux.go), and the socket
+// options that make a dead peer noticed within liveness_ms (sockopt_linux.go). netio builds its
+// transport on what Build returns.
+package mesh
 
 import (
 	"errors"
@@ -11,12 +16,12 @@ import (
 	"time"
 )
 
-// mesh connects rank to every other rank: a dialer per lower rank and an acceptor for the
+// Build connects rank to every other rank: a dialer per lower rank and an acceptor for the
 // higher ones on ln, which it closes; the collector keeps what they report. It returns the
 // handshaken connections by rank (nil at rank) and what each pair agreed on shared memory
-// (shmlink_linux.go; only when offer and the peer offers too), or an error after closing
+// (pair_linux.go; only when offer and the peer offers too), or an error after closing
 // everything; no goroutine outlives it.
-func mesh(ln net.Listener, rank, size int, peers []string, job uint64, secret string, timeout time.Duration, offer bool, debug func(string, ...any)) ([]net.Conn, []shmPair, error) {
+func Build(ln net.Listener, rank, size int, peers []string, job uint64, secret string, timeout time.Duration, offer bool, debug func(string, ...any)) ([]net.Conn, []Pair, error) {
 	m := &mesher{rank: rank, size: size, peers: peers, job: job, secret: secret, timeout: timeout, offer: offer, debug: debug,
 		deadline: time.Now().Add(timeout), stop: make(chan struct{}), results: make(chan meshResult),
 		pending: &connSet{m: map[net.Conn]struct{}{}}, lastErr: make([]error, size)}
@@ -38,9 +43,7 @@ func mesh(ln net.Listener, rank, size int, peers []string, job uint64, secret st
 			if c != nil {
 				c.Close()
 			}
-			if pairs[r].link != nil {
-				pairs[r].link.close()
-			}
+			pairs[r].Close()
 		}
 		return nil, nil, err
 	}
@@ -74,9 +77,7 @@ func (m *mesher) report(res meshResult) {
 		if res.conn != nil {
 			res.conn.Close()
 		}
-		if res.shm.link != nil {
-			res.shm.link.close()
-		}
+		res.shm.Close()
 	}
 }
 
@@ -100,7 +101,7 @@ func (m *mesher) dial(r int) {
 			pair, err = m.handshake(c, true, r)
 			m.pending.remove(c)
 			if err == nil {
-				m.report(meshResult{rank: r, conn: c, shm: pair.shmPair})
+				m.report(meshResult{rank: r, conn: c, shm: pair.Pair})
 				return
 			}
 			c.Close()
@@ -118,7 +119,7 @@ func (m *mesher) dial(r int) {
 		}
 		m.mu.Lock()
 		// A dial cut short by the deadline says less than the refusal before it.
-		if m.lastErr[r] == nil || !isTimeout(err) {
+		if m.lastErr[r] == nil || !IsTimeout(err) {
 			m.lastErr[r] = err
 		}
 		m.mu.Unlock()
@@ -152,12 +153,12 @@ func (m *mesher) handshake(c net.Conn, dial bool, peer int) (rankedPair, error) 
 	if err != nil {
 		return rankedPair{rank: r}, hsIOError(rankName(r), c, err)
 	}
-	return rankedPair{rank: r, shmPair: pair}, nil
+	return rankedPair{rank: r, Pair: pair}, nil
 }
 
 type rankedPair struct {
 	rank int
-	shmPair
+	Pair
 }
 
 // accept takes the higher ranks' connections on ln, a handshake goroutine each, until ln is
@@ -191,16 +192,16 @@ func (m *mesher) accept(ln net.Listener) {
 				}
 				return
 			}
-			m.report(meshResult{rank: r, conn: c, shm: pair.shmPair})
+			m.report(meshResult{rank: r, conn: c, shm: pair.Pair})
 		}()
 	}
 }
 
 // collect keeps the connections reported until every peer has one, a dialer or the acceptor
 // fails, or the deadline passes.
-func (m *mesher) collect() ([]net.Conn, []shmPair, error) {
+func (m *mesher) collect() ([]net.Conn, []Pair, error) {
 	conns := make([]net.Conn, m.size)
-	pairs := make([]shmPair, m.size)
+	pairs := make([]Pair, m.size)
 	missing := m.size - 1
 	timer := time.NewTimer(time.Until(m.deadline))
 	defer timer.Stop()
@@ -213,9 +214,7 @@ func (m *mesher) collect() ([]net.Conn, []shmPair, error) {
 			case conns[res.rank] != nil:
 				// The dialer gave up on an earlier connection and tried again: keep the new one.
 				conns[res.rank].Close()
-				if pairs[res.rank].link != nil {
-					pairs[res.rank].link.close()
-				}
+				pairs[res.rank].Close()
 				conns[res.rank], pairs[res.rank] = res.conn, res.shm
 			default:
 				conns[res.rank], pairs[res.rank] = res.conn, res.shm
@@ -252,7 +251,7 @@ func (m *mesher) timeoutError(conns []net.Conn) error {
 type meshResult struct {
 	rank int
 	conn net.Conn
-	shm  shmPair
+	shm  Pair
 	err  error // fatal: the mesh cannot be built
 }
 

@@ -1,4 +1,4 @@
-package netio
+package mesh
 
 import (
 	"crypto/hmac"
@@ -30,6 +30,10 @@ import (
 // direction so a proof cannot be reflected back. The secret itself never travels. Job ids and
 // ranks are checked only after the proofs, so a wrong secret is reported as such.
 const helloSize = 56
+
+// ProtocolVersion is bumped on any incompatible change of frames, handshake or config messages
+// (3: layer-0 rows; 4: compressed rows in set order); both the hello and every frame carry it.
+const ProtocolVersion = 4
 
 var helloMagic = [4]byte{'K', 'Y', 'L', 'H'}
 
@@ -164,14 +168,14 @@ func (e *hsError) Error() string { return e.err.Error() }
 func (e *hsError) Unwrap() error { return e.err }
 
 func hsIOError(who string, c net.Conn, err error) error {
-	if isTimeout(err) {
+	if IsTimeout(err) {
 		return &hsError{kx.Errorf(kx.CodeTimeout, "handshake with %s at %s timed out", who, c.RemoteAddr()), true}
 	}
 	return &hsError{kx.Errorf(kx.CodeNet, "handshake with %s at %s: %v", who, c.RemoteAddr(), err), true}
 }
 
-// isTimeout reports a deadline that passed, on a connection or in a dial.
-func isTimeout(err error) bool {
+// IsTimeout reports a deadline that passed, on a connection or in a dial.
+func IsTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package netio
+package mesh
 
 import (
 	"kylix/core/kx"
@@ -28,6 +28,3 @@ func tuneConn(c net.Conn, liveness time.Duration, _ bufLimits) (sockInfo, error)
 	return sockInfo{}, tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: liveness / 2,
 		Interval: liveness / 6, Count: 3})
 }
-
-// sendRoom is not told outside Linux: large messages go out on goroutines of their own.
-func (p *peer) sendRoom() int { return 0 }

@@ -1,0 +1,34 @@
+package netio
+
+import (
+	"kylix/core/kx"
+	"kylix/netio/mailbox"
+)
+
+// receiver is TCP's kx.Receiver: the mailbox, whose Recv and Await first look, then read the
+// links of the ranks they wait for on the waiting thread (selfread_linux.go), and sleep only
+// after that. The mailbox calls nothing back: the wait pulls frames from the links.
+type receiver struct {
+	*mailbox.Mailbox
+	t *TCP
+}
+
+func (r receiver) Recv(from int, tag kx.Tag) ([]byte, error) {
+	if b, ok, err := r.TryRecv(from, tag); ok {
+		return b, err
+	}
+	if b, ok, err := r.t.recvDriven(from, tag); ok {
+		return b, err
+	}
+	return r.Mailbox.Recv(from, tag)
+}
+
+func (r receiver) Await(from int, tag kx.Tag, n int) (int, error) {
+	if got, ok, err := r.TryAwait(from, tag, n); ok {
+		return got, err
+	}
+	if got, ok, err := r.t.awaitDriven(from, tag, n); ok {
+		return got, err
+	}
+	return r.Mailbox.Await(from, tag, n)
+}

@@ -29,27 +29,47 @@ type simPort interface {
 	Close() error
 }
 
-// simTransport is the one adapter between the simulation and kx.Transport. The methods the
-// agreement does not use are the embedded nil interface's: calling one panics, so the run
-// reports it as a crash instead of simulating something the simulation does not model.
+// simTransport is the one adapter between the simulation and kx.Transport and its three faces
+// (Sender, Receiver, Peers). The methods the agreement does not use are the embedded nil
+// interfaces': calling one panics, so the run reports it as a crash instead of simulating
+// something the simulation does not model.
 type simTransport struct {
 	kx.Transport
 	p simPort
 }
 
-func (t simTransport) Rank() int                           { return t.p.Rank() }
-func (t simTransport) Size() int                           { return t.p.Size() }
-func (t simTransport) Timeout() time.Duration              { return t.p.Timeout() }
-func (t simTransport) Begin(seq uint64, fp kx.Fingerprint) { t.p.Begin(seq, fp) }
-func (t simTransport) Send(to int, tag kx.Tag, bufs ...[]byte) error {
-	return t.p.Send(to, tag, bufs...)
+func (t simTransport) Rank() int                      { return t.p.Rank() }
+func (t simTransport) Size() int                      { return t.p.Size() }
+func (t simTransport) Timeout() time.Duration         { return t.p.Timeout() }
+func (t simTransport) Abort(seq uint64, err error)    { t.p.Abort(seq, err) }
+func (t simTransport) SetReplicaGroups(g []int) error { return t.p.SetReplicaGroups(g) }
+func (t simTransport) Close() error                   { return t.p.Close() }
+func (t simTransport) Sender() kx.Sender              { return simSender{p: t.p} }
+func (t simTransport) Receiver() kx.Receiver          { return simReceiver{p: t.p} }
+func (t simTransport) Peers() kx.Peers                { return simPeers{p: t.p} }
+
+type simSender struct {
+	kx.Sender
+	p simPort
 }
-func (t simTransport) Recv(from int, tag kx.Tag) ([]byte, error) { return t.p.Recv(from, tag) }
-func (t simTransport) Release(b []byte)                          { t.p.Release(b) }
-func (t simTransport) FailedRanks() []int                        { return t.p.FailedRanks() }
-func (t simTransport) Abort(seq uint64, err error)               { t.p.Abort(seq, err) }
-func (t simTransport) SetReplicaGroups(g []int) error            { return t.p.SetReplicaGroups(g) }
-func (t simTransport) Close() error                              { return t.p.Close() }
+
+func (s simSender) Send(to int, tag kx.Tag, bufs ...[]byte) error { return s.p.Send(to, tag, bufs...) }
+
+type simReceiver struct {
+	kx.Receiver
+	p simPort
+}
+
+func (r simReceiver) Begin(seq uint64, fp kx.Fingerprint)       { r.p.Begin(seq, fp) }
+func (r simReceiver) Recv(from int, tag kx.Tag) ([]byte, error) { return r.p.Recv(from, tag) }
+func (r simReceiver) Release(b []byte)                          { r.p.Release(b) }
+
+type simPeers struct {
+	kx.Peers
+	p simPort
+}
+
+func (q simPeers) FailedRanks() []int { return q.p.FailedRanks() }
 
 type simKey struct {
 	layer uint8

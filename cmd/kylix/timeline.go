@@ -21,8 +21,8 @@ time went: each phase's share of the time inside calls, per layer the bytes move
 measured and predicted time, the caller's spans, and the rank the others waited for most. The
 file of a rank that was killed is merged too (its events up to the last flush).
 `,
-		Example: `kylixrun --timeline /tmp/tl -n 4 build/examples/pagerank build/graph.el
-kylix timeline /tmp/tl      # again later, e.g. after copying DIR from the cluster`,
+		Example: `kylixrun --timeline build/tl -n 4 build/examples/pagerank build/graph.el
+kylix timeline build/tl      # again later, e.g. after copying DIR from the cluster`,
 		Setup: func(fs *flag.FlagSet) func(io.Writer, []string) error {
 			quiet := fs.Bool("q", false, "quiet: write the files and print only their paths")
 			return func(w io.Writer, args []string) error {

@@ -47,11 +47,11 @@ func main() {
 	r, n := t.Rank(), t.Size()
 	fp := kx.Fingerprint{Kind: kx.KindBarrier}
 	tag := kx.Tag{Seq: 1, Phase: kx.PhaseSmall, FP: fp}
-	t.Begin(1, fp)
-	if err := t.Send((r+1)%n, tag, []byte(fmt.Sprintf("from %d", r))); err != nil {
+	t.Receiver().Begin(1, fp)
+	if err := t.Sender().Send((r+1)%n, tag, []byte(fmt.Sprintf("from %d", r))); err != nil {
 		fail(err)
 	}
-	msg, err := t.Recv((r+n-1)%n, tag)
+	msg, err := t.Receiver().Recv((r+n-1)%n, tag)
 	if err != nil {
 		fail(err)
 	}

@@ -140,9 +140,9 @@ type Tag struct {
 	// carries: it travels with each send (core sets it for the running collective). The
 	// receiving side checks frames against the fingerprint given to Begin.
 	FP Fingerprint
-	// Race marks a message of a replicated comm (replicas.go): it is sent to every live replica
-	// of the destination node, and the receiver keys it by the source's node, takes the first
-	// copy to arrive from any of its replicas and drops the others ("packet racing").
+	// Race marks a message of a replicated comm (core/members/view.go): it is sent to every live
+	// replica of the destination node, and the receiver keys it by the source's node, takes the
+	// first copy to arrive from any of its replicas and drops the others ("packet racing").
 	Race bool
 }
 

@@ -277,7 +277,7 @@ func putC(buf *C.char, size C.size_t, msg string) {
 
 // ---- logging -----------------------------------------------------------------------------
 
-// The log levels and line format are core's (core/logging.go).
+// The log levels and line format are core's (core/kx/logging.go).
 const (
 	logOff   = kx.LogOff
 	logError = kx.LogError

@@ -356,7 +356,7 @@ func TestResizeNotElastic(t *testing.T) {
 }
 
 // The quorum: of 4 ranks, the two that keep rank 0 go on; the two without it get CodePeer naming
-// the ranks they lost (a network split leaves exactly one side going on; tests/split_test.go
+// the ranks they lost (a network split leaves exactly one side going on; tests/elastic_test.go
 // cuts a real network).
 func TestResizeQuorum(t *testing.T) {
 	for _, tc := range []struct {

@@ -14,7 +14,7 @@ import (
 	"kylix/core"
 )
 
-// User ops through the whole butterfly: the non-commutative Affine op (core/userop_test.go)
+// User ops through the whole butterfly: the non-commutative Affine op (core/kernels/userop_test.go)
 // must give exactly the left fold over the contributions in (rank, caller's position) order,
 // starting from the first contribution; an index nobody contributes reads as zero bytes.
 

@@ -29,7 +29,7 @@ func TestDenseAllreduce(t *testing.T) {
 
 // Between ranks of one host, dense allreduce's two-member layers fold the member's copy as it
 // comes out of the member's memory and, on the last layer, write the result straight back over
-// it (core/dense_fold.go). The exact checks of dense.c pass that way (2^20 elements take the
+// it (core/dense/fold.go). The exact checks of dense.c pass that way (2^20 elements take the
 // binary butterfly, in place and not, every dtype and op, guard bytes intact), the stats show
 // that the write-back really happened, and with shm=off (no single copy) nothing is written
 // back and the same checks pass. Three ranks have no two-member layer: nothing written back.

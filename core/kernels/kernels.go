@@ -592,7 +592,7 @@ func gatherBytes[T kernNum](dst, src []byte, idx []int32, w int, id T) {
 // ---- Scatter ----
 
 // Scatter copies row p of src to row idx[p] of dst (rows of es bytes): the move of a stable
-// partition (packtop.go), the inverse of Gather's. Rows go as 8- or 4-byte words where es
+// partition (keyset/layer0_pack.go), the inverse of Gather's. Rows go as 8- or 4-byte words where es
 // allows, else by copy; an index outside dst's rows panics. With repeated indices the last row
 // wins (reduce's maps never repeat one).
 func Scatter(dst, src []byte, idx []int32, es int) {

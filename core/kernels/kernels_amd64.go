@@ -286,7 +286,6 @@ func kernGatherW1[T kernNum](x, y []T, idx []int32, id T) int {
 }
 
 // kernGatherBigTable is the table size in bytes above which the 8-byte gather is left to the Go
-// loop. With 4M f64 rows (64 MiB) it measured 0.85-0.9x on random indices and anywhere from
-// 0.64x to 3x on increasing ones, depending on the load from other jobs; 4-byte elements won
-// 1.15-1.4x there in every run, and everything won below it.
+// loop: past it the SIMD gather lost on random indices and was no steady win on increasing ones,
+// while 4-byte gathers won at every size (docs/measurements.md, "SIMD kernels").
 const kernGatherBigTable = 16 << 20

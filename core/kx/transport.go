@@ -7,7 +7,7 @@ import (
 )
 
 // AsyncSends counts the sends of this process running on goroutines of their own (large
-// messages, core's sendGroup; writes left to slow replicas, netio's late sends). A transport
+// messages, core/coll's Sends; writes left to slow replicas, netio's late sends). A transport
 // whose waits read their sockets on the waiting thread (netio's caller-thread reads) waits the
 // old way while any is running: a thread blocked in poll(2) keeps the only P of a
 // GOMAXPROCS=1 rank, and the send would wait for the runtime's monitor to take it back.
@@ -140,9 +140,9 @@ type Tag struct {
 	// carries: it travels with each send (core sets it for the running collective). The
 	// receiving side checks frames against the fingerprint given to Begin.
 	FP Fingerprint
-	// Race marks a message of a replicated comm (replicas.go): it is sent to every live replica
-	// of the destination node, and the receiver keys it by the source's node, takes the first
-	// copy to arrive from any of its replicas and drops the others ("packet racing").
+	// Race marks a message of a replicated comm (core/members/view.go): it is sent to every live
+	// replica of the destination node, and the receiver keys it by the source's node, takes the
+	// first copy to arrive from any of its replicas and drops the others ("packet racing").
 	Race bool
 }
 
@@ -159,7 +159,7 @@ const (
 	PhaseBcast
 	PhaseDense
 	PhaseLinks // link probes and their acknowledgements (links.go)
-	PhaseReady // a receiver's word that the place a large message folds into is posted (core/dense_fold.go)
+	PhaseReady // a receiver's word that the place a large message folds into is posted (core/dense/fold.go)
 )
 
 var phaseNames = [...]string{"", "config", "down", "up", "config-down", "small", "bcast",

@@ -185,7 +185,7 @@ type StatsOptions struct {
 }
 
 // ReplicationStats (kylix_stats_json "replication"): the job's replication and, per peer, the
-// racing copies this rank received from it (replicas.go): copies won (used), copies lost
+// racing copies this rank received from it (netio/mailbox/race.go): copies won (used), copies lost
 // (dropped because another replica's copy was first) and the bytes of the lost copies that
 // were read, the price of replication in duplicate traffic. Peers are numbered as the
 // comm's ranks (a comm made by kylix_shrink numbers its survivors 0..k-1).

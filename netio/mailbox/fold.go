@@ -9,7 +9,7 @@ import (
 // place but through the reader's scratch, a piece of foldChunk bytes at a time, each piece
 // combined into the place as soon as it is in: landing a large message and combining it
 // afterwards writes it to memory and reads it back, a pass over main memory each, where the
-// piece stays in the cache. Dense allreduce's two-member layers use it (core/dense.go).
+// piece stays in the cache. Dense allreduce's two-member layers use it (core/dense/fold.go).
 
 // foldChunk is about the size of a folded piece: small enough that it and its stretch of the
 // place stay in a core's L2 (2 MiB here), large enough that a piece costs one read or

@@ -10,8 +10,17 @@ import (
 // and message from the data path; the algorithms add their phases with step, one line each.
 
 // SetTimeline attaches t (nil: none) to the comm's recorder; call it before the first
-// collective. Comms made from this one (shrink, resize) need their own SetTimeline.
-func (c *Comm) SetTimeline(t *trace.Tracer) { c.rec.SetTracer(t) }
+// collective. Comms made from this one (shrink, resize) need their own SetTimeline. A transport
+// that reports stalled waits (netio's) gives them to the timeline as instants too.
+func (c *Comm) SetTimeline(t *trace.Tracer) {
+	c.rec.SetTracer(t)
+	if n, ok := c.v.Transport().(stallNoter); ok && t != nil {
+		n.NoteStalls(func(msg string) { c.rec.Instant("stall", msg) })
+	}
+}
+
+// stallNoter is a transport that can hand its stall reports to the timeline.
+type stallNoter interface{ NoteStalls(note func(msg string)) }
 
 // Timeline is the attached timeline, or nil.
 func (c *Comm) Timeline() *trace.Tracer { return c.rec.Tracer() }

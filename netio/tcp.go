@@ -21,7 +21,8 @@ type TCP struct {
 	job        uint64
 	timeout    time.Duration
 	mb         *mailbox.Mailbox
-	peers      []*peer // by rank; nil for this rank
+	stallNote  atomic.Pointer[func(msg string)] // NoteStalls
+	peers      []*peer                          // by rank; nil for this rank
 	stats      []counters
 	closing    atomic.Bool
 	closeOnce  sync.Once
@@ -95,13 +96,22 @@ func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn,
 	return t
 }
 
+// NoteStalls hands every stall report to note as well as to the log (the comm's timeline
+// records them as instants), whatever the log level. note runs on the waiting thread.
+func (t *TCP) NoteStalls(note func(msg string)) { t.stallNote.Store(&note) }
+
 // configure applies the options that shape a running transport: heartbeats and the liveness
 // bound, and stall reports when the log level includes warnings.
 func (t *TCP) configure(o kx.Options) *TCP {
 	level := kx.ParseLogLevel(o.Log)
-	if level >= kx.LogWarn {
-		t.mb.SetStallReports(mailbox.StallReportFromEnv(), func(format string, args ...any) { kx.Logf(kx.LogWarn, level, t.rank, format, args...) })
-	}
+	t.mb.SetStallReports(mailbox.StallReportFromEnv(), func(format string, args ...any) {
+		if level >= kx.LogWarn {
+			kx.Logf(kx.LogWarn, level, t.rank, format, args...)
+		}
+		if note := t.stallNote.Load(); note != nil {
+			(*note)(fmt.Sprintf(format, args...))
+		}
+	})
 	if o.Liveness > 0 && t.size > 1 {
 		t.wg.Add(1)
 		go t.keepAlive(o.Liveness)

@@ -238,6 +238,29 @@ func TestTimelineStraggler(t *testing.T) {
 	}
 }
 
+// TestTimelineStallInstant: a wait that makes no progress for KYLIX_STALL_MS is a "stall"
+// instant on the waiting rank's lane, naming the rank it waits for (the log's stall line).
+func TestTimelineStallInstant(t *testing.T) {
+	t.Setenv("KYLIX_STALL_MS", "20")
+	dir, out, code := runTimeline(t, 4, "direct", "3", "2", "200", "-1")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	stalls := map[int]int{}
+	for _, e := range loadMerged(t, dir, out) {
+		// Other waits may stall for 20 ms too on a loaded machine (the link probes of the
+		// first config): only those waiting for rank 2 count.
+		if msg, _ := e.Args["detail"].(string); e.Ph == "i" && e.Name == "stall" && strings.Contains(msg, "from rank 2;") {
+			stalls[e.Pid]++
+		}
+	}
+	for r := 0; r < 4; r++ {
+		if r != 2 && stalls[r] == 0 {
+			t.Errorf("rank %d waited 200 ms for rank 2 three times with KYLIX_STALL_MS=20 and recorded no stall instant naming it (per rank: %v)\n%s", r, stalls, out)
+		}
+	}
+}
+
 // TestTimelineKilledRank: rank 1 kills itself mid-run; its file (no closing bracket) still
 // loads and is in the merge kylixrun makes at the end.
 func TestTimelineKilledRank(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"kylix/core/kx"
 	"kylix/internal/fuzzcheck"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +62,7 @@ const (
 // helloSize bytes; its proof is the correct one when prove is set (so the checks after the
 // proofs are reached), else the script's other bytes. What the rank writes is kept.
 type peerConn struct {
+	fuzzcheck.ConnStub
 	script []byte
 	prove  bool
 	dial   bool // the rank under test dials
@@ -99,13 +99,7 @@ func (c *peerConn) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-func (c *peerConn) Write(b []byte) (int, error)        { return c.out.Write(b) }
-func (c *peerConn) Close() error                       { return nil }
-func (c *peerConn) LocalAddr() net.Addr                { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
-func (c *peerConn) RemoteAddr() net.Addr               { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2} }
-func (c *peerConn) SetDeadline(t time.Time) error      { return nil }
-func (c *peerConn) SetReadDeadline(t time.Time) error  { return nil }
-func (c *peerConn) SetWriteDeadline(t time.Time) error { return nil }
+func (c *peerConn) Write(b []byte) (int, error) { return c.out.Write(b) }
 
 const fuzzJob = 0x0123456789abcdef
 

@@ -91,6 +91,7 @@ const (
 // admit messages get the correct proof for the challenge the server sent (and an admit's wait
 // is cut to fuzzWait), so the fuzzer reaches what a client with the secret reaches.
 type clientConn struct {
+	fuzzcheck.ConnStub
 	script []byte
 	prove  bool
 	in     *bytes.Reader
@@ -152,12 +153,6 @@ func (c *clientConn) Write(b []byte) (int, error) {
 	defer c.mu.Unlock()
 	return c.out.Write(b)
 }
-func (c *clientConn) Close() error                       { return nil }
-func (c *clientConn) LocalAddr() net.Addr                { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
-func (c *clientConn) RemoteAddr() net.Addr               { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2} }
-func (c *clientConn) SetDeadline(t time.Time) error      { return nil }
-func (c *clientConn) SetReadDeadline(t time.Time) error  { return nil }
-func (c *clientConn) SetWriteDeadline(t time.Time) error { return nil }
 
 // FuzzServe: whatever one connection sends the rendezvous server (registration, status
 // questions, causes, joins, admits, garbage), with or without the secret, the server ends the

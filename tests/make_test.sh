@@ -91,7 +91,7 @@ for f in "FuzzDecodeHeader ./netio 400000" "FuzzDecodeAbort ./netio 100000" \
   "FuzzServe ./netio/rendezvous 60000" "FuzzRsum ./core/rsum 150000"; do
   set -- $f
   echo "== fuzz $1 ($3 runs)"
-  "$GO" test -json -run '^$' -fuzz "$1" -fuzztime "$3x" -fuzzminimizetime 100x "$2" |
+  "$GO" test -json -run '^$' -fuzz "^$1\$" -fuzztime "$3x" -fuzzminimizetime 100x "$2" |
     testsum go -name fuzz -counts "$RES/fuzz-$1.counts" || go_ok=0
 done
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"kylix/core/kx"
+	"strings"
 	"testing"
 	"time"
 
@@ -252,8 +253,8 @@ func TestRequestArgErrors(t *testing.T) {
 	}
 }
 
-// A peer that dies fails the request in flight with CodePeer or CodeTimeout naming a rank;
-// the requests queued behind it, and later calls, fail with CodeState.
+// A peer that dies fails the request in flight with CodePeer naming it; the requests queued
+// behind it, and later calls, fail with CodeState.
 func TestRequestsAfterPeerFailure(t *testing.T) {
 	const m = 3
 	ts := netio.NewMemJob(m, 2*time.Second)
@@ -284,10 +285,12 @@ func TestRequestsAfterPeerFailure(t *testing.T) {
 				}
 				reqs = append(reqs, req)
 			}
-			start := time.Now()
+			// The in-memory transport tells every rank of a kill at once: the request fails
+			// with CodePeer naming the dead rank, never by waiting out the timeout (CodeTimeout),
+			// and those behind it with CodeState, not after timeouts of their own.
 			err = reqs[0].Wait()
-			if code := kx.CodeOf(err); code != kx.CodePeer && code != kx.CodeTimeout {
-				errs <- fmt.Errorf("rank %d: first request got %v (code %v), want CodePeer or CodeTimeout", r, err, code)
+			if code := kx.CodeOf(err); code != kx.CodePeer || !strings.Contains(err.Error(), "rank 2") {
+				errs <- fmt.Errorf("rank %d: first request got %v (code %v), want CodePeer naming rank 2", r, err, code)
 				return
 			}
 			for k := 1; k < 3; k++ {
@@ -295,10 +298,6 @@ func TestRequestsAfterPeerFailure(t *testing.T) {
 					errs <- fmt.Errorf("rank %d: request %d behind the failure got %v, want CodeState", r, k, err)
 					return
 				}
-			}
-			if time.Since(start) > 4*time.Second {
-				errs <- fmt.Errorf("rank %d: failing took %v", r, time.Since(start))
-				return
 			}
 			if _, err := c.IAllreduce(make([]byte, 8), make([]byte, 8), kx.F64, kx.Sum); !errors.Is(err, kx.ErrState) {
 				errs <- fmt.Errorf("rank %d: issue on a broken comm got %v, want CodeState", r, err)

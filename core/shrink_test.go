@@ -396,7 +396,9 @@ func TestShrinkLateRankExcluded(t *testing.T) {
 					return fmt.Errorf("shrink: %w", err)
 				}
 				defer nc.Close()
-				if d := time.Since(start); d > 3*timeout {
+				// The shrink leaving the late rank out (checked below) is what says it did not wait
+				// for it; 10 timeouts are a fail-safe.
+				if d := time.Since(start); d > 10*timeout {
 					return fmt.Errorf("shrink took %v with timeout %v", d, timeout)
 				}
 				if want := slices.Index([]int{0, 1, 3}, r); nc.Size() != 3 || nc.Rank() != want {

@@ -112,7 +112,7 @@ func TestConnectRankZeroRendezvousRefusals(t *testing.T) {
 	const giveUp = 500 * time.Millisecond
 	_, errs = connectRanks(2, []int{1}, rdv, "127.0.0.1", nil, giveUp, 0)
 	wantErr(t, errs[1], kx.CodeTimeout, "could not reach the rendezvous at "+rdv)
-	if d := time.Since(start); d > 6*giveUp { // its timeout, with margin for a loaded machine
+	if d := time.Since(start); d > 10*giveUp { // a fail-safe: the message says it was its timeout
 		t.Errorf("rank 1 took %v to give up", d)
 	}
 

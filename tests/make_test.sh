@@ -83,11 +83,16 @@ echo "== chaos (two elastic jobs under seeded faults, about a minute)"
 # Budgets are counts of executions (about 10 s each here), not durations: Go 1.26's fuzzing
 # coordinator can fail a duration-bounded run with "context deadline exceeded" at the deadline
 # under load (golang/go#75804, fixed in Go 1.27), with nothing found.
-for f in "FuzzDecodeHeader ./netio 400000" "FuzzDecodeIndexList ./core/keyset 400000" \
-  "FuzzLayer0Msg ./core/keyset 400000" "FuzzRsum ./core/rsum 150000"; do
+# Every target's corpus (testdata/fuzz and its seeds) already ran in go test above; the long
+# runs are tests/bench/run_fuzz.sh.
+for f in "FuzzDecodeHeader ./netio 400000" "FuzzDecodeAbort ./netio 100000" \
+  "FuzzDecodeHello ./netio/mesh 100000" "FuzzHandshake ./netio/mesh 60000" "FuzzDecodeShmHello ./netio/mesh 100000" \
+  "FuzzDecodeIndexList ./core/keyset 400000" "FuzzLayer0Msg ./core/keyset 400000" \
+  "FuzzConfigMsg ./core/keyset 150000" "FuzzReadMsg ./netio/rendezvous 60000" \
+  "FuzzServe ./netio/rendezvous 60000" "FuzzRingReader ./netio/shm 60000" "FuzzRsum ./core/rsum 150000"; do
   set -- $f
   echo "== fuzz $1 ($3 runs)"
-  "$GO" test -json -run '^$' -fuzz "$1" -fuzztime "$3x" -fuzzminimizetime 100x "$2" |
+  "$GO" test -json -run '^$' -fuzz "^$1\$" -fuzztime "$3x" -fuzzminimizetime 100x "$2" |
     testsum go -name fuzz -counts "$RES/fuzz-$1.counts" || go_ok=0
 done
 

@@ -7,6 +7,7 @@ import (
 	"kylix/core/kernels"
 	"kylix/core/kernels/kerneltest"
 	"kylix/core/kx"
+	"kylix/internal/fuzzcheck"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -484,7 +485,8 @@ func BenchmarkSortTop(b *testing.B) {
 // FuzzLayer0Msg: whatever the bytes, a layer-0 config message (rows, plain or compressed with
 // repeat bitmaps) parses to an error naming the sender or to rows and values of matching sizes, and the
 // member's check of the rows' order (rowBounds) then accepts them or refuses them naming the
-// sender; nothing panics (make test runs it for 10 s).
+// sender; the parse allocates in proportion to the bytes; nothing panics (make test runs it for
+// 10 s).
 func FuzzLayer0Msg(f *testing.F) {
 	r := rand.New(rand.NewPCG(55, 56))
 	const d0, me, es = 4, 1, 4
@@ -500,7 +502,9 @@ func FuzzLayer0Msg(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, e := range []int{0, es} {
-			m, _, err := ParseConfigMsg(b, e, 7, d0)
+			var m ConfigLists
+			var err error
+			fuzzcheck.Bounded(t, "ParseConfigMsg", len(b), decodedPerByte, func() { m, _, err = ParseConfigMsg(b, e, 7, d0) })
 			if err != nil {
 				if kx.CodeOf(err) != kx.CodeInternal || !strings.Contains(err.Error(), "rank 7") {
 					t.Fatalf("es=%d: %v", e, err)

@@ -69,9 +69,13 @@ func readMsg(r io.Reader) (*message, error) {
 	if n > maxMessage {
 		return nil, &badMessage{fmt.Sprintf("it sent %q, a message of %d bytes, over the bound", lb[:], n)}
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
+	// The buffer grows with the bytes that arrive: a stranger's length alone costs nothing.
+	b, err := io.ReadAll(io.LimitReader(r, int64(n)))
+	if err != nil {
 		return nil, err
+	}
+	if len(b) < int(n) {
+		return nil, io.ErrUnexpectedEOF
 	}
 	m := &message{}
 	if err := json.Unmarshal(b, m); err != nil {

@@ -4,11 +4,12 @@
  * usage: killmid VICTIM AFTER_MS COUNT [TIMEOUT_MS]
  *
  * Every rank runs back-to-back in-place kylix_allreduce of COUNT floats (SUM); the victim's
- * second thread raises SIGKILL AFTER_MS into the loop, so it dies mid-call: between ranks of
- * one host, in the middle of a fold that reads its memory, of a write-back into it, or of its
- * own single-copy send. Before that every result is checked at a few elements. The survivors'
- * failing call must return KYLIX_ERR_PEER (or TIMEOUT) within TIMEOUT_MS + 3 s, naming the
- * victim, and the next call fails promptly.
+ * second thread raises SIGKILL AFTER_MS after its first call completed (counted from there, so
+ * a loaded machine cannot kill it before one call is checked), so it dies mid-call: between
+ * ranks of one host, in the middle of a fold that reads its memory, of a write-back into it, or
+ * of its own single-copy send. Before that every result is checked at a few elements. The
+ * survivors' failing call must return KYLIX_ERR_PEER (or TIMEOUT) within TIMEOUT_MS + 3 s,
+ * naming the victim, and the next call fails promptly.
  */
 #include "check.h"
 #include <pthread.h>
@@ -39,13 +40,6 @@ int main(int argc, char **argv) {
   kylix_comm *c = init_comm(opts);
   float *buf = xmalloc(n * sizeof *buf);
   MUST_OK(kylix_barrier(c));
-  if (g_rank == victim) {
-    pthread_t th;
-    if (pthread_create(&th, NULL, killer, NULL) != 0) {
-      FAILF("pthread_create failed");
-      return check_finish();
-    }
-  }
   int calls = 0, st = KYLIX_OK;
   double t0 = 0;
   size_t probe[3] = {0, n / 2 + 1, n - 1};
@@ -59,6 +53,11 @@ int main(int argc, char **argv) {
       float want = 0;
       for (int r = 0; r < g_size; r++) want += (float)((probe[k] + (size_t)r) % 5);
       CHECK(buf[probe[k]] == want, "call %d: element %zu is %g, want %g", calls, probe[k], buf[probe[k]], want);
+    }
+    pthread_t th;
+    if (g_rank == victim && calls == 1 && pthread_create(&th, NULL, killer, NULL) != 0) {
+      FAILF("pthread_create failed");
+      return check_finish();
     }
     if (g_rank == victim && calls > 100000) break; /* the killer never came */
   }

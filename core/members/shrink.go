@@ -149,6 +149,7 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 	// Sets settle two rounds after the last new failure is found, and at most n ranks fail.
 	maxRounds := 4*n + agreeRounds
 	msg := make([]uint64, 1+len(F))
+	var pending []accusation // of the round before: judged by who is heard in this one
 	for r := 0; ; r++ {
 		if r >= maxRounds {
 			return nil, kx.Errorf(kx.CodeInternal, "agreement on the failed ranks did not settle in %d rounds", maxRounds)
@@ -186,6 +187,9 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 		same := true
 		var adopted bitset
 		deciders := newBitset(n)
+		present := newBitset(n) // ranks whose set of this round came: alive and taking part
+		present.add(me)
+		var differ []roundSet // the sets of this round that differ from F
 		var ferr error
 		// A rank that adopts a decided set still reads the round to its end: which peers
 		// decided, and whether one took this rank for failed (confirm).
@@ -194,6 +198,11 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 				continue
 			}
 			b, err := t.recvRank(j, tag)
+			if err != nil && kx.CodeOf(err) == kx.CodeTimeout && r == 0 && roundBase != 0 {
+				// A later attempt: j may still be inside the one before (waiting out its own
+				// timeout on a rank that left it), so it is given one timeout more to arrive.
+				b, err = t.recvRank(j, tag)
+			}
 			if err != nil {
 				switch kx.CodeOf(err) {
 				case kx.CodePeer, kx.CodeTimeout, kx.CodeNet:
@@ -206,20 +215,27 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 			}
 			dec, G, ok := decodeAgree(b, n)
 			t.Release(b)
+			if ok {
+				present.add(j)
+			}
 			switch {
 			case !ok:
 				ferr = kx.Errorf(kx.CodeMismatch, "rank %d sent a malformed shrink agreement message (%d bytes for %d ranks)", j, len(b), n)
-			case G.has(me):
-				ferr = kx.Errorf(kx.CodePeer, "rank %d took this rank for failed (it did not answer within the timeout): this rank is not in the survivors' new comm", j)
+			case dec && G.has(me):
+				ferr = tookForFailed(j)
 			case dec:
 				deciders.add(j)
 				if adopted == nil {
 					adopted = G
 				}
 			case !G.equal(F):
-				next.or(G)
+				differ = append(differ, roundSet{j, G})
 				same = false
 			}
+		}
+		if ferr == nil && adopted == nil {
+			pending, ferr = judge(F, next, present, pending, differ, n, me)
+			same = same && next.equal(F)
 		}
 		switch {
 		case ferr != nil:
@@ -240,6 +256,61 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 			F, stable = next, 0
 		}
 	}
+}
+
+// roundSet is the failed set a rank sent in a round.
+type roundSet struct {
+	from int
+	set  bitset
+}
+
+// accusation: rank by's set named rank of as failed while this rank heard of in the same round.
+type accusation struct{ by, of int }
+
+// judge adds to next (the failed set this rank sends in the next round) what the sets of this
+// round that differ from F tell, and returns the accusations to judge in the next round.
+//
+// A rank named in another's set is not simply taken for failed: a set may be a stale verdict,
+// from a rank that timed out on a live peer (it was stopped, or still inside another attempt),
+// and uniting every set would let that one verdict remove a live rank for everyone, and with
+// it the majority (as ULFM's agreements, a rank that takes part is alive). Every rank not in F
+// was either heard this round (its set came) or found failed already (next holds it), so the
+// only news in the sets is about ranks this rank heard: those it holds on to for one round. A
+// rank heard again in the next round, after its accuser's set was sent, is alive, and the
+// accuser, whose set only grows, will never talk to it again: one of the two has to go, and
+// it is the accuser (a verdict about a rank that died after its set came goes the other way:
+// it is not heard again, and next holds it). Every rank that hears the same ranks applies the
+// same rule to the same sets, so the sets converge as before (F only grows), and the decision
+// below stays as argued at agree. A rank named by so many that the others could not make a
+// quorum with it fails at once, as it would one round later.
+func judge(F, next, heard bitset, pending []accusation, differ []roundSet, n, me int) ([]accusation, error) {
+	for _, a := range pending {
+		if heard.has(a.of) {
+			next.add(a.by)
+		}
+	}
+	pending = pending[:0]
+	accusers := next.clone()
+	first := -1
+	for _, rs := range differ {
+		for k := 0; k < n; k++ {
+			if rs.set.has(k) && !F.has(k) && heard.has(k) {
+				pending = append(pending, accusation{rs.from, k})
+				if k == me {
+					accusers.add(rs.from)
+					first = max(first, rs.from)
+				}
+			}
+		}
+	}
+	if first >= 0 && quorum(accusers, n) != nil {
+		return nil, tookForFailed(first)
+	}
+	return pending, nil
+}
+
+func tookForFailed(j int) error {
+	return kx.Errorf(kx.CodePeer, "rank %d took this rank for failed (it did not answer within the timeout): this rank is not in the survivors' new comm", j)
 }
 
 // newlyDead is the set of ranks the transport now reports dead that F does not hold, or nil.
@@ -287,7 +358,7 @@ func confirm(t *View, F bitset, tag kx.Tag, me int, heard bitset) error {
 		_, G, ok := decodeAgree(b, n)
 		t.Release(b)
 		if ok && G.has(me) {
-			return kx.Errorf(kx.CodePeer, "rank %d took this rank for failed (it did not answer within the timeout): this rank is not in the survivors' new comm", j)
+			return tookForFailed(j)
 		}
 	}
 	if err := quorum(unheard, n); err != nil {

@@ -190,6 +190,7 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 		present := newBitset(n) // ranks whose set of this round came: alive and taking part
 		present.add(me)
 		var differ []roundSet // the sets of this round that differ from F
+		namedBy := -1         // a decided rank whose set names this rank
 		var ferr error
 		// A rank that adopts a decided set still reads the round to its end: which peers
 		// decided, and whether one took this rank for failed (confirm).
@@ -222,7 +223,10 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 			case !ok:
 				ferr = kx.Errorf(kx.CodeMismatch, "rank %d sent a malformed shrink agreement message (%d bytes for %d ranks)", j, len(b), n)
 			case dec && G.has(me):
-				ferr = tookForFailed(j)
+				// j's decision leaves this rank out, and j will not read it again: j goes out
+				// of this rank's set, and the quorum says which of the two sides goes on.
+				next.add(j)
+				namedBy = j
 			case dec:
 				deciders.add(j)
 				if adopted == nil {
@@ -234,7 +238,7 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 			}
 		}
 		if ferr == nil && adopted == nil {
-			pending, ferr = judge(F, next, present, pending, differ, n, me)
+			pending, ferr = judge(F, next, present, pending, differ, n, me, namedBy)
 			same = same && next.equal(F)
 		}
 		switch {
@@ -281,9 +285,12 @@ type accusation struct{ by, of int }
 // it is the accuser (a verdict about a rank that died after its set came goes the other way:
 // it is not heard again, and next holds it). Every rank that hears the same ranks applies the
 // same rule to the same sets, so the sets converge as before (F only grows), and the decision
-// below stays as argued at agree. A rank named by so many that the others could not make a
-// quorum with it fails at once, as it would one round later.
-func judge(F, next, heard bitset, pending []accusation, differ []roundSet, n, me int) ([]accusation, error) {
+// below stays as argued at agree. A decided set that names this rank leaves its decider out at
+// once (namedBy; it reads no more sets from this rank): the decider's side holds no rank of
+// its F, this rank's side only ranks of it, so quorum lets at most one of them go on. A rank
+// named by so many that the others could not make a quorum with it fails at once, as it would
+// one round later.
+func judge(F, next, heard bitset, pending []accusation, differ []roundSet, n, me, namedBy int) ([]accusation, error) {
 	for _, a := range pending {
 		if heard.has(a.of) {
 			next.add(a.by)
@@ -291,20 +298,19 @@ func judge(F, next, heard bitset, pending []accusation, differ []roundSet, n, me
 	}
 	pending = pending[:0]
 	accusers := next.clone()
-	first := -1
 	for _, rs := range differ {
 		for k := 0; k < n; k++ {
 			if rs.set.has(k) && !F.has(k) && heard.has(k) {
 				pending = append(pending, accusation{rs.from, k})
 				if k == me {
 					accusers.add(rs.from)
-					first = max(first, rs.from)
+					namedBy = rs.from
 				}
 			}
 		}
 	}
-	if first >= 0 && quorum(accusers, n) != nil {
-		return nil, tookForFailed(first)
+	if namedBy >= 0 && quorum(accusers, n) != nil {
+		return nil, tookForFailed(namedBy)
 	}
 	return pending, nil
 }
@@ -333,11 +339,14 @@ func newlyDead(t *View, F bitset, me int) bitset {
 // a rank that arrives late does. A live peer silent for the timeout may have done the same
 // behind a cut link, so it fails too. A peer found dead may be a crash after the decision (F
 // stands, and the new comm's first collective fails naming it) or the other side of a split
-// that goes on without this rank: so F stands only when the peers heard from, with this rank,
-// hold a quorum of the comm (quorum), as the side that goes on must.
+// that goes on without this rank: so F stands only when the peers heard from with sets that do
+// not name this rank, with this rank, hold a quorum of the comm (quorum), as the side that goes
+// on must. Those peers read this rank's decided set in their round and adopt F (or fail), so
+// a peer that names this rank alone (a stale verdict, judge) cannot take a majority with it.
 func confirm(t *View, F bitset, tag kx.Tag, me int, heard bitset) error {
 	n := t.Size()
 	unheard := newBitset(n) // ranks whose set of this round did not come: for quorum
+	namedBy := -1
 	for j := 0; j < n; j++ {
 		if j == me || heard.has(j) {
 			continue
@@ -358,10 +367,14 @@ func confirm(t *View, F bitset, tag kx.Tag, me int, heard bitset) error {
 		_, G, ok := decodeAgree(b, n)
 		t.Release(b)
 		if ok && G.has(me) {
-			return tookForFailed(j)
+			unheard.add(j)
+			namedBy = j
 		}
 	}
 	if err := quorum(unheard, n); err != nil {
+		if namedBy >= 0 {
+			return tookForFailed(namedBy)
+		}
 		return kx.Prefixed("confirming the agreement: ", err)
 	}
 	return nil

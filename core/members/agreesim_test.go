@@ -169,8 +169,9 @@ func runSchedule(seed uint64, trace bool) *simRun {
 	}
 	var atSend []sendFault
 	// A stale verdict: at its at-th receive of the agreement, rank's wait for a live peer
-	// ends in a timeout the network did not cause, at once or after a stop shorter than
-	// liveness_ms (its deadline ran out while it was stopped; nobody cuts its links).
+	// ends in a timeout the network did not cause, at once or after a stop shorter than half
+	// of liveness_ms and timeout_ms (its deadline ran out while it was stopped; nobody cuts
+	// its links or times out on it: only the verdict is wrong).
 	type recvFault struct {
 		rank, at int
 		stop     time.Duration
@@ -191,7 +192,7 @@ func runSchedule(seed uint64, trace bool) *simRun {
 			run.faults["stale verdict"]++
 			f := recvFault{rank: vr.IntN(cfg.n), at: 1 + vr.IntN(2*cfg.n)} // in the first rounds
 			if vr.IntN(2) == 0 {
-				f.stop = time.Millisecond + time.Duration(vr.Int64N(int64(L/2)))
+				f.stop = time.Millisecond + time.Duration(vr.Int64N(int64(min(L, T)/2)))
 			}
 			atRecv = append(atRecv, f)
 		}

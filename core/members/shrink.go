@@ -108,8 +108,10 @@ func survivors(failed bitset, size, s int) func(r int) bool {
 // agree returns the set of ranks of t that failed, the same on every survivor that returns
 // without error. Each round r, every rank sends its failed set F (what the transport reports,
 // plus ranks found dead or silent for the timeout during the agreement) to every rank it does
-// not know to be dead, receives the set of every rank not in F, and unites them. A rank that
-// fails to answer within the timeout joins F. When a rank has seen two rounds in a row in
+// not know to be dead, receives the set of every rank not in F, and takes in what they tell
+// (judge: a rank whose set came is alive, and another's verdict on it does not count until it is
+// heard again; then the accuser goes out instead). A rank that fails to answer within the
+// timeout joins F. When a rank has seen two rounds in a row in
 // which every set it received equalled its own and nobody failed, it decides F; it then sends
 // one more round, marked "decided", reads that round from the others (confirm, below) and
 // returns. A rank that receives a decided set adopts it at the end of the round (and sends

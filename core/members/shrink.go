@@ -285,7 +285,8 @@ type accusation struct{ by, of int }
 // rank heard again in the next round, after its accuser's set was sent, is alive, and the
 // accuser, whose set only grows, will never talk to it again: one of the two has to go, and
 // it is the accuser (a verdict about a rank that died after its set came goes the other way:
-// it is not heard again, and next holds it). Every rank that hears the same ranks applies the
+// it is not heard again, and next holds it). A rank named by more than half of the ranks heard
+// goes at once, as before: most of those taking part found it too slow. Every rank that hears the same ranks applies the
 // same rule to the same sets, so the sets converge as before (F only grows), and the decision
 // below stays as argued at agree. A decided set that names this rank leaves its decider out at
 // once (namedBy; it reads no more sets from this rank): the decider's side holds no rank of
@@ -300,9 +301,23 @@ func judge(F, next, heard bitset, pending []accusation, differ []roundSet, n, me
 	}
 	pending = pending[:0]
 	accusers := next.clone()
-	for _, rs := range differ {
-		for k := 0; k < n; k++ {
-			if rs.set.has(k) && !F.has(k) && heard.has(k) {
+	present := heard.count(n)
+	for k := 0; k < n; k++ {
+		if F.has(k) || !heard.has(k) {
+			continue
+		}
+		named := 0
+		for _, rs := range differ {
+			if rs.set.has(k) {
+				named++
+			}
+		}
+		if k != me && 2*named > present {
+			next.add(k) // the word of most of the ranks taking part: k is too slow for them
+			continue
+		}
+		for _, rs := range differ {
+			if rs.set.has(k) {
 				pending = append(pending, accusation{rs.from, k})
 				if k == me {
 					accusers.add(rs.from)
@@ -410,6 +425,17 @@ func (s bitset) or(o bitset) {
 	}
 }
 func (s bitset) equal(o bitset) bool { return slices.Equal(s, o) }
+
+// count is how many of the ranks 0..n-1 s holds.
+func (s bitset) count(n int) int {
+	c := 0
+	for i := 0; i < n; i++ {
+		if s.has(i) {
+			c++
+		}
+	}
+	return c
+}
 
 // addRanks adds the ranks in rs that are in range, except self.
 func (s bitset) addRanks(rs []int, self int) {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"kylix/core/kx"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -15,8 +16,10 @@ import (
 // (resize.go, shrink.go) over the simulated network (simnet_test.go) and join side
 // (simjoin_test.go), while one seed's schedule kills members at their i-th send or at a time,
 // stops them (shorter and longer than liveness_ms and timeout_ms), splits the network, holds
-// frames up (which reorders them across links), starts members late, and brings joiners at
-// various points (some of them die or stall). Each run is then checked:
+// frames up (which reorders them across links), starts members late, has members come to stale
+// verdicts (a live, connected peer taken for failed: a wait that timed out while its process
+// was stopped, or while the peer was still in another attempt), and brings joiners at various
+// points (some of them die or stall). Each run is then checked:
 //
 //   - every participant that returns a comm (members and joiners) has the same members and the
 //     same new sequence space (the comm's base, or the fresh mesh's job);
@@ -25,6 +28,9 @@ import (
 //   - every failure has a documented status (PEER or TIMEOUT), and a resize that cannot reach
 //     min_size fails on every member, which a run without faults shows as "unchanged" on all;
 //   - a run without faults and with min_size met succeeds on every member;
+//   - in a run whose only faults are stale verdicts, no member that came to none is left out
+//     while those members hold a quorum: a stale verdict costs at most the rank that came to
+//     it, never a live peer that takes part (and with it the majority);
 //   - no member (and no admitted joiner) is still running past the bound (simulated time).
 //
 // go test runs a bounded number of schedules; -sim.schedules=N runs N (tests/bench/
@@ -74,6 +80,9 @@ type simRun struct {
 	log      []string
 	reorders int
 	crash    string
+	// staleChecked: checkStaleVerdicts applied (stale verdicts its only faults, a quorum of
+	// the members came to none)
+	staleChecked bool
 }
 
 func (r *simRun) problem(kind, format string, args ...any) {
@@ -159,8 +168,35 @@ func runSchedule(seed uint64, trace bool) *simRun {
 		stop     time.Duration // 0: a death
 	}
 	var atSend []sendFault
+	// A stale verdict: at its at-th receive of the agreement, rank's wait for a live peer
+	// ends in a timeout the network did not cause, at once or after a stop shorter than half
+	// of liveness_ms and timeout_ms (its deadline ran out while it was stopped; nobody cuts
+	// its links or times out on it: only the verdict is wrong).
+	type recvFault struct {
+		rank, at int
+		stop     time.Duration
+	}
+	var atRecv []recvFault
 	var side []bool // a split: side[r] is which side rank r is on
 	nFaults := []int{0, 0, 1, 1, 1, 2, 2, 3}[rng.IntN(8)]
+	// Stale verdicts come from a generator of their own, so that the schedules without them
+	// (and the seeds of TestAgreementSimFoundBugs) stay as they were. Half the runs that have
+	// them have no other fault, for checkStaleVerdicts.
+	vr := rand.New(rand.NewPCG(seed, 0x57a1e))
+	if vr.IntN(6) == 0 {
+		if vr.IntN(2) == 0 {
+			nFaults, cfg.pDelay = 0, 0
+			run.cfg = cfg
+		}
+		for range 1 + vr.IntN(2) {
+			run.faults["stale verdict"]++
+			f := recvFault{rank: vr.IntN(cfg.n), at: 1 + vr.IntN(2*cfg.n)} // in the first rounds
+			if vr.IntN(2) == 0 {
+				f.stop = time.Millisecond + time.Duration(vr.Int64N(int64(min(L, T)/2)))
+			}
+			atRecv = append(atRecv, f)
+		}
+	}
 	starts := make([]time.Duration, cfg.n)
 	for r := range starts {
 		starts[r] = uniform(0, 5*time.Millisecond)
@@ -228,6 +264,24 @@ func runSchedule(seed uint64, trace bool) *simRun {
 		}
 	}
 
+	accusers := newBitset(cfg.n) // the ranks that came to a stale verdict
+	nt.beforeRecv = func(ep *simEP, from int, tag kx.Tag) error {
+		for i, f := range atRecv {
+			if f.rank != ep.rank || f.at != ep.recvs || tag.Seq&(1<<attemptShift-1) >= decisionRound {
+				continue
+			}
+			atRecv[i].rank = -1
+			if f.stop > 0 {
+				s.note("stop rank %d for %v", ep.rank, f.stop)
+				ep.proc.pause(f.stop)
+			}
+			s.note("rank %d takes live rank %d for failed (a stale verdict)", ep.rank, from)
+			accusers.add(ep.rank)
+			return kx.Errorf(kx.CodeTimeout, "rank %d sent nothing for %v (a stale verdict)", kx.RankRef(from), T)
+		}
+		return nil
+	}
+
 	w.startMembers(starts)
 
 	// The joiners: arriving before the resize, during the agreement, or late.
@@ -256,7 +310,30 @@ func runSchedule(seed uint64, trace bool) *simRun {
 
 	w.finish()
 	check(run, side)
+	checkStaleVerdicts(run, accusers)
 	return run
+}
+
+// checkStaleVerdicts: in a run whose only faults are stale verdicts, the members that came to
+// none are alive, connected and take part; when they hold a quorum, none of them may be left
+// out (PEER: taken for failed, or no quorum left). A TIMEOUT is allowed: a verdict that came
+// after the decision (confirm) makes its rank leave, and the leader's admit then fails the
+// attempt on every member, which leaves the comm to be resized again (resize.go).
+func checkStaleVerdicts(run *simRun, accusers bitset) {
+	for k := range run.faults {
+		if k != "stale verdict" && k != "frame reordered" { // reordered: latencies of 20-500µs
+			return
+		}
+	}
+	if run.faults["stale verdict"] == 0 || quorum(accusers, run.cfg.n) != nil || run.crash != "" {
+		return
+	}
+	run.staleChecked = true
+	for _, o := range run.outcomes {
+		if o.oldRank >= 0 && !accusers.has(o.oldRank) && o.state == "error" && o.code == kx.CodePeer {
+			run.problem("stale verdict", "%s, which took no peer for failed, was left out: %s %v (%s)", o.who, o.state, o.code, o.err)
+		}
+	}
 }
 
 // check applies the run's checks (see the file comment).
@@ -271,7 +348,7 @@ func check(run *simRun, side []bool) {
 	// Members untouched: no member died, stopped, started late, was split off or had a frame
 	// held up (joiners may have died or stalled).
 	quiet := run.faults["death at a send"]+run.faults["death at a time"]+run.faults["stop at a send"]+
-		run.faults["late start"]+run.faults["network split"]+run.faults["frame held up"] == 0
+		run.faults["late start"]+run.faults["network split"]+run.faults["frame held up"]+run.faults["stale verdict"] == 0
 	for _, o := range run.outcomes {
 		if o.state == "hung" || (o.state != "waiting" && o.end > run.bound) {
 			run.hangs++
@@ -359,6 +436,7 @@ func (r *simRun) report() string {
 // simTally sums many runs.
 type simTally struct {
 	schedules, disagreements, hangs, otherProblems int
+	staleChecked                                   int // runs checkStaleVerdicts applied to
 	faults                                         map[string]int
 	outcomes                                       map[string]int
 	failed                                         []*simRun
@@ -367,6 +445,9 @@ type simTally struct {
 
 func (t *simTally) add(r *simRun) {
 	t.schedules++
+	if r.staleChecked {
+		t.staleChecked++
+	}
 	for k, v := range r.faults {
 		t.faults[k] += v
 	}
@@ -420,6 +501,7 @@ func (t *simTally) String() string {
 		b.WriteString("\n")
 	}
 	line("faults injected", t.faults)
+	fmt.Fprintf(&b, "runs with stale verdicts only, a quorum of members with none (checked that none of those is left out): %d\n", t.staleChecked)
 	line("outcomes", t.outcomes)
 	fmt.Fprintf(&b, "longest resize: %.2f of its bound\n", t.worst)
 	return b.String()
@@ -478,6 +560,8 @@ func TestAgreementSimFoundBugs(t *testing.T) {
 		{16764, "min_size not met, a joiner stopped at the deadline: the leader's decision came after the others' timeout"},
 		{34507, "a split just after a decided message: a rank of the smaller side adopted it and went on"},
 		{41128, "a split of 2 ranks during the last round: both went on, each with its own comm"},
+		{698, "a stale verdict of rank 1 on live rank 0: ranks 0 and 2 (the live majority) left out"},
+		{2052, "a stale verdict of rank 2 on live rank 1 (after a stop): rank 1 left out"},
 	} {
 		if r := runSchedule(c.seed, false); len(r.problems) > 0 {
 			t.Errorf("%s\n%s", c.what, r.report())

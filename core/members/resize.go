@@ -34,7 +34,9 @@ import (
 // returns a comm.
 //
 // A resize that fails leaves the old comm broken (as shrink does) but may be tried again on
-// it: each attempt agrees at numbers of its own. The exception is CodeTimeout from min_size:
+// it: each attempt agrees at numbers of its own. Members leave a failed attempt at different
+// times (one at once, another after a timeout on it), so a later attempt waits for each member's
+// first set up to twice the timeout before taking it for failed. The exception is CodeTimeout from min_size:
 // every member then gets Unchanged, a view of the same members at fresh numbers, so the comm
 // goes on as before.
 

@@ -108,8 +108,10 @@ func survivors(failed bitset, size, s int) func(r int) bool {
 // agree returns the set of ranks of t that failed, the same on every survivor that returns
 // without error. Each round r, every rank sends its failed set F (what the transport reports,
 // plus ranks found dead or silent for the timeout during the agreement) to every rank it does
-// not know to be dead, receives the set of every rank not in F, and unites them. A rank that
-// fails to answer within the timeout joins F. When a rank has seen two rounds in a row in
+// not know to be dead, receives the set of every rank not in F, and takes in what they tell
+// (judge: a rank whose set came is alive, and another's verdict on it does not count until it is
+// heard again; then the accuser goes out instead). A rank that fails to answer within the
+// timeout joins F. When a rank has seen two rounds in a row in
 // which every set it received equalled its own and nobody failed, it decides F; it then sends
 // one more round, marked "decided", reads that round from the others (confirm, below) and
 // returns. A rank that receives a decided set adopts it at the end of the round (and sends
@@ -149,6 +151,7 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 	// Sets settle two rounds after the last new failure is found, and at most n ranks fail.
 	maxRounds := 4*n + agreeRounds
 	msg := make([]uint64, 1+len(F))
+	var pending []accusation // of the round before: judged by who is heard in this one
 	for r := 0; ; r++ {
 		if r >= maxRounds {
 			return nil, kx.Errorf(kx.CodeInternal, "agreement on the failed ranks did not settle in %d rounds", maxRounds)
@@ -186,6 +189,10 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 		same := true
 		var adopted bitset
 		deciders := newBitset(n)
+		present := newBitset(n) // ranks whose set of this round came: alive and taking part
+		present.add(me)
+		var differ []roundSet // the sets of this round that differ from F
+		namedBy := -1         // a decided rank whose set names this rank
 		var ferr error
 		// A rank that adopts a decided set still reads the round to its end: which peers
 		// decided, and whether one took this rank for failed (confirm).
@@ -194,6 +201,11 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 				continue
 			}
 			b, err := t.recvRank(j, tag)
+			if err != nil && kx.CodeOf(err) == kx.CodeTimeout && r == 0 && roundBase != 0 {
+				// A later attempt: j may still be inside the one before (waiting out its own
+				// timeout on a rank that left it), so it is given one timeout more to arrive.
+				b, err = t.recvRank(j, tag)
+			}
 			if err != nil {
 				switch kx.CodeOf(err) {
 				case kx.CodePeer, kx.CodeTimeout, kx.CodeNet:
@@ -206,20 +218,30 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 			}
 			dec, G, ok := decodeAgree(b, n)
 			t.Release(b)
+			if ok {
+				present.add(j)
+			}
 			switch {
 			case !ok:
 				ferr = kx.Errorf(kx.CodeMismatch, "rank %d sent a malformed shrink agreement message (%d bytes for %d ranks)", j, len(b), n)
-			case G.has(me):
-				ferr = kx.Errorf(kx.CodePeer, "rank %d took this rank for failed (it did not answer within the timeout): this rank is not in the survivors' new comm", j)
+			case dec && G.has(me):
+				// j's decision leaves this rank out, and j will not read it again: j goes out
+				// of this rank's set, and the quorum says which of the two sides goes on.
+				next.add(j)
+				namedBy = j
 			case dec:
 				deciders.add(j)
 				if adopted == nil {
 					adopted = G
 				}
 			case !G.equal(F):
-				next.or(G)
+				differ = append(differ, roundSet{j, G})
 				same = false
 			}
+		}
+		if ferr == nil && adopted == nil {
+			pending, ferr = judge(F, next, present, pending, differ, n, me, namedBy)
+			same = same && next.equal(F)
 		}
 		switch {
 		case ferr != nil:
@@ -242,6 +264,78 @@ func agree(t *View, epoch, roundBase int) (bitset, error) {
 	}
 }
 
+// roundSet is the failed set a rank sent in a round.
+type roundSet struct {
+	from int
+	set  bitset
+}
+
+// accusation: rank by's set named rank of as failed while this rank heard of in the same round.
+type accusation struct{ by, of int }
+
+// judge adds to next (the failed set this rank sends in the next round) what the sets of this
+// round that differ from F tell, and returns the accusations to judge in the next round.
+//
+// A rank named in another's set is not simply taken for failed: a set may be a stale verdict,
+// from a rank that timed out on a live peer (it was stopped, or still inside another attempt),
+// and uniting every set would let that one verdict remove a live rank for everyone, and with
+// it the majority (as ULFM's agreements, a rank that takes part is alive). Every rank not in F
+// was either heard this round (its set came) or found failed already (next holds it), so the
+// only news in the sets is about ranks this rank heard: those it holds on to for one round. A
+// rank heard again in the next round, after its accuser's set was sent, is alive, and the
+// accuser, whose set only grows, will never talk to it again: one of the two has to go, and
+// it is the accuser (a verdict about a rank that died after its set came goes the other way:
+// it is not heard again, and next holds it). A rank named by more than half of the ranks heard
+// goes at once, as before: most of those taking part found it too slow. Every rank that hears the same ranks applies the
+// same rule to the same sets, so the sets converge as before (F only grows), and the decision
+// below stays as argued at agree. A decided set that names this rank leaves its decider out at
+// once (namedBy; it reads no more sets from this rank): the decider's side holds no rank of
+// its F, this rank's side only ranks of it, so quorum lets at most one of them go on. A rank
+// named by so many that the others could not make a quorum with it fails at once, as it would
+// one round later.
+func judge(F, next, heard bitset, pending []accusation, differ []roundSet, n, me, namedBy int) ([]accusation, error) {
+	for _, a := range pending {
+		if heard.has(a.of) {
+			next.add(a.by)
+		}
+	}
+	pending = pending[:0]
+	accusers := next.clone()
+	present := heard.count(n)
+	for k := 0; k < n; k++ {
+		if F.has(k) || !heard.has(k) {
+			continue
+		}
+		named := 0
+		for _, rs := range differ {
+			if rs.set.has(k) {
+				named++
+			}
+		}
+		if k != me && 2*named > present {
+			next.add(k) // the word of most of the ranks taking part: k is too slow for them
+			continue
+		}
+		for _, rs := range differ {
+			if rs.set.has(k) {
+				pending = append(pending, accusation{rs.from, k})
+				if k == me {
+					accusers.add(rs.from)
+					namedBy = rs.from
+				}
+			}
+		}
+	}
+	if namedBy >= 0 && quorum(accusers, n) != nil {
+		return nil, tookForFailed(namedBy)
+	}
+	return pending, nil
+}
+
+func tookForFailed(j int) error {
+	return kx.Errorf(kx.CodePeer, "rank %d took this rank for failed (it did not answer within the timeout): this rank is not in the survivors' new comm", j)
+}
+
 // newlyDead is the set of ranks the transport now reports dead that F does not hold, or nil.
 func newlyDead(t *View, F bitset, me int) bitset {
 	dead := newBitset(len(F) * 64)
@@ -262,11 +356,14 @@ func newlyDead(t *View, F bitset, me int) bitset {
 // a rank that arrives late does. A live peer silent for the timeout may have done the same
 // behind a cut link, so it fails too. A peer found dead may be a crash after the decision (F
 // stands, and the new comm's first collective fails naming it) or the other side of a split
-// that goes on without this rank: so F stands only when the peers heard from, with this rank,
-// hold a quorum of the comm (quorum), as the side that goes on must.
+// that goes on without this rank: so F stands only when the peers heard from with sets that do
+// not name this rank, with this rank, hold a quorum of the comm (quorum), as the side that goes
+// on must. Those peers read this rank's decided set in their round and adopt F (or fail), so
+// a peer that names this rank alone (a stale verdict, judge) cannot take a majority with it.
 func confirm(t *View, F bitset, tag kx.Tag, me int, heard bitset) error {
 	n := t.Size()
 	unheard := newBitset(n) // ranks whose set of this round did not come: for quorum
+	namedBy := -1
 	for j := 0; j < n; j++ {
 		if j == me || heard.has(j) {
 			continue
@@ -287,10 +384,14 @@ func confirm(t *View, F bitset, tag kx.Tag, me int, heard bitset) error {
 		_, G, ok := decodeAgree(b, n)
 		t.Release(b)
 		if ok && G.has(me) {
-			return kx.Errorf(kx.CodePeer, "rank %d took this rank for failed (it did not answer within the timeout): this rank is not in the survivors' new comm", j)
+			unheard.add(j)
+			namedBy = j
 		}
 	}
 	if err := quorum(unheard, n); err != nil {
+		if namedBy >= 0 {
+			return tookForFailed(namedBy)
+		}
 		return kx.Prefixed("confirming the agreement: ", err)
 	}
 	return nil
@@ -324,6 +425,17 @@ func (s bitset) or(o bitset) {
 	}
 }
 func (s bitset) equal(o bitset) bool { return slices.Equal(s, o) }
+
+// count is how many of the ranks 0..n-1 s holds.
+func (s bitset) count(n int) int {
+	c := 0
+	for i := 0; i < n; i++ {
+		if s.has(i) {
+			c++
+		}
+	}
+	return c
+}
 
 // addRanks adds the ranks in rs that are in range, except self.
 func (s bitset) addRanks(rs []int, self int) {

@@ -102,6 +102,9 @@ type simNet struct {
 	// beforeSend is the schedule's hook at every send of the agreement: it may kill or stop
 	// the sender (from the sender's goroutine).
 	beforeSend func(ep *simEP, to int, tag kx.Tag)
+	// beforeRecv is the schedule's hook at every receive of the agreement: a non-nil error is
+	// a verdict the receiver comes to without the network's say (a stale one).
+	beforeRecv func(ep *simEP, from int, tag kx.Tag) error
 	// delay is the schedule's latency of one frame.
 	delay func() time.Duration
 	sent  uint64 // frames sent, numbering them
@@ -121,6 +124,7 @@ type simEP struct {
 	heard   []time.Duration // last data from each peer
 	closed  bool
 	sends   int    // sends made, for deaths at the i-th send
+	recvs   int    // receives begun, for stale verdicts at the i-th receive
 	newest  uint64 // highest frame number delivered here
 }
 
@@ -254,6 +258,12 @@ func (e *simEP) deliver(src int, tag kx.Tag, data []byte, num uint64) {
 func (e *simEP) Recv(from int, tag kx.Tag) ([]byte, error) {
 	if from < 0 || from >= len(e.net.eps) {
 		return nil, kx.Errorf(kx.CodeArg, "recv: source rank %d is not in 0..%d", kx.RankRef(from), len(e.net.eps)-1)
+	}
+	e.recvs++
+	if h := e.net.beforeRecv; h != nil && from != e.rank {
+		if err := h(e, from, tag); err != nil {
+			return nil, err
+		}
 	}
 	start := e.net.s.now
 	k := simKey{tag.Layer, tag.Phase, from}

@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _raw
+from . import _handles, _raw
 from ._arrays import (CODE_TO_NP, DATA_OFFSET, NP_TO_CODE, BadArg, data_address, indices, output,
                       ptr, values)
 from ._errors import ArgumentError, KylixError, UserOpError, error_for_status
@@ -437,10 +437,12 @@ class Comm(CommHandle):
         must then be a writable C-contiguous array of a supported dtype).
         """
         call = "kylix_allreduce"
-        c = self._ptr(call)
-        if type(arr) is _ndarray and dtype is None:
+        s = self._state
+        if type(arr) is _ndarray and dtype is None and \
+                not (s.closed or s.pending_free or s.abandoned or _handles._forked):
             # The lean path (see its note at the top), written out here without helper calls
-            # (each costs as much as a check); what it does not take falls through.
+            # (each costs as much as a check); a comm that is closed, forked or has upkeep to
+            # do, and what else it does not take, go on to self._ptr and the general path.
             dt = arr.dtype
             dcode = _NP_TO_CODE_get(dt)
             n = arr.size
@@ -471,6 +473,7 @@ class Comm(CommHandle):
                     if st:
                         self._check(st, call)
                     return res
+        c = self._ptr(call)
         try:
             send, res, code, uop = self._dense_args(arr, out, dtype, copy, op)
         except BadArg as e:

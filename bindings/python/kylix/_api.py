@@ -20,7 +20,7 @@ from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequ
 
 import numpy as np
 
-from . import _raw
+from . import _handles, _raw
 from ._arrays import (CODE_TO_NP, DATA_OFFSET, NP_TO_CODE, BadArg, data_address, indices, output,
                       ptr, values)
 from ._errors import ArgumentError, KylixError, UserOpError, error_for_status
@@ -159,6 +159,18 @@ _int64 = ctypes.c_int64
 _pointer_at = ctypes.c_void_p.from_address
 _allreduce_untyped = _raw.kylix_allreduce_untyped
 _reduce_untyped = _raw.kylix_reduce_untyped
+# allreduce's count argument, one c_int64 per count seen (a program reduces few sizes): a dict
+# lookup instead of building a ctypes object every call.  Never mutated once stored; bounded.
+_counts: Dict[int, ctypes.c_int64] = {}
+_counts_get = _counts.get
+
+
+def _count(n: int) -> ctypes.c_int64:
+    """The c_int64 for count n (from _counts, kept for the next call)."""
+    if len(_counts) >= 256:
+        _counts.clear()
+    c = _counts[n] = _int64(n)
+    return c
 
 
 def _lean_code(op: Any) -> Optional[int]:
@@ -432,29 +444,43 @@ class Comm(CommHandle):
         must then be a writable C-contiguous array of a supported dtype).
         """
         call = "kylix_allreduce"
-        c = self._ptr(call)
-        if dtype is None and type(arr) is _ndarray and arr.flags.c_contiguous:
-            # The lean path (see its note at the top); what it does not take falls through.
+        s = self._state
+        if type(arr) is _ndarray and dtype is None and \
+                not (s.closed or s.pending_free or s.abandoned or _handles._forked):
+            # The lean path (see its note at the top), written out here without helper calls
+            # (each costs as much as a check); a comm that is closed, forked or has upkeep to
+            # do, and what else it does not take, go on to self._ptr and the general path.
             dt = arr.dtype
             dcode = _NP_TO_CODE_get(dt)
-            code = _lean_code(op)
-            if dcode is not None and code is not None and arr.size:
-                sp = _cptr(arr)
-                res = rp = None
+            n = arr.size
+            t = type(op)
+            code = _OPS_get(op) if t is str else \
+                op if t is int and _INT_MIN <= op <= _INT_MAX else None
+            if dcode is not None and code is not None and n and arr.flags.c_contiguous:
+                sp = _pointer_at(id(arr) + _OFF) if _OFF is not None else _cptr(arr)
+                rp = None
                 if out is None:
                     res = _empty(arr.shape, dt)
                     rp = _cptr(res)
                 elif out is arr:
                     if arr.flags.writeable:
                         res, rp = arr, sp
-                else:
-                    rp = _lean_out(out, arr.shape, dt, sp.value, arr.nbytes, True)
-                    res = out
+                elif type(out) is _ndarray and out.shape == arr.shape:
+                    f = out.flags
+                    odt = out.dtype
+                    if (odt is dt or odt == dt) and f.c_contiguous and f.writeable:
+                        res = out
+                        rp = _pointer_at(id(out) + _OFF) if _OFF is not None else _cptr(out)
+                        d = rp.value - sp.value
+                        if d and d < arr.nbytes and -d < arr.nbytes:
+                            rp = None            # partial overlap: the general path refuses it
                 if rp is not None:
-                    st = _allreduce_untyped(self._handle, sp, rp, _int64(arr.size), dcode, code)
+                    st = _allreduce_untyped(self._handle, sp, rp, _counts_get(n) or _count(n),
+                                            dcode, code)
                     if st:
                         self._check(st, call)
                     return res
+        c = self._ptr(call)
         try:
             send, res, code, uop = self._dense_args(arr, out, dtype, copy, op)
         except BadArg as e:

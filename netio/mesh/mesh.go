@@ -6,6 +6,7 @@
 package mesh
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"kylix/core/kx"
@@ -30,6 +31,7 @@ func Build(ln net.Listener, rank, size int, peers []string, job uint64, secret s
 	m := &mesher{rank: rank, size: size, peers: peers, job: job, secret: secret, timeout: timeout, gone: gone, offer: offer, debug: debug,
 		deadline: time.Now().Add(timeout), stop: make(chan struct{}), results: make(chan meshResult),
 		pending: &connSet{m: map[net.Conn]struct{}{}}, lastErr: make([]error, size), have: make([]bool, size)}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
 	for r := 0; r < rank; r++ {
 		m.wg.Add(1)
 		go m.dial(r)
@@ -46,6 +48,7 @@ func Build(ln net.Listener, rank, size int, peers []string, job uint64, secret s
 	}
 	conns, pairs, err := m.collect()
 	close(m.stop)
+	m.cancel()
 	ln.Close()
 	m.pending.stop()
 	m.wg.Wait()
@@ -72,7 +75,9 @@ type mesher struct {
 	offer      bool                 // this rank offers shared memory (shm=auto)
 	debug      func(string, ...any) // log=debug lines
 	deadline   time.Time
-	stop       chan struct{} // closed when the collector is done
+	stop       chan struct{}   // closed when the collector is done
+	ctx        context.Context // cancelled then too: it cuts a probe's dial short
+	cancel     context.CancelFunc
 	results    chan meshResult
 	pending    *connSet // connections in their handshake
 	wg         sync.WaitGroup
@@ -215,7 +220,7 @@ func (m *mesher) probe(r int) {
 			return
 		}
 		d := net.Dialer{Timeout: m.probeEvery()}
-		c, err := d.Dial("tcp", m.peers[r])
+		c, err := d.DialContext(m.ctx, "tcp", m.peers[r])
 		if err == nil {
 			c.Close()
 		}

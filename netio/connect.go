@@ -111,15 +111,16 @@ func connect(o kx.Options, listenHost string) (*TCP, error) {
 	default:
 		return nil, kx.Errorf(kx.CodeArg, "connect: size=%d needs peers= or rendezvous=", o.Size)
 	}
-	return meshTransport(ln, o, peers, job, timeout)
+	return meshTransport(ln, o, peers, job, timeout, 0)
 }
 
 // meshTransport connects rank o.Rank of the table peers (job's mesh) on ln and starts its
-// transport: at start-up, and for a resized membership (grow.go).
-func meshTransport(ln net.Listener, o kx.Options, peers []string, job uint64, timeout time.Duration) (*TCP, error) {
+// transport: at start-up, and for a resized membership (grow.go), where gone bounds the wait for
+// a peer that is no longer listening (mesh.Build).
+func meshTransport(ln net.Listener, o kx.Options, peers []string, job uint64, timeout, gone time.Duration) (*TCP, error) {
 	level := kx.ParseLogLevel(o.Log)
 	debug := func(format string, args ...any) { kx.Logf(kx.LogDebug, level, o.Rank, format, args...) }
-	conns, pairs, err := mesh.Build(ln, o.Rank, o.Size, peers, job, o.Secret, timeout, mesh.ShmOffered(o), debug)
+	conns, pairs, err := mesh.Build(ln, o.Rank, o.Size, peers, job, o.Secret, timeout, gone, mesh.ShmOffered(o), debug)
 	if err == nil {
 		err = mesh.TuneSockets(conns, o.Rank, o.Liveness) // closes them on failure
 		if err != nil {

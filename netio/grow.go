@@ -94,13 +94,22 @@ func (l *meshListener) Mesh(rank int, a kx.Admission) (kx.Transport, error) {
 	return meshAdmitted(l.ln, l.g.o, rank, a)
 }
 
+// meshAdmitted connects rank of a. Every address in a was listening before the admission was
+// made (members listen before they send their address to the leader, joiners before they
+// register), so a rank that stops listening is gone, not late: the mesh fails with CodePeer
+// naming it after half of liveness_ms of refused connections (mesh.Build), so that a dead peer
+// is reported within liveness_ms as everywhere else; a peer alive but slow gets timeout_ms.
 func meshAdmitted(ln net.Listener, o kx.Options, rank int, a kx.Admission) (*TCP, error) {
 	o.Rank, o.Size = rank, len(a.Peers)
 	timeout := o.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return meshTransport(ln, o, a.Peers, a.Job, timeout)
+	liveness := o.Liveness
+	if liveness <= 0 {
+		liveness = kx.DefaultLiveness
+	}
+	return meshTransport(ln, o, a.Peers, a.Job, timeout, liveness/2)
 }
 
 // Join is a joiner's kylix_init (option join=host:port): it listens, waits at the join server

@@ -6,6 +6,7 @@
 package mesh
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"kylix/core/kx"
@@ -13,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -21,13 +23,24 @@ import (
 // handshaken connections by rank (nil at rank) and what each pair agreed on shared memory
 // (pair_linux.go; only when offer and the peer offers too), or an error after closing
 // everything; no goroutine outlives it.
-func Build(ln net.Listener, rank, size int, peers []string, job uint64, secret string, timeout time.Duration, offer bool, debug func(string, ...any)) ([]net.Conn, []Pair, error) {
-	m := &mesher{rank: rank, size: size, peers: peers, job: job, secret: secret, timeout: timeout, offer: offer, debug: debug,
+//
+// gone > 0 says every peer was listening before this call (a resize's admission names only
+// addresses already listened on), so a peer whose address refuses connections has lost its
+// listener: see goneAfter. gone = 0 when peers may start later (a static peers table).
+func Build(ln net.Listener, rank, size int, peers []string, job uint64, secret string, timeout, gone time.Duration, offer bool, debug func(string, ...any)) ([]net.Conn, []Pair, error) {
+	m := &mesher{rank: rank, size: size, peers: peers, job: job, secret: secret, timeout: timeout, gone: gone, offer: offer, debug: debug,
 		deadline: time.Now().Add(timeout), stop: make(chan struct{}), results: make(chan meshResult),
-		pending: &connSet{m: map[net.Conn]struct{}{}}, lastErr: make([]error, size)}
+		pending: &connSet{m: map[net.Conn]struct{}{}}, lastErr: make([]error, size), have: make([]bool, size)}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
 	for r := 0; r < rank; r++ {
 		m.wg.Add(1)
 		go m.dial(r)
+	}
+	if gone > 0 {
+		for r := rank + 1; r < size; r++ {
+			m.wg.Add(1)
+			go m.probe(r)
+		}
 	}
 	if rank < size-1 {
 		m.wg.Add(1)
@@ -35,6 +48,7 @@ func Build(ln net.Listener, rank, size int, peers []string, job uint64, secret s
 	}
 	conns, pairs, err := m.collect()
 	close(m.stop)
+	m.cancel()
 	ln.Close()
 	m.pending.stop()
 	m.wg.Wait()
@@ -57,16 +71,20 @@ type mesher struct {
 	job        uint64
 	secret     string
 	timeout    time.Duration
+	gone       time.Duration        // a peer refusing connections this long is gone (0: never judged)
 	offer      bool                 // this rank offers shared memory (shm=auto)
 	debug      func(string, ...any) // log=debug lines
 	deadline   time.Time
-	stop       chan struct{} // closed when the collector is done
+	stop       chan struct{}   // closed when the collector is done
+	ctx        context.Context // cancelled then too: it cuts a probe's dial short
+	cancel     context.CancelFunc
 	results    chan meshResult
 	pending    *connSet // connections in their handshake
 	wg         sync.WaitGroup
 
 	mu      sync.Mutex
 	lastErr []error // why a lower rank could not be reached yet
+	have    []bool  // the collector holds a connection to this rank
 }
 
 // report hands a result to the collector, or closes its connection once nobody collects.
@@ -86,13 +104,18 @@ func (m *mesher) hsTimeout() time.Duration {
 	return max(min(m.timeout, time.Until(m.deadline)), time.Millisecond)
 }
 
-// dial connects to lower rank r, retrying with backoff (it may start later) until the deadline.
+// dial connects to lower rank r, retrying with backoff (it may start later) until the deadline,
+// or until r is judged gone (goneAfter).
 func (m *mesher) dial(r int) {
 	defer m.wg.Done()
 	backoff := 10 * time.Millisecond
+	var refused time.Time // when the current run of refusals began
 	for {
 		d := net.Dialer{Deadline: m.deadline}
 		c, err := d.Dial("tcp", m.peers[r])
+		if m.goneAfter(r, &refused, err) {
+			return
+		}
 		if err == nil {
 			if !m.pending.add(c) {
 				return
@@ -127,14 +150,83 @@ func (m *mesher) dial(r int) {
 		if wait <= 0 {
 			return // the collector's timer reports the timeout
 		}
-		tm := time.NewTimer(wait)
-		select {
-		case <-m.stop:
-			tm.Stop()
+		if !refused.IsZero() {
+			wait = min(wait, m.probeEvery())
+		}
+		if !m.sleep(wait) {
 			return
-		case <-tm.C:
 		}
 		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+// sleep waits d, or less when the collector is done; false in that case.
+func (m *mesher) sleep(d time.Duration) bool {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-m.stop:
+		return false
+	case <-tm.C:
+		return true
+	}
+}
+
+// goneAfter judges peer r by one connection attempt's err, refused holding when the current run
+// of refusals began, and reports r gone (CodePeer) once the run lasts m.gone. Why a refusal
+// means a dead peer here: every address of the mesh was listening before Build started, and a
+// rank closes its listener only when its own Build ends, which cannot happen while it still
+// lacks its connection to this rank, or when its process exits; so nobody listening means the
+// process is gone (or gave up on this mesh). The run only rides out the moment between a peer
+// finishing its side of the last handshake and this side seeing it. A peer alive but slow
+// still accepts connections (the kernel does, even before it calls accept), and a dial that
+// times out says nothing (an unreachable host may come back): both wait for the timeout.
+func (m *mesher) goneAfter(r int, refused *time.Time, err error) bool {
+	if m.gone <= 0 {
+		return false
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		*refused = time.Time{}
+		return false
+	}
+	now := time.Now()
+	if refused.IsZero() {
+		*refused = now
+	}
+	if now.Sub(*refused) < m.gone {
+		return false
+	}
+	m.report(meshResult{rank: r, err: kx.Errorf(kx.CodePeer, "rank %d is gone: nothing has listened at its address %s for %v (its process exited, or it gave up connecting this mesh); rank %d stopped waiting for it",
+		kx.RankRef(r), m.peers[r], now.Sub(*refused).Round(time.Millisecond), m.rank)})
+	return true
+}
+
+// probeEvery is how often a peer that may be gone is tried: a few times within m.gone.
+func (m *mesher) probeEvery() time.Duration {
+	return min(max(m.gone/4, 10*time.Millisecond), 500*time.Millisecond)
+}
+
+// probe watches higher rank r, which dials this rank: until its connection arrives, it connects
+// to r's listener now and then (closing at once: r's acceptor drops it as a broken client) to
+// learn whether r is still there (goneAfter).
+func (m *mesher) probe(r int) {
+	defer m.wg.Done()
+	var refused time.Time
+	for m.sleep(m.probeEvery()) {
+		m.mu.Lock()
+		have := m.have[r]
+		m.mu.Unlock()
+		if have {
+			return
+		}
+		d := net.Dialer{Timeout: m.probeEvery()}
+		c, err := d.DialContext(m.ctx, "tcp", m.peers[r])
+		if err == nil {
+			c.Close()
+		}
+		if m.goneAfter(r, &refused, err) {
+			return
+		}
 	}
 }
 
@@ -219,6 +311,9 @@ func (m *mesher) collect() ([]net.Conn, []Pair, error) {
 			default:
 				conns[res.rank], pairs[res.rank] = res.conn, res.shm
 				missing--
+				m.mu.Lock()
+				m.have[res.rank] = true
+				m.mu.Unlock()
 			}
 		case <-timer.C:
 			return conns, pairs, m.timeoutError(conns)

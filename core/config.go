@@ -140,7 +140,7 @@ func (p *Plan) configure(seq uint64, outIdx, inIdx []int64, outVals []byte, vs *
 		return p.configurePacked(seq, outIdx, inIdx, outVals, vs, same)
 	}
 	threads := c.cx.Threads
-	c.step(seq, stepSort, 0) // timeline.go
+	c.rec.Step(seq, stepSort, 0) // the timeline (timeline.go)
 	so := keyset.SortUniqueInto(outIdx, threads, &c.layer0.Ent)
 	outKeys, outPos := so.Keys, so.Pos
 	inKeys, inPos := outKeys, outPos
@@ -183,14 +183,14 @@ func (p *Plan) configurePacked(seq uint64, outIdx, inIdx []int64, outVals []byte
 		return nil, err
 	}
 	d0 := p.topo.Degrees[0]
-	c.step(seq, stepPartition, 0) // timeline.go
+	c.rec.Step(seq, stepPartition, 0) // the timeline (timeline.go)
 	out := keyset.PackLayer0(outIdx, d0, threads, &c.rowKeyBuf[0])
 	in := out
 	if !same {
 		in = keyset.PackLayer0(inIdx, d0, threads, &c.rowKeyBuf[1])
 	}
 	pack := p.packLayer0(&out, &in, same) // links_compress.go: rows in set order where compressed
-	c.timelinePack(pack)                  // timeline.go
+	notePack(c.rec, pack)                 // the timeline (timeline.go)
 	p.packed = true
 	p.outDst, p.inRow, p.out0, p.in0 = out.Dst, in.Dst, len(outIdx), len(inIdx)
 	var v []byte
@@ -220,7 +220,7 @@ func (p *Plan) configurePacked(seq uint64, outIdx, inIdx []int64, outVals []byte
 func (p *Plan) chooseTopology(seq uint64, outIdx []int64, nUnique func() int, same bool, vs *valueSpec) error {
 	c := p.c
 	l, err := c.plan.linksForConfig(seq) // the comm's first config, when needed
-	c.timelineLinks(l)
+	noteLinks(c.rec, l)
 	if err != nil {
 		return err
 	}
@@ -279,7 +279,7 @@ func (p *Plan) configTop(seq uint64, out, in keyset.Layer0Rows, same bool, v []b
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	c.step(seq, stepSort, 0) // timeline.go
+	c.rec.Step(seq, stepSort, 0) // the timeline (timeline.go)
 	outLists := make([][]uint64, d)
 	inLists := make([][]uint64, d)
 	lm.outBounds = make([][]int, d)
@@ -426,7 +426,7 @@ func (p *Plan) exchangeConfig(seq uint64, i int, out, in []uint64, same bool, v 
 func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *valueSpec) ([]uint64, []uint64, []byte, error) {
 	t := p.topo
 	lm := &p.layers[i]
-	p.c.step(seq, stepPartition, i) // timeline.go
+	p.c.rec.Step(seq, stepPartition, i) // the timeline (timeline.go)
 	lm.outSplit = keyset.SplitPoints(out, t.Degrees, i)
 	lm.inSplit = keyset.SplitPoints(in, t.Degrees, i)
 	same := len(in) == len(out) && (len(in) == 0 || &in[0] == &out[0]) // in = out, shared
@@ -440,7 +440,7 @@ func (p *Plan) configLayer(seq uint64, i int, out, in []uint64, v []byte, vs *va
 	for g, m := range lists {
 		outLists[g], inLists[g] = m.Out, m.In
 	}
-	p.c.step(seq, stepMerge, i) // timeline.go
+	p.c.rec.Step(seq, stepMerge, i) // the timeline (timeline.go)
 	newOut, outMaps := keyset.TreeMerge(outLists)
 	newIn, inMaps := newOut, outMaps
 	if !sameLists(inLists, outLists) {

@@ -1,24 +1,11 @@
 package core
 
-import (
-	"kylix/core/kx"
-	"kylix/core/members"
-)
+import "kylix/core/members"
 
-// path is the comm's data path (wire.go) as its algorithms see it (coll.Path): each message
-// goes through the recorder and the view, and the algorithms in core's sub-packages see
-// neither. It is one pointer, so making the interface value allocates nothing.
+// path is the comm's data path as its algorithms see it (coll.Path; its message methods are in
+// wire.go): each message goes through the recorder and the view, and the algorithms in core's
+// sub-packages see neither. It is one pointer, so making the interface value allocates nothing.
 type path struct{ c *Comm }
-
-func (p path) Send(to int, tag kx.Tag, bufs ...[]byte) error { return p.c.send(to, tag, bufs...) }
-func (p path) Recv(from int, tag kx.Tag) ([]byte, error)     { return p.c.recv(from, tag) }
-func (p path) Expect(from int, tag kx.Tag, dst []byte)       { p.c.expect(from, tag, dst) }
-func (p path) Await(from int, tag kx.Tag) (int, error)       { return p.c.await(from, tag) }
-func (p path) AwaitPrefix(from int, tag kx.Tag, n int) error { return p.c.awaitPrefix(from, tag, n) }
-
-func (p path) ExpectFold(from int, tag kx.Tag, dst []byte, f kx.Fold) {
-	p.c.expectFold(from, tag, dst, f)
-}
 
 // Release hands a payload of Recv back to the transport (pooled receive buffers).
 func (p path) Release(b []byte) {

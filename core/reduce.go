@@ -56,7 +56,7 @@ func (p *Plan) checkReduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width in
 // reduceBody runs collective seq, a reduce whose arguments checkReduce accepted.
 func (p *Plan) reduceBody(seq uint64, b *planBufs, vs *valueSpec, outVals, inVals []byte) error {
 	p.expectAll(seq, b, vs, true)
-	p.c.step(seq, stepFill, 0) // timeline.go
+	p.c.rec.Step(seq, stepFill, 0) // the timeline (timeline.go)
 	p.fillLayer0(b, outVals, vs)
 	for i := range p.layers {
 		if err := p.down(seq, i, b, vs); err != nil {
@@ -100,7 +100,7 @@ func (p *Plan) down(seq uint64, i int, b *planBufs, vs *valueSpec) error {
 	me := t.Digit(node, i)
 	v := b.vec[i]
 	tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseDown}
-	c.step(seq, stepCombine, i) // timeline.go
+	c.rec.Step(seq, stepCombine, i) // the timeline (timeline.go)
 	sg := c.cx.Sends()
 	for g := 0; g < d; g++ {
 		if g != me {
@@ -366,7 +366,7 @@ func (p *Plan) up(seq uint64, b *planBufs, v, inVals []byte, vs *valueSpec, gath
 		d := t.Degrees[i]
 		me := t.Digit(node, i)
 		tag := kx.Tag{Seq: seq, Layer: uint8(i), Phase: kx.PhaseUp}
-		c.step(seq, stepGather, i) // timeline.go
+		c.rec.Step(seq, stepGather, i) // the timeline (timeline.go)
 		sg := c.cx.Sends()
 		for g := 0; g < d; g++ {
 			if g == me {

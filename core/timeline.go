@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"kylix/core/planning"
+	"kylix/core/stats"
 	"kylix/core/trace"
 )
 
@@ -28,9 +29,8 @@ func (c *Comm) Timeline() *trace.Tracer { return c.rec.Tracer() }
 // TimelineNote records an instant on the timeline (a resize, a shrink); nothing when off.
 func (c *Comm) TimelineNote(name, detail string) { c.rec.Instant(name, detail) }
 
-// step starts phase st of layer in collective seq on the timeline: a nil test when it is off.
-func (c *Comm) step(seq uint64, st trace.Step, layer int) { c.rec.Step(seq, st, layer) }
-
+// The phases the algorithms mark with c.rec.Step(seq, step, layer), one line each: a nil test
+// when the timeline is off.
 const (
 	stepFill      = trace.StepFill
 	stepCombine   = trace.StepCombine
@@ -40,19 +40,19 @@ const (
 	stepPartition = trace.StepPartition
 )
 
-// timelineLinks records the link probe's result (nil: nothing was measured).
-func (c *Comm) timelineLinks(l *planning.Links) {
-	if l == nil || c.Timeline() == nil {
+// noteLinks records the link probe's result (nil: nothing was measured).
+func noteLinks(rec *stats.Recorder, l *planning.Links) {
+	if l == nil || rec.Tracer() == nil {
 		return
 	}
-	c.rec.Instant("links measured", fmt.Sprintf("overhead %.1f µs, %.2f GB/s, min_packet %d bytes, %d links, probe %.1f ms",
+	rec.Instant("links measured", fmt.Sprintf("overhead %.1f µs, %.2f GB/s, min_packet %d bytes, %d links, probe %.1f ms",
 		l.OverheadS*1e6, l.BytesPerSec/1e9, l.MinPacket, l.Measured, l.ProbeS*1e3))
 }
 
-// timelinePack records config's compression decision for its layer-0 members, when it
+// notePack records config's compression decision for its layer-0 members, when it
 // compresses for any.
-func (c *Comm) timelinePack(pack []bool) {
-	if c.Timeline() == nil {
+func notePack(rec *stats.Recorder, pack []bool) {
+	if rec.Tracer() == nil {
 		return
 	}
 	var to []int
@@ -62,6 +62,6 @@ func (c *Comm) timelinePack(pack []bool) {
 		}
 	}
 	if len(to) > 0 {
-		c.rec.Instant("compress", fmt.Sprintf("index lists to layer-0 members %v go lz4-compressed", to))
+		rec.Instant("compress", fmt.Sprintf("index lists to layer-0 members %v go lz4-compressed", to))
 	}
 }

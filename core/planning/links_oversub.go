@@ -3,17 +3,14 @@ package planning
 import "slices"
 
 // Oversubscribed hosts. On a host whose ranks outnumber its usable CPUs a probe's round trip is
-// the link's time plus the time its two ends wait for a core, and the wait is the larger part
-// and changes from run to run: the fitted per-message overhead then prices the scheduler's luck,
-// not the link, and the plan that wins changes with it. The paper's degree choice ("Kylix: A
-// Sparse Allreduce for Commodity Clusters" §IV, Table I) rests on the link's own curve (its
-// Fig. 2, measured on a quiet link): the minimum efficient packet size is a property of the link.
-// So on such a host the links are fitted from the fastest round trip of each size over all the
-// measured links (Floor), the round in which both ends held a core, and the cost model slows
-// compute by the ranks per CPU (Cluster.Slowdown), the one share of the cores every plan pays
-// alike per element. A collective posts all of a layer's messages at once, so a rank waits for a
-// core about once per layer, not once per message as a ping-pong does; the per-message overhead
-// a waiting round trip shows is not what a butterfly's extra layer would save.
+// the link's time plus the time its two ends wait for a core; the wait is the larger part and
+// changes from run to run, so a model fitted to the median prices the scheduler's luck, not the
+// link, and the plan that wins changes with it. The paper's degree choice ("Kylix: A Sparse
+// Allreduce for Commodity Clusters" §IV, Table I) rests on the link's own curve (its Fig. 2):
+// the minimum efficient packet size is a property of the link. On such a host the links are
+// therefore fitted from each size's fastest round over all measured links (Floor), the round in
+// which both ends held a core, and Pricing (pricing.go) prices messages within the host by their
+// bytes and slows compute by the ranks per CPU.
 
 // RoundStat picks one figure from the round trips of one size over the measured links,
 // sorted ascending.

@@ -1,7 +1,5 @@
 package planning
 
-import "slices"
-
 // Hosts: ranks that share a host talk through shared memory, the others through the network,
 // and the cost model prices the two apart (Cluster.RanksPerHost and Cluster.Local), so that
 // degrees=auto may group a host's ranks within one layer and the network carries each index once
@@ -39,8 +37,9 @@ func HostBlocks(hostOf []int) int {
 // rounds of their own: in a job-wide round a host-mate's answer waits behind its own probe
 // across the network, so the host's links would look as slow as the network. Without that
 // column the host pairs of the job-wide shifts stand for them. Either result is nil when no
-// pair of its kind was measured. Every rank computes them from the same numbers.
-func HostLinks(sizes []int, agreed [][]uint64, shifts []int, stride, local int, hostOf []int) (within, between *Links) {
+// pair of its kind was measured. stat picks each size's figure, as for LinksFrom. Every rank
+// computes them from the same numbers.
+func HostLinks(sizes []int, agreed [][]uint64, shifts []int, stride, local int, hostOf []int, stat RoundStat) (within, between *Links) {
 	m := len(hostOf)
 	fit := func(pick func(r int, all []uint64) []float64) *Links {
 		med := make([]float64, len(sizes))
@@ -53,8 +52,7 @@ func HostLinks(sizes []int, agreed [][]uint64, shifts []int, stride, local int, 
 			if len(v) == 0 {
 				return nil
 			}
-			slices.Sort(v)
-			med[j], n = (v[(len(v)-1)/2]+v[len(v)/2])/2, len(v)
+			med[j], n = statOf(stat, v), len(v)
 		}
 		l := &Links{LatencyS: med[0] / 2, Points: CurvePoints(sizes, med), Measured: n, Source: "measured"}
 		l.Finish()

@@ -38,7 +38,7 @@ func TestHostLinks(t *testing.T) {
 		}
 		agreed = append(agreed, all)
 	}
-	local, remote := HostLinks(sizes, agreed, shifts, 3, -1, hostOf)
+	local, remote := HostLinks(sizes, agreed, shifts, 3, -1, hostOf, Median)
 	if local == nil || remote == nil {
 		t.Fatalf("local %v, remote %v", local, remote)
 	}
@@ -48,7 +48,7 @@ func TestHostLinks(t *testing.T) {
 	if !(local.BytesPerSec > 50*remote.BytesPerSec) {
 		t.Errorf("local %.3g B/s is not far above remote %.3g B/s", local.BytesPerSec, remote.BytesPerSec)
 	}
-	if l, r := HostLinks(sizes, agreed, shifts, 3, -1, []int{0, 0, 0, 0}); l == nil || r != nil {
+	if l, r := HostLinks(sizes, agreed, shifts, 3, -1, []int{0, 0, 0, 0}, Median); l == nil || r != nil {
 		t.Errorf("one host: local %v, remote %v", l, r)
 	}
 	// With rounds of their own within each host (a column after the shifts), the host links
@@ -61,7 +61,7 @@ func TestHostLinks(t *testing.T) {
 		}
 		withLocal = append(withLocal, all)
 	}
-	local2, remote2 := HostLinks(sizes, withLocal, shifts, 4, 2, hostOf)
+	local2, remote2 := HostLinks(sizes, withLocal, shifts, 4, 2, hostOf, Median)
 	if local2.Measured != 4 || remote2.Measured != 6 || !(local2.BytesPerSec > 1.5*local.BytesPerSec) {
 		t.Errorf("own host rounds: local %d links at %.3g B/s (job-wide host pairs %.3g), remote %d links",
 			local2.Measured, local2.BytesPerSec, local.BytesPerSec, remote2.Measured)

@@ -2,7 +2,6 @@ package planning
 
 import (
 	"math"
-	"slices"
 )
 
 // peakFraction of the link's throughput is what a message of min_packet bytes reaches.
@@ -37,10 +36,13 @@ type Links struct {
 	// RanksPerHost is the job's placement as the cost model takes it (links_hosts.go), with the
 	// links within a host (Local) and between hosts (Remote) fitted apart when both kinds were
 	// measured.
-	RanksPerHost int         `json:"ranks_per_host"`
-	Local        *Links      `json:"local,omitempty"`
-	Remote       *Links      `json:"remote,omitempty"`
-	peerIdx      map[int]int // rank -> index in Peers
+	RanksPerHost int    `json:"ranks_per_host"`
+	Local        *Links `json:"local,omitempty"`
+	Remote       *Links `json:"remote,omitempty"`
+	// RanksPerCPU is the most ranks per usable CPU on any host (links_oversub.go): above 1 the
+	// links were fitted from each size's fastest round trip and the planner slows compute by it.
+	RanksPerCPU float64     `json:"ranks_per_cpu,omitempty"`
+	peerIdx     map[int]int // rank -> index in Peers
 }
 
 // LinkPeer is one link this rank measured itself, fitted as Links is: for decisions about
@@ -105,13 +107,13 @@ func (l *Links) Finish() {
 	}
 }
 
-// LinksFrom turns the gathered round trips into the agreed model: per size the median over all
-// (rank, shift) links. Every rank computes it from the same numbers in the same order. Each
-// rank's words are stride long, its nShifts round trips first.
-func LinksFrom(sizes []int, agreed [][]uint64, nShifts, stride, m int) *Links {
+// LinksFrom turns the gathered round trips into the agreed model: per size stat (Median where
+// ranks fit their CPUs) over all (rank, shift) links. Every rank computes it from the same
+// numbers in the same order. Each rank's words are stride long, its nShifts round trips first.
+func LinksFrom(sizes []int, agreed [][]uint64, nShifts, stride, m int, stat RoundStat) *Links {
 	med := make([]float64, len(sizes))
 	for j, all := range agreed {
-		med[j] = MedianRound(all, nShifts, stride, m)
+		med[j] = statOf(stat, rounds(all, nShifts, stride, m))
 	}
 	return &Links{LatencyS: med[0] / 2, Points: CurvePoints(sizes, med), Measured: m * nShifts}
 }
@@ -119,14 +121,19 @@ func LinksFrom(sizes []int, agreed [][]uint64, nShifts, stride, m int) *Links {
 // MedianRound is the median, in seconds, of one size's round trips gathered from m ranks (the
 // first nShifts of each rank's stride words).
 func MedianRound(all []uint64, nShifts, stride, m int) float64 {
+	return statOf(Median, rounds(all, nShifts, stride, m))
+}
+
+// rounds are one size's round trips, in seconds, gathered from m ranks (the first nShifts of
+// each rank's stride words).
+func rounds(all []uint64, nShifts, stride, m int) []float64 {
 	var v []float64
 	for r := 0; r < m; r++ {
 		for h := 0; h < nShifts; h++ {
 			v = append(v, float64(all[r*stride+h])/1e9)
 		}
 	}
-	slices.Sort(v)
-	return (v[(len(v)-1)/2] + v[len(v)/2]) / 2
+	return v
 }
 
 // CurvePoints turns round trips (sizes[0] the tiny probe) into one-way points: the round trip

@@ -15,7 +15,9 @@
 // half a megabyte, even when a busy machine runs late). The agreed curve takes, at each size, the
 // median over all measured links of their best of probeReps rounds (the best: a 2-core machine
 // shared with other work preempts ranks; the median: one slow link does not set the job's
-// figures).
+// figures). On a host whose ranks outnumber its usable CPUs the figure is instead the fastest
+// round of each size over all measured links (planning.Floor, links_oversub.go says why): there
+// the median measures how long a rank waits for a core.
 //
 // min_packet (unless the option gives one) is the smallest size whose throughput reaches
 // peakFraction of the link's, on the model fitted to the points: below it, per-message overhead
@@ -26,6 +28,7 @@ import (
 	"kylix/core/coll"
 	"kylix/core/kx"
 	"kylix/core/planning"
+	"kylix/netio/cpus"
 	"math"
 	"slices"
 	"time"
@@ -68,7 +71,7 @@ func Measure(cx *coll.Ctx, seq uint64) (*planning.Links, error) {
 		}
 		return best, nil
 	}
-	hostOf, err := agreeHosts(cx, seq)
+	hostOf, ranksPerCPU, err := agreeHosts(cx, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -121,9 +124,11 @@ func Measure(cx *coll.Ctx, seq uint64) (*planning.Links, error) {
 			s *= 2
 		}
 	}
-	l := planning.LinksFrom(sizes, agreed, len(shifts), stride, m)
+	stat := planning.StatFor(ranksPerCPU)
+	l := planning.LinksFrom(sizes, agreed, len(shifts), stride, m, stat)
+	l.RanksPerCPU = ranksPerCPU
 	if l.RanksPerHost = planning.HostBlocks(hostOf); l.RanksPerHost > 1 {
-		l.Local, l.Remote = planning.HostLinks(sizes, agreed, shifts, stride, localCol, hostOf)
+		l.Local, l.Remote = planning.HostLinks(sizes, agreed, shifts, stride, localCol, hostOf, stat)
 	}
 	l.Peers = ownLinks(me, m, shifts, sizes, own)
 	rates, err := agreeRates(cx, seq, planning.QuickComputeRates())
@@ -173,8 +178,9 @@ func ownLinks(me, m int, shifts, sizes []int, own [][]time.Duration) []planning.
 }
 
 // agreeHosts gives every rank each node's host, named by the lowest node on it (as this
-// transport tells same-host peers: View.SameHost), so that all split the links alike.
-func agreeHosts(cx *coll.Ctx, seq uint64) ([]int, error) {
+// transport tells same-host peers: View.SameHost), so that all split the links alike, and the
+// most ranks per usable CPU on any host (planning.RanksPerCPU), so that all fit them alike.
+func agreeHosts(cx *coll.Ctx, seq uint64) ([]int, float64, error) {
 	m, me := cx.Nodes, cx.Node
 	lead := me
 	for r := 0; r < me; r++ {
@@ -183,15 +189,15 @@ func agreeHosts(cx *coll.Ctx, seq uint64) ([]int, error) {
 			break
 		}
 	}
-	all, err := coll.AllgatherSmall(cx, seq, []uint64{uint64(lead)})
+	all, err := coll.AllgatherSmall(cx, seq, []uint64{uint64(lead), uint64(cpus.Usable())})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	hostOf := make([]int, m)
+	hostOf, usable := make([]int, m), make([]int, m)
 	for r := range hostOf {
-		hostOf[r] = int(all[r])
+		hostOf[r], usable[r] = int(all[2*r]), int(all[2*r+1])
 	}
-	return hostOf, nil
+	return hostOf, planning.RanksPerCPU(hostOf, usable), nil
 }
 
 // agreeRates gives every rank the median over ranks of each compute rate, so that all plan

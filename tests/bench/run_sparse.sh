@@ -20,6 +20,7 @@
 # Each program reports medians over its own iterations (config 3, reduce 10, one-shot 3,
 # dense 5; each timed between barriers, max over ranks); the table shows the median over
 # reps. The first rep checks every result against a brute force; later reps skip the check.
+# "K reduce min-max" is the spread of Kylix's reduce over the reps (slowest / median after it).
 # The last column lists the plans degrees=auto chose in Kylix's runs (it plans from link probes
 # and compute rates measured in the run, so a crowded host can make it choose differently).
 # Ranks beyond 2 share 2 cores: Open MPI runs with mpi_yield_when_idle 1 so waiting ranks
@@ -44,7 +45,7 @@ for a in "$@"; do
   --dense-ranks=*) dense_ranks=${a#*=} ;;
   --dense-count=*) dense_count=${a#*=} ;;
   --out=*) outfile=${a#*=} ;;
-  *) sed -n '2,26p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,27p' "$0" >&2; exit 2 ;;
   esac
 done
 build=${BUILD:-build}
@@ -113,6 +114,12 @@ table() {
       for (i = 2; i <= k; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
       return k % 2 ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
     }
+    function ext(key, hi,   k, i, e) {
+      k = cnt[key]; if (!k) return "-"
+      e = val[key, 1]
+      for (i = 2; i <= k; i++) if (hi ? val[key, i] > e : val[key, i] < e) e = val[key, i]
+      return e
+    }
     function put(key, x) { val[key, ++cnt[key]] = x }
     function f(x) { return x == "-" ? "-" : sprintf(x >= 100 ? "%.0f" : "%.1f", x) }
     function q(a, b) { return (a == "-" || b == "-" || b == 0) ? "-" : sprintf("%.2f", a / b) }
@@ -135,8 +142,8 @@ table() {
     END {
       print "Sparse (ms, median of " reps " runs; ratio = Kylix / MPI direct):"
       print ""
-      print "| ranks | density | keys/rank | config K / M | ratio | reduce K / M | ratio | one-shot K config_reduce / M config+reduce | ratio | M dense MPI_Allreduce of the n-vector | one-shot K / M dense | K dense allreduce | check | K plans (runs) |"
-      print "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+      print "| ranks | density | keys/rank | config K / M | ratio | reduce K / M | ratio | one-shot K config_reduce / M config+reduce | ratio | M dense MPI_Allreduce of the n-vector | one-shot K / M dense | K dense allreduce | K reduce min-max (slowest / median) | check | K plans (runs) |"
+      print "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
       for (i = 1; i <= nc; i++) {
         c = order[i]; split(c, rd, SUBSEP)
         kc = med("kylix" SUBSEP c SUBSEP "config_ms"); mc = med("mpi" SUBSEP c SUBSEP "config_ms")
@@ -145,9 +152,10 @@ table() {
         md = med("mpi" SUBSEP c SUBSEP "dense_ms"); kd = med("kylix" SUBSEP c SUBSEP "dense_ms")
         np = split(plist[c], P, " "); pl = ""
         for (j = 1; j <= np; j++) pl = pl (j > 1 ? ", " : "") P[j] " (" runs[c, P[j]] ")"
-        printf "| %s | %s | %s | %s / %s | %s | %s / %s | %s | %s / %s | %s | %s | %s | %s | %s | %s |\n",
+        kn = ext("kylix" SUBSEP c SUBSEP "reduce_ms", 0); kx = ext("kylix" SUBSEP c SUBSEP "reduce_ms", 1)
+        printf "| %s | %s | %s | %s / %s | %s | %s / %s | %s | %s / %s | %s | %s | %s | %s | %s-%s (%s) | %s | %s |\n",
           rd[1], rd[2], keys[c], f(kc), f(mc), q(kc, mc), f(kr), f(mr), q(kr, mr), f(ko), f(mo), q(ko, mo),
-          f(md), q(ko, md), f(kd), bad[c] ? "FAIL" : ok[c] ? "OK" : "-", pl == "" ? "-" : pl
+          f(md), q(ko, md), f(kd), f(kn), f(kx), q(kx, kr), bad[c] ? "FAIL" : ok[c] ? "OK" : "-", pl == "" ? "-" : pl
       }
       if (nd) {
         print ""

@@ -37,7 +37,7 @@ for a in "$@"; do
   *) sed -n '2,22p' "$0" >&2; exit 2 ;;
   esac
 done
-if ! command -v mpicc >/dev/null 2>&1; then
+if ! echo '#include <mpi.h>' | mpicc -x c -fsyntax-only - >/dev/null 2>&1; then # mpicc and mpi.h (libopenmpi-dev)
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "run_latency: installing Open MPI (openmpi-bin libopenmpi-dev)" >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q openmpi-bin libopenmpi-dev >/dev/null

@@ -50,7 +50,7 @@ for a in "$@"; do
 done
 build=${BUILD:-build}
 
-if ! command -v mpicc >/dev/null 2>&1 || ! { mpirun --version 2>/dev/null | grep -q "Open MPI"; }; then
+if ! echo '#include <mpi.h>' | mpicc -x c -fsyntax-only - >/dev/null 2>&1 || ! { mpirun --version 2>/dev/null | grep -q "Open MPI"; }; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "run_sparse: installing Open MPI (openmpi-bin libopenmpi-dev)" >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q openmpi-bin libopenmpi-dev >/dev/null ||

@@ -39,6 +39,7 @@
 #include "check.h"
 
 #include <dirent.h>
+#include "procstat.h"
 
 #define K 64
 #define MAXR 64
@@ -414,27 +415,6 @@ static void mode_ref(void) {
   digest_reduce(size_, rank_, "before");
   digest_reduce(size_, rank_, "after");
   if (!g_fail) PASS("ref: rank %d of %d", rank_, size_);
-}
-
-static long proc_status(const char *key) {
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  long v = -1;
-  size_t kl = strlen(key);
-  while (f && fgets(line, sizeof line, f))
-    if (!strncmp(line, key, kl)) v = atol(line + kl + 1);
-  if (f) fclose(f);
-  return v;
-}
-
-static int count_fds(void) {
-  DIR *d = opendir("/proc/self/fd");
-  int n = 0;
-  struct dirent *e;
-  while (d && (e = readdir(d)))
-    if (e->d_name[0] != '.') n++;
-  if (d) closedir(d);
-  return n;
 }
 
 static void mode_cycles(int n) {

@@ -59,6 +59,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "../../c/procstat.h"
 
 #define UNIV 8192 /* sparse index universe */
 #define WIDTH 2
@@ -122,27 +123,6 @@ static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static long proc_status(const char *key) {
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  long v = -1;
-  size_t kl = strlen(key);
-  while (f && fgets(line, sizeof line, f))
-    if (!strncmp(line, key, kl) && line[kl] == ':') v = atol(line + kl + 1);
-  if (f) fclose(f);
-  return v;
-}
-
-static long count_fds(void) {
-  DIR *d = opendir("/proc/self/fd");
-  long n = 0;
-  struct dirent *e;
-  while (d && (e = readdir(d)))
-    if (e->d_name[0] != '.') n++;
-  if (d) closedir(d);
-  return n - 1; /* the directory's own descriptor */
 }
 
 static void save_state(void) {

@@ -47,7 +47,10 @@ func TestChaos(t *testing.T) {
 		if live == 0 {
 			live = 2500 * time.Millisecond
 		}
-		seeds := []int64{1, time.Now().UnixNano() % 1000000}
+		// Fixed seeds: make test replays the same two schedules every run, so a red run is a
+		// change in the library, not a newly drawn schedule; tests/bench/run_chaos.sh draws new
+		// ones (and found the open descriptor growth of seed 530435, see README "Chaos").
+		seeds := []int64{1, 2}
 		if seed != 0 {
 			seeds = []int64{seed, seed}
 		}

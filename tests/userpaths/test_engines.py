@@ -98,7 +98,12 @@ def test_spark_standalone_cluster_across_namespaces(tmp_path: Path) -> None:
                                  + os.environ.get("PATH", ""), SPARK_LOGS=str(tmp_path)))
     finally:
         run([script, tag, "--down"], timeout=60)  # the script cleans up, unless it was killed
-    assert r.returncode == 0, r.stdout[-6000:]
+    # Spark's INFO lines bury the Python job's failure under the Java job's log: lead with the
+    # lines that say what failed, then the tail.
+    said = "\n".join(l for l in r.stdout.splitlines()
+                     if "INFO" not in l and ("pyspark" in l or "kylix" in l.lower() or "Error" in l
+                                             or "Traceback" in l or "spark-submit:" in l))
+    assert r.returncode == 0, said[-4000:] + "\n---\n" + r.stdout[-3000:]
     assert f"pyspark: PASS barrier stage of {TASKS} tasks, {TASKS} results, executors " \
         "10.202.0.2,10.202.0.3" in r.stdout, r.stdout[-6000:]
     assert f"spark-submit: PASS barrier stage of {TASKS} tasks" in r.stdout, r.stdout[-6000:]

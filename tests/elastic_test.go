@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"kylix/tests/chaos"
 	"net"
 	"os"
 	"os/exec"
@@ -302,7 +303,7 @@ func TestElasticStalledJoiner(t *testing.T) {
 	// Stop it once it waits at the join server: connected, then a moment to authenticate.
 	_, port, _ := net.SplitHostPort(e.rv)
 	deadline := time.Now().Add(60 * time.Second)
-	for !connectedTo(j.cmd.Process.Pid, port) {
+	for p, _ := strconv.Atoi(port); !chaos.ConnectedTo(j.cmd.Process.Pid, p); {
 		if time.Now().After(deadline) {
 			t.Fatalf("the joiner never connected to the join port\n%s", e.dump())
 		}
@@ -504,28 +505,4 @@ func strangersAtJoinPort(t *testing.T, addr string) func() {
 			c.Close()
 		}
 	}
-}
-
-// connectedTo tells whether process pid holds an established TCP connection to port (decimal),
-// from its descriptors and the kernel's socket table.
-func connectedTo(pid int, port string) bool {
-	inodes := map[string]bool{}
-	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	for _, fd := range fds {
-		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
-			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
-		}
-	}
-	p, _ := strconv.Atoi(port)
-	want := fmt.Sprintf(":%04X", p)
-	for _, table := range []string{"tcp", "tcp6"} {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
-		for _, ln := range strings.Split(string(b), "\n")[1:] {
-			f := strings.Fields(ln)
-			if len(f) > 9 && strings.HasSuffix(f[2], want) && f[3] == "01" && inodes[f[9]] {
-				return true
-			}
-		}
-	}
-	return false
 }

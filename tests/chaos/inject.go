@@ -209,7 +209,7 @@ func (r *run) stallJoiner(l *exec.Cmd) {
 	port := r.joinPort()
 	for time.Now().Before(deadline) {
 		for _, rec := range r.records() {
-			if rec.Ppid == l.Process.Pid && rec.Phase == "joining" && connectedTo(rec.Pid, port) {
+			if rec.Ppid == l.Process.Pid && rec.Phase == "joining" && ConnectedTo(rec.Pid, port) {
 				if r.stop(rec.Pid, r.cfg.Liveness*3/2) {
 					r.count("stalled-joiner", true)
 					return

@@ -151,9 +151,9 @@ func members(recs map[int]record, phases ...string) []record {
 	return out
 }
 
-// connectedTo tells whether process pid holds an established TCP connection to port, from its
+// ConnectedTo tells whether process pid holds an established TCP connection to port, from its
 // descriptors and the socket table of its network namespace.
-func connectedTo(pid, port int) bool {
+func ConnectedTo(pid, port int) bool {
 	inodes := map[string]bool{}
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	for _, fd := range fds {

@@ -287,7 +287,10 @@ func TestElasticKillRejoin(t *testing.T) {
 	if ws, ok := e.procs[2].cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
 		t.Errorf("the victim ended with %v, want SIGKILL", e.procs[2].cmd.ProcessState)
 	}
-	e.joiner(100) // relaunched
+	// Relaunched once the survivors have shrunk without it: a replacement already waiting at
+	// the join server would rightly be admitted by the failure-ignorance resize itself.
+	e.marker("shrunk", 60*time.Second)
+	e.joiner(100)
 	lines := e.wait(90 * time.Second)
 	e.expectPass(lines, []int{0, 1, 100}, "failure-ignorance and rejoin")
 }

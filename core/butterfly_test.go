@@ -360,11 +360,13 @@ func TestButterflyAgainstBruteForce(t *testing.T) {
 					name += "_same"
 				}
 				// Width 3 also takes the down phase that combines layer 0 sub-range by
-				// sub-range as the messages land (small layers wait for them whole).
+				// sub-range as the messages land (small layers wait for them whole), in groups
+				// of a few sub-ranges each (a small step's layer is one group).
 				streamed := width == 3
 				t.Run(name, func(t *testing.T) {
 					if streamed {
 						defer core.SetSmallDownBytes(-1)()
+						defer core.SetSubGroupBytes(2500)()
 					}
 					const n = 5000
 					all := make([]rankData, pl.m)

@@ -41,6 +41,10 @@ func SetHashMaxRows(n int) (restore func()) { return setInt(&keyset.HashMaxRows,
 // restores the default.
 func SetSmallDownBytes(n int) (restore func()) { return setInt(&smallDownBytes, n) }
 
+// SetSubGroupBytes sets how many bytes of merged rows one combine call may cover (subGroupEnd);
+// it returns a function that restores the default.
+func SetSubGroupBytes(n int) (restore func()) { return setInt(&subGroupBytes, n) }
+
 // ProcTransport is the process transport under c's view, whose own counters tests compare with
 // the comm's statistics.
 func ProcTransport(c *Comm) kx.Transport { return c.v.Transport() }

@@ -207,20 +207,40 @@ func (p *Plan) combineBuckets(i int, b *planBufs, vs *valueSpec, tag kx.Tag, dst
 			return err
 		}
 	}
-	for s0 := 0; s0 < nsub; s0 += w {
+	for s0 := 0; s0 < nsub; {
 		s1 := min(nsub, s0+w)
+		if w == 1 {
+			s1 = p.subGroupEnd(i, s0, vs.es)
+		}
 		if err := landed(s1); err != nil {
 			return err
 		}
 		if w == 1 {
-			for s := s0; s < s1; s++ {
-				p.combineSub(i, s, b, own, dst, vs, &cb)
-			}
-			continue
+			p.combineSub(i, s0, s1, b, own, dst, vs, &cb)
+		} else {
+			keyset.Parallel(s1-s0, func(k int) { p.combineSub(i, s0+k, s0+k+1, b, own, dst, vs, nil) })
 		}
-		keyset.Parallel(s1-s0, func(k int) { p.combineSub(i, s0+k, b, own, dst, vs, nil) })
+		s0 = s1
 	}
 	return nil
+}
+
+// subGroupBytes bounds the merged rows one combineSub call covers on one thread: sub-ranges
+// exist so that a large layer is combined a cache-sized piece at a time while the rest streams
+// in, but each costs a kernel call per source and per member (scatter, gather), which for a
+// small step's few hundred rows split in 8 or 16 sub-ranges was most of its CPU
+// (docs/measurements.md, "Small steps: sub-ranges grouped").
+var subGroupBytes = 32 << 10 // a variable so that tests can group a few small sub-ranges
+
+// subGroupEnd is one past the last sub-range of layer i that joins s0's group: consecutive
+// sub-ranges while their merged rows stay within subGroupBytes, and s0's at least.
+func (p *Plan) subGroupEnd(i, s0, es int) int {
+	mb := p.layers[i].mergedBounds
+	s1 := s0 + 1
+	for s1 < len(mb)-1 && (mb[s1+1]-mb[s0])*es <= subGroupBytes {
+		s1++
+	}
+	return s1
 }
 
 // smallDown says whether what layer i's down phase receives is small enough (smallDownBytes)
@@ -240,14 +260,16 @@ func (p *Plan) smallDown(i, es int) bool {
 // with small data).
 var smallDownBytes = 2 << 20
 
-// combineSub combines every source's rows of sub-range s into dst, in source order; a
-// built-in op starts the sub-range from its identity, a user op folds through cb.
-func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec, cb *kernels.Combiner) {
+// combineSub combines every source's rows of sub-ranges [s0, s1) into dst, in source order; a
+// built-in op starts the sub-ranges from their identity, a user op folds through cb. A row
+// belongs to one sub-range, so combining several at once gives every row the same sequence of
+// operations as one at a time: results are bitwise the same.
+func (p *Plan) combineSub(i, s0, s1 int, b *planBufs, own, dst []byte, vs *valueSpec, cb *kernels.Combiner) {
 	lm := &p.layers[i]
 	me := p.topo.Digit(p.c.cx.Node, i)
 	es, ses := vs.es, p.srcES(i, vs) // dst's rows, the sources' rows
 	user := cb != nil && cb.User()
-	lo, hi := lm.mergedBounds[s], lm.mergedBounds[s+1]
+	lo, hi := lm.mergedBounds[s0], lm.mergedBounds[s1]
 	fresh := hi // RSum's floats start rows [fresh, hi) as they land: no Identity pass first
 	if ses != es {
 		fresh = lo
@@ -259,7 +281,7 @@ func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec,
 		if g != me {
 			src = b.slot[i][g]
 		}
-		a, e := lm.outBounds[g][s], lm.outBounds[g][s+1]
+		a, e := lm.outBounds[g][s0], lm.outBounds[g][s1]
 		switch {
 		case user:
 			cb.Scatter(src[a*ses:e*ses], lm.outMaps[g][a:e])
@@ -289,7 +311,7 @@ func (p *Plan) combineSub(i, s int, b *planBufs, own, dst []byte, vs *valueSpec,
 	}
 	ues := uvs.es
 	for g := range lm.outMaps {
-		a, e := lm.outBounds[g][s], lm.outBounds[g][s+1]
+		a, e := lm.outBounds[g][s0], lm.outBounds[g][s1]
 		out := b.slot[i][g]
 		if g == me {
 			out = b.above[i][lm.inSplit[me]*ues:]

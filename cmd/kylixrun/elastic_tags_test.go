@@ -51,8 +51,8 @@ func TestTagsFollowRenumbering(t *testing.T) {
 	}
 }
 
-// A relaunched rank (--restarts) and the joiner of a kylixrun --join never share a tag, and a
-// relaunched joiner's tag says the rank a resize admitted it as.
+// A relaunched rank (--restarts) and the joiner of a kylixrun --join never share a tag, and
+// each joiner's tag says the rank a resize admitted it as.
 func TestJoinerTagsUniqueAndFollow(t *testing.T) {
 	t.Parallel()
 	helper := buildRVHelper(t)
@@ -78,11 +78,11 @@ func TestJoinerTagsUniqueAndFollow(t *testing.T) {
 	if m == nil || m[1] != m[2] {
 		t.Errorf("the relaunched joiner's tag does not say its rank:\n%s", r.stdout)
 	}
-	jm := regexp.MustCompile(`(?m)^\[(j\d+\.0)\] joined as rank \d$`).FindStringSubmatch(jr.stdout)
-	if jm == nil {
-		t.Errorf("the --join launcher's joiner is not tagged j<pid>.0:\n%s", jr.stdout)
-	} else if jm[1] == "j0" || strings.Contains(r.stdout, "["+jm[1]) {
-		t.Errorf("tag %s is used by both launchers", jm[1])
+	jm := regexp.MustCompile(`(?m)^\[(\d) was (j\d+\.0)\] joined as rank (\d)$`).FindStringSubmatch(jr.stdout)
+	if jm == nil || jm[1] != jm[3] {
+		t.Errorf("the --join launcher's joiner is not tagged j<pid>.0 with its rank:\n%s", jr.stdout)
+	} else if strings.Contains(r.stdout, jm[2]+"]") || m != nil && m[1] == jm[1] {
+		t.Errorf("the joiners share tag %s or rank %s:\n%s\n%s", jm[2], jm[1], r.stdout, jr.stdout)
 	}
 	if !strings.Contains(r.stdout, "[0] rank 0 admitted 2 joiners\n") {
 		t.Errorf("stdout:\n%s", r.stdout)
@@ -101,7 +101,17 @@ func TestJoinLauncherTagsFollow(t *testing.T) {
 		"--timeout", "20", helper, "joinswap", dir)
 	waitJobFile(t, jf, first)
 	joined := startLauncher(t, dir, nil, nil, "--join", jf, "-n", "1", "--tag-output", helper, "joinswap", dir)
-	jr := joined.wait(t, 90*time.Second) // fail-safe: the admission comes within seconds
+	// A tag is taken when the launcher reads the line: the swap waits until the joiner's line
+	// is out, or a launcher slow to read would give it the tag of after the swap.
+	for end := time.Now().Add(60 * time.Second); !strings.Contains(joined.stdout.String(), "joined as rank"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) { // fail-safe: the admission comes within seconds
+			t.Fatalf("the joiner was not admitted\n%s\n%s", first.stderrSoFar(), joined.stderrSoFar())
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "swap"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jr := joined.wait(t, 90*time.Second) // fail-safe
 	r := first.wait(t, 90*time.Second)
 	if r.code != 0 || jr.code != 0 {
 		t.Fatalf("exit %d and %d (--join)\n%s\n%s", r.code, jr.code, r.stderr, jr.stderr)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"net"
-	"os"
 	"strconv"
 	"sync/atomic"
 
@@ -13,9 +12,11 @@ import (
 // is not its launch rank: "[2]" is the process started as rank 2; "[0 was 2]" is it after a
 // resize made it rank 0; "[j0]" is the first joiner this launcher started (--restarts), "[3
 // was j0]" that joiner once a resize admitted it as rank 3. A kylixrun --join launcher names
-// its joiners after its own PID, "[j4711.0]", so that no two launchers of a job share a name.
-// Ranks follow the resizes the launcher's rendezvous sees (every resize of an --elastic job
-// asks it for joiners); the joiners of a kylixrun --join keep their names.
+// its joiners after its own PID, "[j4711.0]" (the first launcher's tag feed makes it
+// "[j4711-2.0]" should another launcher of the job have that PID on another host), so that no
+// two launchers of a job share a name. Ranks follow the resizes the launcher's rendezvous sees
+// (every resize of an --elastic job asks it for joiners); a kylixrun --join follows the same
+// resizes through the first launcher's tag feed (tagfeed.go).
 
 // tagging is a rank's current tag prefix and comm rank.
 type tagging struct {
@@ -49,7 +50,7 @@ func (r *rank) setRank(c int) {
 // joinerName is the name of the joiner number n this launcher starts.
 func (j *job) joinerName(n int) string {
 	if j.cfg.join != "" {
-		return "j" + strconv.Itoa(os.Getpid()) + "." + strconv.Itoa(n)
+		return j.joinPrefix + "." + strconv.Itoa(n)
 	}
 	return "j" + strconv.Itoa(n)
 }
@@ -83,10 +84,10 @@ func (j *job) renumber(adm rendezvous.Admitted) {
 		if prev >= 0 || now >= len(adm.Peers) {
 			continue
 		}
-		_, port, err := net.SplitHostPort(adm.Peers[now])
+		host, port, err := net.SplitHostPort(adm.Peers[now])
 		p, perr := strconv.Atoi(port)
-		if err != nil || perr != nil {
-			continue
+		if err != nil || perr != nil || !hostIsHere(host) {
+			continue // a joiner elsewhere may listen on the port number one of ours does
 		}
 		for _, r := range j.tracked {
 			if r.joiner >= 0 && r.cur < 0 && r.host == "" && r.running() && groupListensOn(r.pid, p) {
@@ -95,4 +96,26 @@ func (j *job) renumber(adm rendezvous.Admitted) {
 			}
 		}
 	}
+}
+
+// hostIsHere tells whether host, of a joiner's advertised address, is this machine: a loopback
+// or local interface address, or this machine's name.
+func hostIsHere(host string) bool {
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return isLocalHost(host)
+	}
+	if ip.IsLoopback() || ip.IsUnspecified() {
+		return true
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return true // cannot tell: the port alone decides
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
 }

@@ -117,7 +117,7 @@ type tagFeed struct {
 	ln     net.Listener
 	secret string
 
-	pub      sync.Mutex // one admission at a time: each watcher's sent
+	pub      sync.Mutex // one admission at a time, in seq order: each watcher's sent
 	mu       sync.Mutex
 	names    map[string]bool
 	watchers map[*tagWatcher]bool
@@ -247,6 +247,8 @@ func (f *tagFeed) publish(adm rendezvous.Admitted) {
 	if err != nil {
 		return
 	}
+	f.pub.Lock()
+	defer f.pub.Unlock()
 	f.mu.Lock()
 	f.seq++
 	seq := f.seq
@@ -255,8 +257,6 @@ func (f *tagFeed) publish(adm rendezvous.Admitted) {
 		ws = append(ws, w)
 	}
 	f.mu.Unlock()
-	f.pub.Lock()
-	defer f.pub.Unlock()
 	deadline := time.Now().Add(tagAckWait)
 	var wait []*tagWatcher
 	for _, w := range ws {

@@ -211,6 +211,9 @@ func (j *job) watchAdmissions(rv rendezvousServer) {
 	}
 	a.OnAdmit(func(adm rendezvous.Admitted) {
 		j.renumber(adm)
+		if j.feed != nil {
+			j.feed.publish(adm) // bounded: tagAckWait
+		}
 		var ranks []string
 		for r, prev := range adm.Prev {
 			if prev < 0 {

@@ -30,7 +30,7 @@ script does). kylixrun returns once every rank is reaped and its process group i
 With --elastic a rank that dies is reported and the others go on: the program's survivors call
 kylix_resize. --restarts relaunches it as a joiner ([j0], [j1], ... with --tag-output; the
 joiners of kylixrun --join are [j<its pid>.0], ...). A tag keeps naming its process and says
-its rank once a resize changed it: [0 was 1], [3 was j0]. A rank's clean exit starts the job's
+its rank once a resize changed it: [0 was 1], [3 was j0], [2 was j4711.0]. A rank's clean exit starts the job's
 end: from then on nobody is relaunched, a rank that fails gives the job its status, and a
 joiner still not admitted 10 s later is stopped (and does not count). The job ends when its
 ranks end.
@@ -60,7 +60,8 @@ options:
   --restarts R           with --elastic: relaunch a dead rank as a joiner (same host), up to R
                          relaunches in all (default 0)
   --job-file F           with --elastic: write {"join": "host:port", "secret": "..."} to F
-                         (mode 0600) before any rank starts; removed when the job ends
+                         (mode 0600) before any rank starts; removed when the job ends. Its
+                         "tags" is where kylixrun --join follows the resizes for its tags
   --join F               add -n K ranks to the running elastic job whose --job-file is F: each
                          gets KYLIX_JOIN and KYLIX_SECRET (no KYLIX_RANK, KYLIX_SIZE,
                          KYLIX_RENDEZVOUS) and its kylix_init returns once the members'

@@ -35,6 +35,8 @@ type job struct {
 	watching       sync.WaitGroup           // the ranks' watch goroutines: each reaps its rank
 	tagMu          sync.Mutex               // tracked, and each tracked rank's cur (tags.go)
 	tracked        []*rank                  // every process started, for the tags to follow resizes
+	feed           *tagFeed                 // the resizes, served to kylixrun --join launchers (tagfeed.go)
+	joinPrefix     string                   // a kylixrun --join's name for its joiners: j<pid>
 }
 
 type rankExit struct {
@@ -91,11 +93,27 @@ func (j *job) run() int {
 	}
 
 	j.hosts, j.rvAddr, j.secret, j.restartsLeft = p.hosts, rvAddr, p.secret, c.restarts
+	var tagsAddr string
+	if c.jobFile != "" {
+		// Other launchers' joiners may come: their tags follow the resizes too.
+		if j.feed, err = serveTagFeed(p.bind, p.secret); err != nil {
+			j.logf("cannot serve the tag feed on %s: %v", p.bind, err)
+			return 1
+		}
+		defer j.feed.Close()
+		tagsAddr = j.feed.Addr()
+		if p.remoteHost != "" {
+			if tagsAddr, err = advertised(tagsAddr, c.rvHost, p.remoteHost); err != nil {
+				j.logf("%v", err)
+				return 1
+			}
+		}
+	}
 	if c.elastic {
 		j.watchAdmissions(rv)
 	}
 	if c.jobFile != "" {
-		wrote, err := writeJobFile(c.jobFile, jobFile{Join: rvAddr, Secret: p.secret})
+		wrote, err := writeJobFile(c.jobFile, jobFile{Join: rvAddr, Secret: p.secret, Tags: tagsAddr})
 		if err != nil {
 			j.logf("--job-file: cannot write %s: %v", c.jobFile, err)
 			return 1

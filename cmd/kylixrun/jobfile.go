@@ -10,10 +10,12 @@ import (
 )
 
 // jobFile is what --job-file writes and --join reads: where an elastic job takes joiners, and
-// the secret they prove.
+// the secret they prove; and where a kylixrun --join follows the job's resizes for its tags
+// (tagfeed.go; absent in the job files of older launchers).
 type jobFile struct {
 	Join   string `json:"join"`
 	Secret string `json:"secret"`
+	Tags   string `json:"tags,omitempty"`
 }
 
 // writeJobFile writes jf to path with mode 0600. The file is written under a temporary name in

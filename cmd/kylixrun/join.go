@@ -1,8 +1,10 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"syscall"
 )
 
@@ -20,6 +22,18 @@ func (j *job) runJoin() int {
 		return execErrorCode(err)
 	}
 	j.hosts = make([]string, c.n) // all local: the threads are shared among the K
+	j.joinPrefix = "j" + strconv.Itoa(os.Getpid())
+	if c.tagOutput {
+		// Before the first joiner starts, so that no resize that admits one goes unseen.
+		if jf.Tags == "" {
+			j.logf("--tag-output: the job file %s names no tag feed (a job of an older kylixrun): the joiners' tags will not follow their ranks", c.join)
+		} else if name, stop, err := followTagFeed(jf.Tags, jf.Secret, j.joinPrefix, j.renumber); err != nil {
+			j.logf("--tag-output: cannot follow the job's resizes at %s: %v; the joiners' tags will not follow their ranks", jf.Tags, err)
+		} else {
+			defer stop()
+			j.joinPrefix = name
+		}
+	}
 	sigs := catchSignals()
 	defer signal.Reset(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGPIPE)
 

@@ -207,3 +207,9 @@ func socketInodes(pid string) map[string]bool {
 	}
 	return inodes
 }
+
+// pipePending is how many bytes wait in pipe fd.
+func pipePending(fd int) (int, bool) {
+	n, err := unix.IoctlGetInt(fd, unix.TIOCINQ) // FIONREAD, as Linux names it
+	return n, err == nil
+}

@@ -304,14 +304,20 @@ func (j *job) startRank(s rankSpec) (*rank, error) {
 		*d.dst = pw
 		toClose = append(toClose, pw)
 		var src io.Reader = pr
+		prefixAt := r.prefixAt
 		if d.marker && s.release != nil {
 			src = newMarkerFilter(pr, remoteUpMarker, s.release)
+		} else if s.host == "" && j.cfg.tagOutput {
+			if ts := newTagStream(pr, r.prefix()); ts != nil {
+				src, prefixAt = ts, ts.prefixAt
+				r.streams = append(r.streams, ts)
+			}
 		}
 		r.pumps.Add(1)
 		go func(sink io.Writer) {
 			defer r.pumps.Done()
 			if j.cfg.tagOutput {
-				_ = copyLines(src, sink, r.prefix, true)
+				_ = copyLines(src, sink, prefixAt, true)
 			} else {
 				_ = pumpExact(src, sink)
 			}

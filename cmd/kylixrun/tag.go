@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
+	"math"
 	"sync"
 )
 
@@ -57,41 +58,63 @@ const maxLine = 1 << 20
 // without a newline gets one. It returns when r ends or w fails; on a failed write it stops
 // reading, so the rank sees a broken pipe as it would writing to a closed stdout itself.
 func pumpLines(r io.Reader, w io.Writer, prefix string) error {
-	return copyLines(r, w, func() string { return prefix }, true)
+	return copyLines(r, w, constPrefix(prefix), true)
 }
 
 // pumpExact copies r to w byte for byte, in writes of whole lines as pumpLines does; a last
 // line without a newline stays without one.
 func pumpExact(r io.Reader, w io.Writer) error {
-	return copyLines(r, w, func() string { return "" }, false)
+	return copyLines(r, w, constPrefix(""), false)
 }
 
-// copyLines is pumpLines, and pumpExact without endLines. prefix is asked at every read, so
-// that a tag can change while the rank runs (tags.go).
-func copyLines(r io.Reader, w io.Writer, prefixOf func() string, endLines bool) error {
+// constPrefix is a prefixAt whose prefix never changes.
+func constPrefix(p string) func(int64) (string, int64) {
+	return func(int64) (string, int64) { return p, math.MaxInt64 }
+}
+
+// copyLines is pumpLines, and pumpExact without endLines. prefixAt gives the prefix of the
+// line that starts at byte off of r, and the offset up to which it holds as far as is known,
+// so that a tag can change while the rank runs, from a given byte on (tags.go).
+func copyLines(r io.Reader, w io.Writer, prefixAt func(off int64) (prefix string, until int64), endLines bool) error {
 	buf := make([]byte, 64<<10)
 	var partial, out []byte
+	var off, lineStart int64 // bytes of r so far; where partial starts
+	var prefix string
+	var until int64 = -1 // prefix holds for the lines that start before until
+	at := func(o int64) string {
+		if o >= until {
+			prefix, until = prefixAt(o)
+		}
+		return prefix
+	}
 	for {
 		n, rerr := r.Read(buf)
 		data := buf[:n]
-		prefix := prefixOf()
+		pos := off
+		off += int64(n)
+		until = -1 // ask again at every read: the tag may have changed meanwhile
 		out = out[:0]
 		for len(data) > 0 {
+			if len(partial) == 0 {
+				lineStart = pos
+			}
 			i := bytes.IndexByte(data, '\n')
 			if i < 0 {
 				partial = append(partial, data...)
 				if len(partial) >= maxLine {
-					out = appendPiece(out, prefix, partial[:maxLine], endLines)
+					out = appendPiece(out, at(lineStart), partial[:maxLine], endLines)
 					partial = append(partial[:0], partial[maxLine:]...)
+					lineStart += maxLine
 				}
 				break
 			}
-			out = appendLine(out, prefix, partial, data[:i])
+			out = appendLine(out, at(lineStart), partial, data[:i])
 			partial = partial[:0]
 			data = data[i+1:]
+			pos += int64(i + 1)
 		}
 		if rerr != nil && len(partial) > 0 {
-			out = appendPiece(out, prefix, partial, endLines)
+			out = appendPiece(out, at(lineStart), partial, endLines)
 			partial = partial[:0]
 		}
 		if len(out) > 0 {

@@ -50,8 +50,33 @@ func rejoin(r int, o kx.Options, args []string) {
 	}
 }
 
+// joinSwap DIR (1 rank of kylixrun --elastic, 1 joiner of a kylixrun --join): rank 0 asks the
+// launcher's rendezvous to admit the joiner (as rank 1), then, as soon as the joiner has said
+// so (DIR/joined: a real joiner takes part in the next resize once admitted), for a membership
+// that swaps the two; each says its rank after the swap once it is done (DIR/swapped).
+func joinSwap(r int, o kx.Options, dir string) {
+	a, err := rendezvous.Admit(o.Rendezvous, o.Secret, kx.AdmitRequest{Members: []string{"127.0.0.1:1"},
+		Prev: []int{r}, Need: 1, Replication: 1, Wait: 60 * time.Second, Liveness: 2 * time.Second}, 90*time.Second)
+	if err != nil {
+		fail(err)
+	}
+	if len(a.Peers) != 2 || a.Prev[0] != 0 {
+		fail(fmt.Errorf("admission %v, want rank 0 kept and one joiner", a))
+	}
+	waitFor(filepath.Join(dir, "joined"))
+	if _, err := rendezvous.Admit(o.Rendezvous, o.Secret, kx.AdmitRequest{Members: []string{a.Peers[1], a.Peers[0]},
+		Prev: []int{1, 0}, Replication: 1, Wait: time.Second, Liveness: time.Second}, 20*time.Second); err != nil {
+		fail(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "swapped"), nil, 0o644); err != nil {
+		fail(err)
+	}
+	fmt.Printf("rank 0 is now rank 1\n")
+}
+
 // joiner waits at KYLIX_JOIN, listening where a member would reach it, until a resize admits it.
-func joiner() {
+// In the mode joinswap it then waits for the swap (joinSwap) and says its rank after it.
+func joiner(mode, arg string) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fail(err)
@@ -62,6 +87,13 @@ func joiner() {
 		fail(err)
 	}
 	fmt.Printf("joined as rank %d\n", rank)
+	if mode == "joinswap" {
+		if err := os.WriteFile(filepath.Join(arg, "joined"), nil, 0o644); err != nil {
+			fail(err)
+		}
+		waitFor(filepath.Join(arg, "swapped"))
+		fmt.Printf("rank %d is now rank %d\n", rank, 1-rank)
+	}
 }
 
 func waitFor(path string) {

@@ -4,7 +4,7 @@
 // With "blame DIR" after the ring, rank 2 tells the launcher that rank 1 failed it and exits 1,
 // rank 1 kills itself with SIGKILL once rank 2 has exited, and rank 0 sleeps: a culprit that
 // dies without telling while the launcher waits for its account. The modes "renumber" and
-// "rejoin" play resizes at the launcher's rendezvous (elastic.go).
+// "rejoin" and "joinswap" play resizes at the launcher's rendezvous (elastic.go).
 package main
 
 import (
@@ -22,8 +22,8 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 2 && os.Args[1] == "rejoin" && os.Getenv("KYLIX_JOIN") != "" {
-		joiner()
+	if len(os.Args) > 2 && (os.Args[1] == "rejoin" || os.Args[1] == "joinswap") && os.Getenv("KYLIX_JOIN") != "" {
+		joiner(os.Args[1], os.Args[2])
 		return
 	}
 	getenv := os.Getenv
@@ -66,6 +66,8 @@ func main() {
 		renumber(r, opts, os.Args[2])
 	case len(os.Args) > 2 && os.Args[1] == "rejoin":
 		rejoin(r, opts, os.Args[2:])
+	case len(os.Args) > 2 && os.Args[1] == "joinswap":
+		joinSwap(r, opts, os.Args[2])
 	}
 }
 

@@ -10,10 +10,12 @@ import (
 	"testing"
 )
 
-// decodedPerByte bounds what a compressed config message may decode to per byte received: lz4
-// expands a byte at most 255-fold, a key takes at least a byte of planes and a repeat bitmap a
-// bit per row, each row or key 8 bytes, plus the decoder's sort space.
-const decodedPerByte = 255 * 8 * 8 * 2
+// decodedPerByte bounds what a config message may make the decoder allocate per byte received.
+// A list holds at most codecMaxExpansion keys a byte (lz4's expansion, which honest dense lists
+// approach), each costing 16 bytes (the key or its row, and the sort's or the partition's
+// scratch); a repeat bitmap pays for at most repeatsPerByte rows a byte, 8 bytes each, and a
+// bit of scratch a row; twice that for size classes.
+const decodedPerByte = codecMaxExpansion*16 + 2*repeatsPerByte*8
 
 // FuzzConfigMsg: whatever a peer sends as a config message (sorted keys or layer-0 rows, plain
 // or compressed, with 0, 4 or 8 bytes of values a key), ParseConfigMsg returns an error naming

@@ -34,7 +34,8 @@ import (
 //
 // Gaps run on across chunks: gap j is x_j - x_{j-1} - 1 with x_{-1} = -1. Chunks bound the
 // scratch (a chunk's planes fit the lz4 window and L2), let the width follow the local density,
-// and let the decoder reject a corrupt list at its first bad chunk, before allocating for more.
+// and let the decoder check every chunk's framing, and that its payload can expand to it,
+// before it allocates the keys (checkList).
 
 const (
 	codecChunk   = 1 << 13 // keys per chunk
@@ -42,7 +43,9 @@ const (
 	codecModeRaw = 0
 	codecModeLZ4 = 1
 	// lz4 expands a block at most about 255-fold (a match length costs one byte per 255); a
-	// claimed count above this bound for the bytes given is corrupt, refused before allocating.
+	// chunk claiming more bytes than this for its payload is corrupt, refused before allocating.
+	// Honest dense runs come close (a chunk of all-zero gaps: 8192 keys in 54 lz4 bytes), so
+	// this, not a tighter bound, is what a list's keys per byte received are held to.
 	codecMaxExpansion = 256
 )
 
@@ -93,19 +96,20 @@ func (e *IndexEncoder) AppendList(dst []byte, keys []uint64) []byte {
 				pb[j] = byte(v >> s)
 			}
 		}
-		dst = e.appendChunk(dst, p, w)
+		dst = e.appendChunk(dst, p, w, (len(p)+codecMaxExpansion-1)/codecMaxExpansion)
 	}
 	return dst
 }
 
-// appendChunk appends one chunk: its planes lz4-compressed when that makes them smaller.
-func (e *IndexEncoder) appendChunk(dst, planes []byte, w int) []byte {
+// appendChunk appends one chunk: its planes lz4-compressed when that makes them smaller and
+// leaves at least minSize payload bytes (what the decoder holds the chunk to), stored otherwise.
+func (e *IndexEncoder) appendChunk(dst, planes []byte, w, minSize int) []byte {
 	h := len(dst)
 	bound := lz4.CompressBlockBound(len(planes))
 	dst = growBytes(dst, codecHdr+bound)[:h+codecHdr+bound]
 	body := dst[h+codecHdr:]
 	mode, size := codecModeLZ4, 0
-	if k, err := e.lz.CompressBlock(planes, body); err == nil && k > 0 && k < len(planes) {
+	if k, err := e.lz.CompressBlock(planes, body); err == nil && k >= max(1, minSize) && k < len(planes) {
 		size = k
 	} else { // incompressible: store the planes
 		mode, size = codecModeRaw, copy(body, planes)
@@ -125,9 +129,12 @@ type IndexDecoder struct {
 // DecodeList decodes the n keys of one list from b, which must hold exactly that list, and
 // returns them hash-sorted in a new slice. from is the sender, named in errors.
 func (d *IndexDecoder) DecodeList(b []byte, n int, from int) ([]uint64, error) {
-	x, err := d.decodeSorted(b, n, from)
-	if err != nil || n == 0 {
-		return x, err
+	if err := checkList(b, n, from); err != nil || n == 0 {
+		return nil, err
+	}
+	x := make([]uint64, n)
+	if err := d.decodeSorted(b, x, from); err != nil {
+		return nil, err
 	}
 	d.tmp = growU64(d.tmp, n)
 	hashSort(x, d.tmp[:n])
@@ -140,36 +147,60 @@ func corrupt(from, n, size int, why string, args ...any) error {
 		append([]any{kx.RankRef(from), n, size}, args...)...)
 }
 
-// decodeSorted decodes the n keys of one list from b as the codec wrote them: original
-// indices (unhashed), ascending, in a new slice.
-func (d *IndexDecoder) decodeSorted(b []byte, n int, from int) ([]uint64, error) {
+// checkList checks the framing of a list of n keys in b without decoding or allocating: every
+// chunk's header is whole, its mode and width are valid, its payload is in b and can hold the
+// chunk (raw: exactly; lz4: within codecMaxExpansion), and nothing follows the last chunk. So
+// the n keys a list claims are at most codecMaxExpansion per byte of b (n <= 256·len(b)), and
+// the decoder may allocate them once it passes.
+func checkList(b []byte, n int, from int) error {
 	bad := func(why string, args ...any) error { return corrupt(from, n, len(b), why, args...) }
-	if n == 0 {
-		if len(b) != 0 {
-			return nil, bad("bytes for no keys")
-		}
-		return nil, nil
+	switch {
+	case n == 0 && len(b) != 0:
+		return bad("bytes for no keys")
+	case n < 0 || n > maxListKeys || uint64(n) > codecMaxExpansion*uint64(len(b)):
+		return bad("more keys than the bytes can hold")
 	}
-	if n < 0 || uint64(n) > codecMaxExpansion*uint64(len(b))+codecChunk {
-		return nil, bad("more keys than the bytes can hold")
-	}
-	if cap(d.planes) < 8*codecChunk {
-		d.planes = make([]byte, 8*codecChunk)
-	}
-	x := make([]uint64, 0, min(n, 4*codecChunk)) // grows as chunks check out
-	next := uint64(0)                            // x_{j-1} + 1: the smallest allowed next index
 	off := 0
 	for lo := 0; lo < n; lo += codecChunk {
 		c := min(codecChunk, n-lo)
 		if len(b)-off < codecHdr {
-			return nil, bad("chunk %d is cut short", lo/codecChunk)
+			return bad("chunk %d is cut short", lo/codecChunk)
 		}
 		mode, w := int(b[off]>>4), int(b[off]&15)
 		size := int(binary.LittleEndian.Uint32(b[off+1:]))
 		off += codecHdr
 		if w < 1 || w > 8 || mode > codecModeLZ4 || size > len(b)-off {
-			return nil, bad("chunk %d has mode %d, width %d, %d payload bytes", lo/codecChunk, mode, w, size)
+			return bad("chunk %d has mode %d, width %d, %d payload bytes", lo/codecChunk, mode, w, size)
 		}
+		if mode == codecModeRaw && size != c*w {
+			return bad("chunk %d holds %d bytes, want %d", lo/codecChunk, size, c*w)
+		}
+		if mode == codecModeLZ4 && uint64(c*w) > codecMaxExpansion*uint64(size) {
+			return bad("chunk %d claims %d bytes from %d lz4 bytes, beyond lz4's expansion", lo/codecChunk, c*w, size)
+		}
+		off += size
+	}
+	if off != len(b) {
+		return bad("%d bytes after the last chunk", len(b)-off)
+	}
+	return nil
+}
+
+// decodeSorted decodes the len(x) keys of one list from b (checked by checkList) into x as the
+// codec wrote them: original indices (unhashed), ascending.
+func (d *IndexDecoder) decodeSorted(b []byte, x []uint64, from int) error {
+	n := len(x)
+	bad := func(why string, args ...any) error { return corrupt(from, n, len(b), why, args...) }
+	if cap(d.planes) < 8*codecChunk {
+		d.planes = make([]byte, 8*codecChunk)
+	}
+	next := uint64(0) // x_{j-1} + 1: the smallest allowed next index
+	off := 0
+	for lo := 0; lo < n; lo += codecChunk {
+		c := min(codecChunk, n-lo)
+		mode, w := int(b[off]>>4), int(b[off]&15)
+		size := int(binary.LittleEndian.Uint32(b[off+1:]))
+		off += codecHdr
 		payload := b[off : off+size]
 		off += size
 		p := payload
@@ -177,10 +208,8 @@ func (d *IndexDecoder) decodeSorted(b []byte, n int, from int) ([]uint64, error)
 			p = d.planes[:c*w]
 			k, err := lz4.UncompressBlock(payload, p)
 			if err != nil || k != c*w {
-				return nil, bad("chunk %d does not decompress to %d bytes", lo/codecChunk, c*w)
+				return bad("chunk %d does not decompress to %d bytes", lo/codecChunk, c*w)
 			}
-		} else if size != c*w {
-			return nil, bad("chunk %d holds %d bytes, want %d", lo/codecChunk, size, c*w)
 		}
 		for j := 0; j < c; j++ {
 			var g uint64
@@ -188,16 +217,13 @@ func (d *IndexDecoder) decodeSorted(b []byte, n int, from int) ([]uint64, error)
 				g |= uint64(p[k*c+j]) << (8 * k)
 			}
 			if g > math.MaxInt64-next { // indices are int64 >= 0, strictly increasing
-				return nil, bad("index %d overflows", lo+j)
+				return bad("index %d overflows", lo+j)
 			}
-			x = append(x, next+g)
+			x[lo+j] = next + g
 			next += g + 1
 		}
 	}
-	if off != len(b) {
-		return nil, bad("%d bytes after the last chunk", len(b)-off)
-	}
-	return x, nil
+	return nil
 }
 
 // growU64 returns s with room for n elements (contents not kept).

@@ -500,6 +500,9 @@ func FuzzLayer0Msg(f *testing.F) {
 		u := sortedSet(so) // no repeats: no bitmap
 		f.Add(bytes.Join(BuildConfigMsg(setOrdered(u, d0), nil, true, true, nil, true).Bufs, nil))
 	}
+	k := memberKey(d0, me)
+	f.Add(rowsMsg(f, k, 1<<14, true)) // more repeats than the bitmap's bytes pay for
+	f.Add(rowsMsg(f, k, 1<<10, false))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, e := range []int{0, es} {
 			var m ConfigLists
@@ -513,6 +516,15 @@ func FuzzLayer0Msg(f *testing.F) {
 			}
 			if len(m.Vals) != e*len(m.Out) {
 				t.Fatalf("es=%d: %d bytes of values for %d rows", e, len(m.Vals), len(m.Out))
+			}
+			// Every decoded row is paid for by the bytes: a key by at least 1/codecMaxExpansion
+			// of a byte, a repeat by 1/repeatsPerByte.
+			rows := len(m.Out)
+			if len(m.In) > 0 && (len(m.Out) == 0 || &m.In[0] != &m.Out[0]) { // in = out is sent once
+				rows += len(m.In)
+			}
+			if rows > (codecMaxExpansion+repeatsPerByte)*len(b) {
+				t.Fatalf("es=%d: %d rows from %d bytes", e, rows, len(b))
 			}
 			for _, l := range [][]uint64{m.Out, m.In} {
 				if _, err := RowBounds(l, d0, me, 7); err != nil && (kx.CodeOf(err) != kx.CodeInternal || !strings.Contains(err.Error(), "rank 7")) {

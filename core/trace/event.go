@@ -146,9 +146,10 @@ func appendStrKey(b []byte, k, v string) []byte {
 	return appendJSONString(b, v)
 }
 
-// encode appends e as one line of the file: a JSON object, a comma, a newline. off maps the
-// local clock to the aligned one.
-func (e *Event) encode(b []byte, pid int, off int64) []byte {
+// encode appends e as one line of the file: a JSON object, a comma, a newline. Times stay on
+// the local clock: the file's clock record (origin_unix_ns) carries the offset to rank 0's, so
+// an event written before the clocks were aligned lands where one written after does.
+func (e *Event) encode(b []byte, pid int) []byte {
 	ph, tid := byte('X'), laneCalls
 	switch e.Kind {
 	case kindSend:
@@ -171,7 +172,7 @@ func (e *Event) encode(b []byte, pid int, off int64) []byte {
 	b = append(b, `,"tid":`...)
 	b = strconv.AppendInt(b, int64(tid), 10)
 	b = append(b, `,"ts":`...)
-	b = appendMicros(b, e.TS+off)
+	b = appendMicros(b, e.TS)
 	if ph == 'X' {
 		b = append(b, `,"dur":`...)
 		b = appendMicros(b, e.Dur)

@@ -204,11 +204,10 @@ func (t *Tracer) flush(out []byte) []byte {
 		return out
 	}
 	t.buf, t.spare = t.spare[:0], nil
-	off := t.offset.Load()
 	pid := t.rank
 	t.mu.Unlock()
 	for i := range full {
-		out = full[i].encode(out, pid, off)
+		out = full[i].encode(out, pid)
 	}
 	t.f.Write(out)
 	t.written.Add(int64(len(full)))

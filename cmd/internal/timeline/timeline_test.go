@@ -6,6 +6,8 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"kylix/core/kx"
+	"kylix/core/trace"
 	"os"
 	"path/filepath"
 	"strings"
@@ -228,5 +230,47 @@ func TestInlineStepsExpand(t *testing.T) {
 	}
 	if _, left := r.Events[0].Args["steps"]; left {
 		t.Error("the call keeps its steps argument")
+	}
+}
+
+// Files written by core/trace with clock offsets merge onto rank 0's clock once: an event the
+// two ranks record at one instant lands, after the merge, exactly the claimed offset apart
+// (rank 1's clock said to be 5 ms behind rank 0's, though both read the same host clock here).
+func TestMergeAppliesTheClockOffsetOnce(t *testing.T) {
+	dir := t.TempDir()
+	const offNs = 5_000_000
+	var trs [2]*trace.Tracer
+	for r := range trs {
+		tr, err := trace.Open(dir, r, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trs[r] = tr
+	}
+	trs[0].SetClock(0, 0, 0, "h")
+	trs[1].SetClock(offNs, 100, 1, "h")
+	fp := kx.Fingerprint{Kind: kx.KindBarrier}
+	t0, t1 := trs[0].Now(), trs[1].Now() // one instant, give or take the two reads
+	trs[0].Call(1, fp, t0, t0+1000, 0, 0, 0, 0, nil, nil)
+	trs[1].Call(1, fp, t1, t1+1000, 0, 0, 0, 0, nil, nil)
+	for _, tr := range trs {
+		if err := tr.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ranks, _, err := Merge(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts [2]float64
+	for _, r := range ranks {
+		for _, e := range r.Events {
+			if e.Name == "kylix_barrier" {
+				ts[r.Rank] = e.TS
+			}
+		}
+	}
+	if d := ts[1] - ts[0] - offNs/1000; d < -50 || d > 50 { // µs
+		t.Errorf("rank 1's event is %.1f µs after rank 0's, want %d (the offset once)", ts[1]-ts[0], offNs/1000)
 	}
 }

@@ -10,6 +10,7 @@ package netio_test
 // goroutines: Kill is its crash, and a rank that stops sending its stop.
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"kylix/core/kx"
@@ -17,7 +18,6 @@ import (
 	"kylix/netio/internal/nettest"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -56,44 +56,42 @@ func landed(place []byte) int {
 	return len(place)
 }
 
-// deathSpec is what the child does, passed in its environment.
+// deathSpec is what the child does, passed in its environment as JSON.
 type deathSpec struct {
-	stream bool           // a stream of streamMsg messages, else one message of size bytes
-	sig    syscall.Signal // SIGKILL or SIGSTOP, sent to itself delay after it starts sending
-	shm    string
-	size   int
-	delay  time.Duration
-	peers  []string
+	Mode  string         // "frame": one message of Size bytes; "stream": streamMsg messages; "coll": collectives (linkdeath_coll_test.go)
+	Sig   syscall.Signal // SIGKILL or SIGSTOP, sent to itself Delay after it starts sending
+	Shm   string
+	Size  int
+	Delay time.Duration
+	Peers []string
+	Ranks int // the job's size (2 unless Mode is "coll"); the child is its last rank
+	Coll  collSpec
 }
 
 func (s deathSpec) env() string {
-	return fmt.Sprintf("%v;%d;%s;%d;%d;%s", s.stream, int(s.sig), s.shm, s.size, s.delay, strings.Join(s.peers, ","))
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
 
 func parseDeathSpec(v string) (s deathSpec, err error) {
-	f := strings.Split(v, ";")
-	if len(f) != 6 {
-		return s, fmt.Errorf("%s=%q", childEnv, v)
-	}
-	s.stream = f[0] == "true"
-	sig, _ := strconv.Atoi(f[1])
-	s.sig, s.shm = syscall.Signal(sig), f[2]
-	s.size, _ = strconv.Atoi(f[3])
-	d, _ := strconv.ParseInt(f[4], 10, 64)
-	s.delay, s.peers = time.Duration(d), strings.Split(f[5], ",")
-	return s, nil
+	err = json.Unmarshal([]byte(v), &s)
+	return s, err
 }
 
 // deathOpts are both sides' transport options: liveness short enough that a stopped peer is
 // declared lost within a second or two, the timeout far longer, so that a PEER error shows the
 // death was seen (a wait that merely timed out fails with TIMEOUT).
 func deathOpts(rank int, s deathSpec) kx.Options {
-	return kx.Options{Rank: rank, Size: 2, Peers: s.peers, Timeout: 30 * time.Second,
-		Liveness: time.Second, Secret: "linkdeath", Shm: s.shm}
+	return kx.Options{Rank: rank, Size: s.Ranks, Peers: s.Peers, Timeout: 30 * time.Second,
+		Liveness: time.Second, Secret: "linkdeath", Shm: s.Shm}
 }
 
-// TestLinkDeathChild is rank 1 of TestLinkDeath's jobs, in a process of its own: it waits for
-// rank 0's word, then sends and signals itself a moment into the sending.
+// TestLinkDeathChild is the last rank of the death tests' jobs, in a process of its own: it
+// waits for rank 0's word, then sends and signals itself a moment into the sending (or runs
+// collectives, Mode "coll").
 func TestLinkDeathChild(t *testing.T) {
 	v := os.Getenv(childEnv)
 	if v == "" {
@@ -103,21 +101,22 @@ func TestLinkDeathChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := netio.ConnectLoopback(deathOpts(1, s))
+	tr, err := netio.ConnectLoopback(deathOpts(s.Ranks-1, s))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if s.Mode == "coll" {
+		collChild(t, tr, s)
+		return
+	}
 	tr.Receiver().Begin(3, deathFP)
-	msg := make([]byte, s.size)
+	msg := make([]byte, s.Size)
 	pattern(msg, 0) // touched before the clock starts: the copy is not of the zero page
 	if _, err := tr.Receiver().Recv(0, goTag); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		time.Sleep(s.delay)
-		syscall.Kill(os.Getpid(), s.sig)
-	}()
-	if !s.stream {
+	signalSelf(s)
+	if s.Mode == "frame" {
 		tr.Sender().Send(0, bigTag, msg)
 	} else {
 		for k := 0; ; k++ {
@@ -128,6 +127,30 @@ func TestLinkDeathChild(t *testing.T) {
 		}
 	}
 	time.Sleep(time.Minute) // killed, or stopped and then killed by the parent, long before
+}
+
+// signalSelf sends the child s.Sig s.Delay from now.
+func signalSelf(s deathSpec) {
+	go func() {
+		time.Sleep(s.Delay)
+		syscall.Kill(os.Getpid(), s.Sig)
+	}()
+}
+
+// spawnChild starts this test binary as the child of spec s; stop kills it (our own child, by
+// pid: a stopped process dies of SIGKILL too) and waits for it.
+func spawnChild(t *testing.T, s deathSpec) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLinkDeathChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnv+"="+s.env())
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
 }
 
 // wantRankErr checks that err is a PEER error that names rank (in its typed reference and its
@@ -144,33 +167,24 @@ func wantRankErr(t *testing.T, err error, code kx.Code, rank int) {
 	}
 }
 
-// startChild starts rank 1 of a job with spec s and connects rank 0 here. The caller kills and
-// waits for the child (stop).
+// startChild starts rank 1 of a 2-rank job with spec s and connects rank 0 here. The caller
+// kills and waits for the child (stop).
 func startChild(t *testing.T, s deathSpec) (tr *netio.TCP, stop func()) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLinkDeathChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnv+"="+s.env())
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stop = func() {
-		cmd.Process.Kill() // our own child, by pid; a stopped process dies of SIGKILL too
-		cmd.Wait()
-	}
+	stop = spawnChild(t, s)
 	tr, err := netio.ConnectLoopback(deathOpts(0, s))
 	if err != nil {
 		stop()
 		t.Fatal(err)
 	}
 	want := 0
-	if s.shm != "off" {
+	if s.Shm != "off" {
 		want = 1
 	}
 	if got := tr.ShmStats().Peers; got != want {
 		tr.Close()
 		stop()
-		t.Fatalf("shm=%s: %d shared-memory peers, want %d", s.shm, got, want)
+		t.Fatalf("shm=%s: %d shared-memory peers, want %d", s.Shm, got, want)
 	}
 	tr.Receiver().Begin(3, deathFP)
 	return tr, stop
@@ -193,7 +207,7 @@ func TestLinkDeathMidFrame(t *testing.T) {
 		for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGSTOP} {
 			name := map[string]string{"off": "socket", "auto": "ring"}[shmOpt] + "/" + sigName[sig]
 			t.Run(name, func(t *testing.T) {
-				midFrame(t, deathSpec{sig: sig, shm: shmOpt, size: 64 << 20, delay: 2 * time.Millisecond})
+				midFrame(t, deathSpec{Mode: "frame", Sig: sig, Shm: shmOpt, Size: 64 << 20, Delay: 2 * time.Millisecond, Ranks: 2})
 			})
 		}
 	}
@@ -203,10 +217,10 @@ var sigName = map[syscall.Signal]string{syscall.SIGKILL: "kill", syscall.SIGSTOP
 
 func midFrame(t *testing.T, s deathSpec) {
 	for attempt := 0; ; attempt++ {
-		s.peers = nettest.FreePorts(t, 2)
+		s.Peers = nettest.FreePorts(t, 2)
 		tr, stop := startChild(t, s)
-		whole := make([]byte, s.size+64) // zero sentinels around the place: the pattern has no zero byte
-		place := whole[32 : 32+s.size]
+		whole := make([]byte, s.Size+64) // zero sentinels around the place: the pattern has no zero byte
+		place := whole[32 : 32+s.Size]
 		tr.Receiver().Post(1, bigTag, place, kx.Fold{})
 		if err := tr.Sender().Send(1, goTag, []byte("go")); err != nil {
 			stop()
@@ -215,18 +229,18 @@ func midFrame(t *testing.T, s deathSpec) {
 		}
 		_, err := tr.Receiver().Await(1, bigTag, kx.Whole)
 		got := landed(place)
-		byRefStopped := err == nil && s.sig == syscall.SIGSTOP && s.shm != "off"
+		byRefStopped := err == nil && s.Sig == syscall.SIGSTOP && s.Shm != "off"
 		if byRefStopped {
 			_, err = tr.Receiver().Recv(1, neverTag)
 		}
 		stop()
 		for i, b := range whole {
-			if (i < 32 || i >= 32+s.size) && b != 0 {
+			if (i < 32 || i >= 32+s.Size) && b != 0 {
 				t.Fatalf("byte %d outside the posted place was written", i)
 			}
 		}
-		mid := err != nil && got > 0 && got < s.size || byRefStopped
-		t.Logf("attempt %d: %d of %d bytes landed, signal after %v: %v", attempt, got, s.size, s.delay, err)
+		mid := err != nil && got > 0 && got < s.Size || byRefStopped
+		t.Logf("attempt %d: %d of %d bytes landed, signal after %v: %v", attempt, got, s.Size, s.Delay, err)
 		if mid || attempt == 5 {
 			if !mid {
 				t.Errorf("in %d attempts the signal never landed in the middle of the frame", attempt+1)
@@ -243,10 +257,10 @@ func midFrame(t *testing.T, s deathSpec) {
 		tr.Close()
 		switch {
 		case err == nil: // the frame ended before the signal
-			s.size *= 2
-			s.delay = max(s.delay/2, 100*time.Microsecond)
+			s.Size *= 2
+			s.Delay = max(s.Delay/2, 100*time.Microsecond)
 		default: // the signal came before the frame started
-			s.delay *= 2
+			s.Delay *= 2
 		}
 	}
 }
@@ -263,13 +277,14 @@ func TestLinkDeathStream(t *testing.T) {
 	for _, lk := range []string{"socket", "ring", "memory"} {
 		for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGSTOP} {
 			t.Run(lk+"/"+sigName[sig], func(t *testing.T) {
+				t.Parallel() // mostly waits: for liveness_ms, for a child process
 				if lk == "memory" {
 					memStream(t, sig)
 					return
 				}
 				shmOpt := map[string]string{"socket": "off", "ring": "auto"}[lk]
-				s := deathSpec{stream: true, sig: sig, shm: shmOpt, size: streamMsg, delay: 30 * time.Millisecond,
-					peers: nettest.FreePorts(t, 2)}
+				s := deathSpec{Mode: "stream", Sig: sig, Shm: shmOpt, Size: streamMsg, Delay: 30 * time.Millisecond,
+					Peers: nettest.FreePorts(t, 2), Ranks: 2}
 				tr, stop := startChild(t, s)
 				defer tr.Close()
 				defer stop()

@@ -91,7 +91,7 @@ func (f *flood) run(ts []kx.Transport) error {
 	big := bytes.Repeat([]byte{0xb1, 0x6d, 0x0f}, f.frame/3+1)[:f.frame]
 	end := []byte{1} // B's last message: it has stopped
 	small := []byte("A's small message")
-	stop := make(chan struct{}) // A's message was delivered: B may stop
+	stop := make(chan struct{})    // A's message was delivered: B may stop
 	running := make(chan struct{}) // B's flood is under way (or taking it failed)
 	var runOnce sync.Once
 	isRunning := func() { runOnce.Do(func() { close(running) }) }

@@ -75,7 +75,7 @@ func TestLinkDeathInCollective(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s/replication%d", lk, sigName[sig], repl), func(t *testing.T) {
 					t.Parallel() // mostly waits: for liveness_ms, for a child process
 					s := deathSpec{Mode: "coll", Sig: sig, Delay: time.Millisecond, Ranks: 3,
-						Coll: collSpec{Replicas: repl, Iters: 40, SigAt: 3, Len: 100003}}
+						Coll: collSpec{Replicas: repl, Iters: 16, SigAt: 3, Len: 100003}}
 					if repl == 2 {
 						s.Ranks = 4
 					}
@@ -107,7 +107,7 @@ func collDeath(t *testing.T, lk string, s deathSpec) {
 	victimDone := make(chan struct{})
 	switch lk {
 	case "memory":
-		ms := netio.NewMemJob(s.Ranks, 2*time.Second)
+		ms := netio.NewMemJob(s.Ranks, slow*2*time.Second)
 		for _, m := range ms[:victim] {
 			ts = append(ts, m)
 		}
@@ -145,7 +145,7 @@ func collDeath(t *testing.T, lk string, s deathSpec) {
 
 	done := make([]int, victim) // calls completed, by rank
 	failed := make([][]int, victim)
-	errs := runComms(t, ts, func(r int) kx.Options { return collOpts(r, s) }, func(c *core.Comm) error {
+	errs := runComms(t, ts, time.Minute, func(r int) kx.Options { return collOpts(r, s) }, func(c *core.Comm) error {
 		r := c.Rank()
 		node := r % nodes
 		for it := 0; it < s.Coll.Iters; it++ {

@@ -86,7 +86,7 @@ func parseDeathSpec(v string) (s deathSpec, err error) {
 // death was seen (a wait that merely timed out fails with TIMEOUT).
 func deathOpts(rank int, s deathSpec) kx.Options {
 	return kx.Options{Rank: rank, Size: s.Ranks, Peers: s.Peers, Timeout: 30 * time.Second,
-		Liveness: time.Second, Secret: "linkdeath", Shm: s.Shm}
+		Liveness: slow * time.Second, Secret: "linkdeath", Shm: s.Shm}
 }
 
 // TestLinkDeathChild is the last rank of the death tests' jobs, in a process of its own: it
@@ -257,7 +257,7 @@ func midFrame(t *testing.T, s deathSpec) {
 		tr.Close()
 		switch {
 		case err == nil: // the frame ended before the signal
-			s.Size *= 2
+			s.Size = min(2*s.Size, 256<<20)
 			s.Delay = max(s.Delay/2, 100*time.Microsecond)
 		default: // the signal came before the frame started
 			s.Delay *= 2
@@ -322,7 +322,7 @@ func takeStream(t *testing.T, rv kx.Receiver) (int, error) {
 // memStream is TestLinkDeathStream in memory: rank 1 sends 20 messages, then is killed or
 // stops sending until the test ends.
 func memStream(t *testing.T, sig syscall.Signal) {
-	ms := netio.NewMemJob(2, time.Second)
+	ms := netio.NewMemJob(2, slow*time.Second)
 	defer ms[0].Close()
 	for _, m := range ms {
 		m.Receiver().Begin(3, deathFP)

@@ -95,8 +95,8 @@ func closeTransports(ts []kx.Transport) {
 
 // runComms makes a comm on every transport (rank r with opts(r)) and runs fn on all of them at
 // once; it returns the errors by rank. The comms close their transports. A job still running
-// 3 timeouts after it started hangs: the test fails by its own bound, not go test's.
-func runComms(t *testing.T, ts []kx.Transport, opts func(r int) kx.Options, fn func(c *core.Comm) error) []error {
+// after bound hangs: the test fails by its own bound, not go test's.
+func runComms(t *testing.T, ts []kx.Transport, bound time.Duration, opts func(r int) kx.Options, fn func(c *core.Comm) error) []error {
 	t.Helper()
 	errs := make([]error, len(ts))
 	var wg sync.WaitGroup
@@ -118,7 +118,6 @@ func runComms(t *testing.T, ts []kx.Transport, opts func(r int) kx.Options, fn f
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	bound := 3 * ts[0].Timeout()
 	select {
 	case <-done:
 	case <-time.After(bound):
@@ -196,7 +195,7 @@ func linkSuiteJob(t *testing.T, lk linkKind, sc suiteCase) {
 	large := largeCases(seed, sc.nodes)
 	o := kx.Options{Timeout: 20 * time.Second}
 	ts := lk.start(t, size, o)
-	errs := runComms(t, ts, func(r int) kx.Options {
+	errs := runComms(t, ts, 3*o.Timeout, func(r int) kx.Options {
 		return kx.Options{Rank: r, Size: size, Degrees: sc.degrees, Replication: sc.replicas,
 			MinPacket: 4096, Compress: sc.compress, Timeout: o.Timeout, Threads: 1}
 	}, func(c *core.Comm) error {

@@ -4,7 +4,7 @@ package netio_test
 
 // A peer that dies (kill -9) or stops (SIGSTOP) while it sends, over each link kind: the wait
 // for it fails with an error naming its rank, never hangs. Over sockets and rings the peer is a
-// child process (this test binary again, as rank 1 of a 2-rank job), so its death is the
+// child process (this test binary again, as the job's last rank), so its death is the
 // kernel's doing: a socket reset or end of stream in the middle of a frame, a ring whose writer
 // vanished, a single-copy read from a process that is gone. The in-memory transport's ranks are
 // goroutines: Kill is its crash, and a rank that stops sending its stop.
@@ -95,7 +95,7 @@ func deathOpts(rank int, s deathSpec) kx.Options {
 func TestLinkDeathChild(t *testing.T) {
 	v := os.Getenv(childEnv)
 	if v == "" {
-		t.Skip("only as TestLinkDeath's child")
+		t.Skip("only as the child of the TestLinkDeath tests")
 	}
 	s, err := parseDeathSpec(v)
 	if err != nil {
@@ -144,6 +144,7 @@ func spawnChild(t *testing.T, s deathSpec) (stop func()) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLinkDeathChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childEnv+"="+s.env())
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with this process
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -153,8 +154,7 @@ func spawnChild(t *testing.T, s deathSpec) (stop func()) {
 	}
 }
 
-// wantRankErr checks that err is a PEER error that names rank (in its typed reference and its
-// text), or, where wantCode says so, another code naming it.
+// wantRankErr checks that err has code and names rank, in its typed reference and its text.
 func wantRankErr(t *testing.T, err error, code kx.Code, rank int) {
 	t.Helper()
 	nettest.WantErr(t, err, code, fmt.Sprintf("rank %d", rank))

@@ -4,7 +4,7 @@ package netio_test
 
 // The transport suite: every link kind a peer can hold (a socket over loopback, a shared-memory
 // ring between ranks of one host, the in-memory transport) carries the same collectives, with
-// every built-in dtype and op, at 1 to 5 ranks and with two replicas per node, and each result
+// every built-in dtype and op, at 1 to 5 nodes, alone or with two replicas each, and each result
 // is checked bitwise against a brute force over data regenerated independently of the library
 // (netio/internal/nettest/ref.go). The collectives are what exercise a link: config messages of
 // unknown length (Recv), values read into posted places (Await, by prefix), reduce on receive,
@@ -164,7 +164,7 @@ func TestLinkSuite(t *testing.T) {
 		t.Run(lk.name, func(t *testing.T) {
 			for i, sc := range suiteCases {
 				if testing.Short() && i%2 == 1 {
-					continue // -short (and -race runs): every other shape
+					continue // -short: every other shape
 				}
 				t.Run(fmt.Sprintf("n%d_r%d_%s_%s_w%d_same%v", sc.nodes, sc.replicas, sc.degrees, sc.compress, sc.width, sc.same), func(t *testing.T) {
 					linkSuiteJob(t, lk, sc)
@@ -222,7 +222,7 @@ func linkSuiteJob(t *testing.T, lk linkKind, sc suiteCase) {
 }
 
 // everyDtypeOp runs, on one rank of node, a config and then for every dtype and op a reduce,
-// a config_reduce and a dense allreduce, and one large dense allreduce; every result is
+// a config_reduce and a dense allreduce, then the large dense allreduces; every result is
 // compared bitwise with the brute force.
 func everyDtypeOp(t *testing.T, c *core.Comm, all []nettest.Contribution, node, width int, small [][]int8, large []largeDense) error {
 	mine := all[node]

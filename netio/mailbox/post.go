@@ -124,13 +124,18 @@ func (m *Mailbox) landed(src int, p *post, layer uint8, phase kx.Phase) {
 }
 
 // unfill is told by a reader whose connection failed in the middle of a payload it was reading
-// into post p: the post ends with the peer's error, and nobody writes into it any more.
+// into post p: the post ends with the peer's error, and nobody writes into it any more. Where the
+// peer was already found dead (liveness, its process gone), that is the error: the read failed
+// because of it, and "connection broke" would hide why.
 func (m *Mailbox) unfill(src int, p *post) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p.state == postFilling {
 		p.state = postLanded
 		p.err = LostError(src, "its connection broke in the middle of a message")
+		if src >= 0 && src < len(m.dead) && m.dead[src] != nil {
+			p.err = m.dead[src]
+		}
 		m.wakeKey(p.seq, m.race.key(p.layer, p.phase, src))
 	}
 	m.quiet.Broadcast()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -134,6 +135,17 @@ func TestSignalWhileStoppingLeftovers(t *testing.T) {
 		}
 		if time.Now().After(end) {
 			t.Fatal("rank 0 did not exit")
+		}
+	}
+	// The leftover ignores SIGTERM only once it runs sleep (it sets the trap, then execs): on a
+	// loaded machine the subshell may not have got that far, and SIGTERM would simply end it.
+	bg := readPIDs(t, filepath.Join(dir, "bg"))[0]
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", bg)); err == nil && strings.TrimSpace(string(comm)) == "sleep" {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the leftover never ran sleep")
 		}
 	}
 	if err := l.cmd.Process.Signal(syscall.SIGTERM); err != nil {

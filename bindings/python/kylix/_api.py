@@ -175,7 +175,7 @@ def _count(n: int) -> ctypes.c_int64:
 
 # ---- the repeated call ------------------------------------------------------------------------
 #
-# A loop calls allreduce with the same arrays every time, and the lean path's checks and
+# A loop calls allreduce (or a plan's reduce) with the same arrays every time, and the lean path's checks and
 # pointer views (dtype, flags and shape through numpy, a ctypes object per pointer) cost
 # several times what a test of "same as last time" does.  So a comm keeps the last call the
 # lean path accepted with an out (or in place), as a _Hot: the arrays' addresses, the prepared
@@ -197,9 +197,10 @@ class _Hot:
 
 
 def _make_hot(arr: np.ndarray, out: np.ndarray, op: Any, sp: ctypes.c_void_p,
-              rp: ctypes.c_void_p, cnt: ctypes.c_int64, dcode: int, code: int) -> Optional[_Hot]:
+              rp: ctypes.c_void_p, cnt: Any, dcode: int, code: int) -> Optional[_Hot]:
     """The _Hot for a call the lean path just checked, or None (no stamp for these arrays, or
-    a dtype object that is not numpy's own)."""
+    a dtype object that is not numpy's own).  cnt: allreduce's count (a c_int64), or
+    reduce's width (an int)."""
     dt = CODE_TO_NP[dcode]
     if arr.dtype is not dt or out.dtype is not dt:
         return None
@@ -809,6 +810,8 @@ class Plan(PlanHandle):
     def __init__(self, comm: Comm, ptr_: int, n_out: int, n_in: int):
         super().__init__(comm, ptr_)
         self._handle = _void_p(ptr_)     # for the lean path's untyped call
+        self._hot: Optional[_Hot] = None  # the last repeated call (see "the repeated call")
+        self._seen = (0, 0)              # ids of the last (out_vals, out) the lean path took
         self.n_out = int(n_out)
         self.n_in = int(n_in)
 
@@ -851,6 +854,17 @@ class Plan(PlanHandle):
         """
         call = "kylix_reduce"
         p = self._ptr(call)
+        if dtype is None and type(out_vals) is _ndarray:
+            h = self._hot
+            # The repeated call, as in Comm.allreduce (never in place: out may not overlap).
+            if h is not None and type(out) is _ndarray and op is h.op and \
+                    id(out_vals) == h.aid and id(out) == h.oid and h.af.raw == h.afb and \
+                    h.ad.raw == h.adb and h.of.raw == h.ofb and h.od.raw == h.odb:
+                self._seen = None
+                st = _reduce_untyped(self._handle, h.sp, h.rp, h.dcode, h.code, h.cnt)
+                if st:
+                    self._comm._check(st, call)
+                return out
         if dtype is None and type(out_vals) is _ndarray and out_vals.flags.c_contiguous:
             # The lean path (see its note at the top); what it does not take falls through.
             dt = out_vals.dtype
@@ -877,6 +891,11 @@ class Plan(PlanHandle):
                     st = _reduce_untyped(self._handle, sp, rp, dcode, code, width)
                     if st:
                         self._comm._check(st, call)
+                    if out is not None:
+                        seen = (id(out_vals), id(out))
+                        if seen == self._seen:
+                            self._hot = _make_hot(out_vals, out, op, sp, rp, width, dcode, code)
+                        self._seen = seen
                     return res
         try:
             v, res, width, code, uop = self._args(out_vals, out, dtype, copy, op)

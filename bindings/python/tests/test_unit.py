@@ -454,6 +454,57 @@ def test_repeated_allreduce(comm, general_calls, lean_calls):
         comm.allreduce(x, out=out)
 
 
+def test_repeated_reduce(comm, general_calls, lean_calls):
+    """As test_repeated_allreduce, for a plan's reduce."""
+    plan = comm.config([1, 2], [2, 1, 0])
+    want = np.array([20.0, 10.0, 0.0])
+
+    def fresh():
+        v = np.array([10.0, 20.0])
+        out = np.empty(3)
+        for _ in range(3):
+            out[:] = -1
+            assert plan.reduce(v, out=out) is out and np.array_equal(out, want)
+        return v, out
+
+    v, out = fresh()
+    n = len(lean_calls)
+    for _ in range(5):
+        out[:] = -1
+        assert plan.reduce(v, out=out) is out and np.array_equal(out, want)
+    assert len(lean_calls) == n and general_calls == []
+    assert plan.reduce(v, "max", out=out) is out and np.array_equal(out[:2], want[:2])
+    assert len(lean_calls) == n + 1
+    changes = [
+        (lambda v, out: setattr(out.flags, "writeable", False), "out: is read-only"),
+        (lambda v, out: out.resize(2, refcheck=False), r"out: shape \(2,\)"),
+        (lambda v, out: out.resize(4, refcheck=False), r"out: shape \(4,\)"),
+        (lambda v, out: v.resize(3, refcheck=False), "out_vals: has 3 rows"),
+        (lambda v, out: v.resize(1, refcheck=False), "out_vals: has 1 rows"),
+        (lambda v, out: setattr(v, "dtype", np.int64), "out: dtype float64 does not match"),
+        (lambda v, out: setattr(out, "strides", (0,)), "out: must be C-contiguous"),
+    ]
+    for change, msg in changes:
+        v, out = fresh()
+        change(v, out)
+        with pytest.raises(kylix.ArgumentError, match=msg):
+            plan.reduce(v, out=out)
+    v, out = fresh()
+    v.shape = (2, 1)                                          # width 1: out (n_in,) or (n_in, 1)
+    out[:] = -1
+    assert plan.reduce(v, out=out) is out and np.array_equal(out, want)
+    v, out = fresh()
+    del out
+    gc.collect()
+    assert np.array_equal(plan.reduce(v), want)
+    for _ in range(3):
+        out = np.empty(3)
+        assert plan.reduce(v, out=out) is out and np.array_equal(out, want)
+    plan.close()
+    with pytest.raises(kylix.StateError, match="closed"):
+        plan.reduce(v, out=out)
+
+
 @pytest.mark.parametrize("fast_address", [True, False])
 def test_lean_reduce(comm, general_calls, monkeypatch, fast_address):
     if not fast_address:

@@ -175,20 +175,20 @@ def _count(n: int) -> ctypes.c_int64:
 
 # ---- the repeated call ------------------------------------------------------------------------
 #
-# A loop calls allreduce (or a plan's reduce) with the same arrays every time, and the lean path's checks and
-# pointer views (dtype, flags and shape through numpy, a ctypes object per pointer) cost
-# several times what a test of "same as last time" does.  So a comm keeps the last call the
-# lean path accepted with an out (or in place), as a _Hot: the arrays' addresses, the prepared
-# arguments of the C call (the pointer views read the data pointer at each call) and each
-# array's stamp (_arrays.stamp_views: the bytes of the fields and dimensions every check of the
-# lean path depends on).  The next call with the same op and exact ndarrays at the same
-# addresses whose stamps are unchanged passes every check the lean path made, whether or not
-# they are the very same objects (a new array may take a dead one's place), and makes the C
-# call directly; anything else goes through the lean path.  The _Hot holds no reference to
-# the arrays (a weak reference would make ndarray.resize refuse them).  The one pointer among
-# the stamped fields whose target matters, the dtype's, is taken only when it is numpy's own
-# dtype object, which never dies, so the same pointer is the same dtype.  A pair is kept the
-# second time in a row it is seen, so alternating arrays cost a comparison.
+# A loop calls allreduce (or a plan's reduce) with the same arrays every time, and the lean
+# path's checks and pointer views (dtype, flags and shape through numpy, a ctypes object per
+# pointer) cost several times what a test of "same as last time" does.  So a comm (a plan)
+# keeps the last call the lean path accepted with an out (or in place), as a _Hot: the arrays'
+# addresses, the prepared arguments of the C call (the pointer views read the data pointer at
+# each call) and each array's stamp (_arrays.stamp_views: the bytes of the fields and
+# dimensions every check of the lean path depends on).  The next call with the same op and
+# exact ndarrays at the same addresses whose stamps are unchanged passes every check the lean
+# path made, whether or not they are the very same objects (a new array may take a dead one's
+# place), and makes the C call directly; anything else goes through the lean path.  The _Hot
+# holds no reference to the arrays (a weak reference would make ndarray.resize refuse them).
+# The one pointer among the stamped fields whose target matters, the dtype's, is taken only
+# when it is numpy's own dtype object, which never dies, so the same pointer is the same dtype.
+# A pair is kept the second time in a row it is seen, so alternating arrays cost a comparison.
 
 
 class _Hot:

@@ -193,14 +193,14 @@ def _count(n: int) -> ctypes.c_int64:
 
 class _Hot:
     __slots__ = ("aid", "oid", "in_place", "op", "af", "afb", "ad", "adb", "of", "ofb", "od",
-                 "odb", "sp", "rp", "cnt", "dcode", "code")
+                 "odb", "args")
 
 
-def _make_hot(arr: np.ndarray, out: np.ndarray, op: Any, sp: ctypes.c_void_p,
-              rp: ctypes.c_void_p, cnt: Any, dcode: int, code: int) -> Optional[_Hot]:
-    """The _Hot for a call the lean path just checked, or None (no stamp for these arrays, or
-    a dtype object that is not numpy's own).  cnt: allreduce's count (a c_int64), or
-    reduce's width (an int)."""
+def _make_hot(arr: np.ndarray, out: np.ndarray, op: Any, dcode: int,
+              args: Tuple[Any, ...]) -> Optional[_Hot]:
+    """The _Hot for a call the lean path just checked with the C function's arguments args
+    (one tuple: the call passes it on without building another), or None (no stamp for these
+    arrays, or a dtype object that is not numpy's own)."""
     dt = CODE_TO_NP[dcode]
     if arr.dtype is not dt or out.dtype is not dt:
         return None
@@ -215,7 +215,7 @@ def _make_hot(arr: np.ndarray, out: np.ndarray, op: Any, sp: ctypes.c_void_p,
     if o is not None:
         h.of, h.od = o
         h.ofb, h.odb = h.of.raw, h.od.raw
-    h.sp, h.rp, h.cnt, h.dcode, h.code = sp, rp, cnt, dcode, code
+    h.args = args
     return h
 
 
@@ -504,7 +504,7 @@ class Comm(CommHandle):
                     h.af.raw == h.afb and h.ad.raw == h.adb and \
                     (h.in_place or (h.of.raw == h.ofb and h.od.raw == h.odb)):
                 self._seen = None        # what comes next in the lean path is not a repeat
-                st = _allreduce_untyped(self._handle, h.sp, h.rp, h.cnt, h.dcode, h.code)
+                st = _allreduce_untyped(*h.args)
                 if st:
                     self._check(st, call)
                 return out
@@ -543,7 +543,8 @@ class Comm(CommHandle):
                     if out is not None:
                         seen = (id(arr), id(out))
                         if seen == self._seen:
-                            self._hot = _make_hot(arr, out, op, sp, rp, cnt, dcode, code)
+                            self._hot = _make_hot(arr, out, op, dcode,
+                                                  (self._handle, sp, rp, cnt, dcode, code))
                         self._seen = seen
                     return res
         c = self._ptr(call)
@@ -861,7 +862,7 @@ class Plan(PlanHandle):
                     id(out_vals) == h.aid and id(out) == h.oid and h.af.raw == h.afb and \
                     h.ad.raw == h.adb and h.of.raw == h.ofb and h.od.raw == h.odb:
                 self._seen = None
-                st = _reduce_untyped(self._handle, h.sp, h.rp, h.dcode, h.code, h.cnt)
+                st = _reduce_untyped(*h.args)
                 if st:
                     self._comm._check(st, call)
                 return out
@@ -894,7 +895,8 @@ class Plan(PlanHandle):
                     if out is not None:
                         seen = (id(out_vals), id(out))
                         if seen == self._seen:
-                            self._hot = _make_hot(out_vals, out, op, sp, rp, width, dcode, code)
+                            self._hot = _make_hot(out_vals, out, op, dcode,
+                                                  (self._handle, sp, rp, dcode, code, width))
                         self._seen = seen
                     return res
         try:

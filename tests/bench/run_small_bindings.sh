@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run_small_bindings.sh — the 8-float allreduce from Python and Java against mpi4py, same run:
-# Kylix's Python binding (small_py.py) and Java binding (SmallAllreduce.java) on 2 ranks under
-# kylixrun, mpi4py's Allreduce under Open MPI over TCP (--mca btl tcp,self) and with its
+# Kylix's Python binding (small_py.py), the bare ctypes call under it with its arguments
+# prepared once (ctypes-floor: what any ctypes binding pays) and the Java binding
+# (SmallAllreduce.java) on 2 ranks under kylixrun, mpi4py's Allreduce under Open MPI over TCP (--mca btl tcp,self) and with its
 # defaults (shared memory), alternated `reps` times; prints each run's mean per call (µs, the
 # slowest rank's) and the medians. Not a test. Needs `make all`, the binding builds
 # (bindings/java/target from `mvn package`) and a Python with numpy and mpi4py (PYTHON, default
@@ -40,6 +41,7 @@ for ((i = 1; i <= reps; i++)); do
       tname=${t%%=*} tdir=${t#*=}
       add "$tname-$name" "$(PYTHONPATH="$tdir" KYLIX_LIBRARY="$dir" build/kylixrun -n 2 -- "$py" tests/bench/small_py.py kylix "$iters" | mean)"
     done
+    add "ctypes-floor-$name" "$(PYTHONPATH=bindings/python KYLIX_LIBRARY="$dir" build/kylixrun -n 2 -- "$py" tests/bench/small_py.py ctypes "$iters" | mean)"
     if [ "$java" = yes ]; then
       add "java-$name" "$(build/kylixrun -n 2 -- java -Dkylix.library.path="$dir/libkylix.so" -cp "$jar:$jna:$jdir" SmallAllreduce "$iters" | mean)"
     fi

@@ -4,8 +4,8 @@
 # prepared once (ctypes-floor: what any ctypes binding pays) and the Java binding
 # (SmallAllreduce.java) on 2 ranks under kylixrun, mpi4py's Allreduce under Open MPI over TCP
 # (--mca btl tcp,self) and with its defaults (shared memory), alternated `reps` times; prints
-# each run's mean per call (µs, the
-# slowest rank's) and the medians. Not a test. Needs `make all`, the binding builds
+# each run's mean per call (µs, the slowest rank's) and the medians. Not a test. Needs
+# `make all`, the binding builds
 # (bindings/java/target from `mvn package`) and a Python with numpy and mpi4py (PYTHON, default
 # build/userpaths-venv/bin/python3, which `make test` sets up).
 #

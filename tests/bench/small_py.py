@@ -3,6 +3,10 @@
 
     build/kylixrun -n 2 -- python3 tests/bench/small_py.py kylix [iters]
     mpirun -n 2 python3 tests/bench/small_py.py mpi [iters]   # add --mca btl tcp,self for TCP
+    build/kylixrun -n 2 -- python3 tests/bench/small_py.py ctypes [iters]
+
+`ctypes` is the floor under the binding: the bare ctypes call of kylix_allreduce with its
+arguments prepared once (no checks at all), what any ctypes binding pays per call.
 
 Times `iters` back-to-back allreduces of 8 float32 (out= a kept array, no allocation per call)
 after a warm-up, and prints the slowest rank's mean per call in microseconds.
@@ -18,10 +22,17 @@ def main():
     iters = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
     x = np.arange(8, dtype=np.float32)
     out = np.empty_like(x)
-    if impl == "kylix":
+    if impl in ("kylix", "ctypes"):
         import kylix
         comm = kylix.init()
         call = lambda: comm.allreduce(x, out=out)
+        if impl == "ctypes":
+            import ctypes
+            from kylix import _raw
+            args = (comm._handle, ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(out.ctypes.data),
+                    ctypes.c_int64(x.size), _raw.KYLIX_F32, _raw.KYLIX_SUM)
+            f = _raw.kylix_allreduce_untyped
+            call = lambda: f(*args)
         slowest = lambda t: comm.allreduce(np.array([t], dtype=np.float64), op="max")[0]
         rank = comm.rank
     else:
@@ -39,7 +50,7 @@ def main():
     worst = slowest(mean)
     if rank == 0:
         print(f"PYLAT impl={impl} op=dense8 iters={iters} mean_us={worst:.2f}")
-    if impl == "kylix":
+    if impl != "mpi":
         comm.close()
 
 

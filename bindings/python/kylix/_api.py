@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _handles, _raw
 from ._arrays import (CODE_TO_NP, DATA_OFFSET, NP_TO_CODE, BadArg, data_address, indices, output,
-                      ptr, values)
+                      ptr, stamp_views, values)
 from ._errors import ArgumentError, KylixError, UserOpError, error_for_status
 from ._handles import CommHandle, PlanHandle, RequestHandle, check_global, errmsg
 
@@ -173,6 +173,52 @@ def _count(n: int) -> ctypes.c_int64:
     return c
 
 
+# ---- the repeated call ------------------------------------------------------------------------
+#
+# A loop calls allreduce (or a plan's reduce) with the same arrays every time, and the lean
+# path's checks and pointer views (dtype, flags and shape through numpy, a ctypes object per
+# pointer) cost several times what a test of "same as last time" does.  So a comm (a plan)
+# keeps the last call the lean path accepted with an out (or in place), as a _Hot: the arrays'
+# addresses, the prepared arguments of the C call (the pointer views read the data pointer at
+# each call) and each array's stamp (_arrays.stamp_views: the bytes of the fields and
+# dimensions every check of the lean path depends on).  The next call with the same op and
+# exact ndarrays at the same addresses whose stamps are unchanged passes every check the lean
+# path made, whether or not they are the very same objects (a new array may take a dead one's
+# place), and makes the C call directly; anything else goes through the lean path.  The _Hot
+# holds no reference to the arrays (a weak reference would make ndarray.resize refuse them).
+# The one pointer among the stamped fields whose target matters, the dtype's, is taken only
+# when it is numpy's own dtype object, which never dies, so the same pointer is the same dtype.
+# A pair is kept the second time in a row it is seen, so alternating arrays cost a comparison.
+
+
+class _Hot:
+    __slots__ = ("aid", "oid", "in_place", "op", "af", "afb", "ad", "adb", "of", "ofb", "od",
+                 "odb", "args")
+
+
+def _make_hot(arr: np.ndarray, out: np.ndarray, op: Any, dcode: int,
+              args: Tuple[Any, ...]) -> Optional[_Hot]:
+    """The _Hot for a call the lean path just checked with the C function's arguments args
+    (one tuple: the call passes it on without building another), or None (no stamp for these
+    arrays, or a dtype object that is not numpy's own)."""
+    dt = CODE_TO_NP[dcode]
+    if arr.dtype is not dt or out.dtype is not dt:
+        return None
+    a = stamp_views(arr)
+    o = None if out is arr else stamp_views(out)
+    if a is None or (o is None and out is not arr):
+        return None
+    h = _Hot()
+    h.aid, h.oid, h.in_place, h.op = id(arr), id(out), out is arr, op
+    h.af, h.ad = a
+    h.afb, h.adb = h.af.raw, h.ad.raw
+    if o is not None:
+        h.of, h.od = o
+        h.ofb, h.odb = h.of.raw, h.od.raw
+    h.args = args
+    return h
+
+
 def _lean_code(op: Any) -> Optional[int]:
     """op's code on the lean path: a built-in name or an int in C int range; else None."""
     t = type(op)
@@ -308,6 +354,8 @@ class Comm(CommHandle):
     def __init__(self, ptr: int):
         super().__init__(ptr)
         self._handle = _void_p(ptr)      # for the lean path's untyped call
+        self._hot: Optional[_Hot] = None  # the last repeated call (see "the repeated call")
+        self._seen = (0, 0)              # ids of the last (arr, out) the lean path took
         self._rank = _raw.kylix_rank(ptr)
         self._size = _raw.kylix_size(ptr)
 
@@ -447,6 +495,19 @@ class Comm(CommHandle):
         s = self._state
         if type(arr) is _ndarray and dtype is None and \
                 not (s.closed or s.pending_free or s.abandoned or _handles._forked):
+            h = self._hot
+            # The repeated call (see its note at the top).  The addresses and types are
+            # tested before the stamps are read (they are then live arrays' fields), the fields
+            # before the dimensions (whose pointer is among them).
+            if h is not None and type(out) is _ndarray and op is h.op and id(arr) == h.aid and \
+                    ((out is arr) if h.in_place else id(out) == h.oid) and \
+                    h.af.raw == h.afb and h.ad.raw == h.adb and \
+                    (h.in_place or (h.of.raw == h.ofb and h.od.raw == h.odb)):
+                self._seen = None        # what comes next in the lean path is not a repeat
+                st = _allreduce_untyped(*h.args)
+                if st:
+                    self._check(st, call)
+                return out
             # The lean path (see its note at the top), written out here without helper calls
             # (each costs as much as a check); a comm that is closed, forked or has upkeep to
             # do, and what else it does not take, go on to self._ptr and the general path.
@@ -475,10 +536,16 @@ class Comm(CommHandle):
                         if d and d < arr.nbytes and -d < arr.nbytes:
                             rp = None            # partial overlap: the general path refuses it
                 if rp is not None:
-                    st = _allreduce_untyped(self._handle, sp, rp, _counts_get(n) or _count(n),
-                                            dcode, code)
+                    cnt = _counts_get(n) or _count(n)
+                    st = _allreduce_untyped(self._handle, sp, rp, cnt, dcode, code)
                     if st:
                         self._check(st, call)
+                    if out is not None:
+                        seen = (id(arr), id(out))
+                        if seen == self._seen:
+                            self._hot = _make_hot(arr, out, op, dcode,
+                                                  (self._handle, sp, rp, cnt, dcode, code))
+                        self._seen = seen
                     return res
         c = self._ptr(call)
         try:
@@ -744,6 +811,8 @@ class Plan(PlanHandle):
     def __init__(self, comm: Comm, ptr_: int, n_out: int, n_in: int):
         super().__init__(comm, ptr_)
         self._handle = _void_p(ptr_)     # for the lean path's untyped call
+        self._hot: Optional[_Hot] = None  # the last repeated call (see "the repeated call")
+        self._seen = (0, 0)              # ids of the last (out_vals, out) the lean path took
         self.n_out = int(n_out)
         self.n_in = int(n_in)
 
@@ -786,6 +855,17 @@ class Plan(PlanHandle):
         """
         call = "kylix_reduce"
         p = self._ptr(call)
+        if dtype is None and type(out_vals) is _ndarray:
+            h = self._hot
+            # The repeated call, as in Comm.allreduce (never in place: out may not overlap).
+            if h is not None and type(out) is _ndarray and op is h.op and \
+                    id(out_vals) == h.aid and id(out) == h.oid and h.af.raw == h.afb and \
+                    h.ad.raw == h.adb and h.of.raw == h.ofb and h.od.raw == h.odb:
+                self._seen = None
+                st = _reduce_untyped(*h.args)
+                if st:
+                    self._comm._check(st, call)
+                return out
         if dtype is None and type(out_vals) is _ndarray and out_vals.flags.c_contiguous:
             # The lean path (see its note at the top); what it does not take falls through.
             dt = out_vals.dtype
@@ -812,6 +892,12 @@ class Plan(PlanHandle):
                     st = _reduce_untyped(self._handle, sp, rp, dcode, code, width)
                     if st:
                         self._comm._check(st, call)
+                    if out is not None:
+                        seen = (id(out_vals), id(out))
+                        if seen == self._seen:
+                            self._hot = _make_hot(out_vals, out, op, dcode,
+                                                  (self._handle, sp, rp, dcode, code, width))
+                        self._seen = seen
                     return res
         try:
             v, res, width, code, uop = self._args(out_vals, out, dtype, copy, op)

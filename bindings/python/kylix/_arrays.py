@@ -177,3 +177,56 @@ def ptr(a: Optional[np.ndarray]) -> Optional[int]:
     if DATA_OFFSET is not None and isinstance(a, np.ndarray):
         return _word(id(a) + DATA_OFFSET).value
     return a.ctypes.data
+
+
+# What a repeated call needs to know has not changed about an array it checked before.  numpy
+# lays out PyArrayObject as the object header, then ``char *data``, ``int nd``, ``npy_intp
+# *dimensions``, ``npy_intp *strides``, ``PyObject *base``, ``PyArray_Descr *descr``, ``int
+# flags``: every way to change an existing array in place (``a.shape =``, ``a.strides =``,
+# ``a.dtype =``, ``a.resize``, ``a.flags.writeable =``) changes those words or the shape
+# they point to (``a.shape =`` with the same number of dimensions and ``a.resize`` write the
+# dimensions in place).  So the bytes of those fields plus the bytes of the dimensions,
+# compared with a copy taken when the array was checked, say whether the checks still hold, for
+# far less than reading dtype, shape and flags through numpy.  The layout is verified at import
+# (STAMP_LEN is None where it does not hold; the callers then always check through numpy).
+_FIELDS_END = 52     # data(8) nd(4+4) dimensions(8) strides(8) base(8) descr(8) flags(4)
+
+
+def _probe_stamp() -> Optional[int]:
+    if DATA_OFFSET is None:
+        return None
+    try:
+        off = DATA_OFFSET
+        _int = ctypes.c_int.from_address
+        base = np.arange(64, dtype=np.float64)
+        ro = np.ones(4)
+        ro.flags.writeable = False
+        for a in [base, base[::2], base.reshape(8, 8), base.reshape(8, 8).T, ro,
+                  np.ones((2, 3, 1), np.int32)]:
+            dims = _word(id(a) + off + 16).value
+            if _int(id(a) + off + 8).value != a.ndim or \
+                    _word(id(a) + off + 40).value != id(a.dtype) or \
+                    _int(id(a) + off + 48).value != a.flags.num or \
+                    tuple(ctypes.c_ssize_t.from_address(dims + 8 * i).value
+                          for i in range(a.ndim)) != a.shape:
+                return None
+        return _FIELDS_END
+    except Exception:  # noqa: BLE001 - any surprise: always check through numpy
+        return None
+
+
+#: Bytes of PyArrayObject's fields from ``data`` through ``flags``, or None where the layout
+#: does not hold.
+STAMP_LEN: Optional[int] = _probe_stamp()
+
+
+def stamp_views(a: np.ndarray) -> Optional[Tuple[Any, Any]]:
+    """Two ctypes views whose ``.raw`` are a's fields and a's dimensions (see STAMP_LEN), or
+    None (no stamp for this array: 0-d, or the layout was not verified).  Valid while a is
+    alive and, for the second, while the first's bytes are unchanged (the dimensions' pointer
+    is among them): compare the first before reading the second."""
+    if STAMP_LEN is None or DATA_OFFSET is None or a.ndim == 0:
+        return None
+    fields = (ctypes.c_char * STAMP_LEN).from_address(id(a) + DATA_OFFSET)
+    dims = (ctypes.c_char * (8 * a.ndim)).from_address(_word(id(a) + DATA_OFFSET + 16).value)
+    return fields, dims

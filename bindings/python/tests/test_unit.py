@@ -365,6 +365,146 @@ def test_lean_allreduce(comm, general_calls, monkeypatch, fast_address):
         c2.allreduce(x, out=out)
 
 
+@pytest.fixture
+def lean_calls(monkeypatch):
+    """Counts the calls that went through the lean path's checks (the repeated call skips them)."""
+    seen = []
+    get = _api._NP_TO_CODE_get
+
+    def spy(dt):
+        seen.append(dt)
+        return get(dt)
+    monkeypatch.setattr(_api, "_NP_TO_CODE_get", spy)
+    return seen
+
+
+def test_stamp_layout():
+    if sys.implementation.name == "cpython":
+        assert _arrays.STAMP_LEN is not None          # the repeated call's check is in use here
+    a = np.arange(8.0)
+    f, d = _arrays.stamp_views(a)
+    before = (f.raw, d.raw)
+    a.flags.writeable = False
+    assert f.raw != before[0]
+    a.flags.writeable = True
+    assert (f.raw, d.raw) == before
+    assert _arrays.stamp_views(np.float64(1.0).reshape(())) is None     # 0-d: no stamp
+
+
+def test_repeated_allreduce(comm, general_calls, lean_calls):
+    """Repeated calls with the same arrays skip the checks, and every change to those arrays
+    in place between calls still meets the general path's checks (results against x)."""
+    def fresh():
+        x = np.arange(1, 9, dtype=np.float32)
+        out = np.zeros_like(x)
+        for _ in range(3):
+            out[:] = 0
+            assert comm.allreduce(x, out=out) is out and np.array_equal(out, x)
+        return x, out
+
+    x, out = fresh()
+    n = len(lean_calls)
+    for _ in range(5):
+        out[:] = 0
+        assert comm.allreduce(x, out=out) is out and np.array_equal(out, x)
+    assert len(lean_calls) == n and general_calls == []       # the repeated call took them
+    out[:] = 0
+    assert comm.allreduce(x, "max", out=out) is out and np.array_equal(out, x)
+    assert len(lean_calls) == n + 1                           # another op: checked again
+    for _ in range(3):                                        # in place
+        assert comm.allreduce(x, out=x) is x and np.array_equal(x, np.arange(1, 9))
+
+    # Changed in place between calls: refused with the general path's message, or a right result.
+    changes = [
+        (lambda x, out: setattr(out.flags, "writeable", False), "out: is read-only"),
+        (lambda x, out: setattr(out, "shape", (2, 4)), r"out: shape \(2, 4\)"),
+        (lambda x, out: out.resize(4, refcheck=False), r"out: shape \(4,\)"),
+        (lambda x, out: x.resize(4, refcheck=False), r"out: shape \(8,\)"),
+        (lambda x, out: x.resize(16, refcheck=False), r"out: shape \(8,\)"),
+        (lambda x, out: setattr(x, "dtype", np.int32), "out: dtype float32 does not match"),
+        (lambda x, out: setattr(out, "dtype", np.int32), "out: dtype int32 does not match"),
+        (lambda x, out: setattr(out, "strides", (0,)), "out: must be C-contiguous"),
+    ]
+    for i, (change, msg) in enumerate(changes):
+        x, out = fresh()
+        change(x, out)
+        with pytest.raises(kylix.ArgumentError, match=msg):
+            comm.allreduce(x, out=out)
+    x, out = fresh()
+    x.shape = (2, 4)                                          # the general path takes a flat out
+    out[:] = 0
+    assert comm.allreduce(x, out=out) is out and np.array_equal(out, x.ravel())
+    x, _ = fresh()
+    x.flags.writeable = False
+    with pytest.raises(kylix.ArgumentError, match="arr: is read-only"):
+        comm.allreduce(x, out=x)
+
+    # The kept arrays die: nothing is written where they were.
+    x, out = fresh()
+    del out
+    gc.collect()
+    r = comm.allreduce(x)                                     # out=None: a new array
+    assert np.array_equal(r, x)
+    for _ in range(3):
+        out = np.zeros_like(x)                                # may reuse the old one's id
+        assert comm.allreduce(x, out=out) is out and np.array_equal(out, x)
+    x, out = fresh()
+    comm.close()
+    with pytest.raises(kylix.StateError, match="closed"):
+        comm.allreduce(x, out=out)
+
+
+def test_repeated_reduce(comm, general_calls, lean_calls):
+    """As test_repeated_allreduce, for a plan's reduce."""
+    plan = comm.config([1, 2], [2, 1, 0])
+    want = np.array([20.0, 10.0, 0.0])
+
+    def fresh():
+        v = np.array([10.0, 20.0])
+        out = np.empty(3)
+        for _ in range(3):
+            out[:] = -1
+            assert plan.reduce(v, out=out) is out and np.array_equal(out, want)
+        return v, out
+
+    v, out = fresh()
+    n = len(lean_calls)
+    for _ in range(5):
+        out[:] = -1
+        assert plan.reduce(v, out=out) is out and np.array_equal(out, want)
+    assert len(lean_calls) == n and general_calls == []
+    assert plan.reduce(v, "max", out=out) is out and np.array_equal(out[:2], want[:2])
+    assert len(lean_calls) == n + 1
+    changes = [
+        (lambda v, out: setattr(out.flags, "writeable", False), "out: is read-only"),
+        (lambda v, out: out.resize(2, refcheck=False), r"out: shape \(2,\)"),
+        (lambda v, out: out.resize(4, refcheck=False), r"out: shape \(4,\)"),
+        (lambda v, out: v.resize(3, refcheck=False), "out_vals: has 3 rows"),
+        (lambda v, out: v.resize(1, refcheck=False), "out_vals: has 1 rows"),
+        (lambda v, out: setattr(v, "dtype", np.int64), "out: dtype float64 does not match"),
+        (lambda v, out: setattr(out, "strides", (0,)), "out: must be C-contiguous"),
+    ]
+    for change, msg in changes:
+        v, out = fresh()
+        change(v, out)
+        with pytest.raises(kylix.ArgumentError, match=msg):
+            plan.reduce(v, out=out)
+    v, out = fresh()
+    v.shape = (2, 1)                                          # width 1: out (n_in,) or (n_in, 1)
+    out[:] = -1
+    assert plan.reduce(v, out=out) is out and np.array_equal(out, want)
+    v, out = fresh()
+    del out
+    gc.collect()
+    assert np.array_equal(plan.reduce(v), want)
+    for _ in range(3):
+        out = np.empty(3)
+        assert plan.reduce(v, out=out) is out and np.array_equal(out, want)
+    plan.close()
+    with pytest.raises(kylix.StateError, match="closed"):
+        plan.reduce(v, out=out)
+
+
 @pytest.mark.parametrize("fast_address", [True, False])
 def test_lean_reduce(comm, general_calls, monkeypatch, fast_address):
     if not fast_address:

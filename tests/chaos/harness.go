@@ -25,11 +25,7 @@ import (
 
 // Config is one job.
 type Config struct {
-	Seed int64
-	// FdSlack, when above fdSlack, is how many descriptors more a finished process may hold
-	// than it had warm with as many live members (the bounded run's allowance, see
-	// chaos_test.go).
-	FdSlack  int
+	Seed     int64
 	Faults   time.Duration // how long faults are injected
 	Gap      time.Duration // mean time between faults
 	Ranks    int
@@ -73,8 +69,9 @@ type Result struct {
 }
 
 // Leak thresholds, per process, between its warm-up (30 steps into the first comm with as many
-// live members as it ends with; threads: 30 steps into its life) and its end: a leak per resize
-// or per fault would pass them within a run.
+// live members as it ends with; threads: 30 steps into its life) and its end (before the final
+// barrier, while no peer can have finalized): a leak per resize or per fault would pass them
+// within a run. A leak names what grew (fdDiff).
 const (
 	fdSlack     = 2 // descriptors more than with as many live members before (RSS likewise)
 	threadSlack = 4 // the Go runtime adds threads while calls block in syscalls
@@ -422,8 +419,9 @@ func (r *run) account(shm0 map[string]bool) {
 			who := fmt.Sprintf("pid %d (rank %d of %d)", rec.Pid, rec.Rank, rec.Size)
 			if fd0, fd1 := rec.Counts["fd0"], rec.Counts["fd1"]; fd0 > 0 {
 				res.FdGrowth = max(res.FdGrowth, fd1-fd0)
-				if fd1-fd0 > int64(max(fdSlack, r.cfg.FdSlack)) {
-					res.LeakFds = append(res.LeakFds, fmt.Sprintf("%s: %d -> %d descriptors", who, fd0, fd1))
+				if fd1-fd0 > fdSlack {
+					res.LeakFds = append(res.LeakFds, fmt.Sprintf("%s: %d -> %d descriptors%s", who, fd0, fd1,
+						fdDiff(filepath.Join(r.dir, "state", fmt.Sprintf("fds-%d", rec.Pid)))))
 				}
 			}
 			if t0, t1 := rec.Counts["thr0"], rec.Counts["thr1"]; t0 > 0 {

@@ -88,7 +88,13 @@ func TestChaos(t *testing.T) {
 			cfg := Config{Seed: seed + int64(i), Faults: faults, Gap: 1100 * time.Millisecond, Ranks: s.ranks, Repl: s.repl,
 				Netns: s.netns, Liveness: live, Timeout: to, MaxSize: 8, Build: build, Workload: workload, Tag: tag(i),
 				Log: os.Stdout}
-			runs = append(runs, runJob(t, cfg))
+			res := runJob(t, cfg)
+			runs = append(runs, res)
+			if res.Refused {
+				// The faults took out a majority and the members stopped, as the contract
+				// says: the fault time this job did not use goes to the next one.
+				left += cfg.Faults - res.FaultsRan
+			}
 		}
 	}
 	if len(runs) > 0 {

@@ -1,9 +1,11 @@
 package chaos
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // fdDiff names what a process held at its end and not warm, by kind: a connection or pipe
@@ -36,5 +38,33 @@ maps 3 memfd:kylix-shm
 	}
 	if got := fdDiff(filepath.Join(t.TempDir(), "none")); got != "" {
 		t.Fatalf("no lists: %q, want nothing", got)
+	}
+}
+
+// A call past timeout_ms + 2 s is excused only by the faults in flight during it: liveness_ms
+// (or the fault's length) for each.
+func TestLateAllowance(t *testing.T) {
+	r := &run{cfg: Config{Liveness: 4 * time.Second, Timeout: 15 * time.Second}}
+	t0 := time.UnixMilli(1_800_000_000_000)
+	line := func(from, to time.Duration) string {
+		return fmt.Sprintf("CHAOS LATE pid=1 rank=0 size=6 epoch=3 step=9: resize took %d ms (bound 17000 ms), returned KYLIX_ERR_PEER: rank [2] is gone [wall %d %d]",
+			(to - from).Milliseconds(), t0.Add(from).UnixMilli(), t0.Add(to).UnixMilli())
+	}
+	if _, ok := r.excused(line(0, 17900*time.Millisecond)); ok {
+		t.Fatal("17.9 s with no fault in flight was excused")
+	}
+	r.injected = []injection{{t0.Add(-3 * time.Second), "kill"}} // found within liveness_ms: in flight
+	if why, ok := r.excused(line(0, 17900*time.Millisecond)); !ok {
+		t.Fatalf("17.9 s with a kill in flight was not excused%s", why)
+	}
+	if why, ok := r.excused(line(0, 21500*time.Millisecond)); ok {
+		t.Fatalf("21.5 s with one kill in flight was excused%s", why)
+	}
+	r.injected = []injection{{t0.Add(-5 * time.Second), "kill"}, {t0.Add(30 * time.Second), "stop-long"}}
+	if why, ok := r.excused(line(0, 17900*time.Millisecond)); ok {
+		t.Fatalf("faults before and after the call excused it%s", why)
+	}
+	if _, ok := r.excused("CHAOS LATE pid=1: resize took 17900 ms (bound 17000 ms)"); ok {
+		t.Fatal("a line without its times was excused")
 	}
 }

@@ -158,17 +158,24 @@ static void report(const char *kind, const char *fmt, ...) {
   fflush(stdout);
 }
 
-/* timed runs a library call and counts it past its bound when it took longer. */
+static double wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* timed runs a library call and counts it past its bound when it took longer; the LATE line
+   says when the call ran (Unix ms), so the harness can tell which faults were in flight. */
 #define timed(what, call)                                                                      \
   ({                                                                                           \
-    double t0_ = now_ms();                                                                     \
+    double t0_ = now_ms(), w0_ = wall_ms();                                                    \
     int st_ = (call);                                                                          \
     double dt_ = now_ms() - t0_;                                                               \
     if (dt_ > S.maxms) S.maxms = (int64_t)dt_;                                                 \
     if (dt_ > bound_ms) {                                                                      \
       S.late++;                                                                                \
-      report("LATE", "%s took %.0f ms (bound %.0f ms), returned %s", what, dt_, bound_ms,      \
-             kylix_strerror(st_));                                                             \
+      report("LATE", "%s took %.0f ms (bound %.0f ms), returned %s: %s [wall %.0f %.0f]", what, \
+             dt_, bound_ms, kylix_strerror(st_), st_ ? kylix_errmsg(C) : "", w0_, w0_ + dt_);   \
     }                                                                                          \
     st_;                                                                                       \
   })

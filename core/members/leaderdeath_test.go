@@ -1,0 +1,62 @@
+package members
+
+import (
+	"fmt"
+	"kylix/core/kx"
+	"testing"
+	"time"
+)
+
+// The resize leader dies while it sends its decision: after some kept members got it, before
+// the others did. Those that got it would go on with the new comm, the others fail the attempt
+// and try again on the old one, where the first never comes back: the live members end split,
+// none with a majority, and the job (a single death in it) stops. The chaos harness found it
+// (a member killed inside kylix_resize, replication 1: seed 1's job across namespaces). Every
+// live member must come to the same outcome: all the same new comm, or all a failed attempt.
+func TestLeaderDiesMidDecision(t *testing.T) {
+	for _, tc := range []struct {
+		n, s, before int // the leader dies before its decision reaches rank before
+		joiners      int
+	}{
+		{4, 1, 2, 0}, {4, 1, 3, 0}, {5, 1, 2, 1}, {6, 2, 2, 0}, {6, 2, 4, 2},
+	} {
+		what := fmt.Sprintf("%d ranks, replication %d, leader killed before its decision to rank %d, %d joiners", tc.n, tc.s, tc.before, tc.joiners)
+		s := newSim(uint64(tc.n*100 + tc.before))
+		run := &simRun{faults: map[string]int{}, cfg: simConfig{n: tc.n, s: tc.s, elastic: true, joiners: tc.joiners,
+			timeout: 3 * time.Second, liveness: 500 * time.Millisecond}}
+		w := newSimWorld(run, s, func() time.Duration { return time.Duration(20+s.rng.IntN(480)) * time.Microsecond })
+		decide := agreeSeq(1, decisionRound+1) // epoch 1, attempt 0
+		w.nt.beforeSend = func(ep *simEP, to int, tag kx.Tag) {
+			if ep.rank == 0 && tag.Seq == decide && to == tc.before {
+				w.killMember(0, "while it sends its decision")
+				panic(simKilled{})
+			}
+		}
+		starts := make([]time.Duration, tc.n)
+		for r := range starts {
+			starts[r] = 5 * time.Millisecond
+		}
+		w.startMembers(starts)
+		for i := 0; i < tc.joiners; i++ {
+			w.addJoiner(time.Duration(i) * time.Millisecond)
+		}
+		w.finish()
+		if run.crash != "" || len(run.problems) > 0 {
+			t.Fatalf("%s: %s %v", what, run.crash, run.problems)
+		}
+		var first *simOutcome
+		for _, o := range run.outcomes[1:tc.n] { // the live members
+			if o.state == "hung" {
+				t.Fatalf("%s: %s hung\n%s", what, o.who, run.report())
+			}
+			if first == nil {
+				first = o
+				continue
+			}
+			if o.state != first.state || o.members != first.members || o.space != first.space {
+				t.Fatalf("%s: the live members came apart: %s %s %s %s; %s %s %s %s\n%s", what,
+					first.who, first.state, first.members, first.err, o.who, o.state, o.members, o.err, run.report())
+			}
+		}
+	}
+}

@@ -479,7 +479,13 @@ func (r *run) account(shm0 map[string]bool) {
 		}
 		fh.Close()
 	}
-	if res.Lost {
+	// A job whose kylixrun failed with no member done ended like a lost one, only after the
+	// faults: the last faults may have taken out a majority as well.
+	done := false
+	for _, rec := range recs {
+		done = done || rec.Phase == "done"
+	}
+	if res.Lost || (res.Code != 0 && !done) {
 		r.judgeLoss(recs)
 	}
 	if res.Code != 0 && !res.Refused {
@@ -645,20 +651,46 @@ func (r *run) judgeLoss(recs map[int]record) {
 		refused = refused && strings.Contains(line, quorumRefusal)
 	}
 	sort.Strings(res.Ended)
-	// The faults before the end: what took the majority out.
+	// The faults before the end: what took the majority out. A refusal is the contract's
+	// answer only when they could have: faults that take members out, at least half of the
+	// largest comm refused (a split takes out up to half). Fewer, and the library dropped
+	// members that were there: a loss.
+	biggest := 0
+	for _, l := range res.Ended {
+		var k, n int
+		if i := strings.Index(l, "only "); i >= 0 {
+			if _, err := fmt.Sscanf(l[i:], "only %d of %d members", &k, &n); err == nil {
+				biggest = max(biggest, n)
+			}
+		}
+	}
+	taken := 0
 	r.mu.Lock()
 	for _, f := range r.injected {
 		if !last.IsZero() && f.at.After(last.Add(-3*r.cfg.Liveness-r.cfg.Timeout)) && f.at.Before(last) {
 			res.Ended = append(res.Ended, fmt.Sprintf("%s fault %s", f.at.Format("15:04:05.000"), f.kind))
+			switch {
+			case f.kind == "link-long":
+				taken += biggest / 2
+			case removing(f.kind):
+				taken++
+			}
 		}
 	}
 	r.mu.Unlock()
+	if refused && 2*taken < biggest {
+		refused = false
+		res.Ended = append(res.Ended, fmt.Sprintf("not a refusal the faults explain: %d member(s) taken out before it, of comms of %d", taken, biggest))
+	}
 	res.Refused = refused
 	what := "no member was left"
 	if refused {
 		what = "the members left were refused by the quorum rule (refused, not lost)"
 	}
 	msg := fmt.Sprintf("kylixrun ended %v into the faults, before the job was told to end: %s", res.FaultsRan.Round(time.Second), what)
+	if !res.Lost {
+		msg = "every member gave up or died after the faults: " + what
+	}
 	if refused {
 		r.logf("%s", msg)
 	} else {

@@ -30,6 +30,7 @@ func (r *run) inject(mainDone chan struct{}) {
 			r.logf("%v %s: skipped: %s", ev.At.Round(time.Millisecond), ev.Kind, why)
 		}
 	}
+	r.res.FaultsRan = c.Faults
 }
 
 func (r *run) count(kind string, done bool) {
@@ -68,6 +69,17 @@ func (r *run) apply(ev event) string {
 		}
 		if len(live) < 3 || 2*(len(live)-out) <= size {
 			return fmt.Sprintf("%d live members of a comm of %d: taking %d out would leave no majority", len(live), size, out)
+		}
+		// The live members may be in comms of different sizes (joiners admitted by a resize
+		// some members have not finished), and a member a fault took out stays in the old
+		// comm until a resize drops it: so also count, against the smallest comm a live
+		// member is in, every member taken out within 3 liveness_ms or stopped now.
+		smallest := size
+		for _, m := range live {
+			smallest = min(smallest, m.Size)
+		}
+		if gone := r.takenOut(recs); 2*(smallest-gone-out) <= smallest {
+			return fmt.Sprintf("%d members taken out within 3 liveness_ms or stopped, in a comm of %d: taking %d more out would leave no majority", gone, smallest, out)
 		}
 		r.mu.Lock()
 		recent := time.Since(r.removedAt) < c.Liveness/2
@@ -316,4 +328,24 @@ func (r *run) allowance(start, end time.Time) (time.Duration, []string) {
 		}
 	}
 	return allow, in
+}
+
+// takenOut counts the members a removing fault took out within the last 3 liveness_ms (whether
+// or not their process still runs) and the members held by SIGSTOP now.
+func (r *run) takenOut(recs map[int]record) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	now := time.Now()
+	for pid, until := range r.doomed {
+		if pid != 0 && now.Before(until) { // pid 0: splitLoser's filler
+			n++
+		}
+	}
+	for pid := range r.stopped {
+		if rec, ok := recs[pid]; ok && (rec.Phase == "member" || rec.Phase == "resize") && !now.Before(r.doomed[pid]) {
+			n++
+		}
+	}
+	return n
 }

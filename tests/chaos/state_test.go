@@ -68,3 +68,41 @@ func TestLateAllowance(t *testing.T) {
 		t.Fatal("a line without its times was excused")
 	}
 }
+
+// A job that ends during its faults is a refusal only when the members that gave up last were
+// refused by the quorum rule and the faults before could have taken out that many.
+func TestJudgeLoss(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		kills   int
+		why     string
+		refused bool
+	}{
+		{"three kills in a comm of 6", 3, "resize attempt 0: KYLIX_ERR_PEER: only 2 of 6 members are reachable (lost ranks [2 3 4 5]): a resize needs more than half of them, or exactly half with rank 0, so that one side of a network split goes on", true},
+		{"one kill in a comm of 6", 1, "resize attempt 0: KYLIX_ERR_PEER: only 2 of 6 members are reachable (lost ranks [2 3 4 5]): a resize needs more than half of them, or exactly half with rank 0, so that one side of a network split goes on", false},
+		{"resizes in a row", 3, "31 resizes in a row without a step going through", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.Mkdir(filepath.Join(dir, "state"), 0o755)
+			var out string
+			for _, pid := range []int{100, 101} {
+				rec := fmt.Sprintf("pid=%d ppid=1 phase=gaveup rank=%d size=6 step=10\n", pid, pid-100)
+				os.WriteFile(filepath.Join(dir, "state", fmt.Sprintf("p%d", pid)), []byte(rec), 0o644)
+				out += fmt.Sprintf("[%d] CHAOS GAVEUP pid=%d rank=%d size=6 epoch=4 step=10: %s\n", pid-100, pid, pid-100, tc.why)
+			}
+			os.WriteFile(filepath.Join(dir, "job.out"), []byte(out), 0o644)
+			r := &run{cfg: Config{Liveness: 4 * time.Second, Timeout: 15 * time.Second}, dir: dir, res: &Result{Lost: true}}
+			for k := 0; k < tc.kills; k++ {
+				r.injected = append(r.injected, injection{time.Now().Add(-time.Duration(10-k) * time.Second), "kill"})
+			}
+			r.judgeLoss(readRecords(filepath.Join(dir, "state")))
+			if r.res.Refused != tc.refused {
+				t.Fatalf("refused %v, want %v; %q %q", r.res.Refused, tc.refused, r.res.Ended, r.res.Problems)
+			}
+			if !tc.refused && len(r.res.Problems) == 0 {
+				t.Fatal("a loss that is no refusal is not reported")
+			}
+		})
+	}
+}

@@ -100,3 +100,45 @@ func TestOneConnectionCut(t *testing.T) {
 		}
 	}
 }
+
+// dropRecorder is a simulated transport that records the links the view drops.
+type dropRecorder struct {
+	simTransport
+	dropped *[]int
+}
+
+func (d dropRecorder) DropPeer(rank int) { *d.dropped = append(*d.dropped, rank) }
+
+// A member left out alive (here: the higher of two whose connection broke) keeps nothing on the
+// survivors' transport: each survivor drops its link (its socket and shared-memory segment go
+// now, and it learns at once), and no other.
+func TestLeftOutLinksDropped(t *testing.T) {
+	const n = 4
+	s := newSim(7)
+	run := &simRun{faults: map[string]int{}, cfg: simConfig{n: n, s: 1, elastic: true,
+		timeout: 3 * time.Second, liveness: 500 * time.Millisecond}}
+	w := newSimWorld(run, s, func() time.Duration { return time.Duration(20+s.rng.IntN(480)) * time.Microsecond })
+	dropped := make([][]int, n)
+	for r, ep := range w.nt.eps {
+		v, err := New(NewProc(dropRecorder{simTransport{p: ep}, &dropped[r]}), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.views[r] = v
+	}
+	starts := make([]time.Duration, n)
+	for r := range starts {
+		starts[r] = 5 * time.Millisecond
+	}
+	w.startMembers(starts)
+	s.at(time.Millisecond, func() { w.nt.cut(0, 3) })
+	w.finish()
+	for r := 0; r < 3; r++ {
+		if o := run.outcomes[r]; o.state != "ok" {
+			t.Fatalf("%s: %s %s\n%s", o.who, o.state, o.err, run.report())
+		}
+		if fmt.Sprint(dropped[r]) != "[3]" {
+			t.Fatalf("rank %d dropped the links to %v, want [3] (left out alive)", r, dropped[r])
+		}
+	}
+}

@@ -185,7 +185,29 @@ func (v *View) keepView(epoch int, kept []int) *View {
 	// the view's own grouping is made anew.
 	nv.group(v.s)
 	v.proc.acquire()
+	v.dropLeftOut(nv)
 	return nv
+}
+
+// peerDropper is a transport that can close its link to one peer (netio.TCP.DropPeer).
+type peerDropper interface{ DropPeer(rank int) }
+
+// dropLeftOut closes the transport's links to the old members that nv leaves out. nv runs over
+// the same transport and never talks to them again (nor does any comm resized from it: those
+// keep fewer ranks or make a fresh mesh), while a member left out alive (a stale verdict, a
+// broken connection, a process stopped past liveness_ms) would keep its connection and
+// shared-memory segment here as long as it lives, and hear nothing that tells it so: dropped,
+// its resources go now and its waits on this rank fail with CodePeer at once.
+func (v *View) dropLeftOut(nv *View) {
+	d, ok := v.t.(peerDropper)
+	if !ok {
+		return
+	}
+	for r := 0; r < v.size; r++ {
+		if pr := v.procRank(r); pr != v.t.Rank() && nv.commOf[pr] < 0 {
+			d.DropPeer(pr)
+		}
+	}
 }
 
 // unchanged wraps err with the view of every old member at epoch's numbers.

@@ -354,6 +354,18 @@ func (p *peer) writable() error {
 }
 
 // down drops the connection and tells the mailbox why the peer is gone.
+// DropPeer closes the link to rank, which a resize left out of the comm that goes on over this
+// transport (core/members: dropLeftOut): its connection and shared-memory segment are released
+// now, not when its process exits, and its waits on this rank fail at once.
+func (t *TCP) DropPeer(rank int) {
+	if rank < 0 || rank >= t.size || rank == t.rank {
+		return
+	}
+	if p := t.peers[rank]; p != nil {
+		p.down(kx.Errorf(kx.CodePeer, "rank %d was left out of the resized comm", kx.RankRef(rank)))
+	}
+}
+
 func (p *peer) down(err error) {
 	p.downOnce.Do(func() {
 		p.t.mb.MarkDead(p.rank, err)

@@ -24,7 +24,9 @@ import (
 //  4. with one, every kept live member opens a listener and sends its address to the leader
 //     (the lowest kept live rank); the leader makes one exchange with the join server (Admit),
 //     which admits the joiners waiting then and answering within liveness_ms, and sends the
-//     decision to every kept member. The leader's decision is the one membership: members
+//     decision to every kept member, who pass it on to each other (relayDecision: a leader
+//     that dies mid-send leaves all live members with it or all without). The leader's
+//     decision is the one membership: members
 //     and joiners get it from the same exchange. With joiners, every rank of the new comm
 //     builds a fresh mesh (new job id, sequence numbers from 0); with none, step 3.
 //
@@ -183,7 +185,29 @@ func (v *View) keepView(epoch int, kept []int) *View {
 	// the view's own grouping is made anew.
 	nv.group(v.s)
 	v.proc.acquire()
+	v.dropLeftOut(nv)
 	return nv
+}
+
+// peerDropper is a transport that can close its link to one peer (netio.TCP.DropPeer).
+type peerDropper interface{ DropPeer(rank int) }
+
+// dropLeftOut closes the transport's links to the old members that nv leaves out. nv runs over
+// the same transport and never talks to them again (nor does any comm resized from it: those
+// keep fewer ranks or make a fresh mesh), while a member left out alive (a stale verdict, a
+// broken connection, a process stopped past liveness_ms) would keep its connection and
+// shared-memory segment here as long as it lives, and hear nothing that tells it so: dropped,
+// its resources go now and its waits on this rank fail with CodePeer at once.
+func (v *View) dropLeftOut(nv *View) {
+	d, ok := v.t.(peerDropper)
+	if !ok {
+		return
+	}
+	for r := 0; r < v.size; r++ {
+		if pr := v.procRank(r); pr != v.t.Rank() && nv.commOf[pr] < 0 {
+			d.DropPeer(pr)
+		}
+	}
 }
 
 // unchanged wraps err with the view of every old member at epoch's numbers.
@@ -223,6 +247,7 @@ func (v *View) admit(epoch int, rq ResizeRequest, failed bitset, kept []int, hol
 	round := rq.Attempt<<attemptShift + decisionRound
 	gather := kx.Tag{Seq: agreeSeq(epoch, round), Phase: kx.PhaseSmall, FP: fp}
 	decide := kx.Tag{Seq: agreeSeq(epoch, round+1), Phase: kx.PhaseSmall, FP: fp}
+	relay := kx.Tag{Seq: agreeSeq(epoch, round+2), Phase: kx.PhaseSmall, FP: fp}
 
 	ln, err := rq.Grower.Listen()
 	if err != nil {
@@ -238,13 +263,13 @@ func (v *View) admit(epoch int, rq ResizeRequest, failed bitset, kept []int, hol
 		v.sendRank(leader, gather, []byte(addr))
 		v.Begin(decide.Seq, fp)
 		b, rerr := v.recvRank(leader, decide)
+		b, rerr = v.relayDecision(relay, leader, kept, failed, b, rerr)
 		if rerr != nil {
 			closeLn(ln)
 			return nil, kx.Prefixed("waiting for the resize leader's decision: ", rerr)
 		}
 		var d decision
 		jerr := json.Unmarshal(b, &d)
-		v.Release(b)
 		switch {
 		case jerr != nil:
 			closeLn(ln)
@@ -327,6 +352,49 @@ func (v *View) admit(epoch int, rq ResizeRequest, failed bitset, kept []int, hol
 		return nil, kx.Errorf(kx.Code(d.Code), "%s", d.Msg)
 	}
 	return &admitted{dec: d, ln: ln}, nil
+}
+
+// relayDecision passes the leader's decision (b, or rerr when it did not come) on to the other
+// kept live members, and takes it from them when it did not come from the leader. A leader that
+// dies while it sends the decision, after some members got it and before the others did, would
+// otherwise leave the first with the new comm and the rest with a failed attempt that they
+// retry on the old comm without them: the live members split, none with a majority, and one
+// death ends the job. Each member sends what it got (the decision, or nothing) to the others
+// and, when it got nothing, reads theirs: so every live member holds the decision when any live
+// member got it, and when none did, all fail the attempt together. A member that got it reads
+// nothing (it goes on at once); its copies reach the others before its next comm's frames,
+// which those who wait drop as above their number. Returns a copy of the decision.
+func (v *View) relayDecision(tag kx.Tag, leader int, kept []int, failed bitset, b []byte, rerr error) ([]byte, error) {
+	msg := []byte{0}
+	if rerr == nil {
+		msg = append([]byte{1}, b...)
+		v.Release(b)
+	}
+	v.Begin(tag.Seq, tag.FP)
+	for _, r := range kept {
+		if r != v.rank && r != leader && !failed.has(r) {
+			v.sendRank(r, tag, msg)
+		}
+	}
+	if rerr == nil {
+		return msg[1:], nil
+	}
+	for _, r := range kept {
+		if r == v.rank || r == leader || failed.has(r) {
+			continue
+		}
+		m, err := v.recvRank(r, tag)
+		if err != nil {
+			continue // dead, or silent past the timeout: it holds no decision the others lack
+		}
+		got := len(m) > 1 && m[0] == 1
+		d := append([]byte(nil), m[min(len(m), 1):]...)
+		v.Release(m)
+		if got {
+			return d, nil
+		}
+	}
+	return nil, rerr
 }
 
 func closeLn(ln kx.MeshListener) {

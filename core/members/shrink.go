@@ -284,7 +284,8 @@ type accusation struct{ by, of int }
 // only news in the sets is about ranks this rank heard: those it holds on to for one round. A
 // rank heard again in the next round, after its accuser's set was sent, is alive, and the
 // accuser, whose set only grows, will never talk to it again: one of the two has to go, and
-// it is the accuser (a verdict about a rank that died after its set came goes the other way:
+// it is the accuser, or, when the two named each other (the link between them broke), the
+// higher of them (a verdict about a rank that died after its set came goes the other way:
 // it is not heard again, and next holds it). A rank named by more than half of the ranks heard
 // goes at once, as before: most of those taking part found it too slow. Every rank that hears the same ranks applies the
 // same rule to the same sets, so the sets converge as before (F only grows), and the decision
@@ -295,9 +296,19 @@ type accusation struct{ by, of int }
 // one round later.
 func judge(F, next, heard bitset, pending []accusation, differ []roundSet, n, me, namedBy int) ([]accusation, error) {
 	for _, a := range pending {
-		if heard.has(a.of) {
-			next.add(a.by)
+		if !heard.has(a.of) {
+			continue
 		}
+		// Two ranks that named each other, both heard: the connection between them broke
+		// (each lost the other, e.g. a TCP timeout after a short outage of the link between
+		// their hosts), and taking both out would cost two live ranks for one broken link,
+		// and with them the majority. The higher of the two goes: every rank that heard both
+		// makes the same choice.
+		if heard.has(a.by) && slices.Contains(pending, accusation{a.of, a.by}) {
+			next.add(max(a.by, a.of))
+			continue
+		}
+		next.add(a.by)
 	}
 	pending = pending[:0]
 	accusers := next.clone()

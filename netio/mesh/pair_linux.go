@@ -265,6 +265,11 @@ func shmCreate(c net.Conn, rank, peer int, job uint64, me, them *shmHello, step 
 		if seg.PeerPid() != int(them.pid) {
 			return fmt.Errorf("segment attached by pid %d, the peer is pid %d", seg.PeerPid(), them.pid)
 		}
+		// The attacher pinned this process in shm.Open; pin it now too, so that the pair
+		// holds all its descriptors from here on.
+		if seg.PinPeer() {
+			return fmt.Errorf("the peer (pid %d) exited after it attached", them.pid)
+		}
 		seg.ProbePeerMemory() // before the verdict: the attacher's frames may go by reference after it
 		return nil
 	}()

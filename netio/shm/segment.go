@@ -373,5 +373,19 @@ func (s *Segment) peerGone() (pid int, gone bool) {
 	return s.peerPid, s.peerDead
 }
 
+// PinPeer pins the attached peer's process with a pidfd now, as Open does for the creator, and
+// reports whether it is already gone. The creator calls it once the peer attached: otherwise
+// its first wait that sleeps a whole poll opens the pidfd, so a reused pid could pass for a
+// dead peer until then, and the process holds a descriptor more per same-host peer long after
+// the set-up, which looks like a leak.
+func (s *Segment) PinPeer() (gone bool) {
+	if s.enter() != nil {
+		return true
+	}
+	defer s.exit()
+	_, gone = s.peerGone()
+	return gone
+}
+
 // Supported reports whether shared-memory rings work on this platform.
 const Supported = true

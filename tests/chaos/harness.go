@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,11 +26,7 @@ import (
 
 // Config is one job.
 type Config struct {
-	Seed int64
-	// FdSlack, when above fdSlack, is how many descriptors more a finished process may hold
-	// than it had warm with as many live members (the bounded run's allowance, see
-	// chaos_test.go).
-	FdSlack  int
+	Seed     int64
 	Faults   time.Duration // how long faults are injected
 	Gap      time.Duration // mean time between faults
 	Ranks    int
@@ -67,14 +64,22 @@ type Result struct {
 	RSSGrowthKB          int64
 	Code                 int  // kylixrun's exit status
 	Lost                 bool // the job ended during the faults: every member gave up or died
-	Problems             []string
-	Kept                 string // the job's directory (kylixrun's output, state records), kept when it failed
-	Elapsed              time.Duration
+	// Refused: Lost, and the members that gave up last were refused by the quorum rule (a
+	// resize needs more than half of the old members): the faults took out a majority, and the
+	// library stopped as the contract says. Not a failure; the long run goes on with a new job.
+	Refused   bool
+	FaultsRan time.Duration // how long faults were injected (less than Cfg.Faults when Lost)
+	Ended     []string      // why the members gave up, when the job was Lost
+	Excused   []string      // calls past the bound that the faults in flight account for
+	Problems  []string
+	Kept      string // the job's directory (kylixrun's output, state records), kept when it failed
+	Elapsed   time.Duration
 }
 
 // Leak thresholds, per process, between its warm-up (30 steps into the first comm with as many
-// live members as it ends with; threads: 30 steps into its life) and its end: a leak per resize
-// or per fault would pass them within a run.
+// live members as it ends with; threads: 30 steps into its life) and its end (before the final
+// barrier, while no peer can have finalized): a leak per resize or per fault would pass them
+// within a run. A leak names what grew (fdDiff).
 const (
 	fdSlack     = 2 // descriptors more than with as many live members before (RSS likewise)
 	threadSlack = 4 // the Go runtime adds threads while calls block in syscalls
@@ -83,7 +88,8 @@ const (
 
 // Failed says whether the run found anything.
 func (r *Result) Failed() bool {
-	return r.Wrong > 0 || r.Late > 0 || r.Bad > 0 || r.Code != 0 || len(r.LeakProcs) > 0 || len(r.LeakFds) > 0 ||
+	code := r.Code != 0 && !r.Refused // kylixrun reports the members' refusal
+	return r.Wrong > 0 || r.Late > 0 || r.Bad > 0 || code || (r.Lost && !r.Refused) || len(r.LeakProcs) > 0 || len(r.LeakFds) > 0 ||
 		len(r.LeakThreads) > 0 || len(r.LeakRSS) > 0 || len(r.LeakShm) > 0 || len(r.LeakNetns) > 0 || len(r.Problems) > 0
 }
 
@@ -103,6 +109,7 @@ type run struct {
 	doomed    map[int]time.Time // pids a removing fault took out, until when they count as gone
 	launchers []*exec.Cmd       // kylixrun --join processes
 	timers    sync.WaitGroup    // pending restores
+	injected  []injection       // the faults that took place
 	removedAt time.Time         // the last removing fault
 	linkUntil time.Time         // the link fault in force ends
 }
@@ -406,7 +413,6 @@ func (r *run) account(shm0 map[string]bool) {
 			res.Checks[k.key] += rec.Counts[k.key]
 		}
 		res.Wrong += rec.Counts["wrong"]
-		res.Late += rec.Counts["late"]
 		res.Bad += rec.Counts["bad"]
 		res.Resizes += rec.Counts["resizes"]
 		res.Resets += rec.Counts["resets"]
@@ -422,8 +428,9 @@ func (r *run) account(shm0 map[string]bool) {
 			who := fmt.Sprintf("pid %d (rank %d of %d)", rec.Pid, rec.Rank, rec.Size)
 			if fd0, fd1 := rec.Counts["fd0"], rec.Counts["fd1"]; fd0 > 0 {
 				res.FdGrowth = max(res.FdGrowth, fd1-fd0)
-				if fd1-fd0 > int64(max(fdSlack, r.cfg.FdSlack)) {
-					res.LeakFds = append(res.LeakFds, fmt.Sprintf("%s: %d -> %d descriptors", who, fd0, fd1))
+				if fd1-fd0 > fdSlack {
+					res.LeakFds = append(res.LeakFds, fmt.Sprintf("%s: %d -> %d descriptors%s", who, fd0, fd1,
+						fdDiff(filepath.Join(r.dir, "state", fmt.Sprintf("fds-%d", rec.Pid)))))
 				}
 			}
 			if t0, t1 := rec.Counts["thr0"], rec.Counts["thr1"]; t0 > 0 {
@@ -456,14 +463,32 @@ func (r *run) account(shm0 map[string]bool) {
 			l := sc.Text()
 			if i := strings.Index(l, "CHAOS "); i >= 0 && len(res.Problems) < 40 {
 				switch kind, _, _ := strings.Cut(l[i+6:], " "); kind {
-				case "WRONG", "LATE", "BAD":
+				case "WRONG", "BAD":
 					res.Problems = append(res.Problems, l[i:])
+				case "LATE":
+					// Judged here against the faults in flight (allowance); a line without
+					// its times is late.
+					if why, ok := r.excused(l[i:]); ok {
+						res.Excused = append(res.Excused, l[i:]+": "+why)
+					} else {
+						res.Late++
+						res.Problems = append(res.Problems, l[i:]+why)
+					}
 				}
 			}
 		}
 		fh.Close()
 	}
-	if res.Code != 0 {
+	// A job whose kylixrun failed with no member done ended like a lost one, only after the
+	// faults: the last faults may have taken out a majority as well.
+	done := false
+	for _, rec := range recs {
+		done = done || rec.Phase == "done"
+	}
+	if res.Lost || (res.Code != 0 && !done) {
+		r.judgeLoss(recs)
+	}
+	if res.Code != 0 && !res.Refused {
 		b, _ := os.ReadFile(filepath.Join(r.dir, "job.out"))
 		res.Problems = append(res.Problems, fmt.Sprintf("kylixrun exited with status %d; its last lines:\n%s", res.Code, tail(string(b), 15)))
 	}
@@ -546,5 +571,129 @@ func (r *run) onInterrupt(main *exec.Cmd) func() {
 	return func() {
 		signal.Stop(sigs)
 		close(done)
+	}
+}
+
+// excused says whether a LATE line's call took no longer than the faults in flight during it
+// allow (allowance), and why.
+func (r *run) excused(line string) (string, bool) {
+	took, t0, t1, ok := lateTimes(line)
+	if !ok {
+		return "", false
+	}
+	start, end := time.UnixMilli(t0), time.UnixMilli(t1)
+	allow, in := r.allowance(start, end)
+	why := fmt.Sprintf(" (allowed %.1f s with %d fault(s) in flight: %s)", allow.Seconds(), len(in), strings.Join(in, ", "))
+	return why, took <= allow
+}
+
+// lateTimes reads a LATE line's duration and its wall-clock span "[wall t0 t1]" (Unix ms).
+func lateTimes(line string) (took time.Duration, t0, t1 int64, ok bool) {
+	i := strings.LastIndex(line, "[wall ")
+	if i < 0 {
+		return 0, 0, 0, false
+	}
+	if _, err := fmt.Sscanf(line[i:], "[wall %d %d]", &t0, &t1); err != nil || t1 < t0 {
+		return 0, 0, 0, false
+	}
+	return time.Duration(t1-t0) * time.Millisecond, t0, t1, true
+}
+
+// quorumRefusal is what kylix_resize says when this side holds no majority (core/members).
+const quorumRefusal = "a resize needs more than half of them"
+
+// judgeLoss says why a job ended during its faults. The members that gave up last (within
+// liveness_ms + timeout_ms of the last one, by their state records' times) name the reason;
+// when every one of them was refused by the quorum rule, the job is Refused: the faults took
+// out a majority of some comm's members, and no side could go on. Anything else (a member that
+// gave up after too many resizes, an error other than the refusal, no member giving up at all)
+// leaves it a loss.
+func (r *run) judgeLoss(recs map[int]record) {
+	res := r.res
+	why := map[int]string{}
+	outs, _ := filepath.Glob(filepath.Join(r.dir, "*.out"))
+	for _, f := range outs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if i := strings.Index(l, "CHAOS GAVEUP pid="); i >= 0 {
+				var pid int
+				fmt.Sscanf(l[i+len("CHAOS GAVEUP pid="):], "%d", &pid)
+				why[pid] = l[i:]
+			}
+		}
+	}
+	var last time.Time
+	when := map[int]time.Time{}
+	for pid, rec := range recs {
+		if rec.Phase != "gaveup" {
+			continue
+		}
+		if st, err := os.Stat(filepath.Join(r.dir, "state", fmt.Sprintf("p%d", pid))); err == nil {
+			when[pid] = st.ModTime()
+			if st.ModTime().After(last) {
+				last = st.ModTime()
+			}
+		}
+	}
+	refused := len(when) > 0
+	for pid, t := range when {
+		if last.Sub(t) > r.cfg.Liveness+r.cfg.Timeout {
+			continue
+		}
+		line := why[pid]
+		if line == "" {
+			line = fmt.Sprintf("pid %d gave up, saying nothing", pid)
+		}
+		res.Ended = append(res.Ended, t.Format("15:04:05.000")+" "+line)
+		refused = refused && strings.Contains(line, quorumRefusal)
+	}
+	sort.Strings(res.Ended)
+	// The faults before the end: what took the majority out. A refusal is the contract's
+	// answer only when they could have: faults that take members out, at least half of the
+	// largest comm refused (a split takes out up to half). Fewer, and the library dropped
+	// members that were there: a loss.
+	biggest := 0
+	for _, l := range res.Ended {
+		var k, n int
+		if i := strings.Index(l, "only "); i >= 0 {
+			if _, err := fmt.Sscanf(l[i:], "only %d of %d members", &k, &n); err == nil {
+				biggest = max(biggest, n)
+			}
+		}
+	}
+	taken := 0
+	r.mu.Lock()
+	for _, f := range r.injected {
+		if !last.IsZero() && f.at.After(last.Add(-3*r.cfg.Liveness-r.cfg.Timeout)) && f.at.Before(last) {
+			res.Ended = append(res.Ended, fmt.Sprintf("%s fault %s", f.at.Format("15:04:05.000"), f.kind))
+			switch {
+			case f.kind == "link-long":
+				taken += biggest / 2
+			case removing(f.kind):
+				taken++
+			}
+		}
+	}
+	r.mu.Unlock()
+	if refused && 2*taken < biggest {
+		refused = false
+		res.Ended = append(res.Ended, fmt.Sprintf("not a refusal the faults explain: %d member(s) taken out before it, of comms of %d", taken, biggest))
+	}
+	res.Refused = refused
+	what := "no member was left"
+	if refused {
+		what = "the members left were refused by the quorum rule (refused, not lost)"
+	}
+	msg := fmt.Sprintf("kylixrun ended %v into the faults, before the job was told to end: %s", res.FaultsRan.Round(time.Second), what)
+	if !res.Lost {
+		msg = "every member gave up or died after the faults: " + what
+	}
+	if refused {
+		r.logf("%s", msg)
+	} else {
+		res.Problems = append(res.Problems, msg)
 	}
 }

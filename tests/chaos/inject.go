@@ -19,7 +19,7 @@ func (r *run) inject(mainDone chan struct{}) {
 			select {
 			case <-mainDone:
 				r.res.Lost = true
-				r.res.Problems = append(r.res.Problems, fmt.Sprintf("kylixrun ended %v into the faults, before the job was told to end: no member was left", time.Since(start).Round(time.Second)))
+				r.res.FaultsRan = time.Since(start)
 				return
 			case <-time.After(min(wait, 50*time.Millisecond)):
 			}
@@ -30,6 +30,7 @@ func (r *run) inject(mainDone chan struct{}) {
 			r.logf("%v %s: skipped: %s", ev.At.Round(time.Millisecond), ev.Kind, why)
 		}
 	}
+	r.res.FaultsRan = c.Faults
 }
 
 func (r *run) count(kind string, done bool) {
@@ -37,6 +38,7 @@ func (r *run) count(kind string, done bool) {
 	defer r.mu.Unlock()
 	if done {
 		r.res.Faults[kind]++
+		r.injected = append(r.injected, injection{time.Now(), kind})
 	} else {
 		r.res.Skipped[kind]++
 	}
@@ -67,6 +69,17 @@ func (r *run) apply(ev event) string {
 		}
 		if len(live) < 3 || 2*(len(live)-out) <= size {
 			return fmt.Sprintf("%d live members of a comm of %d: taking %d out would leave no majority", len(live), size, out)
+		}
+		// The live members may be in comms of different sizes (joiners admitted by a resize
+		// some members have not finished), and a member a fault took out stays in the old
+		// comm until a resize drops it: so also count, against the smallest comm a live
+		// member is in, every member taken out within 3 liveness_ms or stopped now.
+		smallest := size
+		for _, m := range live {
+			smallest = min(smallest, m.Size)
+		}
+		if gone := r.takenOut(recs); 2*(smallest-gone-out) <= smallest {
+			return fmt.Sprintf("%d members taken out within 3 liveness_ms or stopped, in a comm of %d: taking %d more out would leave no majority", gone, smallest, out)
 		}
 		r.mu.Lock()
 		recent := time.Since(r.removedAt) < c.Liveness/2
@@ -271,4 +284,68 @@ func (r *run) splitLoser(live []record, size int) []record {
 		return append(sides[0], record{})
 	}
 	return nil
+}
+
+// injection is a fault that took place, when.
+type injection struct {
+	at   time.Time
+	kind string
+}
+
+// length is how long a fault holds once injected (0: at once).
+func (c Config) length(kind string) time.Duration {
+	switch kind {
+	case "stop-short", "link-short":
+		return c.Liveness / 3
+	case "stop-long", "link-long", "stalled-joiner":
+		return c.Liveness * 3 / 2
+	case "rate-drop":
+		return 6 * time.Second // at most
+	}
+	return 0
+}
+
+// allowance is what a call from start to end may take: the bound, plus for each fault in
+// flight during it (from its injection until it ended and liveness_ms more, the time the
+// members take to find a process it took out) liveness_ms or the fault's length, whichever is
+// longer. The contract bounds each wait, not a call made of several: a resize may wait
+// timeout_ms for a live member that is slow, then liveness_ms for each member a fault took out
+// meanwhile (in the agreement, for the leader's decision, in connecting the resized comm).
+func (r *run) allowance(start, end time.Time) (time.Duration, []string) {
+	c := r.cfg
+	allow := c.bound()
+	var in []string
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.injected {
+		if f.kind == "join" {
+			continue // a joiner is admitted by a resize, or waits for the next: it delays nobody
+		}
+		d := c.length(f.kind)
+		if f.at.Before(end) && f.at.Add(d+c.Liveness).After(start) {
+			allow += max(c.Liveness, d)
+			in = append(in, fmt.Sprintf("%s at %s", f.kind, f.at.Format("15:04:05.000")))
+		}
+	}
+	return allow, in
+}
+
+// takenOut counts the members a removing fault took out within the last 3 liveness_ms (whether
+// or not their process still runs) and the members held by SIGSTOP now.
+func (r *run) takenOut(recs map[int]record) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	now := time.Now()
+	for pid, until := range r.doomed {
+		if pid != 0 && now.Before(until) { // pid 0: splitLoser's filler
+			n++
+		}
+	}
+	for pid := range r.stopped {
+		if rec, ok := recs[pid]; ok && (rec.Phase == "member" || rec.Phase == "resize") && !now.Before(r.doomed[pid]) {
+			n++
+		}
+	}
+	return n
 }

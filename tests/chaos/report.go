@@ -18,7 +18,8 @@ func Table(w io.Writer, runs []*Result) {
 		maxCall, elapsed       time.Duration
 		fdG, thrG, rssG        int64
 		lProcs, lFds, lThr     int
-		zombies, lost          int
+		zombies, lost, refused int
+		excused                int
 		lRSS, lShm, lNetns, bc int
 		kinds                  []string
 	)
@@ -43,9 +44,12 @@ func Table(w io.Writer, runs []*Result) {
 		if r.Code != 0 {
 			bc++
 		}
-		if r.Lost {
+		if r.Refused {
+			refused++
+		} else if r.Lost {
 			lost++
 		}
+		excused += len(r.Excused)
 		kinds = append(kinds, fmt.Sprintf("seed %d: %s", r.Cfg.Seed, r.Cfg))
 	}
 	total, totalChecks := 0, int64(0)
@@ -77,9 +81,11 @@ func Table(w io.Writer, runs []*Result) {
 	fmt.Fprintf(w, "| workload processes (relaunches and joiners included) / left on request / gave up (left out) | %d / %d / %d |\n\n", procs, left, gaveUp)
 	fmt.Fprintf(w, "| problem | count |\n|---|---:|\n")
 	fmt.Fprintf(w, "| wrong answers | %d |\n", wrong)
-	fmt.Fprintf(w, "| calls past their bound (timeout_ms + 2 s; longest call %.1f s) | %d |\n", maxCall.Seconds(), late)
+	fmt.Fprintf(w, "| calls past their bound (timeout_ms + 2 s, plus for each fault in flight liveness_ms or its length; longest call %.1f s) | %d |\n", maxCall.Seconds(), late)
+	fmt.Fprintf(w, "| calls past timeout_ms + 2 s within that allowance | %d |\n", excused)
 	fmt.Fprintf(w, "| unexpected statuses (not OK, PEER, TIMEOUT, STATE; NET from a resize) | %d |\n", bad)
-	fmt.Fprintf(w, "| jobs that ended during the faults (no member left, while the guard kept a majority alive) | %d |\n", lost)
+	fmt.Fprintf(w, "| jobs that ended during the faults (no member left, not refused by the quorum rule) | %d |\n", lost)
+	fmt.Fprintf(w, "| jobs whose members were refused by the quorum rule (a majority taken out; a new job went on) | %d |\n", refused)
 	fmt.Fprintf(w, "| jobs whose kylixrun did not exit 0 | %d |\n", bc)
 	fmt.Fprintf(w, "| processes left running after the job | %d |\n", lProcs-zombies)
 	fmt.Fprintf(w, "| ranks exited but not reaped when their kylixrun returned (zombies, reparented) | %d |\n", zombies)
@@ -105,9 +111,27 @@ func (c Config) String() string {
 func Details(w io.Writer, runs []*Result) {
 	for _, r := range runs {
 		if !r.Failed() {
+			if r.Refused || len(r.Excused) > 0 {
+				fmt.Fprintf(w, "NOTED: %s (replay: -seed %d)\n", r.Cfg, r.Cfg.Seed)
+				if r.Refused {
+					fmt.Fprintf(w, "  refused by the quorum rule %v into the faults; the members that gave up last, and the faults before:\n", r.FaultsRan.Round(time.Second))
+					for _, l := range r.Ended {
+						fmt.Fprintf(w, "    %s\n", l)
+					}
+				}
+				for _, l := range r.Excused {
+					fmt.Fprintf(w, "  past timeout_ms + 2 s, within the allowance: %s\n", l)
+				}
+			}
 			continue
 		}
 		fmt.Fprintf(w, "FAILED: %s (replay: -seed %d)\n", r.Cfg, r.Cfg.Seed)
+		for _, l := range r.Ended {
+			fmt.Fprintf(w, "  ended: %s\n", l)
+		}
+		for _, l := range r.Excused {
+			fmt.Fprintf(w, "  past timeout_ms + 2 s, within the allowance: %s\n", l)
+		}
 		if r.Kept != "" {
 			fmt.Fprintf(w, "  kylixrun's output and the state records: %s\n", r.Kept)
 		}

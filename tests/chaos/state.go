@@ -183,3 +183,64 @@ func shmEntries() map[string]bool {
 	}
 	return out
 }
+
+// fdDiff reads a process's descriptor lists (workload.c: save_fd_lists, warm then at its end)
+// and says by kind what it held at its end and not warm, and the other way round:
+// "; more than warm: [1 x pidfd of a live process]; fewer: []". Descriptor numbers, inodes and
+// addresses are left out, so that a connection or pipe made again counts as the same kind.
+func fdDiff(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	warm, done, _ := strings.Cut(strings.TrimPrefix(string(b), "warm:\n"), "done:\n")
+	kinds := func(list string) map[string]int {
+		out := map[string]int{}
+		for _, l := range strings.Split(strings.TrimSpace(list), "\n") {
+			f := strings.Fields(l)
+			if len(f) < 2 {
+				continue
+			}
+			k := strings.Join(f[1:], " ")
+			switch {
+			case strings.HasPrefix(f[1], "socket:[") && len(f) >= 7 && strings.HasPrefix(f[2], "tcp"):
+				k = "socket " + f[2] + " state " + f[6] // addresses differ from one connection to the next
+			case strings.HasPrefix(f[1], "socket:["):
+				k = "socket " + strings.Join(f[2:], " ")
+			case f[1] == "anon_inode:[pidfd]" && len(f) > 3 && f[3] == "-1":
+				k = "pidfd of an exited process"
+			case f[1] == "anon_inode:[pidfd]":
+				k = "pidfd of a live process"
+			case strings.HasPrefix(f[1], "pipe:["):
+				k = "pipe"
+			case f[1] == "anon_inode:[eventfd]":
+				k = "eventfd"
+			case f[0] == "maps":
+				k = "mapping of a memfd:kylix-shm"
+				out[k] += int(parseInt(f[1])) - 1 // counted as many times, not as one line
+			}
+			out[k]++
+		}
+		return out
+	}
+	w, d := kinds(warm), kinds(done)
+	var more, fewer []string
+	for k, n := range d {
+		if n > w[k] {
+			more = append(more, fmt.Sprintf("%d x %s", n-w[k], k))
+		}
+	}
+	for k, n := range w {
+		if n > d[k] {
+			fewer = append(fewer, fmt.Sprintf("%d x %s", n-d[k], k))
+		}
+	}
+	sort.Strings(more)
+	sort.Strings(fewer)
+	return fmt.Sprintf("; more than warm: [%s]; fewer: [%s]", strings.Join(more, ", "), strings.Join(fewer, ", "))
+}
+
+func parseInt(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}

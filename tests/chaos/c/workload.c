@@ -25,8 +25,9 @@
  * What the harness reads: this process's state record, a fixed-size line
  * rewritten in place in $CHAOS_STATE/p<pid> after every phase and step
  * (counts of checks, wrong answers, calls past their bound, unexpected
- * statuses, resizes; fds, threads and RSS), and "CHAOS WRONG|LATE|BAD ..."
- * lines on stdout for each problem.
+ * statuses, resizes; fds, threads and RSS), what its descriptors were warm and
+ * at its end ($CHAOS_STATE/fds-<pid>), and "CHAOS WRONG|LATE|BAD ..." lines on
+ * stdout for each problem.
  *
  * Environment (set by the harness; kylixrun adds the KYLIX_ variables):
  *   CHAOS_STATE      directory of the state records (required)
@@ -157,17 +158,24 @@ static void report(const char *kind, const char *fmt, ...) {
   fflush(stdout);
 }
 
-/* timed runs a library call and counts it past its bound when it took longer. */
+static double wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* timed runs a library call and counts it past its bound when it took longer; the LATE line
+   says when the call ran (Unix ms), so the harness can tell which faults were in flight. */
 #define timed(what, call)                                                                      \
   ({                                                                                           \
-    double t0_ = now_ms();                                                                     \
+    double t0_ = now_ms(), w0_ = wall_ms();                                                    \
     int st_ = (call);                                                                          \
     double dt_ = now_ms() - t0_;                                                               \
     if (dt_ > S.maxms) S.maxms = (int64_t)dt_;                                                 \
     if (dt_ > bound_ms) {                                                                      \
       S.late++;                                                                                \
-      report("LATE", "%s took %.0f ms (bound %.0f ms), returned %s", what, dt_, bound_ms,      \
-             kylix_strerror(st_));                                                             \
+      report("LATE", "%s took %.0f ms (bound %.0f ms), returned %s: %s [wall %.0f %.0f]", what, \
+             dt_, bound_ms, kylix_strerror(st_), st_ ? kylix_errmsg(C) : "", w0_, w0_ + dt_);   \
     }                                                                                          \
     st_;                                                                                       \
   })
@@ -211,6 +219,101 @@ static kylix_plan *plan;
 static int resizes_in_a_row; /* since the last step that went through */
 static int64_t on_comm;      /* steps on the current comm */
 static long base_fd[MAXR], base_rss[MAXR];
+static char *base_fdlist[MAXR];
+
+/* socket_name finds socket inode ino in one of this process's socket tables (its network
+   namespace's): "tcp 0100007F:9C40 0100007F:A0B2 st 01" (addresses and state as the kernel
+   prints them), "unix path", or "" when it is in none. */
+static void socket_name(const char *ino, char *out, size_t n) {
+  static const char *tables[] = {"tcp", "tcp6", "udp", "udp6", "unix"};
+  out[0] = 0;
+  for (size_t t = 0; t < sizeof tables / sizeof *tables; t++) {
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/self/net/%s", tables[t]);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    while (fgets(line, sizeof line, f)) {
+      char *tok[12];
+      int k = 0;
+      for (char *sv, *w = strtok_r(line, " \n", &sv); w && k < 12; w = strtok_r(NULL, " \n", &sv)) tok[k++] = w;
+      if (t == 4) { /* unix: Num RefCount Protocol Flags Type St Inode [Path] */
+        if (k >= 7 && !strcmp(tok[6], ino)) snprintf(out, n, "unix type %s st %s %s", tok[4], tok[5], k > 7 ? tok[7] : "");
+      } else if (k >= 10 && !strcmp(tok[9], ino)) {
+        snprintf(out, n, "%s %s %s st %s", tables[t], tok[1], tok[2], tok[3]);
+      }
+      if (out[0]) break;
+    }
+    fclose(f);
+    if (out[0]) return;
+  }
+}
+
+/* fd_list lists this process's descriptors, one "fd target [what]" a line (malloc'd): what a
+   descriptor is, so that a count that grew says which kind did (a socket and its peer, an
+   eventfd, a memfd's name). */
+static char *fd_list(void) {
+  size_t cap = 1 << 14, len = 0;
+  char *out = malloc(cap);
+  if (!out) return NULL;
+  out[0] = 0;
+  /* the numbers first: looking a socket up opens files, which must not join the listing */
+  int fds[1024], nfd = 0;
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *e;
+  while (d && (e = readdir(d)) && nfd < 1024)
+    if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d)) fds[nfd++] = atoi(e->d_name);
+  if (d) closedir(d);
+  for (int i = 0; i < nfd; i++) {
+    char path[64], target[300] = "", what[300] = "";
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fds[i]);
+    ssize_t k = readlink(path, target, sizeof target - 1);
+    if (k < 0) continue;
+    target[k] = 0;
+    if (!strncmp(target, "socket:[", 8)) {
+      char ino[32];
+      snprintf(ino, sizeof ino, "%.*s", (int)strcspn(target + 8, "]"), target + 8);
+      socket_name(ino, what, sizeof what);
+    } else if (!strcmp(target, "anon_inode:[pidfd]") || !strcmp(target, "anon_inode:[eventfd]")) {
+      /* which process a pidfd pins (-1: exited), which eventfd object (the same id in both
+         processes of a shared-memory pair) */
+      char line[128];
+      snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fds[i]);
+      FILE *f = fopen(path, "r");
+      while (f && fgets(line, sizeof line, f)) {
+        long v;
+        if (sscanf(line, "Pid: %ld", &v) == 1) snprintf(what, sizeof what, "pid %ld", v);
+        if (sscanf(line, "eventfd-id: %ld", &v) == 1) snprintf(what, sizeof what, "id %ld", v);
+      }
+      if (f) fclose(f);
+    }
+    if (len + 700 > cap) {
+      char *b = realloc(out, cap *= 2);
+      if (!b) break;
+      out = b;
+    }
+    len += (size_t)snprintf(out + len, cap - len, "%d %s%s%s\n", fds[i], target, what[0] ? " " : "", what);
+  }
+  /* a segment's fd is closed once both sides mapped it: its mappings are what is left of it */
+  FILE *m = fopen("/proc/self/maps", "r");
+  char line[512];
+  int segs = 0;
+  while (m && fgets(line, sizeof line, m)) segs += strstr(line, "/memfd:kylix-shm") != NULL;
+  if (m) fclose(m);
+  if (len + 100 < cap) snprintf(out + len, cap - len, "maps %d memfd:kylix-shm\n", segs);
+  return out;
+}
+
+/* save_fd_lists writes the warm and the final descriptor lists to $CHAOS_STATE/fds-<pid>, for
+   the harness to name what a process that grew holds. */
+static void save_fd_lists(const char *warm, const char *end) {
+  const char *dir = getenv("CHAOS_STATE");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/fds-%d", dir, (int)getpid());
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fprintf(f, "warm:\n%sdone:\n%s", warm ? warm : "", end ? end : "");
+  fclose(f);
+}
 
 /* the members of C that are not known dead: with replication, dead replicas stay members */
 static int live_members(void) {
@@ -535,8 +638,11 @@ int main(int argc, char **argv) {
     /* Baselines once the process is warm: descriptors and RSS per number of live members (a
        comm holds a connection, shared memory and buffers for each live peer; a dead replica
        stays a member with none), threads once. */
-    if (++on_comm == 30 && !base_fd[live_members()])
-      base_fd[live_members()] = count_fds(), base_rss[live_members()] = proc_status("VmRSS");
+    /* live_members() once: a failure found meanwhile must not file the counts under two */
+    if (++on_comm == 30) {
+      int lm = live_members();
+      if (!base_fd[lm]) base_fd[lm] = count_fds(), base_rss[lm] = proc_status("VmRSS"), base_fdlist[lm] = fd_list();
+    }
     if (++done == 30) S.thr0 = proc_status("Threads");
     read_end();
     set_phase("member");
@@ -544,10 +650,17 @@ int main(int argc, char **argv) {
     step++;
     if (sleep_ms > 0) nanosleep(&(struct timespec){0, (long)sleep_ms * 1000000L}, NULL);
   }
+  /* The counts before the final barrier: no peer can be through it yet, so none has
+     finalized and taken its connection and segment with it, and every process counts the
+     same comm it had warm. */
+  int lm = live_members();
+  S.fd0 = base_fd[lm], S.rss0 = base_rss[lm], S.fd1 = count_fds(), S.thr1 = proc_status("Threads"), S.rss1 = proc_status("VmRSS");
+  char *end_fds = fd_list();
+  save_fd_lists(base_fdlist[lm], end_fds);
+  free(end_fds);
   st = timed("barrier", kylix_barrier(C));
   if (st != KYLIX_OK) report("INFO", "the final barrier returned %s: %s", kylix_strerror(st), kylix_errmsg(C));
   if (plan) kylix_plan_free(plan);
-  S.fd0 = base_fd[live_members()], S.rss0 = base_rss[live_members()], S.fd1 = count_fds(), S.thr1 = proc_status("Threads"), S.rss1 = proc_status("VmRSS");
   set_phase("done");
   report("DONE", "%" PRId64 " steps on this process, %" PRId64 " resizes", done, S.resizes);
   kylix_finalize(C);

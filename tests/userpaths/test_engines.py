@@ -93,7 +93,7 @@ def test_spark_standalone_cluster_across_namespaces(tmp_path: Path) -> None:
     tag = str(os.getpid() % 10000)
     script = str(REPO / "tests/netns/spark_cluster.sh")
     try:
-        r = run([script, tag, sys.executable, str(job_jar), str(kylix_jar), str(jna)], timeout=600,
+        r = run([script, tag, sys.executable, str(job_jar), str(kylix_jar), str(jna)], timeout=900,
                 env=newcomer_env(PATH=os.path.dirname(sys.executable) + os.pathsep
                                  + os.environ.get("PATH", ""), SPARK_LOGS=str(tmp_path)))
     finally:
@@ -102,7 +102,8 @@ def test_spark_standalone_cluster_across_namespaces(tmp_path: Path) -> None:
     # lines that say what failed, then the tail.
     said = "\n".join(l for l in r.stdout.splitlines()
                      if "INFO" not in l and ("pyspark" in l or "kylix" in l.lower() or "Error" in l
-                                             or "Traceback" in l or "spark-submit:" in l))
+                                             or "Traceback" in l or "spark-submit:" in l
+                                             or l.startswith("spark_cluster:")))
     assert r.returncode == 0, said[-4000:] + "\n---\n" + r.stdout[-3000:]
     assert f"pyspark: PASS barrier stage of {TASKS} tasks, {TASKS} results, executors " \
         "10.202.0.2,10.202.0.3" in r.stdout, r.stdout[-6000:]

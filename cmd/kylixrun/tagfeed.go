@@ -57,38 +57,12 @@ type tagMsg struct {
 	Proof []byte          `json:"proof,omitempty"`
 }
 
-func writeTagMsg(w io.Writer, m *tagMsg) error {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	buf := make([]byte, 4+len(b))
-	binary.LittleEndian.PutUint32(buf, uint32(len(b)))
-	copy(buf[4:], b)
-	_, err = w.Write(buf)
-	return err
-}
+func writeTagMsg(w io.Writer, m *tagMsg) error { return rendezvous.WriteFrame(w, m) }
 
 func readTagMsg(r io.Reader) (*tagMsg, error) {
-	var lb [4]byte
-	if _, err := io.ReadFull(r, lb[:]); err != nil {
-		return nil, err
-	}
-	n := binary.LittleEndian.Uint32(lb[:])
-	if n > tagMaxMessage {
-		return nil, fmt.Errorf("a message of %d bytes, over the bound", n)
-	}
-	// Read as the bytes arrive: a stranger's length alone costs nothing.
-	b, err := io.ReadAll(io.LimitReader(r, int64(n)))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) < int(n) {
-		return nil, io.ErrUnexpectedEOF
-	}
 	m := &tagMsg{}
-	if err := json.Unmarshal(b, m); err != nil {
-		return nil, fmt.Errorf("bad message: %v", err)
+	if err := rendezvous.ReadFrame(r, tagMaxMessage, m); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

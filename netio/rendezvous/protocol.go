@@ -48,8 +48,20 @@ type message struct {
 	Adm json.RawMessage `json:"adm,omitempty"`
 }
 
-func writeMsg(w io.Writer, m *message) error {
-	b, err := json.Marshal(m)
+func writeMsg(w io.Writer, m *message) error { return WriteFrame(w, m) }
+
+func readMsg(r io.Reader) (*message, error) {
+	m := &message{}
+	if err := ReadFrame(r, maxMessage, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// WriteFrame writes v as one message of the rendezvous protocol's framing: a 4-byte
+// little-endian length, then v as JSON. kylixrun's tag feed speaks it too.
+func WriteFrame(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
@@ -60,28 +72,29 @@ func writeMsg(w io.Writer, m *message) error {
 	return err
 }
 
-func readMsg(r io.Reader) (*message, error) {
+// ReadFrame reads one message of WriteFrame's framing, of at most max bytes, into v. A length
+// over max or bytes that are not JSON give an error that says what was sent.
+func ReadFrame(r io.Reader, max uint32, v any) error {
 	var lb [4]byte
 	if _, err := io.ReadFull(r, lb[:]); err != nil {
-		return nil, err
+		return err
 	}
 	n := binary.LittleEndian.Uint32(lb[:])
-	if n > maxMessage {
-		return nil, &badMessage{fmt.Sprintf("it sent %q, a message of %d bytes, over the bound", lb[:], n)}
+	if n > max {
+		return &badMessage{fmt.Sprintf("it sent %q, a message of %d bytes, over the bound", lb[:], n)}
 	}
 	// The buffer grows with the bytes that arrive: a stranger's length alone costs nothing.
 	b, err := io.ReadAll(io.LimitReader(r, int64(n)))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(b) < int(n) {
-		return nil, io.ErrUnexpectedEOF
+		return io.ErrUnexpectedEOF
 	}
-	m := &message{}
-	if err := json.Unmarshal(b, m); err != nil {
-		return nil, &badMessage{fmt.Sprintf("bad message: %v", err)}
+	if err := json.Unmarshal(b, v); err != nil {
+		return &badMessage{fmt.Sprintf("bad message: %v", err)}
 	}
-	return m, nil
+	return nil
 }
 
 // badMessage is a message that is not the rendezvous protocol's.

@@ -212,7 +212,7 @@ func (j *job) watchAdmissions(rv rendezvousServer) {
 	a.OnAdmit(func(adm rendezvous.Admitted) {
 		j.renumber(adm)
 		if j.feed != nil {
-			j.feed.publish(adm) // bounded: tagAckWait
+			j.feed.Publish(adm) // bounded: tagfeed.AckWait
 		}
 		var ranks []string
 		for r, prev := range adm.Prev {

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"kylix/cmd/kylixrun/internal/tagfeed"
 )
 
 // job is one run of the launcher.
@@ -35,7 +37,7 @@ type job struct {
 	watching       sync.WaitGroup           // the ranks' watch goroutines: each reaps its rank
 	tagMu          sync.Mutex               // tracked, and each tracked rank's cur (tags.go)
 	tracked        []*rank                  // every process started, for the tags to follow resizes
-	feed           *tagFeed                 // the resizes, served to kylixrun --join launchers (tagfeed.go)
+	feed           *tagfeed.Feed            // the resizes, served to kylixrun --join launchers
 	joinPrefix     string                   // a kylixrun --join's name for its joiners: j<pid>
 }
 
@@ -96,7 +98,7 @@ func (j *job) run() int {
 	var tagsAddr string
 	if c.jobFile != "" {
 		// Other launchers' joiners may come: their tags follow the resizes too.
-		if j.feed, err = serveTagFeed(p.bind, p.secret); err != nil {
+		if j.feed, err = tagfeed.Serve(p.bind, p.secret); err != nil {
 			j.logf("cannot serve the tag feed on %s: %v", p.bind, err)
 			return 1
 		}

@@ -6,6 +6,8 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+
+	"kylix/cmd/kylixrun/internal/tagfeed"
 )
 
 // runJoin is kylixrun --join F -n K: K local processes join the running elastic job that F
@@ -27,7 +29,7 @@ func (j *job) runJoin() int {
 		// Before the first joiner starts, so that no resize that admits one goes unseen.
 		if jf.Tags == "" {
 			j.logf("--tag-output: the job file %s names no tag feed (a job of an older kylixrun): the joiners' tags will not follow their ranks", c.join)
-		} else if name, stop, err := followTagFeed(jf.Tags, jf.Secret, j.joinPrefix, j.renumber); err != nil {
+		} else if name, stop, err := tagfeed.Follow(jf.Tags, jf.Secret, j.joinPrefix, j.renumber); err != nil {
 			j.logf("--tag-output: cannot follow the job's resizes at %s: %v; the joiners' tags will not follow their ranks", jf.Tags, err)
 		} else {
 			defer stop()

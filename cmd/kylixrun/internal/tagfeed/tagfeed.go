@@ -1,4 +1,7 @@
-package main
+// Package tagfeed is how the tags of a kylixrun --join launcher follow the resizes: the first
+// launcher serves every admission to the --join launchers (Serve, Publish), which follow and
+// acknowledge them (Follow).
+package tagfeed
 
 import (
 	"crypto/hmac"
@@ -23,7 +26,7 @@ import (
 // launcher's rendezvous sees the resizes (OnAdmit), so that launcher serves each of them on a
 // second port, written in the job file as "tags", to the --join launchers that ask. Each
 // follows them as the first launcher does (renumber) and acknowledges; the first launcher
-// waits for the acknowledgements (up to tagAckWait) before the rendezvous tells anyone of the
+// waits for the acknowledgements (up to AckWait) before the rendezvous tells anyone of the
 // new membership, so a joiner's first line as a member already carries its rank. The feed also
 // hands out the --join launchers' names, unique in the job: "j<pid>", or "j<pid>-2" when two
 // launchers on different hosts share a PID.
@@ -38,10 +41,10 @@ import (
 //	first launcher → --join launcher  {seq, adm, proof}               at every resize
 //	--join launcher → first launcher  {seq}                            once followed
 
-// tagAckWait bounds the wait of a resize for a --join launcher's acknowledgement. A launcher
+// AckWait bounds the wait of a resize for a --join launcher's acknowledgement. A launcher
 // that misses it (stopped, or on a slow link) is not waited for again until it catches up, so
 // it costs the job one such wait; its joiners' lines may carry their old tags meanwhile.
-const tagAckWait = time.Second
+const AckWait = time.Second
 
 // tagHandshakeWait bounds each message of the handshake.
 const tagHandshakeWait = 5 * time.Second
@@ -86,8 +89,8 @@ func admPayload(seq uint64, adm []byte) []byte {
 // tagName is what a --join launcher may ask to be called.
 var tagName = regexp.MustCompile(`^j[0-9]{1,12}$`)
 
-// tagFeed is the first launcher's side.
-type tagFeed struct {
+// Feed is the first launcher's side.
+type Feed struct {
 	ln     net.Listener
 	secret string
 
@@ -103,14 +106,14 @@ type tagFeed struct {
 type tagWatcher struct {
 	c      net.Conn
 	sn, cn []byte
-	sent   uint64        // the last admission written (under tagFeed.pub once in the feed)
+	sent   uint64        // the last admission written (under Feed.pub once in the feed)
 	acked  atomic.Uint64 // the last acknowledged
 	ack    chan struct{} // a token at each acknowledgement
 	gone   chan struct{} // closed when the connection ends
 }
 
-// serveTagFeed listens on bind (port 0) for --join launchers.
-func serveTagFeed(bind, secret string) (*tagFeed, error) {
+// Serve listens on bind (port 0) for --join launchers.
+func Serve(bind, secret string) (*Feed, error) {
 	host, _, err := net.SplitHostPort(bind)
 	if err != nil {
 		return nil, err
@@ -119,15 +122,15 @@ func serveTagFeed(bind, secret string) (*tagFeed, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &tagFeed{ln: ln, secret: secret, names: map[string]bool{}, watchers: map[*tagWatcher]bool{}}
+	f := &Feed{ln: ln, secret: secret, names: map[string]bool{}, watchers: map[*tagWatcher]bool{}}
 	go f.acceptLoop()
 	return f, nil
 }
 
-func (f *tagFeed) Addr() string { return f.ln.Addr().String() }
+func (f *Feed) Addr() string { return f.ln.Addr().String() }
 
 // Close stops the feed and ends every watcher's connection.
-func (f *tagFeed) Close() {
+func (f *Feed) Close() {
 	f.mu.Lock()
 	f.closed = true
 	ws := make([]*tagWatcher, 0, len(f.watchers))
@@ -141,7 +144,7 @@ func (f *tagFeed) Close() {
 	}
 }
 
-func (f *tagFeed) acceptLoop() {
+func (f *Feed) acceptLoop() {
 	for {
 		c, err := f.ln.Accept()
 		if err != nil {
@@ -157,7 +160,7 @@ func (f *tagFeed) acceptLoop() {
 
 // serve checks a --join launcher's proof, grants it a name and keeps it as a watcher until its
 // connection ends.
-func (f *tagFeed) serve(c net.Conn) {
+func (f *Feed) serve(c net.Conn) {
 	c.SetDeadline(time.Now().Add(tagHandshakeWait))
 	sn := make([]byte, 32)
 	rand.Read(sn)
@@ -213,10 +216,10 @@ func (f *tagFeed) serve(c net.Conn) {
 	}
 }
 
-// publish sends adm to every watcher and waits, up to tagAckWait, for those that were up to
+// publish sends adm to every watcher and waits, up to AckWait, for those that were up to
 // date to acknowledge it. Called on the rendezvous' goroutine, one admission at a time, before
 // anyone hears of adm.
-func (f *tagFeed) publish(adm rendezvous.Admitted) {
+func (f *Feed) Publish(adm rendezvous.Admitted) {
 	b, err := json.Marshal(adm)
 	if err != nil {
 		return
@@ -231,7 +234,7 @@ func (f *tagFeed) publish(adm rendezvous.Admitted) {
 		ws = append(ws, w)
 	}
 	f.mu.Unlock()
-	deadline := time.Now().Add(tagAckWait)
+	deadline := time.Now().Add(AckWait)
 	var wait []*tagWatcher
 	for _, w := range ws {
 		current := w.acked.Load() == w.sent
@@ -260,10 +263,10 @@ func (f *tagFeed) publish(adm rendezvous.Admitted) {
 	}
 }
 
-// followTagFeed is the --join launcher's side: it asks the feed at addr for the name want (or
+// Follow is the --join launcher's side: it asks the feed at addr for the name want (or
 // one like it), and then calls follow with every admission, in order, acknowledging each once
 // follow returned. stop ends the following.
-func followTagFeed(addr, secret, want string, follow func(rendezvous.Admitted)) (name string, stop func(), err error) {
+func Follow(addr, secret, want string, follow func(rendezvous.Admitted)) (name string, stop func(), err error) {
 	c, err := net.DialTimeout("tcp", addr, tagHandshakeWait)
 	if err != nil {
 		return "", nil, err

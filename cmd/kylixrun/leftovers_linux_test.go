@@ -98,7 +98,7 @@ func TestStoppedRanksLeaveNothing(t *testing.T) {
 		dir := t.TempDir()
 		args := withTags(tagged, "-n", "3")
 		prog := `cd "$OUT"; if [ "$KYLIX_RANK" = 2 ]; then while [ ! -s bg.0 ] || [ ! -s bg.1 ]; do sleep 0.02; done; echo $$ > pid.2; exit 3; fi
-			sleep 287 & echo $! > bg.$KYLIX_RANK; echo $$ > pid.$KYLIX_RANK; wait`
+			echo $$ > pid.$KYLIX_RANK; sleep 287 & echo $! > bg.$KYLIX_RANK; wait`
 		l := startLauncher(t, dir, []string{"OUT=" + dir}, nil, append(args, "sh", "-c", prog)...)
 		r := l.wait(t, 60*time.Second)
 		if r.code != 3 {

@@ -2,6 +2,7 @@ package netio
 
 import (
 	"kylix/core/kx"
+	"kylix/netio/internal/nettest"
 	"kylix/netio/rendezvous"
 	"net"
 	"sync"
@@ -62,7 +63,7 @@ func checkMesh(t *testing.T, ts []*TCP, errs []error) {
 // Under mpirun/srun nobody serves the rendezvous: rank 0 does, even when it starts last, and
 // stops serving once the table is out.
 func TestConnectRankZeroServesRendezvous(t *testing.T) {
-	rdv := freePorts(t, 1)[0]
+	rdv := nettest.FreePorts(t, 1)[0]
 	ts, errs := connectRanks(3, []int{0, 1, 2}, rdv, "127.0.0.1", nil, 5*time.Second, 300*time.Millisecond)
 	checkMesh(t, ts, errs)
 	closeAll(ts)
@@ -74,7 +75,7 @@ func TestConnectRankZeroServesRendezvous(t *testing.T) {
 // A name for this host (here localhost) works too: rank 0 serves on every interface and, with
 // no listen host, each rank advertises the rendezvous host, the one name every rank reaches.
 func TestConnectRankZeroServesByName(t *testing.T) {
-	_, port, _ := net.SplitHostPort(freePorts(t, 1)[0])
+	_, port, _ := net.SplitHostPort(nettest.FreePorts(t, 1)[0])
 	rdv := net.JoinHostPort("localhost", port)
 	ts, errs := connectRanks(2, []int{0, 1}, rdv, "", nil, 5*time.Second, 100*time.Millisecond)
 	checkMesh(t, ts, errs)
@@ -99,7 +100,7 @@ func TestConnectRankZeroUsesExistingRendezvous(t *testing.T) {
 func TestConnectRankZeroRendezvousRefusals(t *testing.T) {
 	// A rank with another secret is refused by rank 0's rendezvous; rank 0 then times out
 	// naming it.
-	rdv := freePorts(t, 1)[0]
+	rdv := nettest.FreePorts(t, 1)[0]
 	_, errs := connectRanks(2, []int{0, 1}, rdv, "127.0.0.1", map[int]string{1: "wrong"}, time.Second, 0)
 	wantErr(t, errs[1], kx.CodeAuth, "wrong secret")
 	wantErr(t, errs[0], kx.CodeTimeout, "ranks [1] have not registered")

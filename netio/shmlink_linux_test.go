@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"kylix/core/kx"
 	"kylix/netio/cpus"
+	"kylix/netio/internal/nettest"
 	"os"
 	"os/exec"
 	"runtime"
@@ -19,7 +20,7 @@ import (
 // startShmJob connects n ranks over static loopback peers with the given shm option.
 func startShmJob(t testing.TB, n int, shmOpt string) []*TCP {
 	t.Helper()
-	peers := freePorts(t, n)
+	peers := nettest.FreePorts(t, n)
 	ts := make([]*TCP, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -224,7 +225,7 @@ func TestShmKillMidMessage(t *testing.T) {
 	fds := func() int { es, _ := os.ReadDir("/proc/self/fd"); return len(es) }
 	before := fds()
 	for attempt := 0; ; attempt++ {
-		peers := freePorts(t, 2)
+		peers := nettest.FreePorts(t, 2)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestShmKillChild$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "KYLIX_TEST_SHM_CHILD="+strings.Join(peers, ","))
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

@@ -353,7 +353,6 @@ func (p *peer) writable() error {
 	return nil
 }
 
-// down drops the connection and tells the mailbox why the peer is gone.
 // DropPeer closes the link to rank, which a resize left out of the comm that goes on over this
 // transport (core/members: dropLeftOut): its connection and shared-memory segment are released
 // now, not when its process exits, and its waits on this rank fail at once.
@@ -366,6 +365,7 @@ func (t *TCP) DropPeer(rank int) {
 	}
 }
 
+// down drops the connection and tells the mailbox why the peer is gone.
 func (p *peer) down(err error) {
 	p.downOnce.Do(func() {
 		p.t.mb.MarkDead(p.rank, err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"kylix/core/kx"
+	"kylix/netio/internal/nettest"
 	"kylix/netio/rendezvous"
 	"net"
 	"os"
@@ -13,26 +14,6 @@ import (
 	"testing"
 	"time"
 )
-
-// freePorts reserves n loopback ports for a static peers table. The ports are released before
-// the ranks bind them again; on a test machine nobody else grabs them in between.
-func freePorts(t testing.TB, n int) []string {
-	t.Helper()
-	addrs := make([]string, n)
-	var lns []net.Listener
-	for i := range addrs {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		addrs[i] = ln.Addr().String()
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return addrs
-}
 
 // startJob connects n ranks over 127.0.0.1, through a rendezvous server unless peers are given.
 // secrets[r] defaults to "s3cret". It returns the transports and errors by rank.
@@ -125,7 +106,7 @@ func TestTCPMesh(t *testing.T) {
 
 func TestTCPStaticPeers(t *testing.T) {
 	base := runtime.NumGoroutine()
-	peers := freePorts(t, 3)
+	peers := nettest.FreePorts(t, 3)
 	// Rank 0 starts alone; a stray connection that does not speak the protocol reaches it
 	// first and is dropped, not fatal; then ranks 1 and 2 come.
 	var ts0 []*TCP
@@ -172,7 +153,7 @@ func TestTCPStaticPeers(t *testing.T) {
 
 func TestTCPWrongSecret(t *testing.T) {
 	base := runtime.NumGoroutine()
-	peers := freePorts(t, 2)
+	peers := nettest.FreePorts(t, 2)
 	ts, errs := startJob(t, 2, 3*time.Second, peers, map[int]string{1: "guess"}, nil)
 	closeAll(ts)
 	wantErr(t, errs[0], kx.CodeAuth, "rank 1 failed the handshake: wrong secret")
@@ -275,7 +256,7 @@ func exchangeOne(t *testing.T, from, to *TCP, tag kx.Tag) {
 
 func TestConnectTimeoutNamesMissing(t *testing.T) {
 	base := runtime.NumGoroutine()
-	peers := freePorts(t, 3)
+	peers := nettest.FreePorts(t, 3)
 	var err error
 	within(t, 3*time.Second, func() {
 		_, errs := startJob(t, 3, 400*time.Millisecond, peers, nil, func(r int) bool { return r == 1 })

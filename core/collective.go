@@ -42,23 +42,31 @@ func (c *Comm) collective(fp kx.Fingerprint, body func(seq uint64) error) error 
 // rank's call takes one.
 func (c *Comm) nextSeq() (uint64, error) {
 	if err := c.st.usable(); err != nil {
-		c.st.mu.Lock()
-		cause := c.st.broken
-		var shrunk *shrunkError
-		if c.st.closed || cause == nil || errors.As(cause, &shrunk) {
-			c.st.mu.Unlock()
-			return 0, err
-		}
-		seq := c.seq
-		c.seq++
-		c.st.mu.Unlock()
-		code := kx.CodeOf(cause)
-		c.abort(seq, &kx.Error{Code: code, Msg: "a peer's comm is broken by an earlier failure: " + cause.Error()})
+		c.tellBroken()
 		return 0, err
 	}
 	seq := c.seq
 	c.seq++
 	return seq, nil
+}
+
+// tellBroken tells the peers, when this comm is broken by a failure (not closed, not shrunk or
+// resized), that this rank will not take part in its next collective, and why; the number is
+// used up. Peers that got through the failed collective and wait for this rank in the next one
+// then fail at once naming the cause, whether this rank asks for another collective or closes
+// the comm.
+func (c *Comm) tellBroken() {
+	c.st.mu.Lock()
+	cause := c.st.broken
+	var shrunk *shrunkError
+	if c.st.closed || cause == nil || errors.As(cause, &shrunk) {
+		c.st.mu.Unlock()
+		return
+	}
+	seq := c.seq
+	c.seq++
+	c.st.mu.Unlock()
+	c.abort(seq, &kx.Error{Code: kx.CodeOf(cause), Msg: "a peer's comm is broken by an earlier failure: " + cause.Error()})
 }
 
 // run executes collective seq on the transport. Only one runs at a time on a comm: the caller

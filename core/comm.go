@@ -128,6 +128,7 @@ func (s *state) breakWith(err error) {
 // returns, no collective touches the caller's buffers any more.
 func (c *Comm) Close() error {
 	c.ex.waitIdle()
+	c.tellBroken() // a peer already in the next collective learns why this rank leaves
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()
 	if c.st.closed {

@@ -145,15 +145,9 @@ func collDeath(t *testing.T, lk string, s deathSpec) {
 
 	done := make([]int, victim) // calls completed, by rank
 	failed := make([][]int, victim)
-	// A survivor closes its comm only once every survivor's calls have ended: one that failed
-	// first and closed at once would otherwise end a slower one's call with "rank r has
-	// finalized" before that one's reader had seen the victim die (a loaded machine does this).
-	var ended sync.WaitGroup
-	ended.Add(len(ts))
 	errs := runComms(t, ts, time.Minute, func(r int) kx.Options { return collOpts(r, s) }, func(c *core.Comm) error {
 		r := c.Rank()
 		node := r % nodes
-		defer func() { ended.Done(); ended.Wait() }()
 		for it := 0; it < s.Coll.Iters; it++ {
 			op := collOps[it%len(collOps)]
 			send := nettest.Encode(op.d, op.o, collInput(s, it, node))

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"kylix/core/kx"
+	"kylix/internal/freeport"
 	"math"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -430,7 +430,7 @@ func TestShrinkTCP(t *testing.T) {
 	}{{4, "2x2", 0}, {5, "direct", 2}} {
 		t.Run(fmt.Sprintf("m%d_%s_victim%d", tc.m, tc.degrees, tc.victim), func(t *testing.T) {
 			const timeout = 5 * time.Second
-			peers := loopbackPorts(t, tc.m)
+			peers := freeport.Loopback(t, tc.m)
 			errs := make([]error, tc.m)
 			var wg sync.WaitGroup
 			var up, gone sync.WaitGroup
@@ -498,25 +498,6 @@ func TestShrinkTCP(t *testing.T) {
 			}
 		})
 	}
-}
-
-// loopbackPorts reserves n loopback addresses for a static peers table.
-func loopbackPorts(t *testing.T, n int) []string {
-	t.Helper()
-	var lns []net.Listener
-	var addrs []string
-	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		addrs = append(addrs, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return addrs
 }
 
 // blindTransport hides the transport's FailedRanks: the rank learns of a death only when a

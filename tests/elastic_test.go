@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"kylix/internal/freeport"
 	"kylix/tests/chaos"
 	"net"
 	"os"
@@ -66,12 +67,7 @@ func (s *syncBuf) String() string {
 
 func newElastic(t *testing.T, env []string, args ...string) *elasticRun {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rv := ln.Addr().String()
-	ln.Close()
+	rv := freeport.Loopback(t, 1)[0]
 	return &elasticRun{t: t, prog: program(t, "elastic"), dir: t.TempDir(), rv: rv,
 		secret: fmt.Sprintf("elastic-%d", time.Now().UnixNano()), env: env, args: args, procs: map[int]*eproc{}}
 }

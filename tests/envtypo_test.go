@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"kylix/internal/freeport"
 	"os"
 	"os/exec"
 	"strconv"
@@ -33,7 +34,7 @@ func TestMisspelledEnvironmentVariable(t *testing.T) {
 func TestMisspelledVariableWithoutKylixrun(t *testing.T) {
 	t.Parallel()
 	prog := program(t, "launch_check")
-	rv := freeLoopbackPorts(t, 1)[0]
+	rv := freeport.Loopback(t, 1)[0]
 	const n = 3
 	var outs [n]bytes.Buffer
 	var cmds [n]*exec.Cmd

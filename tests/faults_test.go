@@ -2,7 +2,7 @@ package tests
 
 import (
 	"fmt"
-	"net"
+	"kylix/internal/freeport"
 	"regexp"
 	"strconv"
 	"strings"
@@ -252,26 +252,6 @@ func TestLauncherJobTimeout(t *testing.T) {
 	}
 }
 
-// freePorts reserves n loopback ports and releases them for the job to bind. (A port could be
-// taken in between by another process: then the job fails with KYLIX_ERR_NET and says so.)
-func freePorts(t *testing.T, n int) []string {
-	t.Helper()
-	var ls []net.Listener
-	var addrs []string
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		addrs = append(addrs, l.Addr().String())
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return addrs
-}
-
 // A rank with the wrong secret gets KYLIX_ERR_AUTH; the others are refused too, and everyone
 // returns within timeout_ms. Both through the launcher's rendezvous and with a static peers=
 // table (then the ranks' own handshake must refuse it); odd -1 is the control where everyone
@@ -287,7 +267,7 @@ func TestAuth(t *testing.T) {
 			t.Parallel()
 			args := []string{fmt.Sprint(c.odd), "3000"}
 			if c.static {
-				args = append(args, strings.Join(freePorts(t, c.n), ","))
+				args = append(args, strings.Join(freeport.Loopback(t, c.n), ","))
 			}
 			r := run(t, job{N: c.n, KeepGoing: true, Prog: "auth", Args: args})
 			r.expectClean(t, allRanks(c.n)...)

@@ -15,6 +15,7 @@ package tests
 import (
 	"bytes"
 	"fmt"
+	"kylix/internal/freeport"
 	"net"
 	"os"
 	"os/exec"
@@ -102,25 +103,6 @@ func runBounded(t *testing.T, cmd *exec.Cmd, limit time.Duration) *result {
 	return r
 }
 
-// freeLoopbackPorts returns n loopback addresses whose ports were free a moment ago.
-func freeLoopbackPorts(t *testing.T, n int) []string {
-	t.Helper()
-	var lns []net.Listener
-	var addrs []string
-	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		addrs = append(addrs, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return addrs
-}
-
 // whereInfo returns the "where" INFO fields of rank rk (launcher=, netns=, ...).
 func (r *result) whereInfo(rk int) map[string]string {
 	m := map[string]string{}
@@ -196,7 +178,7 @@ func TestMpirun(t *testing.T) {
 	// Rank 0 serves the rendezvous: on 127.0.0.1, and under this host's name (which rank 0
 	// serves on every interface).
 	t.Run("rendezvous", func(t *testing.T) {
-		rv := freeLoopbackPorts(t, 1)[0]
+		rv := freeport.Loopback(t, 1)[0]
 		r := mpi(t, []string{"KYLIX_RENDEZVOUS=" + rv, "KYLIX_SECRET=" + secret, "KYLIX_TIMEOUT_MS=20000"}, prog)
 		clean(t, r)
 	})
@@ -208,21 +190,21 @@ func TestMpirun(t *testing.T) {
 		if _, err := net.LookupHost(host); err != nil {
 			t.Skipf("this host's name %q does not resolve: %v", host, err)
 		}
-		_, port, _ := net.SplitHostPort(freeLoopbackPorts(t, 1)[0])
+		_, port, _ := net.SplitHostPort(freeport.Loopback(t, 1)[0])
 		r := mpi(t, []string{"KYLIX_RENDEZVOUS=" + net.JoinHostPort(host, port), "KYLIX_SECRET=" + secret,
 			"KYLIX_TIMEOUT_MS=20000"}, prog)
 		clean(t, r)
 	})
 	// A static peers table, the other recipe of the README.
 	t.Run("static_peers", func(t *testing.T) {
-		peers := strings.Join(freeLoopbackPorts(t, n), ",")
+		peers := strings.Join(freeport.Loopback(t, n), ",")
 		r := mpi(t, []string{"KYLIX_PEERS=" + peers, "KYLIX_SECRET=" + secret, "KYLIX_TIMEOUT_MS=20000"}, prog)
 		clean(t, r)
 	})
 	// A rank with another secret is refused by rank 0's rendezvous, and the job fails (rank 0
 	// times out naming it) instead of running with an intruder.
 	t.Run("wrong_secret", func(t *testing.T) {
-		rv := freeLoopbackPorts(t, 1)[0]
+		rv := freeport.Loopback(t, 1)[0]
 		wrap := `if [ "$OMPI_COMM_WORLD_RANK" = 2 ]; then KYLIX_SECRET=not-the-secret; export KYLIX_SECRET; fi; exec "$0"`
 		r := mpi(t, []string{"KYLIX_RENDEZVOUS=" + rv, "KYLIX_SECRET=" + secret, "KYLIX_TIMEOUT_MS=3000"}, "sh", "-c", wrap, prog)
 		if r.Code == 0 || !strings.Contains(r.Output, "wrong secret") {

@@ -1,6 +1,7 @@
 """Multi-process jobs under kylixrun over loopback TCP; each rank runs a worker script that
 checks its own results against numpy references (see _kyutil.py)."""
 
+import random
 import socket
 
 import pytest
@@ -52,16 +53,28 @@ def test_rsum_same_bits_across_job_sizes(job):
 
 
 def _free_ports(k):
-    socks = []
+    """k loopback addresses for a static peers table, chosen at random below the kernel's
+    ephemeral port range and checked free. A port-0 pick would race: the kernel hands the same
+    port to the next port-0 listen or outgoing connection of any process (kylix/internal/freeport
+    does the same for the Go tests)."""
     try:
-        for _ in range(k):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return ",".join(f"127.0.0.1:{s.getsockname()[1]}" for s in socks)
-    finally:
-        for s in socks:
-            s.close()
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    lo, hi = max(low - 12000, 1024), low
+    ports = []
+    while len(ports) < k:
+        p = random.randrange(lo, hi)
+        if p in ports:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", p))
+            except OSError:
+                continue
+        ports.append(p)
+    return ",".join(f"127.0.0.1:{p}" for p in ports)
 
 
 @pytest.mark.parametrize("how", ["rendezvous", "static-peers", "control"])

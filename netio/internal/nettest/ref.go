@@ -3,11 +3,12 @@ package nettest
 import (
 	"encoding/binary"
 	"fmt"
-	"kylix/core/kx"
 	"math"
 	"math/rand"
-	"net"
 	"testing"
+
+	"kylix/core/kx"
+	"kylix/internal/freeport"
 )
 
 // The brute-force reference of the transport suite (netio/linksuite_test.go). It shares no code
@@ -272,22 +273,9 @@ func FirstDiff(got, want []byte, size int) int {
 	return -1
 }
 
-// FreePorts reserves n loopback ports for a static peers table. They are released before the
-// ranks bind them again; on a test machine nobody takes them in between.
+// FreePorts returns n loopback addresses for a static peers table (see internal/freeport for
+// why they are not port-0 picks).
 func FreePorts(t testing.TB, n int) []string {
 	t.Helper()
-	addrs := make([]string, n)
-	var lns []net.Listener
-	for i := range addrs {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		addrs[i] = ln.Addr().String()
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return addrs
+	return freeport.Loopback(t, n)
 }

@@ -66,7 +66,8 @@ func (c *Comm) tellBroken() {
 	seq := c.seq
 	c.seq++
 	c.st.mu.Unlock()
-	c.abort(seq, &kx.Error{Code: kx.CodeOf(cause), Msg: "a peer's comm is broken by an earlier failure: " + cause.Error()})
+	// Wrapped, not flattened to text: the peers' errors then blame the rank the cause blames.
+	c.abort(seq, kx.Errorf(kx.CodeOf(cause), "a peer's comm is broken by an earlier failure: %v", cause))
 }
 
 // run executes collective seq on the transport. Only one runs at a time on a comm: the caller

@@ -74,11 +74,20 @@ func (e *Error) Error() string {
 	return e.Msg
 }
 
-// Rank is the first rank the error names (the rank it blames), if any.
+// Rank is the first rank the error names (the rank it blames), if any: one its own text
+// names, else the one an error it wraps blames (a comm broken by a death names the dead rank).
 func (e *Error) Rank() (int, bool) {
 	for _, a := range e.args {
 		if r, ok := a.(RankRef); ok {
 			return int(r), true
+		}
+	}
+	for _, a := range e.args {
+		var w *Error
+		if err, ok := a.(error); ok && errors.As(err, &w) {
+			if r, ok := w.Rank(); ok {
+				return r, true
+			}
 		}
 	}
 	return e.named - 1, e.named > 0

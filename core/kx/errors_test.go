@@ -2,6 +2,7 @@ package kx
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -67,5 +68,27 @@ func TestErrorFieldsAndRenumber(t *testing.T) {
 	}
 	if !errors.Is(pre, ErrTimeout) || errors.Is(pre, ErrPeer) {
 		t.Error("errors.Is by code")
+	}
+}
+
+// An error that wraps another blames the rank the wrapped one blames, unless it names a rank
+// of its own (a comm broken by a death tells its peers which rank died).
+func TestRankOfAWrappedError(t *testing.T) {
+	cause := Errorf(CodePeer, "rank %d is lost: %s", RankRef(2), "connection closed")
+	wrapped := Errorf(CodePeer, "a peer's comm is broken by an earlier failure: %v", cause)
+	if r, ok := wrapped.(*Error).Rank(); !ok || r != 2 {
+		t.Errorf("wrapped: Rank() = %d, %v; want 2", r, ok)
+	}
+	own := Errorf(CodeMismatch, "rank %d rejected its arguments: %v", RankRef(1), cause)
+	if r, ok := own.(*Error).Rank(); !ok || r != 1 {
+		t.Errorf("own rank first: Rank() = %d, %v; want 1", r, ok)
+	}
+	plain := Errorf(CodeInternal, "no rank here: %v", fmt.Errorf("nor here"))
+	if r, ok := plain.(*Error).Rank(); ok {
+		t.Errorf("no rank named: Rank() = %d, true", r)
+	}
+	renum := wrapped.(*Error).Renumber(func(r int) (int, bool) { return r - 1, true }, func(q uint64) (uint64, bool) { return q, true })
+	if r, _ := renum.Rank(); r != 1 {
+		t.Errorf("renumbered: Rank() = %d, want 1", r)
 	}
 }

@@ -47,7 +47,7 @@ func (t *TCP) keepAlive(liveness time.Duration) {
 			if p == nil || t.mb.Dead(p.rank) != nil {
 				continue
 			}
-			silent := t.mb.Silence(p.rank, now)
+			silent := t.mb.Silence(p.rank)
 			if silent > liveness && !paused {
 				if mesh.Unread(p.conn) > 0 {
 					t.mb.Alive(p.rank)

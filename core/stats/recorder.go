@@ -3,6 +3,7 @@ package stats
 import (
 	"kylix/core/kx"
 	"kylix/core/trace"
+	"slices"
 	"sync"
 	"time"
 )
@@ -100,6 +101,7 @@ type kindRec struct {
 }
 
 type activeColl struct {
+	seq       uint64
 	kind      kx.Kind
 	plan      *planRec // nil unless config, reduce or config_reduce
 	start     time.Time
@@ -119,7 +121,10 @@ type Recorder struct {
 	order   []*planRec // plans in creation order
 	retired planRec    // aggregate of dropped records (calls, secs, agree, layers)
 	nRetir  int
-	active  map[uint64]*activeColl
+	// active are the collectives begun and not ended, in the order they began: one or two at
+	// a time, so a slice searched from its end costs less a call than a map (whose deletes
+	// of its last entry also reseed it from the random source).
+	active []*activeColl
 	// freeActive are records of ended collectives, for reuse.
 	freeActive []*activeColl
 	index      IndexBytes    // every config message's, for CompressionStats
@@ -131,7 +136,7 @@ type Recorder struct {
 
 // NewRecorder starts counting.
 func NewRecorder() *Recorder {
-	return &Recorder{since: time.Now(), plans: map[uint32]*planRec{}, active: map[uint64]*activeColl{}}
+	return &Recorder{since: time.Now(), plans: map[uint32]*planRec{}}
 }
 
 // Begin opens collective seq.
@@ -139,7 +144,9 @@ func (s *Recorder) Begin(seq uint64, fp kx.Fingerprint) {
 	now := time.Now()
 	s.mu.Lock()
 	a := s.newActive()
-	*a = activeColl{kind: fp.Kind, start: now, slotStart: now, slot: -1}
+	// Field by field: the timeline's part is large, and zeroing it every call when the
+	// timeline is off would cost more than the rest of the record.
+	a.seq, a.kind, a.plan, a.start, a.slot, a.slotStart = seq, fp.Kind, nil, now, -1, now
 	if int(fp.Kind) >= len(s.kinds) {
 		a.kind = kx.KindInvalid
 	}
@@ -148,16 +155,20 @@ func (s *Recorder) Begin(seq uint64, fp kx.Fingerprint) {
 		a.plan = s.planRecord(fp.Plan, fp.Kind)
 	}
 	if s.tl != nil {
-		a.tl.start, a.tl.fp = s.tl.At(now), fp
+		a.tl = tlColl{start: s.tl.At(now), fp: fp}
 	}
 	if len(s.active) >= 64 { // collectives whose end was never reported: close the oldest
 		old := ^uint64(0)
-		for q := range s.active {
-			old = min(old, q)
+		for _, o := range s.active {
+			old = min(old, o.seq)
 		}
 		s.endLocked(old, nil, now)
 	}
-	s.active[seq] = a
+	if i := s.activeAt(seq); i >= 0 { // begun again: the new record replaces the old one
+		s.active[i] = a
+	} else {
+		s.active = append(s.active, a)
+	}
 	s.mu.Unlock()
 }
 
@@ -165,7 +176,7 @@ func (s *Recorder) Begin(seq uint64, fp kx.Fingerprint) {
 // last switch to the slot it leaves. It returns the timeline's clock for Message (0 when off).
 func (s *Recorder) Enter(tag kx.Tag) int64 {
 	s.mu.Lock()
-	s.enterLocked(s.active[tag.Seq], tag)
+	s.enterLocked(s.find(tag.Seq), tag)
 	s.mu.Unlock()
 	if s.tl != nil {
 		return s.tl.Now()
@@ -192,7 +203,7 @@ func (s *Recorder) Count(tag kx.Tag, n int, sent bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := s.active[tag.Seq]
+	a := s.find(tag.Seq)
 	if a == nil {
 		s.orphan.Add(u)
 		return
@@ -238,18 +249,40 @@ func (s *Recorder) newActive() *activeColl {
 	return new(activeColl)
 }
 
+// activeAt is where active collective seq's record is in s.active, or -1; the latest first.
+func (s *Recorder) activeAt(seq uint64) int {
+	for i := len(s.active) - 1; i >= 0; i-- {
+		if s.active[i].seq == seq {
+			return i
+		}
+	}
+	return -1
+}
+
+// find is the record of active collective seq, or nil.
+func (s *Recorder) find(seq uint64) *activeColl {
+	if i := s.activeAt(seq); i >= 0 {
+		return s.active[i]
+	}
+	return nil
+}
+
+// release keeps the record of an ended collective for reuse (Begin sets every field it reads).
+func (s *Recorder) release(a *activeColl) {
+	a.plan = nil
+	if len(s.freeActive) < 4 {
+		s.freeActive = append(s.freeActive, a)
+	}
+}
+
 func (s *Recorder) endLocked(seq uint64, err error, now time.Time) {
-	a := s.active[seq]
-	if a == nil {
+	i := s.activeAt(seq)
+	if i < 0 {
 		return
 	}
-	delete(s.active, seq)
-	defer func() {
-		*a = activeColl{}
-		if len(s.freeActive) < 4 {
-			s.freeActive = append(s.freeActive, a)
-		}
-	}()
+	a := s.active[i]
+	s.active = slices.Delete(s.active, i, i+1)
+	defer s.release(a)
 	if s.tl != nil {
 		s.tlEnd(seq, a, err, now)
 	}
@@ -341,7 +374,7 @@ func (s *Recorder) NoteIndex(tag kx.Tag, raw, wire int, sent bool) {
 	defer s.mu.Unlock()
 	s.index.Add(raw, wire, sent)
 	s.packed = s.packed || wire != raw
-	a := s.active[tag.Seq]
+	a := s.find(tag.Seq)
 	if a == nil || a.plan == nil {
 		return
 	}

@@ -65,7 +65,7 @@ const timedSendBytes = 64 << 10
 // send large enough to take time.
 func (s *Recorder) EnterSend(tag kx.Tag, bufs [][]byte) int64 {
 	s.mu.Lock()
-	s.enterLocked(s.active[tag.Seq], tag)
+	s.enterLocked(s.find(tag.Seq), tag)
 	s.mu.Unlock()
 	if s.tl == nil {
 		return 0
@@ -87,7 +87,7 @@ func (s *Recorder) EnterSend(tag kx.Tag, bufs [][]byte) int64 {
 // all its rows finds it landed; a small call would spend more on clock reads than on waits.
 func (s *Recorder) EnterWait(tag kx.Tag, peer, n int) int64 {
 	s.mu.Lock()
-	a := s.active[tag.Seq]
+	a := s.find(tag.Seq)
 	s.enterLocked(a, tag)
 	timed := s.tl != nil && (a == nil || a.tl.newPrefix(tag, peer, n))
 	s.mu.Unlock()
@@ -119,7 +119,7 @@ func (s *Recorder) Step(seq uint64, st trace.Step, layer int) {
 
 func (s *Recorder) step(seq uint64, st trace.Step, layer int) {
 	s.mu.Lock()
-	if a := s.active[seq]; a != nil {
+	if a := s.find(seq); a != nil {
 		var now int64
 		if st == trace.StepFill && a.tl.step == 0 && a.tl.nsteps == 0 && !a.tl.spilled {
 			// reduce's fill comes first, right after posting where messages land: the call's

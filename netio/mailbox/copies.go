@@ -52,7 +52,7 @@ func (m *Mailbox) claimRace(src int, seq uint64, layer uint8, phase kx.Phase, fp
 	if !m.started || seq != m.cur || fp != m.fp {
 		return raceBuffer, nil, idx // deliver checks the fingerprint and files or drops it
 	}
-	p := m.posts[k]
+	p := m.postOf(k)
 	if p == nil || p.seq != seq || idx != b.accepted[k] {
 		return raceBuffer, nil, idx
 	}
@@ -80,7 +80,7 @@ func (m *Mailbox) offer(src int, p *post, off int, chunk []byte) (stop, won bool
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := m.race.key(p.layer, p.phase, src)
-	if p.state != postFilling || m.posts[k] != p || m.closed != nil {
+	if p.state != postFilling || m.postOf(k) != p || m.closed != nil {
 		return true, false
 	}
 	if end := off + len(chunk); end > p.filled && off <= p.filled {
@@ -105,7 +105,7 @@ func (m *Mailbox) raceDone(src int, seq uint64, layer uint8, phase kx.Phase, idx
 	if m.closed != nil || m.stale(seq) {
 		return true
 	}
-	b := m.boxes[seq]
+	b := m.boxOf(seq)
 	return b != nil && (b.fail != nil || idx < b.accepted[m.race.key(layer, phase, src)])
 }
 

@@ -52,7 +52,7 @@ func (m *Mailbox) Took(src int, seq uint64) {
 // Recv's next look says why).
 func (m *Mailbox) HandOver(seq uint64, data []byte) (ok bool) {
 	m.mu.Lock()
-	b := m.boxes[seq]
+	b := m.boxOf(seq)
 	ok = m.closed == nil && !m.stale(seq) && (b == nil || b.fail == nil)
 	m.mu.Unlock()
 	if !ok {

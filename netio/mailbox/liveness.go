@@ -3,14 +3,22 @@ package mailbox
 import (
 	"sync/atomic"
 	"time"
+	_ "unsafe" // go:linkname
 )
+
+// monoNow is the runtime's monotonic clock (ns), the one time.Time's monotonic readings come
+// from: one vDSO read where time.Now makes two (wall and monotonic), and every frame received
+// is stamped with it.
+//
+//go:linkname monoNow runtime.nanotime
+func monoNow() int64
 
 // liveness is the mailbox's clock of each peer: when data and any sign of life last came from
 // it, and the latest collective it told of. Transports judge a silent peer by it (TCP's
 // keepAlive); waits time out by the data clock alone, so a peer that is alive but late to a
 // collective (it keeps sending heartbeats) is waited for up to timeout_ms.
 type liveness struct {
-	// lastData[r] is when data bytes from r last arrived (unix ns): a wait on r times out only
+	// lastData[r] is when data bytes from r last arrived (monoNow): a wait on r times out only
 	// after timeout without data, so a large message still streaming in is not a late peer.
 	// lastHeard[r] is when anything (data, heartbeat) last came from r.
 	lastData, lastHeard []atomic.Int64
@@ -22,7 +30,7 @@ type liveness struct {
 func newLiveness(size int) liveness {
 	l := liveness{lastData: make([]atomic.Int64, size), lastHeard: make([]atomic.Int64, size),
 		seqOf: make([]atomic.Uint64, size)}
-	now := time.Now().UnixNano()
+	now := monoNow()
 	for r := range l.lastHeard {
 		l.lastHeard[r].Store(now) // a peer's silence counts from the start
 	}
@@ -32,7 +40,7 @@ func newLiveness(size int) liveness {
 // heard records data bytes from src (which also prove it alive).
 func (l *liveness) heard(src int) {
 	if src >= 0 && src < len(l.lastHeard) {
-		now := time.Now().UnixNano()
+		now := monoNow()
 		l.lastData[src].Store(now)
 		l.lastHeard[src].Store(now)
 	}
@@ -41,7 +49,7 @@ func (l *liveness) heard(src int) {
 // alive records a sign of life from src that carries no data (a heartbeat, unread bytes).
 func (l *liveness) alive(src int) {
 	if src >= 0 && src < len(l.lastHeard) {
-		l.lastHeard[src].Store(time.Now().UnixNano())
+		l.lastHeard[src].Store(monoNow())
 	}
 }
 
@@ -59,11 +67,11 @@ func (l *liveness) calling(src int, seq uint64) {
 }
 
 // silence is how long nothing has been heard from r.
-func (l *liveness) silence(r int, now time.Time) time.Duration {
-	return now.Sub(time.Unix(0, l.lastHeard[r].Load()))
+func (l *liveness) silence(r int) time.Duration {
+	return time.Duration(monoNow() - l.lastHeard[r].Load())
 }
 
-// latestData is the latest data from any of srcs, or from one when srcs is nil (unix ns).
+// latestData is the latest data from any of srcs, or from one when srcs is nil (monoNow).
 func (l *liveness) latestData(srcs []int, one int) int64 {
 	if srcs == nil {
 		return l.lastData[one].Load()
@@ -87,5 +95,5 @@ func (m *Mailbox) Heartbeat(src int, seq uint64) {
 // Alive records a sign of life from src that carries no data (bytes from it wait unread).
 func (m *Mailbox) Alive(src int) { m.live.alive(src) }
 
-// Silence is how long, at now, nothing has been heard from rank r.
-func (m *Mailbox) Silence(r int, now time.Time) time.Duration { return m.live.silence(r, now) }
+// Silence is how long nothing has been heard from rank r.
+func (m *Mailbox) Silence(r int) time.Duration { return m.live.silence(r) }

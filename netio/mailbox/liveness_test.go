@@ -9,8 +9,7 @@ import (
 // taken back by an older one.
 func TestLivenessClocks(t *testing.T) {
 	l := newLiveness(3)
-	start := time.Now()
-	if s := l.silence(1, start); s < 0 || s > time.Second {
+	if s := l.silence(1); s < 0 || s > time.Hour {
 		t.Fatalf("silence counts from the start: %v", s)
 	}
 	l.alive(1)

@@ -9,6 +9,7 @@ package mailbox
 
 import (
 	"kylix/core/kx"
+	"slices"
 	"sync"
 	"time"
 )
@@ -32,16 +33,16 @@ type Mailbox struct {
 	started bool // Begin was called at least once
 	cur     uint64
 	fp      kx.Fingerprint
-	boxes   map[uint64]*seqBox
-	dead    []error // per rank: why it is gone, nil while alive
-	closed  error   // set by Close: every wait fails with it
+	boxes   []*seqBox // by sequence: the current collective's and those of early frames (tables.go)
+	dead    []error   // per rank: why it is gone, nil while alive
+	closed  error     // set by Close: every wait fails with it
 	waiters []*waiter
 	// freeWaiters are waiters done with, for reuse; freeBoxes the same for boxes.
 	freeWaiters []*waiter
 	freeBoxes   []*seqBox
 	// posts are the landing places core named with Post for the current collective (cur):
 	// a data frame for one of them is read straight into it (see claim).
-	posts map[msgKey]*post
+	posts []*post
 	// quiet is signalled when a post being filled lands or its reader fails (Quiesce).
 	quiet sync.Cond
 }
@@ -65,9 +66,10 @@ type frameQ struct {
 }
 
 type seqBox struct {
-	msgs   map[msgKey]frameQ // FIFO per key
-	fail   error             // mismatch or abort: the collective is over
-	remote bool              // fail came from a peer's abort, which every peer got too
+	seq    uint64
+	msgs   []keyedQ // a FIFO per key
+	fail   error    // mismatch or abort: the collective is over
+	remote bool     // fail came from a peer's abort, which every peer got too
 	// stalled holds peers' timeout reports. A timeout is a guess about who is to blame: in a
 	// chain of waits every rank times out at about the same moment, and the first report would
 	// otherwise pre-empt the ranks that wait on the culprit itself. So a report from rank r ends
@@ -92,9 +94,7 @@ func New(rank, size int, timeout time.Duration) *Mailbox {
 		live:    newLiveness(size),
 		race:    raceTable{counts: make([]raceCounters, size)},
 		scratch: make([][]byte, size),
-		boxes:   map[uint64]*seqBox{},
 		dead:    make([]error, size),
-		posts:   map[msgKey]*post{},
 	}
 	m.quiet.L = &m.mu
 	return m
@@ -102,39 +102,39 @@ func New(rank, size int, timeout time.Duration) *Mailbox {
 
 // free recycles the payloads nobody will read.
 func (b *seqBox) free() {
-	for _, q := range b.msgs {
-		PutBuf(q.head.data)
-		for _, f := range q.rest {
+	for _, e := range b.msgs {
+		PutBuf(e.q.head.data)
+		for _, f := range e.q.rest {
 			PutBuf(f.data)
 		}
 	}
 	clear(b.msgs)
+	b.msgs = b.msgs[:0]
 }
 
 // put appends a frame to key k's queue.
 func (b *seqBox) put(k msgKey, f frame) {
-	q, ok := b.msgs[k]
-	if !ok {
-		q.head = f
-	} else {
-		q.rest = append(q.rest, f)
+	if i := b.msgAt(k); i >= 0 {
+		b.msgs[i].q.rest = append(b.msgs[i].q.rest, f)
+		return
 	}
-	b.msgs[k] = q
+	b.msgs = append(b.msgs, keyedQ{k: k, q: frameQ{head: f}})
 }
 
 // box is seq's box, made (or taken from the boxes of collectives left) when it has none: a
 // small collective allocates nothing here.
 func (m *Mailbox) box(seq uint64) *seqBox {
-	b := m.boxes[seq]
+	b := m.boxOf(seq)
 	if b == nil {
 		if n := len(m.freeBoxes); n > 0 {
 			b = m.freeBoxes[n-1]
 			m.freeBoxes[n-1] = nil
 			m.freeBoxes = m.freeBoxes[:n-1]
 		} else {
-			b = &seqBox{msgs: map[msgKey]frameQ{}, accepted: map[msgKey]int{}, seen: map[copyKey]int{}}
+			b = &seqBox{accepted: map[msgKey]int{}, seen: map[copyKey]int{}}
 		}
-		m.boxes[seq] = b
+		b.seq = seq
+		m.boxes = append(m.boxes, b)
 	}
 	return b
 }
@@ -142,9 +142,13 @@ func (m *Mailbox) box(seq uint64) *seqBox {
 // recycle empties a box of a collective left and keeps it for a later one.
 func (m *Mailbox) recycle(b *seqBox) {
 	b.free()
-	clear(b.accepted)
-	clear(b.seen)
-	clear(b.stalled)
+	if len(b.accepted) > 0 { // racing only: an empty clear still costs a call
+		clear(b.accepted)
+		clear(b.seen)
+	}
+	if len(b.stalled) > 0 {
+		clear(b.stalled)
+	}
 	b.fail, b.remote = nil, false
 	if len(m.freeBoxes) < 4 {
 		m.freeBoxes = append(m.freeBoxes, b)
@@ -160,32 +164,34 @@ func (m *Mailbox) Begin(seq uint64, fp kx.Fingerprint) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.started, m.cur, m.fp = true, seq, fp
-	for k, p := range m.posts {
+	for _, p := range m.posts {
 		if p.state == postEarly {
 			PutBuf(p.data)
 		}
-		delete(m.posts, k)
 	}
-	for s, b := range m.boxes {
-		if s < seq {
-			delete(m.boxes, s)
+	clear(m.posts)
+	m.posts = m.posts[:0]
+	m.boxes = slices.DeleteFunc(m.boxes, func(b *seqBox) bool {
+		if b.seq < seq {
 			m.recycle(b)
+			return true
 		}
-	}
-	b := m.boxes[seq]
+		return false
+	})
+	b := m.boxOf(seq)
 	if b == nil || b.fail != nil {
 		return
 	}
 	first := -1
 	var theirs kx.Fingerprint
-	for k, q := range b.msgs {
-		for i := -1; i < len(q.rest); i++ {
-			f := q.head
+	for _, e := range b.msgs {
+		for i := -1; i < len(e.q.rest); i++ {
+			f := e.q.head
 			if i >= 0 {
-				f = q.rest[i]
+				f = e.q.rest[i]
 			}
-			if f.fp != fp && (first < 0 || k.src < first) {
-				first, theirs = k.src, f.fp
+			if f.fp != fp && (first < 0 || e.k.src < first) {
+				first, theirs = e.k.src, f.fp
 			}
 		}
 	}
@@ -236,7 +242,7 @@ func (m *Mailbox) deliverCopy(src int, seq uint64, layer uint8, phase kx.Phase, 
 		}
 		b.accepted[k] = idx + 1
 		m.race.count(src, true, len(data))
-		if p := m.posts[k]; p != nil && p.seq == seq && p.state == postFilling {
+		if p := m.postOf(k); p != nil && p.seq == seq && p.state == postFilling {
 			// Other copies are being offered into the post: complete it from this one. Only
 			// past the filled prefix: that prefix is the same message, and its waiter may
 			// already have combined into it in place (Await of a prefix; dense allreduce accumulates
@@ -248,7 +254,7 @@ func (m *Mailbox) deliverCopy(src int, seq uint64, layer uint8, phase kx.Phase, 
 			return
 		}
 	}
-	if p := m.posts[k]; p != nil && p.seq == seq && p.state == postOpen {
+	if p := m.postOf(k); p != nil && p.seq == seq && p.state == postOpen {
 		// Posted after claim looked and before this frame was filed: hand it to the post.
 		p.state, p.data = postEarly, data
 	} else {
@@ -297,7 +303,7 @@ func (m *Mailbox) Abort(seq uint64, src int, code kx.Code, named int, msg string
 func (m *Mailbox) AbortedByPeer(seq uint64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b := m.boxes[seq]
+	b := m.boxOf(seq)
 	return b != nil && b.remote
 }
 
@@ -356,7 +362,7 @@ func (m *Mailbox) Close(err error) {
 	for _, b := range m.boxes {
 		b.free()
 	}
-	m.boxes = map[uint64]*seqBox{}
+	m.boxes = nil
 	for _, w := range m.waiters {
 		wake(w)
 	}

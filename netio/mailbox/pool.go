@@ -19,6 +19,46 @@ const (
 
 var payloadPools [maxPooledShift + 1]sync.Pool
 
+// Small classes (up to 1<<maxStackShift bytes, a small step's messages) are kept first on a
+// short stack each, under a mutex: a lock and an unlock cost less than two sync.Pool operations
+// (the buffer's and its holder's), and a small step takes and gives back a buffer per message.
+// What does not fit on the stack goes to the pool.
+const (
+	maxStackShift = 12 // 4 KiB
+	stackDepth    = 16
+)
+
+type bufStack struct {
+	mu   sync.Mutex
+	n    int
+	bufs [stackDepth][]byte
+}
+
+var smallStacks [maxStackShift + 1]bufStack
+
+func (s *bufStack) pop() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == 0 {
+		return nil
+	}
+	s.n--
+	b := s.bufs[s.n]
+	s.bufs[s.n] = nil
+	return b
+}
+
+func (s *bufStack) push(b []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == stackDepth {
+		return false
+	}
+	s.bufs[s.n] = b
+	s.n++
+	return true
+}
+
 // holders are the *[]byte the pools hold buffers in, kept for reuse: a pool holds pointers, and
 // taking a fresh one for every PutBuf would cost an allocation per message.
 var holders sync.Pool
@@ -29,6 +69,11 @@ func GetBuf(n int) []byte {
 		return make([]byte, n)
 	}
 	k := max(bits.Len(uint(n-1)), minPooledShift) // smallest class of at least n bytes
+	if k <= maxStackShift {
+		if b := smallStacks[k].pop(); b != nil {
+			return b[:n]
+		}
+	}
 	if p, _ := payloadPools[k].Get().(*[]byte); p != nil {
 		b := (*p)[:n]
 		*p = nil
@@ -44,10 +89,14 @@ func PutBuf(b []byte) {
 	if c < 1<<minPooledShift || c > 1<<maxPooledShift || c&(c-1) != 0 {
 		return
 	}
+	k := bits.Len(uint(c)) - 1
+	if k <= maxStackShift && smallStacks[k].push(b[:c]) {
+		return
+	}
 	p, _ := holders.Get().(*[]byte)
 	if p == nil {
 		p = new([]byte)
 	}
 	*p = b[:c]
-	payloadPools[bits.Len(uint(c))-1].Put(p)
+	payloadPools[k].Put(p)
 }

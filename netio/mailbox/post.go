@@ -1,6 +1,9 @@
 package mailbox
 
-import "kylix/core/kx"
+import (
+	"kylix/core/kx"
+	"slices"
+)
 
 // Receive in place: core posts where a message lands (Post), a transport asks before reading a
 // payload whether it has a place (claim) and reads straight into it, and core waits for the
@@ -9,6 +12,7 @@ import "kylix/core/kx"
 // post is one landing place. Its state moves open -> filling (a reader is writing into dst)
 // -> landed, or open -> early (the frame came before the post and waits, buffered, in data).
 type post struct {
+	key    msgKey // the message's (layer, wire phase, source)
 	seq    uint64
 	layer  uint8
 	phase  kx.Phase // as on the wire (racing messages carry raceBit)
@@ -53,13 +57,13 @@ func (m *Mailbox) expect(from int, tag kx.Tag, dst []byte, fold kx.Fold) {
 	if m.closed != nil || !m.started || tag.Seq != m.cur {
 		return
 	}
-	p := &post{seq: tag.Seq, layer: tag.Layer, phase: k.phase, dst: dst, fold: fold}
-	if b := m.boxes[tag.Seq]; b != nil {
+	p := &post{key: k, seq: tag.Seq, layer: tag.Layer, phase: k.phase, dst: dst, fold: fold}
+	if b := m.boxOf(tag.Seq); b != nil {
 		if data := takeMsg(b, k); data != nil {
 			p.state, p.data = postEarly, data
 		}
 	}
-	m.posts[k] = p
+	m.setPost(p)
 }
 
 // claim is asked by a transport, before it reads a data frame's payload of n bytes, whether the
@@ -74,7 +78,7 @@ func (m *Mailbox) claim(src int, seq uint64, layer uint8, phase kx.Phase, fp kx.
 		return nil
 	}
 	k := m.race.key(layer, phase, src)
-	p := m.posts[k]
+	p := m.postOf(k)
 	if p == nil || p.state != postOpen {
 		return nil
 	}
@@ -152,21 +156,19 @@ func (m *Mailbox) Quiesce(seq uint64) {
 	defer m.mu.Unlock()
 	for {
 		busy := false
-		for k, p := range m.posts {
-			if p.seq != seq {
-				continue
-			}
+		m.posts = slices.DeleteFunc(m.posts, func(p *post) bool {
 			switch {
+			case p.seq != seq:
+				return false
 			case p.state == postFilling && p.phase&raceBit == 0:
 				busy = true
+				return false
 			case p.state == postEarly:
 				PutBuf(p.data)
 				p.data = nil
-				delete(m.posts, k)
-			default:
-				delete(m.posts, k)
 			}
-		}
+			return true
+		})
 		if !busy || m.closed != nil {
 			return
 		}

@@ -94,7 +94,7 @@ func TestRacingCopyKeepsLandedPrefix(t *testing.T) {
 func (m *Mailbox) bufferedCopyStarted(node int, tag kx.Tag) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b := m.boxes[tag.Seq]
+	b := m.boxOf(tag.Seq)
 	if b == nil {
 		return false
 	}

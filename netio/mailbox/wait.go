@@ -119,19 +119,19 @@ var errNotYet = errors.New("not yet")
 
 // takeMsg pops the first buffered message with key k, or returns nil.
 func takeMsg(b *seqBox, k msgKey) []byte {
-	q, ok := b.msgs[k]
-	if !ok {
+	i := b.msgAt(k)
+	if i < 0 {
 		return nil
 	}
+	q := &b.msgs[i].q
 	data := q.head.data
 	if len(q.rest) == 0 {
-		delete(b.msgs, k)
+		b.dropMsg(i)
 		return data
 	}
 	q.head = q.rest[0]
 	q.rest[0] = frame{}
 	q.rest = q.rest[1:]
-	b.msgs[k] = q
 	return data
 }
 
@@ -153,6 +153,7 @@ func (m *Mailbox) wait(from int, tag kx.Tag, prefix int, try bool) (ready, error
 	k := m.race.key(tag.Layer, wirePhase(tag), from)
 	var w *waiter
 	var start time.Time // of the wait proper: set when it first sleeps
+	var startMono int64 // start on the liveness clock (monoNow)
 	nextStall := m.stallEvery
 	m.mu.Lock()
 	defer func() {
@@ -171,7 +172,7 @@ func (m *Mailbox) wait(from int, tag kx.Tag, prefix int, try bool) (ready, error
 		if w == nil {
 			w = m.getWaiter(tag.Seq, k, prefix)
 			m.waiters = append(m.waiters, w)
-			start = time.Now()
+			start, startMono = time.Now(), monoNow()
 			w.plan(start, m.nextCheck(m.timeout, nextStall))
 		}
 		m.mu.Unlock()
@@ -188,13 +189,13 @@ func (m *Mailbox) wait(from int, tag kx.Tag, prefix int, try bool) (ready, error
 			}
 			// The timeout counts from the later of the start of this wait and the last data
 			// from the peer (a long message may still be arriving); heartbeats do not count.
-			last := max(start.UnixNano(), m.live.latestData(m.race.sources(k, from)))
-			if left := time.Until(time.Unix(0, last).Add(m.timeout)); left > 0 {
+			last := max(startMono, m.live.latestData(m.race.sources(k, from)))
+			if left := time.Duration(last-monoNow()) + m.timeout; left > 0 {
 				w.plan(time.Now(), m.nextCheck(left, nextStall-waited))
 				continue
 			}
 			// One last look: the message may have raced the timer.
-			if b := m.boxes[tag.Seq]; b != nil && b.fail != nil {
+			if b := m.boxOf(tag.Seq); b != nil && b.fail != nil {
 				return ready{}, b.fail
 			} else if b != nil {
 				if r, ok := m.readyLocked(b, k, tag.Seq, prefix); ok {
@@ -253,7 +254,7 @@ func (m *Mailbox) readyLocked(b *seqBox, k msgKey, seq uint64, prefix int) (read
 		data := takeMsg(b, k)
 		return ready{data: data}, data != nil
 	}
-	q := m.posts[k]
+	q := m.postOf(k)
 	if q == nil || q.seq != seq {
 		return ready{}, false
 	}

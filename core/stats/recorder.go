@@ -3,7 +3,6 @@ package stats
 import (
 	"kylix/core/kx"
 	"kylix/core/trace"
-	"slices"
 	"sync"
 	"time"
 )
@@ -281,7 +280,10 @@ func (s *Recorder) endLocked(seq uint64, err error, now time.Time) {
 		return
 	}
 	a := s.active[i]
-	s.active = slices.Delete(s.active, i, i+1)
+	last := len(s.active) - 1
+	copy(s.active[i:], s.active[i+1:])
+	s.active[last] = nil
+	s.active = s.active[:last]
 	defer s.release(a)
 	if s.tl != nil {
 		s.tlEnd(seq, a, err, now)

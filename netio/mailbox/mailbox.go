@@ -9,7 +9,6 @@ package mailbox
 
 import (
 	"kylix/core/kx"
-	"slices"
 	"sync"
 	"time"
 )
@@ -102,13 +101,13 @@ func New(rank, size int, timeout time.Duration) *Mailbox {
 
 // free recycles the payloads nobody will read.
 func (b *seqBox) free() {
-	for _, e := range b.msgs {
-		PutBuf(e.q.head.data)
-		for _, f := range e.q.rest {
+	for i := range b.msgs {
+		PutBuf(b.msgs[i].q.head.data)
+		for _, f := range b.msgs[i].q.rest {
 			PutBuf(f.data)
 		}
+		b.msgs[i] = keyedQ{} // element by element: a handful, where clear() is a runtime call
 	}
-	clear(b.msgs)
 	b.msgs = b.msgs[:0]
 }
 
@@ -164,20 +163,25 @@ func (m *Mailbox) Begin(seq uint64, fp kx.Fingerprint) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.started, m.cur, m.fp = true, seq, fp
-	for _, p := range m.posts {
+	for i, p := range m.posts {
 		if p.state == postEarly {
 			PutBuf(p.data)
 		}
+		m.posts[i] = nil
 	}
-	clear(m.posts)
 	m.posts = m.posts[:0]
-	m.boxes = slices.DeleteFunc(m.boxes, func(b *seqBox) bool {
+	kept := m.boxes[:0]
+	for _, b := range m.boxes {
 		if b.seq < seq {
 			m.recycle(b)
-			return true
+		} else {
+			kept = append(kept, b)
 		}
-		return false
-	})
+	}
+	for i := len(kept); i < len(m.boxes); i++ {
+		m.boxes[i] = nil
+	}
+	m.boxes = kept
 	b := m.boxOf(seq)
 	if b == nil || b.fail != nil {
 		return

@@ -87,10 +87,8 @@ func (l *sockLink) sendOrLeave(h Header, bufs [][]byte, n int, leave <-chan stru
 
 // lockOrLeave takes the write lock unless the detacher's lag passes or leave closes first.
 func (p *peer) lockOrLeave(d *detacher, leave <-chan struct{}) bool {
-	select {
-	case p.wsem <- struct{}{}:
+	if p.w.tryLock() {
 		return true
-	default:
 	}
 	var lag <-chan time.Time
 	if !d.lagBy.IsZero() {
@@ -98,13 +96,7 @@ func (p *peer) lockOrLeave(d *detacher, leave <-chan struct{}) bool {
 		defer tm.Stop()
 		lag = tm.C
 	}
-	select {
-	case p.wsem <- struct{}{}:
-		return true
-	case <-lag:
-	case <-leave:
-	}
-	return false
+	return p.w.lockOr(lag, leave)
 }
 
 // frameBytes encodes a whole frame into one pooled buffer.

@@ -69,9 +69,7 @@ func (t *TCP) keepAlive(liveness time.Duration) {
 // its own heartbeats.
 func (p *peer) heartbeat(liveness time.Duration) {
 	defer p.beating.Store(false)
-	select {
-	case p.wsem <- struct{}{}:
-	default:
+	if !p.w.tryLock() {
 		return
 	}
 	defer p.unlock()

@@ -55,9 +55,7 @@ func (t *TCP) Fits(rank, n int) bool {
 		return false
 	}
 	p := t.peers[rank]
-	select {
-	case p.wsem <- struct{}{}:
-	default:
+	if !p.w.tryLock() {
 		return false
 	}
 	defer p.unlock()

@@ -40,7 +40,7 @@ type peer struct {
 	conn net.Conn // heartbeats, and the bye that tells a finalized peer from a dead one, go here
 	sock *sockLink
 	data link          // data, abort and bye frames: sock, or a ring (ringLink)
-	wsem chan struct{} // the write lock; a channel so waiting for it can time out
+	w    wlock         // the write lock (wlock.go)
 
 	downOnce sync.Once
 	beating  atomic.Bool           // a heartbeat goroutine is running for this peer (liveness.go)
@@ -64,7 +64,7 @@ func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn,
 		if c == nil || r == rank {
 			continue
 		}
-		p := &peer{t: t, rank: r, conn: c, wsem: make(chan struct{}, 1), readDone: make(chan struct{})}
+		p := &peer{t: t, rank: r, conn: c, w: newWlock(), readDone: make(chan struct{})}
 		p.sock = newSockLink(p)
 		p.data = p.sock
 		if r < len(pairs) {
@@ -291,25 +291,16 @@ func (p *peer) lingerForBye(deadline time.Time) {
 // lock takes p's write lock, waiting until deadline at most (zero: the transport's timeout
 // from when it starts to wait).
 func (p *peer) lock(deadline time.Time) bool {
-	select {
-	case p.wsem <- struct{}{}:
+	if p.w.tryLock() {
 		return true
-	default:
 	}
 	if deadline.IsZero() {
 		deadline = time.Now().Add(p.t.timeout)
 	}
-	tm := time.NewTimer(time.Until(deadline))
-	defer tm.Stop()
-	select {
-	case p.wsem <- struct{}{}:
-		return true
-	case <-tm.C:
-		return false
-	}
+	return p.w.lockUntil(deadline)
 }
 
-func (p *peer) unlock() { <-p.wsem }
+func (p *peer) unlock() { p.w.unlock() }
 
 // write sends one frame. With a zero hard deadline each chunk may take up to the timeout (Send);
 // otherwise everything must be done by hard (Abort). A failed write leaves half a frame on the

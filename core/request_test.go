@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"kylix/core/kx"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -259,8 +260,17 @@ func TestRequestsAfterPeerFailure(t *testing.T) {
 	const m = 3
 	ts := netio.NewMemJob(m, 2*time.Second)
 	errs := make(chan error, m)
+	// Rank 2 dies once the others have issued their requests: a kill before that would fail
+	// the first request, and break the comm, before the later ones were issued.
+	var issued sync.WaitGroup
+	issued.Add(m - 1)
 	for r := 0; r < m; r++ {
 		go func(r int) {
+			var once sync.Once
+			markIssued := func() { once.Do(issued.Done) }
+			if r != 2 {
+				defer markIssued() // on every path, so that rank 2 never waits for a rank that gave up
+			}
 			c, err := core.NewComm(ts[r], kx.Options{Rank: r, Size: m, Degrees: "direct", Replication: 1, Timeout: 2 * time.Second})
 			if err != nil {
 				errs <- err
@@ -272,6 +282,7 @@ func TestRequestsAfterPeerFailure(t *testing.T) {
 				return
 			}
 			if r == 2 {
+				issued.Wait()
 				ts[r].Kill()
 				errs <- nil
 				return
@@ -285,6 +296,7 @@ func TestRequestsAfterPeerFailure(t *testing.T) {
 				}
 				reqs = append(reqs, req)
 			}
+			markIssued()
 			// The in-memory transport tells every rank of a kill at once: the request fails
 			// with CodePeer naming the dead rank, never by waiting out the timeout (CodeTimeout),
 			// and those behind it with CodeState, not after timeouts of their own.

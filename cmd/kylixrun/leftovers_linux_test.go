@@ -77,7 +77,10 @@ func TestNothingLeftBehind(t *testing.T) {
 func TestLeftoverIgnoringSIGTERMIsKilled(t *testing.T) {
 	asSubreaper(t)
 	dir := t.TempDir()
-	prog := `if [ "$KYLIX_RANK" = 0 ]; then (trap '' TERM; exec sleep 287) & echo $! > "$OUT/bg"; fi; echo $$ > "$OUT/pid.$KYLIX_RANK"`
+	// Rank 0 exits once its leftover runs sleep: it ignores SIGTERM only from there (the subshell
+	// sets the trap, then execs), and a SIGTERM before that would simply end it.
+	prog := `if [ "$KYLIX_RANK" = 0 ]; then (trap '' TERM; exec sleep 287) & echo $! > "$OUT/bg"
+		while [ "$(cat /proc/$!/comm 2>/dev/null)" != sleep ]; do sleep 0.01; done; fi; echo $$ > "$OUT/pid.$KYLIX_RANK"`
 	l := startLauncher(t, dir, []string{"OUT=" + dir}, nil, "-n", "2", "sh", "-c", prog)
 	r := l.wait(t, 60*time.Second) // fail-safe: the grace and a little
 	if r.code != 0 {

@@ -252,7 +252,10 @@ func (t *TCP) driveStep(want *mailbox.Want) (filed, over bool) {
 			return n > 0, closing
 		}
 	}
-	if sr.yield || !now.Before(sr.quiet) {
+	switch {
+	case sr.yield: // whether the yield gave the CPU away matters only to a spin (crowded)
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	case !now.Before(sr.quiet):
 		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		sr.crowded = time.Since(now) > crowdedYield
 	}
@@ -354,6 +357,9 @@ func (t *TCP) releaseTokens() {
 
 // dropDone releases the held links that are finished with.
 func (sr *selfReads) dropDone() {
+	if !sr.anyDone() {
+		return // the common case, after every frame filed
+	}
 	held := sr.held[:0]
 	for _, h := range sr.held {
 		if r := h.l.rd(); r.done {
@@ -373,6 +379,21 @@ func (sr *selfReads) dropDone() {
 	}
 	clear(sr.socks[len(socks):])
 	sr.socks = socks
+}
+
+// anyDone tells whether a held link is finished with.
+func (sr *selfReads) anyDone() bool {
+	for _, h := range sr.held {
+		if h.l.rd().done {
+			return true
+		}
+	}
+	for _, l := range sr.socks {
+		if l.done {
+			return true
+		}
+	}
+	return false
 }
 
 // pollReadable tells whether fd has bytes (or an end) to read within ms milliseconds.

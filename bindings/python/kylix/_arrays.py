@@ -220,13 +220,27 @@ def _probe_stamp() -> Optional[int]:
 STAMP_LEN: Optional[int] = _probe_stamp()
 
 
-def stamp_views(a: np.ndarray) -> Optional[Tuple[Any, Any]]:
-    """Two ctypes views whose ``.raw`` are a's fields and a's dimensions (see STAMP_LEN), or
-    None (no stamp for this array: 0-d, or the layout was not verified).  Valid while a is
-    alive and, for the second, while the first's bytes are unchanged (the dimensions' pointer
-    is among them): compare the first before reading the second."""
-    if STAMP_LEN is None or DATA_OFFSET is None or a.ndim == 0:
+# The repeated call compares the stamps at every call.  A memoryview of the stamp's bytes as
+# 64-bit words compares with a kept copy of itself without building anything (a ctypes view's
+# ``.raw`` builds a bytes object each time, for a slower comparison).  The fields are taken
+# through the padding after ``flags``, to a whole number of words (STAMP_WORDS; the next field,
+# the weak reference list, is left out): numpy never writes that padding, and were it to
+# change the call would only go through the full checks.
+STAMP_WORDS: Optional[int] = None if STAMP_LEN is None else (STAMP_LEN + 7) // 8
+
+
+def stamp_words(a: np.ndarray) -> Optional[Tuple[memoryview, memoryview]]:
+    """Two memoryviews (format ``Q``) of a's fields (see STAMP_LEN) and a's dimensions, or None
+    (no stamp for this array: 0-d, or the layout was not verified).  Valid while a is alive
+    and, for the second, while the first's words are unchanged (the dimensions' pointer is
+    among them): compare the first before reading the second."""
+    if STAMP_WORDS is None or DATA_OFFSET is None or a.ndim == 0:
         return None
-    fields = (ctypes.c_char * STAMP_LEN).from_address(id(a) + DATA_OFFSET)
+    fields = (ctypes.c_char * (8 * STAMP_WORDS)).from_address(id(a) + DATA_OFFSET)
     dims = (ctypes.c_char * (8 * a.ndim)).from_address(_word(id(a) + DATA_OFFSET + 16).value)
-    return fields, dims
+    return memoryview(fields).cast("B").cast("Q"), memoryview(dims).cast("B").cast("Q")
+
+
+def snapshot(words: memoryview) -> memoryview:
+    """A copy of a stamp_words view, to compare the view with (``view == copy``)."""
+    return memoryview(words.tobytes()).cast("Q")

@@ -34,11 +34,15 @@ from ._errors import KylixError, StateError, error_for_status
 __all__ = ["CommHandle", "PlanHandle", "RequestHandle", "forked", "check_global", "errmsg"]
 
 _forked = False
+# Every comm's state while it lives: a fork()ed child drops their repeated calls (state.hot).
+_live_states: "weakref.WeakSet[_CommState]" = weakref.WeakSet()
 
 
 def _after_fork_in_child() -> None:
     global _forked
     _forked = True
+    for st in list(_live_states):
+        st.hot = None
 
 
 if hasattr(os, "register_at_fork"):
@@ -71,11 +75,15 @@ class _CommState:
     """Everything a comm's finalizer needs, without a reference to the comm object."""
 
     __slots__ = ("ptr", "closed", "plans", "inflight", "pending_free", "abandoned", "lock",
-                 "__weakref__")
+                 "hot", "__weakref__")
 
     def __init__(self, ptr: int):
         self.ptr = ptr
         self.closed = False
+        # The comm's repeated call (kylix._api, "the repeated call"), or None.  Whatever makes
+        # a call on the comm do more than the C call (closed, plans or requests to clean up
+        # after, fork) sets it to None, so a call that finds one needs no other test.
+        self.hot: Any = None
         self.plans: set = set()            # _PlanState of live plans
         self.inflight: dict = {}           # request ptr -> _RequestState (owns the arrays)
         self.pending_free: list = []       # _PlanState queued by finalizers
@@ -85,6 +93,7 @@ class _CommState:
     def mark_closed(self) -> None:
         with self.lock:
             self.closed = True
+            self.hot = None
             plans, self.plans = self.plans, set()
             reqs, self.inflight = list(self.inflight.values()), {}
             self.pending_free.clear()
@@ -117,6 +126,7 @@ class CommHandle:
         if not ptr:
             raise StateError("no comm handle", call="kylix_init")
         self._state = _CommState(int(ptr))
+        _live_states.add(self._state)
         self._finalizer = weakref.finalize(self, _finalize_comm, self._state)
 
     # -- handle access and status checks ------------------------------------------------------
@@ -165,6 +175,7 @@ class CommHandle:
         if still:
             with st.lock:
                 st.abandoned.extend(still)
+                st.hot = None
 
     def _check(self, status: int, call: str) -> None:
         """Raise the exception for a failed call on this comm (message: kylix_errmsg(c))."""
@@ -219,6 +230,7 @@ def _plan_gc(comm_state: _CommState, ps: _PlanState) -> None:
         return
     with comm_state.lock:
         comm_state.pending_free.append(ps)
+        comm_state.hot = None
 
 
 class PlanHandle:
@@ -302,6 +314,7 @@ def _request_gc(comm_state: _CommState, rs: _RequestState) -> None:
                   "stay alive until the library completes it", ResourceWarning, stacklevel=2)
     with comm_state.lock:
         comm_state.abandoned.append(rs.ptr)
+        comm_state.hot = None
 
 
 class RequestHandle:

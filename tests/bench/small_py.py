@@ -6,7 +6,9 @@
     build/kylixrun -n 2 -- python3 tests/bench/small_py.py ctypes [iters]
 
 `ctypes` is the floor under the binding: the bare ctypes call of kylix_allreduce with its
-arguments prepared once (no checks at all), what any ctypes binding pays per call.
+arguments prepared once (no checks at all), as CArgObjects (each type's from_param of its
+value, which ctypes passes on by copying their values: the cheapest arguments it takes), what
+any ctypes binding pays per call.
 
 Times `iters` back-to-back allreduces of 8 float32 (out= a kept array, no allocation per call)
 after a warm-up, and prints the slowest rank's mean per call in microseconds.
@@ -29,8 +31,9 @@ def main():
         if impl == "ctypes":
             import ctypes
             from kylix import _raw
-            args = (comm._handle, ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(out.ctypes.data),
-                    ctypes.c_int64(x.size), _raw.KYLIX_F32, _raw.KYLIX_SUM)
+            P, I = ctypes.c_void_p.from_param, ctypes.c_int.from_param
+            args = (P(comm._handle.value), P(x.ctypes.data), P(out.ctypes.data),
+                    ctypes.c_int64.from_param(x.size), I(_raw.KYLIX_F32), I(_raw.KYLIX_SUM))
             f = _raw.kylix_allreduce_untyped
             call = lambda: f(*args)
         slowest = lambda t: comm.allreduce(np.array([t], dtype=np.float64), op="max")[0]

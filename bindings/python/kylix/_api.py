@@ -190,9 +190,9 @@ def _count(n: int) -> ctypes.c_int64:
 # target matters, the dtype's, is taken only when it is numpy's own dtype object, which never
 # dies, so the same pointer is the same dtype.  A pair is kept the second time in a row it is
 # seen, so alternating arrays cost a comparison.  A comm keeps its _Hot in its state
-# (_handles._CommState.hot), which everything that gives a call more to do than the C call
-# (close, a plan or request to clean up after, fork) empties: the repeated call tests nothing
-# about the comm.
+# (_handles._CommState.hot), a plan in its own (_PlanState.hot), which everything that gives a
+# call more to do than the C call (closing the comm or the plan, a plan or request to clean up
+# after, fork) empties: the repeated call tests nothing about the comm or the plan.
 
 
 class _Hot:
@@ -239,13 +239,18 @@ def _make_hot(arr: np.ndarray, out: np.ndarray, op: Any, dcode: int,
     return h
 
 
-def _keep_hot(s: Any, h: Optional[_Hot]) -> None:
-    """Keep h as comm state s's repeated call, unless s already needs more than the C call
-    (a finalizer on another thread may have queued work since the lean path looked: both
-    happen under s.lock)."""
+def _keep_hot(s: Any, h: Optional[_Hot], ps: Any = None) -> None:
+    """Keep h as the repeated call of comm state s (of plan state ps, a plan of that comm),
+    unless the comm or the plan already needs more than the C call (a finalizer on another
+    thread may have queued work since the lean path looked: both happen under s.lock)."""
     with s.lock:
-        s.hot = None if h is None or s.closed or s.pending_free or s.abandoned or \
-            _handles._forked else h
+        if h is not None and (s.closed or s.pending_free or s.abandoned or _handles._forked or
+                              (ps is not None and ps.closed)):
+            h = None
+        if ps is None:
+            s.hot = h
+        else:
+            ps.hot = h
 
 
 def _lean_code(op: Any) -> Optional[int]:
@@ -838,7 +843,6 @@ class Plan(PlanHandle):
     def __init__(self, comm: Comm, ptr_: int, n_out: int, n_in: int):
         super().__init__(comm, ptr_)
         self._handle = _void_p(ptr_)     # for the lean path's untyped call
-        self._hot: Optional[_Hot] = None  # the last repeated call (see "the repeated call")
         self._seen = (0, 0)              # ids of the last (out_vals, out) the lean path took
         self.n_out = int(n_out)
         self.n_in = int(n_in)
@@ -880,19 +884,18 @@ class Plan(PlanHandle):
             Row j holds op over every rank's contributions to ``in_idx[j]`` (the op's identity
             where nobody contributed); bitwise the same on every rank.
         """
+        h = self._pstate.hot
+        # The repeated call, as in Comm.allreduce (never in place: out may not overlap).
+        if h is not None and type(out_vals) is _ndarray and type(out) is _ndarray and \
+                id(out_vals) == h.aid and id(out) == h.oid and op is h.op and dtype is None and \
+                h.af == h.afb and h.ad == h.adb and h.of == h.ofb and h.od == h.odb:
+            self._seen = None
+            st = _reduce_untyped(*h.args)
+            if st:
+                self._comm._check(st, "kylix_reduce")
+            return out
         call = "kylix_reduce"
         p = self._ptr(call)
-        if dtype is None and type(out_vals) is _ndarray:
-            h = self._hot
-            # The repeated call, as in Comm.allreduce (never in place: out may not overlap).
-            if h is not None and type(out) is _ndarray and op is h.op and \
-                    id(out_vals) == h.aid and id(out) == h.oid and h.af == h.afb and \
-                    h.ad == h.adb and h.of == h.ofb and h.od == h.odb:
-                self._seen = None
-                st = _reduce_untyped(*h.args)
-                if st:
-                    self._comm._check(st, call)
-                return out
         if dtype is None and type(out_vals) is _ndarray and out_vals.flags.c_contiguous:
             # The lean path (see its note at the top); what it does not take falls through.
             dt = out_vals.dtype
@@ -922,8 +925,10 @@ class Plan(PlanHandle):
                     if out is not None:
                         seen = (id(out_vals), id(out))
                         if seen == self._seen:
-                            self._hot = _make_hot(out_vals, out, op, dcode,
-                                                  (self._handle, sp, rp, dcode, code, width))
+                            _keep_hot(self._comm._state,
+                                      _make_hot(out_vals, out, op, dcode,
+                                                (self._handle, sp, rp, dcode, code, width)),
+                                      self._pstate)
                         self._seen = seen
                     return res
         try:

@@ -599,6 +599,50 @@ def test_repeated_reduce(comm, general_calls, lean_calls):
         plan.reduce(v, out=out)
 
 
+def test_repeated_reduce_upkeep(comm, monkeypatch):
+    """As test_repeated_allreduce_comm_upkeep, for a plan's repeated call: another plan to
+    free, fork, closing the plan or its comm drop it."""
+    from kylix import _handles
+    plan = comm.config([1, 2], [2, 1, 0])
+    want = np.array([20.0, 10.0, 0.0])
+    v, out = np.array([10.0, 20.0]), np.empty(3)
+
+    def warm():
+        for _ in range(3):
+            out[:] = -1
+            assert plan.reduce(v, out=out) is out and np.array_equal(out, want)
+        assert plan._pstate.hot is not None
+
+    warm()
+    other = comm.config([1], [1])
+    ps = other._pstate
+    del other
+    gc.collect()
+    assert plan._pstate.hot is None and comm._state.pending_free
+    assert plan.reduce(v, out=out) is out and np.array_equal(out, want)
+    assert ps.closed and not comm._state.pending_free
+
+    warm()
+    monkeypatch.setattr(_handles, "_forked", False)
+    _handles._after_fork_in_child()
+    assert plan._pstate.hot is None
+    with pytest.raises(kylix.StateError):
+        plan.reduce(v, out=out)
+    monkeypatch.setattr(_handles, "_forked", False)
+
+    warm()
+    plan.close()
+    assert plan._pstate.hot is None
+    with pytest.raises(kylix.StateError, match="plan is closed"):
+        plan.reduce(v, out=out)
+    plan = comm.config([1, 2], [2, 1, 0])
+    warm()
+    comm.close()
+    assert plan._pstate.hot is None
+    with pytest.raises(kylix.StateError, match="closed"):
+        plan.reduce(v, out=out)
+
+
 @pytest.mark.parametrize("fast_address", [True, False])
 def test_lean_reduce(comm, general_calls, monkeypatch, fast_address):
     if not fast_address:

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _handles, _raw
 from ._arrays import (CODE_TO_NP, DATA_OFFSET, NP_TO_CODE, BadArg, data_address, indices, output,
-                      ptr, snapshot, stamp_words, values)
+                      ptr, snapshot_of, stamps, values)
 from ._errors import ArgumentError, KylixError, UserOpError, error_for_status
 from ._handles import CommHandle, PlanHandle, RequestHandle, check_global, errmsg
 
@@ -196,7 +196,7 @@ def _count(n: int) -> ctypes.c_int64:
 
 
 class _Hot:
-    __slots__ = ("aid", "oid", "op", "af", "afb", "ad", "adb", "of", "ofb", "od", "odb", "args")
+    __slots__ = ("aid", "oid", "op", "f", "fb", "d", "db", "keep", "args")
 
 
 # ctypes converts an argument that is a CArgObject (what a simple type's from_param makes of a
@@ -225,16 +225,13 @@ def _make_hot(arr: np.ndarray, out: np.ndarray, op: Any, dcode: int,
     dt = CODE_TO_NP[dcode]
     if arr.dtype is not dt or out.dtype is not dt:
         return None
-    a = stamp_words(arr)
-    o = a if out is arr else stamp_words(out)
-    if a is None or o is None:
+    st = stamps((arr,) if out is arr else (arr, out))
+    if st is None:
         return None
     h = _Hot()
     h.aid, h.oid, h.op = id(arr), id(out), op
-    h.af, h.ad = a
-    h.afb, h.adb = snapshot(h.af), snapshot(h.ad)
-    h.of, h.od = o
-    h.ofb, h.odb = snapshot(h.of), snapshot(h.od)
+    h.f, h.d, h.keep = st
+    h.fb, h.db = snapshot_of(h.f), snapshot_of(h.d)
     h.args = _frozen(args)
     return h
 
@@ -530,7 +527,7 @@ class Comm(CommHandle):
         # dimensions (whose pointer is among them).
         if h is not None and type(arr) is _ndarray and type(out) is _ndarray and \
                 id(arr) == h.aid and id(out) == h.oid and op is h.op and dtype is None and \
-                h.af == h.afb and h.ad == h.adb and h.of == h.ofb and h.od == h.odb:
+                h.f == h.fb and h.d == h.db:
             self._seen = None            # what comes next in the lean path is not a repeat
             st = _allreduce_untyped(*h.args)
             if st:
@@ -888,7 +885,7 @@ class Plan(PlanHandle):
         # The repeated call, as in Comm.allreduce (never in place: out may not overlap).
         if h is not None and type(out_vals) is _ndarray and type(out) is _ndarray and \
                 id(out_vals) == h.aid and id(out) == h.oid and op is h.op and dtype is None and \
-                h.af == h.afb and h.ad == h.adb and h.of == h.ofb and h.od == h.odb:
+                h.f == h.fb and h.d == h.db:
             self._seen = None
             st = _reduce_untyped(*h.args)
             if st:

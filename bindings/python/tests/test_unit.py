@@ -383,7 +383,7 @@ def test_stamp_layout():
         assert _arrays.STAMP_LEN is not None          # the repeated call's check is in use here
     a = np.arange(8.0)
     f, d = _arrays.stamp_words(a)
-    before = (_arrays.snapshot(f), _arrays.snapshot(d))
+    before = (_arrays.snapshot_of(f), _arrays.snapshot_of(d))
     assert f.tolist()[0] == a.ctypes.data and d.tolist() == [8]
     a.flags.writeable = False
     assert f != before[0]
@@ -395,6 +395,45 @@ def test_stamp_layout():
     f, d = _arrays.stamp_words(m)
     assert d.tolist() == [2, 3]
     assert _arrays.stamp_words(np.float64(1.0).reshape(())) is None     # 0-d: no stamp
+
+
+@pytest.mark.parametrize("gather", [True, False])
+def test_stamps(monkeypatch, gather):
+    """A call's stamps (both arrays' fields, then both arrays' dimensions, each compared in
+    one go) see every change the checks depend on, in either array."""
+    if sys.implementation.name == "cpython":
+        assert _arrays.GATHER                         # one memoryview per stamp here
+    if not gather:
+        monkeypatch.setattr(_arrays, "GATHER", False)
+    a, b = np.arange(8.0), np.zeros((2, 4))
+
+    def fresh():
+        f, d, keep = _arrays.stamps((a, b))
+        return f, d, keep, _arrays.snapshot_of(f), _arrays.snapshot_of(d)
+
+    f, d, keep, fb, db = fresh()
+    assert f == fb and d == db
+    if gather:
+        assert f.tolist()[0] == a.ctypes.data and f.tolist()[_arrays.STAMP_WORDS] == b.ctypes.data
+        assert d.tolist() == [8, 2, 4]
+    # The dimensions are read only while the fields match (their block may be gone otherwise).
+    for change, undo in [
+        (lambda: setattr(b.flags, "writeable", False), lambda: setattr(b.flags, "writeable", True)),
+        (lambda: setattr(a.flags, "writeable", False), lambda: setattr(a.flags, "writeable", True)),
+        (lambda: setattr(b, "dtype", np.int64), lambda: setattr(b, "dtype", np.float64)),
+        (lambda: setattr(b, "strides", (8, 16)), lambda: setattr(b, "strides", (32, 8))),
+    ]:
+        f, d, keep, fb, db = fresh()
+        change()
+        assert f != fb
+        undo()
+    f, d, keep, fb, db = fresh()
+    b.shape = (4, 2)                                  # may keep the dimensions' block
+    assert f != fb or d != db
+    f, d, keep, fb, db = fresh()
+    a.resize(4, refcheck=False)                       # may keep the data and dimensions' block
+    assert f != fb or d != db
+    assert _arrays.stamps((a, np.float64(1.0).reshape(()))) is None
 
 
 def test_frozen_args():

@@ -241,7 +241,6 @@ def stamp_words(a: np.ndarray) -> Optional[Tuple[memoryview, memoryview]]:
     return memoryview(fields).cast("B").cast("Q"), memoryview(dims).cast("B").cast("Q")
 
 
-
 # The repeated call compares the stamps of both its arrays, fields first, then dimensions.  One
 # memoryview whose elements are the words of several places in memory (an indirect buffer: an
 # array of pointers with a suboffset of 0, as PEP 3118 describes them, made with

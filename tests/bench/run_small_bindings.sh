@@ -14,6 +14,8 @@
 # compares Python binding trees (directories holding the kylix package, default
 # py=bindings/python), e.g. PY_TREES="py-before=/tmp/old/bindings/python py=bindings/python".
 # Without bindings/java/target (mvn package) the Java runs are left out, and the table says so.
+# PCT=1 times the Python calls one by one (small_py.py's `pct`) and adds the medians of rank
+# 0's 25th percentile per call, which a machine shared with other work disturbs far less.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 reps=${1:-3}
@@ -22,7 +24,6 @@ py=${PYTHON:-build/userpaths-venv/bin/python3}
 builds=${KYLIX_BUILDS:-kylix=build}
 trees=${PY_TREES:-py=bindings/python}
 jdir=$(mktemp -d)
-trap 'rm -rf "$jdir"' EXIT
 jar=bindings/java/target/kylix-0.1.0.jar
 java=yes
 if [ -e "$jar" ]; then
@@ -34,21 +35,33 @@ fi
 mpi=(mpirun --allow-run-as-root --oversubscribe -n 2)
 declare -A all
 add() { all[$1]="${all[$1]:-} $2"; }
+pct=${PCT:+pct}
+p25s=$(mktemp)
+trap 'rm -rf "$jdir" "$p25s"' EXIT
 mean() { sed -n 's/.*mean_us=\([0-9.]*\).*/\1/p' | tail -1; }
+run() { # run <name> <command...>: the command's mean per call; with PCT=1 its p25 filed
+  local name=$1 out
+  shift
+  out=$("$@")
+  if [ -n "$pct" ]; then
+    echo "$name $(echo "$out" | sed -n 's/.*p25_us=\([0-9.]*\).*/\1/p' | tail -1)" >>"$p25s"
+  fi
+  echo "$out" | sed -n 's/.*mean_us=\([0-9.]*\).*/\1/p' | tail -1
+}
 for ((i = 1; i <= reps; i++)); do
   for b in $builds; do
     name=${b%%=*} dir=${b#*=}
     for t in $trees; do
       tname=${t%%=*} tdir=${t#*=}
-      add "$tname-$name" "$(PYTHONPATH="$tdir" KYLIX_LIBRARY="$dir" build/kylixrun -n 2 -- "$py" tests/bench/small_py.py kylix "$iters" | mean)"
+      add "$tname-$name" "$(PYTHONPATH="$tdir" KYLIX_LIBRARY="$dir" run "$tname-$name" build/kylixrun -n 2 -- "$py" tests/bench/small_py.py kylix "$iters" $pct)"
     done
-    add "ctypes-floor-$name" "$(PYTHONPATH=bindings/python KYLIX_LIBRARY="$dir" build/kylixrun -n 2 -- "$py" tests/bench/small_py.py ctypes "$iters" | mean)"
+    add "ctypes-floor-$name" "$(PYTHONPATH=bindings/python KYLIX_LIBRARY="$dir" run "ctypes-floor-$name" build/kylixrun -n 2 -- "$py" tests/bench/small_py.py ctypes "$iters" $pct)"
     if [ "$java" = yes ]; then
       add "java-$name" "$(build/kylixrun -n 2 -- java -Dkylix.library.path="$dir/libkylix.so" -cp "$jar:$jna:$jdir" SmallAllreduce "$iters" | mean)"
     fi
   done
-  add mpi4py-tcp "$("${mpi[@]}" --mca btl tcp,self "$py" tests/bench/small_py.py mpi "$iters" | mean)"
-  add mpi4py-defaults "$("${mpi[@]}" "$py" tests/bench/small_py.py mpi "$iters" | mean)"
+  add mpi4py-tcp "$(run mpi4py-tcp "${mpi[@]}" --mca btl tcp,self "$py" tests/bench/small_py.py mpi "$iters" $pct)"
+  add mpi4py-defaults "$(run mpi4py-defaults "${mpi[@]}" "$py" tests/bench/small_py.py mpi "$iters" $pct)"
 done
 [ "$java" = yes ] || echo "(no $jar: the Java binding was not measured; mvn package in bindings/java builds it)"
 echo "8-float allreduce, 2 ranks, $iters calls a run, $reps runs; µs per call (slowest rank's mean): runs, median"
@@ -56,3 +69,11 @@ for k in $(echo "${!all[@]}" | tr ' ' '\n' | sort); do
   med=$(echo ${all[$k]} | tr ' ' '\n' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
   echo "$k: ${all[$k]} | median $med"
 done
+if [ -n "$pct" ]; then
+  echo "rank 0's 25th percentile per call (µs): runs, median"
+  for k in $(cut -d' ' -f1 "$p25s" | sort -u); do
+    v=$(awk -v k="$k" '$1 == k {print $2}' "$p25s" | tr '\n' ' ')
+    med=$(echo $v | tr ' ' '\n' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+    echo "$k p25: $v| median $med"
+  done
+fi

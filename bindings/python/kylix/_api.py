@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _handles, _raw
 from ._arrays import (CODE_TO_NP, DATA_OFFSET, NP_TO_CODE, BadArg, data_address, indices, output,
-                      ptr, stamp_views, values)
+                      ptr, snapshot_of, stamps, values)
 from ._errors import ArgumentError, KylixError, UserOpError, error_for_status
 from ._handles import CommHandle, PlanHandle, RequestHandle, check_global, errmsg
 
@@ -179,44 +179,75 @@ def _count(n: int) -> ctypes.c_int64:
 # path's checks and pointer views (dtype, flags and shape through numpy, a ctypes object per
 # pointer) cost several times what a test of "same as last time" does.  So a comm (a plan)
 # keeps the last call the lean path accepted with an out (or in place), as a _Hot: the arrays'
-# addresses, the prepared arguments of the C call (the pointer views read the data pointer at
-# each call) and each array's stamp (_arrays.stamp_views: the bytes of the fields and
-# dimensions every check of the lean path depends on).  The next call with the same op and
-# exact ndarrays at the same addresses whose stamps are unchanged passes every check the lean
-# path made, whether or not they are the very same objects (a new array may take a dead one's
-# place), and makes the C call directly; anything else goes through the lean path.  The _Hot
-# holds no reference to the arrays (a weak reference would make ndarray.resize refuse them).
-# The one pointer among the stamped fields whose target matters, the dtype's, is taken only
-# when it is numpy's own dtype object, which never dies, so the same pointer is the same dtype.
-# A pair is kept the second time in a row it is seen, so alternating arrays cost a comparison.
+# addresses, the C call's arguments, converted once (_frozen), and each array's stamp
+# (_arrays.stamp_words: the words of the fields and dimensions every check of the lean path
+# depends on, the data pointer among them).  The next call with the same op and exact ndarrays
+# at the same addresses whose stamps are unchanged passes every check the lean path made,
+# whether or not they are the very same objects (a new array may take a dead one's place), and
+# its data pointers are the kept ones: it makes the C call with the kept arguments; anything
+# else goes through the lean path.  The _Hot holds no reference to the arrays (a weak reference
+# would make ndarray.resize refuse them).  The one pointer among the stamped fields whose
+# target matters, the dtype's, is taken only when it is numpy's own dtype object, which never
+# dies, so the same pointer is the same dtype.  A pair is kept the second time in a row it is
+# seen, so alternating arrays cost a comparison.  A comm keeps its _Hot in its state
+# (_handles._CommState.hot), a plan in its own (_PlanState.hot), which everything that gives a
+# call more to do than the C call (closing the comm or the plan, a plan or request to clean up
+# after, fork) empties: the repeated call tests nothing about the comm or the plan.
 
 
 class _Hot:
-    __slots__ = ("aid", "oid", "in_place", "op", "af", "afb", "ad", "adb", "of", "ofb", "od",
-                 "odb", "args")
+    __slots__ = ("aid", "oid", "op", "f", "fb", "d", "db", "keep", "args")
+
+
+# ctypes converts an argument that is a CArgObject (what a simple type's from_param makes of a
+# Python value) by copying its value; a ctypes instance (c_void_p(x)) is first turned into a new
+# CArgObject, and a Python int is converted as a C int: so arguments made once with from_param
+# save that work at every call (about a tenth of a microsecond for allreduce's six).  Where
+# from_param does not make CArgObjects (another ctypes), the arguments stay as they were.
+_P, _L, _I = ctypes.c_void_p.from_param, ctypes.c_int64.from_param, ctypes.c_int.from_param
+_CARG = type(_P(1)).__name__ == "CArgObject" and type(_L(1)) is type(_I(1)) is type(_P(1))
+
+
+def _frozen(args: Tuple[Any, ...]) -> Tuple[Any, ...]:
+    """args (c_void_p and c_int64 instances, Python ints for C ints) as CArgObjects of their
+    values now; the pointers' targets must not move while the result is used."""
+    if not _CARG:
+        return args
+    return tuple(_P(a.value) if isinstance(a, ctypes.c_void_p) else
+                 _L(a.value) if isinstance(a, ctypes.c_int64) else _I(a) for a in args)
 
 
 def _make_hot(arr: np.ndarray, out: np.ndarray, op: Any, dcode: int,
               args: Tuple[Any, ...]) -> Optional[_Hot]:
-    """The _Hot for a call the lean path just checked with the C function's arguments args
-    (one tuple: the call passes it on without building another), or None (no stamp for these
-    arrays, or a dtype object that is not numpy's own)."""
+    """The _Hot for a call the lean path just checked with the C function's arguments args,
+    or None (no stamp for these arrays, or a dtype object that is not numpy's own).  In place
+    (out is arr), out's stamps are arr's."""
     dt = CODE_TO_NP[dcode]
     if arr.dtype is not dt or out.dtype is not dt:
         return None
-    a = stamp_views(arr)
-    o = None if out is arr else stamp_views(out)
-    if a is None or (o is None and out is not arr):
+    st = stamps((arr,) if out is arr else (arr, out))
+    if st is None:
         return None
     h = _Hot()
-    h.aid, h.oid, h.in_place, h.op = id(arr), id(out), out is arr, op
-    h.af, h.ad = a
-    h.afb, h.adb = h.af.raw, h.ad.raw
-    if o is not None:
-        h.of, h.od = o
-        h.ofb, h.odb = h.of.raw, h.od.raw
-    h.args = args
+    h.aid, h.oid, h.op = id(arr), id(out), op
+    h.f, h.d, h.keep = st
+    h.fb, h.db = snapshot_of(h.f), snapshot_of(h.d)
+    h.args = _frozen(args)
     return h
+
+
+def _keep_hot(s: Any, h: Optional[_Hot], ps: Any = None) -> None:
+    """Keep h as the repeated call of comm state s (of plan state ps, a plan of that comm),
+    unless the comm or the plan already needs more than the C call (a finalizer on another
+    thread may have queued work since the lean path looked: both happen under s.lock)."""
+    with s.lock:
+        if h is not None and (s.closed or s.pending_free or s.abandoned or _handles._forked or
+                              (ps is not None and ps.closed)):
+            h = None
+        if ps is None:
+            s.hot = h
+        else:
+            ps.hot = h
 
 
 def _lean_code(op: Any) -> Optional[int]:
@@ -354,7 +385,6 @@ class Comm(CommHandle):
     def __init__(self, ptr: int):
         super().__init__(ptr)
         self._handle = _void_p(ptr)      # for the lean path's untyped call
-        self._hot: Optional[_Hot] = None  # the last repeated call (see "the repeated call")
         self._seen = (0, 0)              # ids of the last (arr, out) the lean path took
         self._rank = _raw.kylix_rank(ptr)
         self._size = _raw.kylix_size(ptr)
@@ -491,23 +521,22 @@ class Comm(CommHandle):
         Returns a new array of ``arr``'s shape, or ``out`` (``out=arr`` works in place; ``arr``
         must then be a writable C-contiguous array of a supported dtype).
         """
+        h = self._state.hot
+        # The repeated call (see its note at the top).  The types and addresses are tested
+        # before the stamps are read (they are then live arrays' fields), the fields before the
+        # dimensions (whose pointer is among them).
+        if h is not None and type(arr) is _ndarray and type(out) is _ndarray and \
+                id(arr) == h.aid and id(out) == h.oid and op is h.op and dtype is None and \
+                h.f == h.fb and h.d == h.db:
+            self._seen = None            # what comes next in the lean path is not a repeat
+            st = _allreduce_untyped(*h.args)
+            if st:
+                self._check(st, "kylix_allreduce")
+            return out
         call = "kylix_allreduce"
         s = self._state
         if type(arr) is _ndarray and dtype is None and \
                 not (s.closed or s.pending_free or s.abandoned or _handles._forked):
-            h = self._hot
-            # The repeated call (see its note at the top).  The addresses and types are
-            # tested before the stamps are read (they are then live arrays' fields), the fields
-            # before the dimensions (whose pointer is among them).
-            if h is not None and type(out) is _ndarray and op is h.op and id(arr) == h.aid and \
-                    ((out is arr) if h.in_place else id(out) == h.oid) and \
-                    h.af.raw == h.afb and h.ad.raw == h.adb and \
-                    (h.in_place or (h.of.raw == h.ofb and h.od.raw == h.odb)):
-                self._seen = None        # what comes next in the lean path is not a repeat
-                st = _allreduce_untyped(*h.args)
-                if st:
-                    self._check(st, call)
-                return out
             # The lean path (see its note at the top), written out here without helper calls
             # (each costs as much as a check); a comm that is closed, forked or has upkeep to
             # do, and what else it does not take, go on to self._ptr and the general path.
@@ -543,8 +572,8 @@ class Comm(CommHandle):
                     if out is not None:
                         seen = (id(arr), id(out))
                         if seen == self._seen:
-                            self._hot = _make_hot(arr, out, op, dcode,
-                                                  (self._handle, sp, rp, cnt, dcode, code))
+                            _keep_hot(s, _make_hot(arr, out, op, dcode,
+                                                   (self._handle, sp, rp, cnt, dcode, code)))
                         self._seen = seen
                     return res
         c = self._ptr(call)
@@ -811,7 +840,6 @@ class Plan(PlanHandle):
     def __init__(self, comm: Comm, ptr_: int, n_out: int, n_in: int):
         super().__init__(comm, ptr_)
         self._handle = _void_p(ptr_)     # for the lean path's untyped call
-        self._hot: Optional[_Hot] = None  # the last repeated call (see "the repeated call")
         self._seen = (0, 0)              # ids of the last (out_vals, out) the lean path took
         self.n_out = int(n_out)
         self.n_in = int(n_in)
@@ -853,19 +881,18 @@ class Plan(PlanHandle):
             Row j holds op over every rank's contributions to ``in_idx[j]`` (the op's identity
             where nobody contributed); bitwise the same on every rank.
         """
+        h = self._pstate.hot
+        # The repeated call, as in Comm.allreduce (never in place: out may not overlap).
+        if h is not None and type(out_vals) is _ndarray and type(out) is _ndarray and \
+                id(out_vals) == h.aid and id(out) == h.oid and op is h.op and dtype is None and \
+                h.f == h.fb and h.d == h.db:
+            self._seen = None
+            st = _reduce_untyped(*h.args)
+            if st:
+                self._comm._check(st, "kylix_reduce")
+            return out
         call = "kylix_reduce"
         p = self._ptr(call)
-        if dtype is None and type(out_vals) is _ndarray:
-            h = self._hot
-            # The repeated call, as in Comm.allreduce (never in place: out may not overlap).
-            if h is not None and type(out) is _ndarray and op is h.op and \
-                    id(out_vals) == h.aid and id(out) == h.oid and h.af.raw == h.afb and \
-                    h.ad.raw == h.adb and h.of.raw == h.ofb and h.od.raw == h.odb:
-                self._seen = None
-                st = _reduce_untyped(*h.args)
-                if st:
-                    self._comm._check(st, call)
-                return out
         if dtype is None and type(out_vals) is _ndarray and out_vals.flags.c_contiguous:
             # The lean path (see its note at the top); what it does not take falls through.
             dt = out_vals.dtype
@@ -895,8 +922,10 @@ class Plan(PlanHandle):
                     if out is not None:
                         seen = (id(out_vals), id(out))
                         if seen == self._seen:
-                            self._hot = _make_hot(out_vals, out, op, dcode,
-                                                  (self._handle, sp, rp, dcode, code, width))
+                            _keep_hot(self._comm._state,
+                                      _make_hot(out_vals, out, op, dcode,
+                                                (self._handle, sp, rp, dcode, code, width)),
+                                      self._pstate)
                         self._seen = seen
                     return res
         try:

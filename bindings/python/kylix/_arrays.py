@@ -220,13 +220,100 @@ def _probe_stamp() -> Optional[int]:
 STAMP_LEN: Optional[int] = _probe_stamp()
 
 
-def stamp_views(a: np.ndarray) -> Optional[Tuple[Any, Any]]:
-    """Two ctypes views whose ``.raw`` are a's fields and a's dimensions (see STAMP_LEN), or
-    None (no stamp for this array: 0-d, or the layout was not verified).  Valid while a is
-    alive and, for the second, while the first's bytes are unchanged (the dimensions' pointer
-    is among them): compare the first before reading the second."""
-    if STAMP_LEN is None or DATA_OFFSET is None or a.ndim == 0:
+# The repeated call compares the stamps at every call.  A memoryview of the stamp's bytes as
+# 64-bit words compares with a kept copy of itself without building anything (a ctypes view's
+# ``.raw`` builds a bytes object each time, for a slower comparison).  The fields are taken
+# through the padding after ``flags``, to a whole number of words (STAMP_WORDS; the next field,
+# the weak reference list, is left out): numpy never writes that padding, and were it to
+# change the call would only go through the full checks.
+STAMP_WORDS: Optional[int] = None if STAMP_LEN is None else (STAMP_LEN + 7) // 8
+
+
+def stamp_words(a: np.ndarray) -> Optional[Tuple[memoryview, memoryview]]:
+    """Two memoryviews (format ``Q``) of a's fields (see STAMP_LEN) and a's dimensions, or None
+    (no stamp for this array: 0-d, or the layout was not verified).  Valid while a is alive
+    and, for the second, while the first's words are unchanged (the dimensions' pointer is
+    among them): compare the first before reading the second."""
+    if STAMP_WORDS is None or DATA_OFFSET is None or a.ndim == 0:
         return None
-    fields = (ctypes.c_char * STAMP_LEN).from_address(id(a) + DATA_OFFSET)
+    fields = (ctypes.c_char * (8 * STAMP_WORDS)).from_address(id(a) + DATA_OFFSET)
     dims = (ctypes.c_char * (8 * a.ndim)).from_address(_word(id(a) + DATA_OFFSET + 16).value)
-    return fields, dims
+    return memoryview(fields).cast("B").cast("Q"), memoryview(dims).cast("B").cast("Q")
+
+
+# The repeated call compares the stamps of both its arrays, fields first, then dimensions.  One
+# memoryview whose elements are the words of several places in memory (an indirect buffer: an
+# array of pointers with a suboffset of 0, as PEP 3118 describes them, made with
+# PyMemoryView_FromBuffer) compares them all in one comparison, about 17 ns less per pair than
+# two.  The memoryview holds the addresses, not the words: it reads them at each comparison.
+# Checked at import on known words; where it cannot be made (no ctypes.pythonapi, another
+# layout of Py_buffer) the stamps are tuples of stamp_words views, compared item by item.
+class _PyBuffer(ctypes.Structure):
+    _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.c_void_p), ("len", ctypes.c_ssize_t),
+                ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int), ("ndim", ctypes.c_int),
+                ("format", ctypes.c_char_p), ("shape", ctypes.POINTER(ctypes.c_ssize_t)),
+                ("strides", ctypes.POINTER(ctypes.c_ssize_t)),
+                ("suboffsets", ctypes.POINTER(ctypes.c_ssize_t)), ("internal", ctypes.c_void_p)]
+
+
+def _gather_words(addrs: Any, from_buffer: Any) -> Tuple[memoryview, Any]:
+    n = len(addrs)
+    ptrs = (ctypes.c_void_p * n)(*addrs)
+    shape, strides, sub = (ctypes.c_ssize_t * 1)(n), (ctypes.c_ssize_t * 1)(8), \
+        (ctypes.c_ssize_t * 1)(0)
+    b = _PyBuffer(ctypes.addressof(ptrs), None, 8 * n, 8, 1, 1, b"Q", shape, strides, sub, None)
+    return from_buffer(ctypes.byref(b)), (ptrs, shape, strides, sub, b)
+
+
+def _probe_gather() -> Any:
+    try:
+        if sys.implementation.name != "cpython" or STAMP_WORDS is None:
+            return None
+        f = ctypes.pythonapi.PyMemoryView_FromBuffer
+        f.restype, f.argtypes = ctypes.py_object, [ctypes.POINTER(_PyBuffer)]
+        w = (ctypes.c_uint64 * 4)(11, 22, 33, 2**64 - 1)
+        at = ctypes.addressof(w)
+        mv, keep = _gather_words([at + 16, at, at + 24], f)
+        snap = memoryview(bytes((ctypes.c_uint64 * 3)(*mv.tolist()))).cast("Q")
+        if mv.format != "Q" or mv.tolist() != [33, 11, 2**64 - 1] or not mv == snap:
+            return None
+        w[0] = 12
+        if mv == snap or mv.tolist() != [33, 12, 2**64 - 1]:
+            return None
+        return f
+    except Exception:  # noqa: BLE001 - any surprise: compare the stamps one by one
+        return None
+
+
+_from_buffer = _probe_gather()
+#: True where the stamps of a call's arrays are gathered into one memoryview each.
+GATHER = _from_buffer is not None
+
+
+def stamps(arrays: Tuple[np.ndarray, ...]) -> Optional[Tuple[Any, Any, Any]]:
+    """The stamps of arrays (see stamp_words) as (fields, dimensions, keep): fields and
+    dimensions each compare with their snapshot_of() in one ``==`` (all the arrays' fields,
+    then, once they matched, all their dimensions); keep holds what they need alive.  None
+    where an array has no stamp."""
+    words = [stamp_words(a) for a in arrays]
+    if any(w is None for w in words):
+        return None
+    if not GATHER:
+        return tuple(w[0] for w in words), tuple(w[1] for w in words), None
+    f_addrs, d_addrs = [], []
+    for a in arrays:
+        base = id(a) + DATA_OFFSET
+        f_addrs += [base + 8 * i for i in range(STAMP_WORDS)]
+        dims = _word(base + 16).value
+        d_addrs += [dims + 8 * i for i in range(a.ndim)]
+    f, fkeep = _gather_words(f_addrs, _from_buffer)
+    d, dkeep = _gather_words(d_addrs, _from_buffer)
+    return f, d, (fkeep, dkeep)
+
+
+def snapshot_of(stamp: Any) -> Any:
+    """A copy of a stamp from stamps() (or of a stamp_words view), to compare it with."""
+    if isinstance(stamp, tuple):
+        return tuple(snapshot_of(v) for v in stamp)
+    vals = stamp.tolist()
+    return memoryview(bytes((ctypes.c_uint64 * len(vals))(*vals))).cast("Q")

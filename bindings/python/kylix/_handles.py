@@ -34,11 +34,15 @@ from ._errors import KylixError, StateError, error_for_status
 __all__ = ["CommHandle", "PlanHandle", "RequestHandle", "forked", "check_global", "errmsg"]
 
 _forked = False
+# Every comm's state while it lives: a fork()ed child drops their repeated calls (state.hot).
+_live_states: "weakref.WeakSet[_CommState]" = weakref.WeakSet()
 
 
 def _after_fork_in_child() -> None:
     global _forked
     _forked = True
+    for st in list(_live_states):
+        st.drop_hot()
 
 
 if hasattr(os, "register_at_fork"):
@@ -71,19 +75,32 @@ class _CommState:
     """Everything a comm's finalizer needs, without a reference to the comm object."""
 
     __slots__ = ("ptr", "closed", "plans", "inflight", "pending_free", "abandoned", "lock",
-                 "__weakref__")
+                 "hot", "__weakref__")
 
     def __init__(self, ptr: int):
         self.ptr = ptr
         self.closed = False
+        # The comm's repeated call (kylix._api, "the repeated call"), or None; its plans keep
+        # theirs in their _PlanState.  Whatever makes a call on the comm or its plans do more
+        # than the C call (closed, plans or requests to clean up after, fork) drops them all
+        # (drop_hot), so a call that finds one needs no other test.
+        self.hot: Any = None
         self.plans: set = set()            # _PlanState of live plans
         self.inflight: dict = {}           # request ptr -> _RequestState (owns the arrays)
         self.pending_free: list = []       # _PlanState queued by finalizers
         self.abandoned: list = []          # request ptrs whose Python object was collected
         self.lock = threading.Lock()       # guards the containers against finalizer threads
 
+    def drop_hot(self) -> None:
+        """Forget the repeated calls of the comm and of its plans (under self.lock, or where
+        no other thread runs)."""
+        self.hot = None
+        for ps in self.plans:
+            ps.hot = None
+
     def mark_closed(self) -> None:
         with self.lock:
+            self.drop_hot()
             self.closed = True
             plans, self.plans = self.plans, set()
             reqs, self.inflight = list(self.inflight.values()), {}
@@ -117,6 +134,7 @@ class CommHandle:
         if not ptr:
             raise StateError("no comm handle", call="kylix_init")
         self._state = _CommState(int(ptr))
+        _live_states.add(self._state)
         self._finalizer = weakref.finalize(self, _finalize_comm, self._state)
 
     # -- handle access and status checks ------------------------------------------------------
@@ -144,7 +162,7 @@ class CommHandle:
             abandoned, st.abandoned = st.abandoned, []
         for ps in frees:
             if not ps.closed:
-                ps.closed = True
+                ps.closed, ps.hot = True, None
                 _raw.kylix_plan_free(ps.ptr)   # a failure here has nobody to report to
                 with st.lock:
                     st.plans.discard(ps)
@@ -165,6 +183,7 @@ class CommHandle:
         if still:
             with st.lock:
                 st.abandoned.extend(still)
+                st.drop_hot()
 
     def _check(self, status: int, call: str) -> None:
         """Raise the exception for a failed call on this comm (message: kylix_errmsg(c))."""
@@ -206,11 +225,12 @@ class CommHandle:
 
 
 class _PlanState:
-    __slots__ = ("ptr", "closed", "__weakref__")
+    __slots__ = ("ptr", "closed", "hot", "__weakref__")
 
     def __init__(self, ptr: int):
         self.ptr = ptr
         self.closed = False
+        self.hot: Any = None               # the plan's repeated call (see _CommState.hot)
 
 
 def _plan_gc(comm_state: _CommState, ps: _PlanState) -> None:
@@ -219,6 +239,7 @@ def _plan_gc(comm_state: _CommState, ps: _PlanState) -> None:
         return
     with comm_state.lock:
         comm_state.pending_free.append(ps)
+        comm_state.drop_hot()
 
 
 class PlanHandle:
@@ -260,6 +281,7 @@ class PlanHandle:
         if ps.closed:
             return
         self._finalizer.detach()
+        ps.hot = None
         if _forked or self._comm._state.closed:
             ps.closed = True
             return
@@ -302,6 +324,7 @@ def _request_gc(comm_state: _CommState, rs: _RequestState) -> None:
                   "stay alive until the library completes it", ResourceWarning, stacklevel=2)
     with comm_state.lock:
         comm_state.abandoned.append(rs.ptr)
+        comm_state.drop_hot()
 
 
 class RequestHandle:

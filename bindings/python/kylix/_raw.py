@@ -182,7 +182,8 @@ kylix_allreduce = _fn("kylix_allreduce", c_int,
 # kylix.Plan.reduce: ctypes then converts each argument by its own type, about 0.25 us a call
 # less than through argtypes' from_param.  The caller must pass exactly: c_void_p instances for
 # the pointers (handle and buffers), a c_int64 instance for count, and Python ints within the
-# C int range for dtype, op and width (a Python int is passed as a C int).
+# C int range for dtype, op and width (a Python int is passed as a C int); or each of them as
+# the CArgObject its type's from_param makes of its value (what the repeated call keeps).
 kylix_allreduce_untyped = lib._FuncPtr(("kylix_allreduce", lib))
 kylix_allreduce_untyped.restype = c_int
 kylix_reduce_untyped = lib._FuncPtr(("kylix_reduce", lib))

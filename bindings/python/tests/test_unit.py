@@ -382,13 +382,69 @@ def test_stamp_layout():
     if sys.implementation.name == "cpython":
         assert _arrays.STAMP_LEN is not None          # the repeated call's check is in use here
     a = np.arange(8.0)
-    f, d = _arrays.stamp_views(a)
-    before = (f.raw, d.raw)
+    f, d = _arrays.stamp_words(a)
+    before = (_arrays.snapshot_of(f), _arrays.snapshot_of(d))
+    assert f.tolist()[0] == a.ctypes.data and d.tolist() == [8]
     a.flags.writeable = False
-    assert f.raw != before[0]
+    assert f != before[0]
     a.flags.writeable = True
-    assert (f.raw, d.raw) == before
-    assert _arrays.stamp_views(np.float64(1.0).reshape(())) is None     # 0-d: no stamp
+    assert (f, d) == before
+    a.resize(4, refcheck=False)                   # in place: the dimensions change
+    assert d != before[1] and d.tolist() == [4]
+    m = np.arange(6.0).reshape(2, 3)
+    f, d = _arrays.stamp_words(m)
+    assert d.tolist() == [2, 3]
+    assert _arrays.stamp_words(np.float64(1.0).reshape(())) is None     # 0-d: no stamp
+
+
+@pytest.mark.parametrize("gather", [True, False])
+def test_stamps(monkeypatch, gather):
+    """A call's stamps (both arrays' fields, then both arrays' dimensions, each compared in
+    one go) see every change the checks depend on, in either array."""
+    if sys.implementation.name == "cpython":
+        assert _arrays.GATHER                         # one memoryview per stamp here
+    if not gather:
+        monkeypatch.setattr(_arrays, "GATHER", False)
+    a, b = np.arange(8.0), np.zeros((2, 4))
+
+    def fresh():
+        f, d, keep = _arrays.stamps((a, b))
+        return f, d, keep, _arrays.snapshot_of(f), _arrays.snapshot_of(d)
+
+    f, d, keep, fb, db = fresh()
+    assert f == fb and d == db
+    if gather:
+        assert f.tolist()[0] == a.ctypes.data and f.tolist()[_arrays.STAMP_WORDS] == b.ctypes.data
+        assert d.tolist() == [8, 2, 4]
+    # The dimensions are read only while the fields match (their block may be gone otherwise).
+    for change, undo in [
+        (lambda: setattr(b.flags, "writeable", False), lambda: setattr(b.flags, "writeable", True)),
+        (lambda: setattr(a.flags, "writeable", False), lambda: setattr(a.flags, "writeable", True)),
+        (lambda: setattr(b, "dtype", np.int64), lambda: setattr(b, "dtype", np.float64)),
+        (lambda: setattr(b, "strides", (8, 16)), lambda: setattr(b, "strides", (32, 8))),
+    ]:
+        f, d, keep, fb, db = fresh()
+        change()
+        assert f != fb
+        undo()
+    f, d, keep, fb, db = fresh()
+    b.shape = (4, 2)                                  # may keep the dimensions' block
+    assert f != fb or d != db
+    f, d, keep, fb, db = fresh()
+    a.resize(4, refcheck=False)                       # may keep the data and dimensions' block
+    assert f != fb or d != db
+    assert _arrays.stamps((a, np.float64(1.0).reshape(()))) is None
+
+
+def test_frozen_args():
+    """The repeated call's arguments, converted once, pass the same values as the lean path's."""
+    x = np.arange(1, 9, dtype=np.float32)
+    args = (ctypes.c_void_p(x.ctypes.data), ctypes.c_int64(8), _raw.KYLIX_F32, -1)
+    fz = _api._frozen(args)
+    if sys.implementation.name == "cpython":
+        assert _api._CARG
+        assert [type(a).__name__ for a in fz] == ["CArgObject"] * 4
+    assert len(fz) == 4
 
 
 def test_repeated_allreduce(comm, general_calls, lean_calls):
@@ -454,6 +510,83 @@ def test_repeated_allreduce(comm, general_calls, lean_calls):
         comm.allreduce(x, out=out)
 
 
+def test_repeated_allreduce_other_arrays(comm, general_calls, lean_calls):
+    """After a repeated call, other arrays (of a wrong dtype, shape or layout) are checked in
+    full and refused naming the argument; the kept pair still works afterwards."""
+    x = np.arange(1, 9, dtype=np.float32)
+    out = np.zeros_like(x)
+    for _ in range(3):
+        comm.allreduce(x, out=out)
+    assert comm._state.hot is not None
+    n = len(lean_calls)
+    bad = [
+        (lambda: comm.allreduce(x.astype(np.complex64), out=out), "arr: dtype complex64"),
+        (lambda: comm.allreduce(x, out=np.zeros(8)), "out: dtype float64 does not match"),
+        (lambda: comm.allreduce(x, out=np.zeros(9, np.float32)), r"out: shape \(9,\)"),
+        (lambda: comm.allreduce(x, out=np.zeros(16, np.float32)[::2]), "out: must be C-contig"),
+        (lambda: comm.allreduce(x, "nope", out=out), "op: unknown op 'nope'"),
+    ]
+    for f, msg in bad:
+        with pytest.raises(kylix.ArgumentError, match=msg):
+            f()
+    assert len(lean_calls) > n                        # each went through the checks
+    out[:] = 0
+    assert comm.allreduce(x, out=out) is out and np.array_equal(out, x)
+
+
+def test_repeated_allreduce_comm_upkeep(comm, monkeypatch):
+    """What gives the comm work to do (a plan to free, fork, close) drops the repeated call, so
+    the next call does that work (or raises) instead of going straight to the library."""
+    from kylix import _handles
+    x = np.arange(1, 9, dtype=np.float32)
+    out = np.zeros_like(x)
+
+    def warm():
+        for _ in range(3):
+            out[:] = 0
+            assert comm.allreduce(x, out=out) is out and np.array_equal(out, x)
+        assert comm._state.hot is not None
+
+    warm()
+    plan = comm.config([1], [1])
+    ps = plan._pstate
+    del plan
+    gc.collect()                                      # queued for the comm's thread to free
+    assert comm._state.hot is None and comm._state.pending_free
+    assert comm.allreduce(x, out=out) is out
+    assert ps.closed and not comm._state.pending_free
+
+    warm()
+    monkeypatch.setattr(_handles, "_forked", False)   # restored after the test
+    _handles._after_fork_in_child()                   # what a fork()ed child runs
+    assert comm._state.hot is None
+    with pytest.raises(kylix.StateError):
+        comm.allreduce(x, out=out)
+    monkeypatch.setattr(_handles, "_forked", False)
+
+    warm()
+    c2 = kylix.init(rank=0, size=1)
+    for _ in range(3):
+        c2.allreduce(x, out=out)
+    assert c2._state.hot is not None
+    c2.close()
+    assert c2._state.hot is None
+    with pytest.raises(kylix.StateError, match="closed"):
+        c2.allreduce(x, out=out)
+
+
+def test_repeated_allreduce_plain_args(comm, monkeypatch):
+    """Where ctypes makes no CArgObjects, the repeated call passes the lean path's arguments."""
+    monkeypatch.setattr(_api, "_CARG", False)
+    x = np.arange(1, 9, dtype=np.int64)
+    out = np.zeros_like(x)
+    for _ in range(5):
+        out[:] = 0
+        assert comm.allreduce(x, "max", out=out) is out and np.array_equal(out, x)
+    assert comm._state.hot is not None
+    assert not any(type(a).__name__ == "CArgObject" for a in comm._state.hot.args)
+
+
 def test_repeated_reduce(comm, general_calls, lean_calls):
     """As test_repeated_allreduce, for a plan's reduce."""
     plan = comm.config([1, 2], [2, 1, 0])
@@ -501,6 +634,50 @@ def test_repeated_reduce(comm, general_calls, lean_calls):
         out = np.empty(3)
         assert plan.reduce(v, out=out) is out and np.array_equal(out, want)
     plan.close()
+    with pytest.raises(kylix.StateError, match="closed"):
+        plan.reduce(v, out=out)
+
+
+def test_repeated_reduce_upkeep(comm, monkeypatch):
+    """As test_repeated_allreduce_comm_upkeep, for a plan's repeated call: another plan to
+    free, fork, closing the plan or its comm drop it."""
+    from kylix import _handles
+    plan = comm.config([1, 2], [2, 1, 0])
+    want = np.array([20.0, 10.0, 0.0])
+    v, out = np.array([10.0, 20.0]), np.empty(3)
+
+    def warm():
+        for _ in range(3):
+            out[:] = -1
+            assert plan.reduce(v, out=out) is out and np.array_equal(out, want)
+        assert plan._pstate.hot is not None
+
+    warm()
+    other = comm.config([1], [1])
+    ps = other._pstate
+    del other
+    gc.collect()
+    assert plan._pstate.hot is None and comm._state.pending_free
+    assert plan.reduce(v, out=out) is out and np.array_equal(out, want)
+    assert ps.closed and not comm._state.pending_free
+
+    warm()
+    monkeypatch.setattr(_handles, "_forked", False)
+    _handles._after_fork_in_child()
+    assert plan._pstate.hot is None
+    with pytest.raises(kylix.StateError):
+        plan.reduce(v, out=out)
+    monkeypatch.setattr(_handles, "_forked", False)
+
+    warm()
+    plan.close()
+    assert plan._pstate.hot is None
+    with pytest.raises(kylix.StateError, match="plan is closed"):
+        plan.reduce(v, out=out)
+    plan = comm.config([1, 2], [2, 1, 0])
+    warm()
+    comm.close()
+    assert plan._pstate.hot is None
     with pytest.raises(kylix.StateError, match="closed"):
         plan.reduce(v, out=out)
 

@@ -327,3 +327,51 @@ func TestRecordAllocatesNothing(t *testing.T) {
 		t.Errorf("%v allocations a call's events", n)
 	}
 }
+
+// The timeline's clock (the time-stamp counter where the kernel keeps time with it) stays with
+// the runtime's monotonic clock: readings taken between two monotonic readings fall between
+// them, up to the anchor's pairing and the rate's error, and At anchors it so that what
+// follows a call's start is not before it.
+func TestClockFollowsMonotonic(t *testing.T) {
+	tr, err := Open(t.TempDir(), 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	tr.SetClock(0, 0, 0, "h") // calibrates
+	if tr.clk.on && tr.clk.rate.Load() == 0 {
+		t.Fatal("counter on but not calibrated after SetClock")
+	}
+	t.Logf("counter clock: %v", tr.clk.on)
+	const slack = 2000 // ns: a pair's read, a preemption's worth of nothing
+	worst := int64(0)
+	for i := 0; i < 2000; i++ {
+		start := tr.At(time.Now())
+		a := nanotime() - tr.baseMono
+		n := tr.Now()
+		b := nanotime() - tr.baseMono
+		// with the counter, At anchors it: what follows is not before it; the monotonic
+		// clock's readings and At's (time.Time's) differ by how far apart Open read them
+		if tr.clk.on && n < start || n < start-slack {
+			t.Fatalf("reading %d: %d before the anchor %d", i, n, start)
+		}
+		if n < a-slack || n > b+slack {
+			worst = max(worst, a-n, n-b)
+		}
+		if i%200 == 0 {
+			time.Sleep(time.Millisecond) // spans grow: the writer refines the rate
+		}
+	}
+	// a loaded machine can preempt between the reads: allow a few misses, not a drifting clock
+	if worst > 50_000 {
+		t.Errorf("the counter clock strays %d ns from the monotonic one", worst)
+	}
+	// without anchors (kylix_mark between calls) it keeps the monotonic clock's rate
+	time.Sleep(20 * time.Millisecond)
+	a := nanotime() - tr.baseMono
+	n := tr.Now()
+	b := nanotime() - tr.baseMono
+	if n < a-20_000 || n > b+20_000 {
+		t.Errorf("20 ms after the last anchor: %d, monotonic [%d, %d]", n, a, b)
+	}
+}

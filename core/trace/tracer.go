@@ -42,8 +42,14 @@ type Tracer struct {
 	done      chan struct{}
 	spans     []openSpan // the caller's open kylix_mark spans
 	written   atomic.Int64
-	counter   Event // the bytes counter's latest value; counterAt: when it was last recorded
-	counterAt int64
+	// the bytes counter's latest value (counterLayers 0: none yet); counterAt: when it was last
+	// recorded
+	counterN      [MaxCounterLayers]int64
+	counterLayers int
+	counterTS     int64
+	counterAt     int64
+	clk       tscClock   // clock.go
+	calMu     sync.Mutex // calibrate's
 }
 
 type openSpan struct {
@@ -71,6 +77,7 @@ func Open(dir string, rank int, joiner bool) (*Tracer, error) {
 		buf: make([]Event, 0, BufferEvents), spare: make([]Event, 0, BufferEvents),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	t.errNs.Store(-1)
+	t.startClock()
 	if _, err := f.WriteString("[\n"); err != nil {
 		f.Close()
 		return nil, kx.Errorf(kx.CodeNet, "timeline: cannot write %q: %v", path, err)
@@ -83,17 +90,30 @@ func Open(dir string, rank int, joiner bool) (*Tracer, error) {
 func (t *Tracer) Path() string { return t.path }
 
 // nanotime is the runtime's monotonic clock, which time.Time's monotonic readings also come
-// from: one clock read where time.Now makes two (wall and monotonic). A small call reads the
-// timeline's clock about ten times, which was most of what the timeline cost it.
+// from: one clock read where time.Now makes two (wall and monotonic).
 //
 //go:linkname nanotime runtime.nanotime
 func nanotime() int64
 
-// Now is the local clock: nanoseconds since Open.
-func (t *Tracer) Now() int64 { return nanotime() - t.baseMono }
+// Now is the local clock: nanoseconds since Open (clock.go: the time-stamp counter where the
+// kernel keeps time with it, else the monotonic clock).
+func (t *Tracer) Now() int64 { return t.now() }
 
-// At is tm on the local clock (no clock read: tm was read already).
-func (t *Tracer) At(tm time.Time) int64 { return int64(tm.Sub(t.base)) }
+// At is tm on the local clock (tm was read already: the start or end of a collective). With
+// the counter, it anchors the counter there: the phases and waits that follow are measured
+// from it, so they nest in the call's span.
+func (t *Tracer) At(tm time.Time) int64 {
+	ns := int64(tm.Sub(t.base))
+	if c := &t.clk; c.on {
+		if c.rate.Load() != 0 {
+			t.anchorAt(ns)
+		} else if ns-c.n0 >= calibSpan && t.calMu.TryLock() { // a tracer SetClock did not calibrate
+			t.calibrate(false)
+			t.calMu.Unlock()
+		}
+	}
+	return ns
+}
 
 // wall is the local clock's reading as wall-clock nanoseconds (Unix), the scale Align compares.
 func (t *Tracer) wall() int64 { return t.base.UnixNano() + t.Now() }
@@ -102,6 +122,9 @@ func (t *Tracer) wall() int64 { return t.base.UnixNano() + t.Now() }
 // measured), and writes the process's metadata. rank is the rank's number (it may have changed
 // since Open, for a joiner), host its host name.
 func (t *Tracer) SetClock(offsetNs, errNs int64, rank int, host string) {
+	t.calMu.Lock()
+	t.calibrate(true) // before the first collective: the counter's first rate
+	t.calMu.Unlock()
 	t.offset.Store(offsetNs)
 	t.errNs.Store(errNs)
 	t.mu.Lock()
@@ -189,11 +212,18 @@ func (t *Tracer) writer() {
 			stopping = true
 		}
 		out = t.flush(out[:0])
+		t.calMu.Lock()
+		t.calibrate(false) // refine the counter's rate over a longer span
+		t.calMu.Unlock()
 		if stopping {
 			return
 		}
 	}
 }
+
+// writeChunk bounds a write: the writer holds the rank's processor (kylixrun gives a rank
+// GOMAXPROCS=1) through a write to the page cache, and a call that wakes meanwhile waits for it.
+const writeChunk = 64 << 10
 
 // flush takes the filled buffer (giving the calls the spare), encodes it and writes it.
 func (t *Tracer) flush(out []byte) []byte {
@@ -208,6 +238,10 @@ func (t *Tracer) flush(out []byte) []byte {
 	t.mu.Unlock()
 	for i := range full {
 		out = full[i].encode(out, pid)
+		if len(out) >= writeChunk {
+			t.f.Write(out)
+			out = out[:0]
+		}
 	}
 	t.f.Write(out)
 	t.written.Add(int64(len(full)))
@@ -229,10 +263,13 @@ func (t *Tracer) Close() error {
 	close(t.stop)
 	<-t.done
 	t.mu.Lock()
-	last := t.counter
+	var last *Event
+	if t.counterLayers > 0 && t.counterTS != t.counterAt { // the counter's final value
+		last = t.counterEvent()
+	}
 	t.mu.Unlock()
-	if last.Kind != 0 && last.TS != t.counterAt { // the counter's final value
-		t.record(&last)
+	if last != nil {
+		t.record(last)
 	}
 	t.flush(nil) // the writer's last flush may have found the spare still out
 	t.mu.Lock()
@@ -332,19 +369,23 @@ func (t *Tracer) Instant(name string, at int64, detail string) {
 const counterEvery = int64(time.Millisecond)
 
 // Counter records the bytes moved so far per layer (layers of them), at most once every
-// counterEvery; Close records the last value.
+// counterEvery; Close records the last value. A call that is not due copies the counts only.
 func (t *Tracer) Counter(at int64, perLayer *[MaxCounterLayers]int64, layers int) {
-	e := Event{Kind: kindCounter, Name: "bytes", TS: at, N: *perLayer, Layer: int16(min(layers, MaxCounterLayers))}
 	t.mu.Lock()
-	t.counter = e
+	t.counterN, t.counterLayers, t.counterTS = *perLayer, min(layers, MaxCounterLayers), at
 	due := at-t.counterAt >= counterEvery || t.counterAt == 0
 	if due {
 		t.counterAt = at
 	}
 	t.mu.Unlock()
 	if due {
-		t.record(&e)
+		t.record(t.counterEvent())
 	}
+}
+
+// counterEvent is the counter's latest value as an event (mu held or the values not changing).
+func (t *Tracer) counterEvent() *Event {
+	return &Event{Kind: kindCounter, Name: "bytes", TS: t.counterTS, N: t.counterN, Layer: int16(t.counterLayers)}
 }
 
 // ---- the caller's marks (kylix_mark) ---------------------------------------------------------

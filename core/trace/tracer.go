@@ -24,32 +24,32 @@ const maxOpenSpans = 64
 
 // Tracer is one rank's timeline. Its methods may be called from any goroutine.
 type Tracer struct {
-	base      time.Time // the local clock's zero
-	baseMono  int64     // nanotime at base
-	rank      int
-	pid       int
-	f         *os.File
-	path      string
-	offset    atomic.Int64 // local clock -> rank 0's, ns (Align)
-	errNs     atomic.Int64 // the offset's error bound, ns; -1: not measured
-	mu        sync.Mutex
-	buf       []Event // filled by calls
-	spare     []Event // empty, or nil while the writer holds it
-	drops     uint64
-	closed    bool
-	kick      chan struct{}
-	stop      chan struct{}
-	done      chan struct{}
-	spans     []openSpan // the caller's open kylix_mark spans
-	written   atomic.Int64
+	base     time.Time // the local clock's zero
+	baseMono int64     // nanotime at base
+	rank     int
+	pid      int
+	f        *os.File
+	path     string
+	offset   atomic.Int64 // local clock -> rank 0's, ns (Align)
+	errNs    atomic.Int64 // the offset's error bound, ns; -1: not measured
+	mu       sync.Mutex
+	buf      []Event // filled by calls
+	spare    []Event // empty, or nil while the writer holds it
+	drops    uint64
+	closed   bool
+	kick     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	spans    []openSpan // the caller's open kylix_mark spans
+	written  atomic.Int64
 	// the bytes counter's latest value (counterLayers 0: none yet); counterAt: when it was last
 	// recorded
 	counterN      [MaxCounterLayers]int64
 	counterLayers int
 	counterTS     int64
 	counterAt     int64
-	clk       tscClock   // clock.go
-	calMu     sync.Mutex // calibrate's
+	clk           tscClock   // clock.go
+	calMu         sync.Mutex // calibrate's
 }
 
 type openSpan struct {

@@ -25,15 +25,19 @@ const calibSpan = 1_000_000 // ns
 
 type tscClock struct {
 	on bool // the counter serves (tscUsable)
-	// seq is odd while an anchor is written; tsc, ns: the anchor; rate: ns per tick (float64
-	// bits), 0 until calibrated.
-	seq  atomic.Uint64
-	tsc  atomic.Int64
-	ns   atomic.Int64
-	rate atomic.Uint64
+	// cal is the line from counter to local clock (nil until calibrated); corr, added to it,
+	// is the anchors' correction: one word, so that an anchor is one store.
+	cal  atomic.Pointer[calLine]
+	corr atomic.Int64
 	// the calibration's first pair (on the local clock) and the span of the current rate,
-	// written by one goroutine at a time (Open, then SetClock, then the writer).
+	// under Tracer.calMu.
 	t0, n0, span int64
+}
+
+// calLine: local clock = ns0 + corr + (ticks − t0) × rate.
+type calLine struct {
+	t0, ns0 int64
+	rate    float64 // ns per tick
 }
 
 // pair reads the counter and the local clock (nanotime-based) back to back, the tightest of a
@@ -62,6 +66,7 @@ func (t *Tracer) startClock() {
 
 // calibrate measures the rate over the span since Open when that span is at least twice the
 // current rate's (first: at least calibSpan; wait for it when must), and anchors there.
+// calMu is held.
 func (t *Tracer) calibrate(must bool) {
 	c := &t.clk
 	if !c.on {
@@ -76,51 +81,18 @@ func (t *Tracer) calibrate(must bool) {
 		return
 	}
 	c.span = d
-	t.anchor(tk, ns, math.Float64bits(float64(d)/float64(tk-c.t0)))
+	c.cal.Store(&calLine{t0: tk, ns0: ns - c.corr.Load(), rate: float64(d) / float64(tk-c.t0)})
 }
 
-// anchor sets the clock's anchor (and rate, when not 0); a concurrent writer wins, this one
-// skips: the next call anchors again.
-func (t *Tracer) anchor(tk, ns int64, rate uint64) {
-	c := &t.clk
-	s := c.seq.Load()
-	if s&1 != 0 || !c.seq.CompareAndSwap(s, s+1) {
-		return
-	}
-	c.tsc.Store(tk)
-	c.ns.Store(ns)
-	if rate != 0 {
-		c.rate.Store(rate)
-	}
-	c.seq.Store(s + 2)
-}
-
-// now is the local clock: the counter from the anchor, or nanotime.
+// now is the local clock: the counter on its line, or nanotime.
 func (t *Tracer) now() int64 {
-	if t.clk.on {
-		if ns, ok := t.at(rdtsc()); ok {
-			return ns
+	c := &t.clk
+	if c.on {
+		if l := c.cal.Load(); l != nil {
+			return l.ns0 + c.corr.Load() + int64(float64(rdtsc()-l.t0)*l.rate)
 		}
 	}
 	return nanotime() - t.baseMono
-}
-
-// at is the counter's reading tk on the local clock; ok is false before calibration (or when
-// anchors kept changing under the read).
-func (t *Tracer) at(tk int64) (int64, bool) {
-	c := &t.clk
-	for i := 0; i < 4; i++ {
-		s := c.seq.Load()
-		r := c.rate.Load()
-		if s&1 != 0 || r == 0 {
-			return 0, false
-		}
-		atk, ans := c.tsc.Load(), c.ns.Load()
-		if c.seq.Load() == s {
-			return ans + int64(float64(tk-atk)*math.Float64frombits(r)), true
-		}
-	}
-	return 0, false
 }
 
 // maxAnchorGap: an anchor from At pairs the caller's clock reading with a counter read a few
@@ -128,13 +100,22 @@ func (t *Tracer) at(tk int64) (int64, bool) {
 // descheduled between), the pair is read afresh.
 const maxAnchorGap = 2000 // ns
 
-// anchorAt anchors the counter at ns, the local clock read just before (At).
-func (t *Tracer) anchorAt(ns int64) {
+// anchorAt moves the line so that it reads ns, the local clock read just before (At), now:
+// what the call records next is not before its start, and the line's drift since the last
+// call is gone.
+func (t *Tracer) anchorAt(l *calLine, ns int64) {
+	c := &t.clk
 	tk := rdtsc()
-	if ext, ok := t.at(tk); ok && ext-ns > maxAnchorGap {
+	corr := c.corr.Load()
+	ext := l.ns0 + corr + int64(float64(tk-l.t0)*l.rate)
+	if ext-ns > maxAnchorGap {
+		var ok bool
 		if tk, ns, ok = t.pair(); !ok {
 			return
 		}
+		ext = l.ns0 + corr + int64(float64(tk-l.t0)*l.rate)
 	}
-	t.anchor(tk, ns, 0)
+	if ext != ns {
+		c.corr.Store(corr + ns - ext)
+	}
 }

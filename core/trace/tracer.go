@@ -105,8 +105,8 @@ func (t *Tracer) Now() int64 { return t.now() }
 func (t *Tracer) At(tm time.Time) int64 {
 	ns := int64(tm.Sub(t.base))
 	if c := &t.clk; c.on {
-		if c.rate.Load() != 0 {
-			t.anchorAt(ns)
+		if l := c.cal.Load(); l != nil {
+			t.anchorAt(l, ns)
 		} else if ns-c.n0 >= calibSpan && t.calMu.TryLock() { // a tracer SetClock did not calibrate
 			t.calibrate(false)
 			t.calMu.Unlock()

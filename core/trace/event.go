@@ -137,10 +137,19 @@ const digits2 = "000102030405060708091011121314151617181920212223242526272829303
 	"8081828384858687888990919293949596979899"
 
 // appendUint appends v in decimal (strconv.AppendUint's output; the writer formats a dozen
-// numbers an event, and this is its most frequent step).
+// numbers an event, and this is its most frequent step), two digits a step, in place.
 func appendUint(b []byte, v uint64) []byte {
-	var d [20]byte
-	i := len(d)
+	if v < 10 {
+		return append(b, byte('0'+v))
+	}
+	n := 2
+	for x := v / 100; x > 0; x /= 10 {
+		n++
+	}
+	l := len(b)
+	b = append(b, "00000000000000000000"[:n]...)
+	d := b[l : l+n]
+	i := n
 	for v >= 100 {
 		q := v / 100
 		r := (v - q*100) * 2
@@ -149,13 +158,11 @@ func appendUint(b []byte, v uint64) []byte {
 		v = q
 	}
 	if v >= 10 {
-		i -= 2
-		d[i], d[i+1] = digits2[v*2], digits2[v*2+1]
+		d[i-2], d[i-1] = digits2[v*2], digits2[v*2+1]
 	} else {
-		i--
-		d[i] = byte('0' + v)
+		d[i-1] = byte('0' + v)
 	}
-	return append(b, d[i:]...)
+	return b
 }
 
 func appendInt(b []byte, v int64) []byte {

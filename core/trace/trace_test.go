@@ -375,3 +375,52 @@ func TestClockFollowsMonotonic(t *testing.T) {
 		t.Errorf("20 ms after the last anchor: %d, monotonic [%d, %d]", n, a, b)
 	}
 }
+
+func TestAppendNumbersMatchStrconv(t *testing.T) {
+	vals := []int64{0, 1, 9, 10, 99, 100, 101, 999, 1000, 12345, 99999, 100000, 1 << 32, math.MaxInt64, -1, -10, -12345, math.MinInt64 + 1}
+	for p := int64(1); p > 0 && p < math.MaxInt64/10; p *= 10 {
+		vals = append(vals, p-1, p, p+1)
+	}
+	for _, v := range vals {
+		if got, want := string(appendInt([]byte("x"), v)), "x"+fmt.Sprint(v); got != want {
+			t.Errorf("appendInt(%d) = %q", v, got)
+		}
+		if v < 0 {
+			continue
+		}
+		want := fmt.Sprintf("%d.%03d", v/1000, v%1000)
+		if got := string(appendMicros(nil, v)); got != want {
+			t.Errorf("appendMicros(%d) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// BenchmarkEncodeCall: the writer's work for a small call's event (its phases inline).
+func BenchmarkEncodeCall(b *testing.B) {
+	fp := kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(kx.F32), Op: uint16(kx.Sum), Width: 1, Plan: 1}
+	e := Event{Kind: kindCall, Name: CallName(fp.Kind), TS: 12_345_678_901, Dur: 3900, Seq: 12345, FP: fp}
+	e.Steps[0], e.Steps[1] = InlineStep(0, StepFill, 0), 500
+	e.Steps[2], e.Steps[3] = InlineStep(500, StepCombine, 0), 1500
+	e.Steps[4], e.Steps[5] = InlineStep(2000, StepGather, 0), 1500
+	e.N[0], e.N[1], e.N[2], e.N[3] = 1000, 1000, 248, 248
+	var out []byte
+	for i := 0; i < b.N; i++ {
+		out = e.encode(out[:0], 1)
+	}
+	b.SetBytes(int64(len(out)))
+}
+
+// BenchmarkNow: a reading of the timeline's clock (after calibration).
+func BenchmarkNow(b *testing.B) {
+	tr, err := Open(b.TempDir(), 0, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	tr.SetClock(0, 0, 0, "h")
+	var s int64
+	for i := 0; i < b.N; i++ {
+		s += tr.Now()
+	}
+	_ = s
+}

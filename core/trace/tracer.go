@@ -36,6 +36,7 @@ type Tracer struct {
 	buf      []Event // filled by calls
 	spare    []Event // empty, or nil while the writer holds it
 	drops    uint64
+	kickNow  bool // slot's: wake the writer at release
 	closed   bool
 	kick     chan struct{}
 	stop     chan struct{}
@@ -174,16 +175,31 @@ func micros(ns int64) string {
 // record copies e into the buffer, or counts it dropped when the buffer is full.
 func (t *Tracer) record(e *Event) {
 	t.mu.Lock()
+	if s := t.slot(); s != nil {
+		*s = *e
+	}
+	t.release()
+}
+
+// slot is the buffer's next event, zero, or nil (counted dropped) when the buffer is full; mu
+// is held, and release lets it go.
+func (t *Tracer) slot() *Event {
 	if len(t.buf) == cap(t.buf) || t.closed {
 		t.drops++
-		t.mu.Unlock()
-		t.wake() // the writer may be asleep with its spare back: swap now
-		return
+		t.kickNow = true // the writer may be asleep with its spare back: swap now
+		return nil
 	}
-	t.buf = append(t.buf, *e)
-	half := len(t.buf) == cap(t.buf)/2
+	t.buf = t.buf[:len(t.buf)+1]
+	t.kickNow = t.kickNow || len(t.buf) == cap(t.buf)/2
+	return &t.buf[len(t.buf)-1]
+}
+
+// release unlocks mu, and wakes the writer when slot asked for it.
+func (t *Tracer) release() {
+	kick := t.kickNow
+	t.kickNow = false
 	t.mu.Unlock()
-	if half {
+	if kick {
 		t.wake()
 	}
 }
@@ -320,20 +336,27 @@ func (t *Tracer) Drops() uint64 {
 // not a plan's), its inline phases (nil: none; see InlineSteps) and outcome.
 func (t *Tracer) Call(seq uint64, fp kx.Fingerprint, start, end int64, sent, recv, keysOut, keysIn int64,
 	steps *[2 * InlineSteps]int64, err error) {
-	e := Event{Kind: kindCall, Name: CallName(fp.Kind), TS: start, Dur: end - start, Seq: seq, FP: fp}
-	if steps != nil {
-		e.Steps = *steps
-	}
-	e.N[0], e.N[1], e.N[2], e.N[3] = sent, recv, keysOut, keysIn
+	var msg string
 	if err != nil {
-		e.N[4] = int64(kx.CodeOf(err))
-		e.Msg = err.Error()
+		msg = err.Error()
 	}
-	t.record(&e)
+	t.mu.Lock() // written in place: a small call's one event, not built and then copied
+	if e := t.slot(); e != nil {
+		e.Kind, e.Name, e.TS, e.Dur, e.Seq, e.FP = kindCall, CallName(fp.Kind), start, end-start, seq, fp
+		if steps != nil {
+			e.Steps = *steps
+		}
+		e.N[0], e.N[1], e.N[2], e.N[3] = sent, recv, keysOut, keysIn
+		if err != nil {
+			e.N[4] = int64(kx.CodeOf(err))
+			e.Msg = msg
+		}
+	}
+	t.release()
 	if err != nil {
 		switch kx.CodeOf(err) {
 		case kx.CodePeer, kx.CodeTimeout, kx.CodeNet:
-			t.Instant(kx.CodeOf(err).String(), end, e.Msg)
+			t.Instant(kx.CodeOf(err).String(), end, msg)
 		}
 	}
 }

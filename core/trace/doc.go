@@ -18,5 +18,5 @@
 // the offset's error bound is written in the file (merge and the tests use it). Where the
 // kernel keeps time with the CPU's time-stamp counter, the timeline reads that counter, anchored
 // to the monotonic clock at every call's start and end (clock.go): a small call reads the clock
-// about six times, and the counter costs a third of a vDSO clock_gettime.
+// about six times, and the counter costs a fraction of a vDSO clock_gettime.
 package trace

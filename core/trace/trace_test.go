@@ -424,3 +424,18 @@ func BenchmarkNow(b *testing.B) {
 	}
 	_ = s
 }
+
+// BenchmarkNowMonotonic: the same without the counter (the runtime's monotonic clock).
+func BenchmarkNowMonotonic(b *testing.B) {
+	tr, err := Open(b.TempDir(), 0, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	tr.clk.on = false
+	var s int64
+	for i := 0; i < b.N; i++ {
+		s += tr.Now()
+	}
+	_ = s
+}

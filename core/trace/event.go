@@ -192,10 +192,44 @@ func appendStrKey(b []byte, k, v string) []byte {
 	return appendJSONString(append(b, k...), v)
 }
 
+// encoder is the writer's: the opening of an event's line up to its time, which depends only
+// on its name, kind and the rank, kept for the last few (name, kind) pairs: the library's
+// events have a handful of names.
+type encoder struct {
+	pid  int
+	next int
+	ents [8]struct {
+		name string
+		kind uint8
+		head []byte
+	}
+}
+
+func (c *encoder) head(e *Event, ph, tid byte) []byte {
+	for i := range c.ents {
+		if h := &c.ents[i]; h.kind == e.Kind && h.head != nil && h.name == e.Name {
+			return h.head
+		}
+	}
+	h := &c.ents[c.next]
+	c.next = (c.next + 1) % len(c.ents)
+	b := append(h.head[:0], `{"name":`...)
+	b = appendJSONString(b, e.Name)
+	b = append(b, `,"ph":"`...)
+	b = append(b, ph)
+	b = append(b, `","pid":`...)
+	b = appendInt(b, int64(c.pid))
+	b = append(b, `,"tid":`...)
+	b = append(b, tid)
+	b = append(b, `,"ts":`...)
+	h.name, h.kind, h.head = e.Name, e.Kind, b
+	return b
+}
+
 // encode appends e as one line of the file: a JSON object, a comma, a newline. Times stay on
 // the local clock: the file's clock record (origin_unix_ns) carries the offset to rank 0's, so
 // an event written before the clocks were aligned lands where one written after does.
-func (e *Event) encode(b []byte, pid int) []byte {
+func (e *Event) encode(b []byte, c *encoder) []byte {
 	ph, tid := byte('X'), byte('0'+laneCalls)
 	switch e.Kind {
 	case kindSend:
@@ -209,15 +243,7 @@ func (e *Event) encode(b []byte, pid int) []byte {
 	case kindCounter:
 		ph = 'C'
 	}
-	b = append(b, `{"name":`...)
-	b = appendJSONString(b, e.Name)
-	b = append(b, `,"ph":"`...)
-	b = append(b, ph)
-	b = append(b, `","pid":`...)
-	b = appendInt(b, int64(pid))
-	b = append(b, `,"tid":`...)
-	b = append(b, tid)
-	b = append(b, `,"ts":`...)
+	b = append(b, c.head(e, ph, tid)...)
 	b = appendMicros(b, e.TS)
 	if ph == 'X' {
 		b = append(b, `,"dur":`...)

@@ -404,8 +404,9 @@ func BenchmarkEncodeCall(b *testing.B) {
 	e.Steps[4], e.Steps[5] = InlineStep(2000, StepGather, 0), 1500
 	e.N[0], e.N[1], e.N[2], e.N[3] = 1000, 1000, 248, 248
 	var out []byte
+	c := &encoder{pid: 1}
 	for i := 0; i < b.N; i++ {
-		out = e.encode(out[:0], 1)
+		out = e.encode(out[:0], c)
 	}
 	b.SetBytes(int64(len(out)))
 }

@@ -36,7 +36,8 @@ type Tracer struct {
 	buf      []Event // filled by calls
 	spare    []Event // empty, or nil while the writer holds it
 	drops    uint64
-	kickNow  bool // slot's: wake the writer at release
+	kickNow  bool    // slot's: wake the writer at release
+	enc      encoder // flush's
 	closed   bool
 	kick     chan struct{}
 	stop     chan struct{}
@@ -252,8 +253,11 @@ func (t *Tracer) flush(out []byte) []byte {
 	t.buf, t.spare = t.spare[:0], nil
 	pid := t.rank
 	t.mu.Unlock()
+	if t.enc.pid != pid {
+		t.enc = encoder{pid: pid}
+	}
 	for i := range full {
-		out = full[i].encode(out, pid)
+		out = full[i].encode(out, &t.enc)
 		if len(out) >= writeChunk {
 			t.f.Write(out)
 			out = out[:0]

@@ -102,13 +102,13 @@ func nanotime() int64
 func (t *Tracer) Now() int64 { return t.now() }
 
 // At is tm on the local clock (tm was read already: the start or end of a collective). With
-// the counter, it anchors the counter there: the phases and waits that follow are measured
-// from it, so they nest in the call's span.
+// the counter (clock.go), Now is not before it from here on, and the counter's line is anchored
+// again when its anchor is old.
 func (t *Tracer) At(tm time.Time) int64 {
 	ns := int64(tm.Sub(t.base))
 	if c := &t.clk; c.on {
 		if l := c.cal.Load(); l != nil {
-			t.anchorAt(l, ns)
+			t.at(l, ns)
 		} else if ns-c.n0 >= calibSpan && t.calMu.TryLock() { // a tracer SetClock did not calibrate
 			t.calibrate(false)
 			t.calMu.Unlock()
@@ -427,7 +427,7 @@ const (
 // Mark records the caller's span or instant. END closes the innermost open span, which must
 // have the same name; anything else is CodeState.
 func (t *Tracer) Mark(name string, kind int) error {
-	now := t.Now()
+	now := t.fresh()
 	switch kind {
 	case MarkInstant:
 		t.record(&Event{Kind: kindMarkNow, Name: name, TS: now})

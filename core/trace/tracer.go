@@ -373,16 +373,19 @@ func (t *Tracer) Step(seq uint64, s Step, layer int, start, end int64) {
 
 // Message records a send or a receive of n bytes to or from peer (a wait when receiving).
 func (t *Tracer) Message(tag kx.Tag, peer, n int, sent bool, start, end int64, err error) {
-	e := Event{Kind: kindWait, Name: "wait", TS: start, Dur: end - start, Seq: tag.Seq, Layer: int16(tag.Layer),
-		Phase: tag.Phase, Peer: int32(peer)}
-	if sent {
-		e.Kind, e.Name = kindSend, "send"
-	}
-	e.N[0] = int64(n)
+	var msg string
 	if err != nil {
-		e.Msg = err.Error()
+		msg = err.Error()
 	}
-	t.record(&e)
+	t.mu.Lock() // written in place, as Call's
+	if e := t.slot(); e != nil {
+		e.Kind, e.Name, e.TS, e.Dur, e.Seq, e.Layer = kindWait, "wait", start, end-start, tag.Seq, int16(tag.Layer)
+		e.Phase, e.Peer, e.N[0], e.Msg = tag.Phase, int32(peer), int64(n), msg
+		if sent {
+			e.Kind, e.Name = kindSend, "send"
+		}
+	}
+	t.release()
 }
 
 // Instant records a moment worth seeing: a failure, a resize, a link probe's result.

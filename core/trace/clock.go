@@ -115,7 +115,11 @@ func (t *Tracer) calibrate(must bool) {
 		return // a pair too loose to trust (a descheduled thread): the next try
 	}
 	c.span = d
-	c.cal.Store(&calLine{t0: tk, ns0: ns - c.corr.Load(), rate: uint64(r * (1 - slack) * (1 << 32))})
+	corr := c.corr.Load()
+	if old := c.cal.Load(); old != nil {
+		ns = max(ns, old.ns(tk)+corr) // both at or behind the monotonic clock: never back
+	}
+	c.cal.Store(&calLine{t0: tk, ns0: ns - corr, rate: uint64(r * (1 - slack) * (1 << 32))})
 	c.anchored.Store(ns)
 }
 

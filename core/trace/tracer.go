@@ -403,17 +403,16 @@ const counterEvery = int64(time.Millisecond)
 func (t *Tracer) Counter(at int64, perLayer *[MaxCounterLayers]int64, layers int) {
 	t.mu.Lock()
 	t.counterN, t.counterLayers, t.counterTS = *perLayer, min(layers, MaxCounterLayers), at
-	due := at-t.counterAt >= counterEvery || t.counterAt == 0
-	if due {
+	if at-t.counterAt >= counterEvery || t.counterAt == 0 {
 		t.counterAt = at
+		if e := t.slot(); e != nil {
+			*e = *t.counterEvent()
+		}
 	}
-	t.mu.Unlock()
-	if due {
-		t.record(t.counterEvent())
-	}
+	t.release()
 }
 
-// counterEvent is the counter's latest value as an event (mu held or the values not changing).
+// counterEvent is the counter's latest value as an event; mu is held.
 func (t *Tracer) counterEvent() *Event {
 	return &Event{Kind: kindCounter, Name: "bytes", TS: t.counterTS, N: t.counterN, Layer: int16(t.counterLayers)}
 }

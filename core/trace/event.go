@@ -2,6 +2,7 @@ package trace
 
 import (
 	"kylix/core/kx"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -142,8 +143,11 @@ func appendUint(b []byte, v uint64) []byte {
 	if v < 10 {
 		return append(b, byte('0'+v))
 	}
-	n := 2
-	for x := v / 100; x > 0; x /= 10 {
+	if v < 100 {
+		return append(b, digits2[v*2], digits2[v*2+1])
+	}
+	n := int(bits.Len64(v)*1233) >> 12 // digits − 1 or digits, as log10 from log2
+	if v >= pow10[n] {
 		n++
 	}
 	l := len(b)
@@ -164,6 +168,9 @@ func appendUint(b []byte, v uint64) []byte {
 	}
 	return b
 }
+
+var pow10 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
+	1e15, 1e16, 1e17, 1e18, 1e19}
 
 func appendInt(b []byte, v int64) []byte {
 	if v < 0 {

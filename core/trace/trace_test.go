@@ -391,6 +391,9 @@ func TestAppendNumbersMatchStrconv(t *testing.T) {
 		vals = append(vals, p-1, p, p+1)
 	}
 	for _, v := range vals {
+		if got, want := string(appendUint(nil, math.MaxUint64-uint64(max(v, 0)))), fmt.Sprint(uint64(math.MaxUint64)-uint64(max(v, 0))); got != want {
+			t.Errorf("appendUint = %q, want %q", got, want)
+		}
 		if got, want := string(appendInt([]byte("x"), v)), "x"+fmt.Sprint(v); got != want {
 			t.Errorf("appendInt(%d) = %q", v, got)
 		}

@@ -500,3 +500,31 @@ func TestConcurrentRecording(t *testing.T) {
 		t.Errorf("%d calls, %d waits, want %d each", calls, waits, 4*per)
 	}
 }
+
+// The bytes counter is recorded at most once a millisecond; its last value, when it moved
+// since, is recorded at Close.
+func TestCounterFinalValue(t *testing.T) {
+	tr, err := Open(t.TempDir(), 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bytes [MaxCounterLayers]int64
+	bytes[0], bytes[1] = 10, 1
+	tr.Counter(1000, &bytes, 2) // the first: recorded
+	bytes[0] = 20
+	tr.Counter(1500, &bytes, 2) // not due
+	bytes[0] = 30
+	tr.Counter(1800, &bytes, 2) // not due
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	for _, m := range readLines(t, tr.Path()) {
+		if m["name"] == "bytes" {
+			got = append(got, m["args"].(map[string]any)["L0"].(float64))
+		}
+	}
+	if len(got) != 2 || got[0] != 10 || got[1] != 30 {
+		t.Errorf("counter values %v, want [10 30]", got)
+	}
+}

@@ -44,12 +44,13 @@ type Tracer struct {
 	done     chan struct{}
 	spans    []openSpan // the caller's open kylix_mark spans
 	written  atomic.Int64
-	// the bytes counter's latest value (counterLayers 0: none yet); counterAt: when it was last
-	// recorded
+	// The bytes counter: the array the latest Counter call read from (the recorder's, which it
+	// updates under its own lock) and its layers; when it was last recorded (0: never) and the
+	// values recorded then (under mu).
+	counterSrc    atomic.Pointer[[MaxCounterLayers]int64]
+	counterLayers atomic.Int64
+	counterAt     atomic.Int64
 	counterN      [MaxCounterLayers]int64
-	counterLayers int
-	counterTS     int64
-	counterAt     int64
 	clk           tscClock   // clock.go
 	calMu         sync.Mutex // calibrate's
 }
@@ -284,8 +285,11 @@ func (t *Tracer) Close() error {
 	<-t.done
 	t.mu.Lock()
 	var last *Event
-	if t.counterLayers > 0 && t.counterTS != t.counterAt { // the counter's final value
-		last = t.counterEvent()
+	// the counter's final value, when it moved since it was last recorded: the recorder's
+	// last counts (its comm's collectives are over: Close comes after the last of them)
+	if src := t.counterSrc.Load(); src != nil && *src != t.counterN {
+		last = &Event{Kind: kindCounter, Name: "bytes", TS: max(t.Now(), t.counterAt.Load()), N: *src,
+			Layer: int16(min(t.counterLayers.Load(), MaxCounterLayers))}
 	}
 	t.mu.Unlock()
 	if last != nil {
@@ -398,23 +402,29 @@ func (t *Tracer) Instant(name string, at int64, detail string) {
 // otherwise add an event.
 const counterEvery = int64(time.Millisecond)
 
-// Counter records the bytes moved so far per layer (layers of them), at most once every
-// counterEvery; Close records the last value. A call that is not due copies the counts only.
+// Counter records the bytes moved so far per layer (layers of them; perLayer is the
+// caller's, kept up to date under its own lock), at most once every counterEvery; Close
+// records the last value. A call that is not due takes no lock: it notes where the counts
+// are, which changes only when another comm's recorder calls.
 func (t *Tracer) Counter(at int64, perLayer *[MaxCounterLayers]int64, layers int) {
+	if t.counterSrc.Load() != perLayer {
+		t.counterSrc.Store(perLayer)
+	}
+	if int64(layers) != t.counterLayers.Load() {
+		t.counterLayers.Store(int64(layers))
+	}
+	if last := t.counterAt.Load(); at-last < counterEvery && last != 0 {
+		return
+	}
 	t.mu.Lock()
-	t.counterN, t.counterLayers, t.counterTS = *perLayer, min(layers, MaxCounterLayers), at
-	if at-t.counterAt >= counterEvery || t.counterAt == 0 {
-		t.counterAt = at
+	if last := t.counterAt.Load(); at-last >= counterEvery || last == 0 { // not taken meanwhile
+		t.counterAt.Store(at)
+		t.counterN = *perLayer
 		if e := t.slot(); e != nil {
-			*e = *t.counterEvent()
+			e.Kind, e.Name, e.TS, e.N, e.Layer = kindCounter, "bytes", at, t.counterN, int16(min(layers, MaxCounterLayers))
 		}
 	}
 	t.release()
-}
-
-// counterEvent is the counter's latest value as an event; mu is held.
-func (t *Tracer) counterEvent() *Event {
-	return &Event{Kind: kindCounter, Name: "bytes", TS: t.counterTS, N: t.counterN, Layer: int16(t.counterLayers)}
 }
 
 // ---- the caller's marks (kylix_mark) ---------------------------------------------------------

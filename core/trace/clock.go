@@ -42,8 +42,9 @@ type tscClock struct {
 	// is the anchors' correction, one word: an anchor is one compare-and-swap.
 	cal  atomic.Pointer[calLine]
 	corr atomic.Int64
-	// lastAt: the latest At; anchored: the local clock at the last anchor.
-	lastAt   atomic.Int64
+	// lastAt: the latest At (read with atomic.LoadInt64, written with storeRelaxed);
+	// anchored: the local clock at the last anchor.
+	lastAt   int64
 	anchored atomic.Int64
 	// the calibration's first pair (ticks, local clock, the pair's window in ticks) and the
 	// span of the current rate, under Tracer.calMu.
@@ -128,7 +129,7 @@ func (t *Tracer) now() int64 {
 	c := &t.clk
 	if c.on {
 		if l := c.cal.Load(); l != nil {
-			return max(l.ns(rdtsc())+c.corr.Load(), c.lastAt.Load())
+			return max(l.ns(rdtsc())+c.corr.Load(), atomic.LoadInt64(&c.lastAt))
 		}
 	}
 	return nanotime() - t.baseMono
@@ -138,8 +139,8 @@ func (t *Tracer) now() int64 {
 // floor of Now, and the line is anchored again when its anchor is old.
 func (t *Tracer) at(l *calLine, ns int64) {
 	c := &t.clk
-	if ns > c.lastAt.Load() {
-		c.lastAt.Store(ns)
+	if ns > atomic.LoadInt64(&c.lastAt) {
+		storeRelaxed(&c.lastAt, ns)
 	}
 	if ns-c.anchored.Load() >= anchorEvery {
 		t.anchor(l)

@@ -9,11 +9,16 @@
 // and a reader that goes line by line (Load) takes every whole line.
 //
 // Cost: a comm without a timeline pays one nil test a hook. With one, an event is a fixed-size
-// record copied into one of two fixed buffers under a mutex; a writer goroutine swaps the
-// buffers and encodes off the call path. When the writer falls behind and both buffers are full,
-// events are dropped and counted (the count goes in the file): a call never waits for the disk.
+// record written into one of two fixed buffers under a mutex; a writer goroutine swaps the
+// buffers and encodes off the call path (on the rank's processor, between calls). When the
+// writer falls behind and both buffers are full, events are dropped and counted (the count
+// goes in the file): a call never waits for the disk.
 //
 // Clocks: each rank's events are on its own monotonic clock, started at its wall-clock time,
 // plus the offset to rank 0's clock that Align measures at init over the job's own connections;
-// the offset's error bound is written in the file (merge and the tests use it).
+// the offset's error bound is written in the file (merge and the tests use it). Where the
+// kernel keeps time with the CPU's time-stamp counter, the timeline reads that counter, on a
+// line calibrated and anchored against the monotonic clock and kept at or behind it (clock.go):
+// a small call reads the clock about six times, and the counter costs a fraction of a vDSO
+// clock_gettime.
 package trace

@@ -2,7 +2,7 @@ package trace
 
 import (
 	"kylix/core/kx"
-	"strconv"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -94,6 +94,17 @@ func CallName(k kx.Kind) string {
 // appendJSONString appends s as a JSON string: quotes, backslashes and control characters
 // escaped, invalid UTF-8 replaced.
 func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ { // the library's own names need no escaping: one copy
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			return appendJSONEscaped(b, s)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+func appendJSONEscaped(b []byte, s string) []byte {
 	b = append(b, '"')
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -121,57 +132,125 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// digits2 is "00".."99": two digits a step.
+const digits2 = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
+// appendUint appends v in decimal (strconv.AppendUint's output; the writer formats a dozen
+// numbers an event, and this is its most frequent step), two digits a step, in place.
+func appendUint(b []byte, v uint64) []byte {
+	if v < 10 {
+		return append(b, byte('0'+v))
+	}
+	if v < 100 {
+		return append(b, digits2[v*2], digits2[v*2+1])
+	}
+	n := int(bits.Len64(v)*1233) >> 12 // digits − 1 or digits, as log10 from log2
+	if v >= pow10[n] {
+		n++
+	}
+	l := len(b)
+	b = append(b, "00000000000000000000"[:n]...)
+	d := b[l : l+n]
+	i := n
+	for v >= 100 {
+		q := v / 100
+		r := (v - q*100) * 2
+		i -= 2
+		d[i], d[i+1] = digits2[r], digits2[r+1]
+		v = q
+	}
+	if v >= 10 {
+		d[i-2], d[i-1] = digits2[v*2], digits2[v*2+1]
+	} else {
+		d[i-1] = byte('0' + v)
+	}
+	return b
+}
+
+var pow10 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
+	1e15, 1e16, 1e17, 1e18, 1e19}
+
+func appendInt(b []byte, v int64) []byte {
+	if v < 0 {
+		return appendUint(append(b, '-'), uint64(-v))
+	}
+	return appendUint(b, uint64(v))
+}
+
 // appendMicros appends ns as microseconds with three decimals (the format's unit).
 func appendMicros(b []byte, ns int64) []byte {
 	if ns < 0 {
 		b = append(b, '-')
 		ns = -ns
 	}
-	b = strconv.AppendInt(b, ns/1000, 10)
+	b = appendUint(b, uint64(ns/1000))
 	f := ns % 1000
-	return append(b, '.', byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
+	return append(b, '.', byte('0'+f/100), digits2[f%100*2], digits2[f%100*2+1])
 }
 
+// appendKey appends `,"k":v`; k is given with its punctuation, as `,"k":`.
 func appendKey(b []byte, k string, v int64) []byte {
-	b = append(b, ',', '"')
-	b = append(b, k...)
-	b = append(b, '"', ':')
-	return strconv.AppendInt(b, v, 10)
+	return appendInt(append(b, k...), v)
 }
 
 func appendStrKey(b []byte, k, v string) []byte {
-	b = append(b, ',', '"')
-	b = append(b, k...)
-	b = append(b, '"', ':')
-	return appendJSONString(b, v)
+	return appendJSONString(append(b, k...), v)
+}
+
+// encoder is the writer's: the opening of an event's line up to its time, which depends only
+// on its name, kind and the rank, kept for the last few (name, kind) pairs: the library's
+// events have a handful of names.
+type encoder struct {
+	pid  int
+	next int
+	ents [8]struct {
+		name string
+		kind uint8
+		head []byte
+	}
+}
+
+func (c *encoder) head(e *Event, ph, tid byte) []byte {
+	for i := range c.ents {
+		if h := &c.ents[i]; h.kind == e.Kind && h.head != nil && h.name == e.Name {
+			return h.head
+		}
+	}
+	h := &c.ents[c.next]
+	c.next = (c.next + 1) % len(c.ents)
+	b := append(h.head[:0], `{"name":`...)
+	b = appendJSONString(b, e.Name)
+	b = append(b, `,"ph":"`...)
+	b = append(b, ph)
+	b = append(b, `","pid":`...)
+	b = appendInt(b, int64(c.pid))
+	b = append(b, `,"tid":`...)
+	b = append(b, tid)
+	b = append(b, `,"ts":`...)
+	h.name, h.kind, h.head = e.Name, e.Kind, b
+	return b
 }
 
 // encode appends e as one line of the file: a JSON object, a comma, a newline. Times stay on
 // the local clock: the file's clock record (origin_unix_ns) carries the offset to rank 0's, so
 // an event written before the clocks were aligned lands where one written after does.
-func (e *Event) encode(b []byte, pid int) []byte {
-	ph, tid := byte('X'), laneCalls
+func (e *Event) encode(b []byte, c *encoder) []byte {
+	ph, tid := byte('X'), byte('0'+laneCalls)
 	switch e.Kind {
 	case kindSend:
-		tid = laneSends
+		tid = '0' + laneSends
 	case kindMark:
-		tid = laneUser
+		tid = '0' + laneUser
 	case kindMarkNow:
-		ph, tid = 'i', laneUser
+		ph, tid = 'i', '0'+laneUser
 	case kindInstant:
 		ph = 'i'
 	case kindCounter:
 		ph = 'C'
 	}
-	b = append(b, `{"name":`...)
-	b = appendJSONString(b, e.Name)
-	b = append(b, `,"ph":"`...)
-	b = append(b, ph)
-	b = append(b, `","pid":`...)
-	b = strconv.AppendInt(b, int64(pid), 10)
-	b = append(b, `,"tid":`...)
-	b = strconv.AppendInt(b, int64(tid), 10)
-	b = append(b, `,"ts":`...)
+	b = append(b, c.head(e, ph, tid)...)
 	b = appendMicros(b, e.TS)
 	if ph == 'X' {
 		b = append(b, `,"dur":`...)
@@ -184,27 +263,27 @@ func (e *Event) encode(b []byte, pid int) []byte {
 	mark := len(b)
 	switch e.Kind {
 	case kindCall:
-		b = appendKey(b, "seq", int64(e.Seq))
+		b = appendKey(b, `,"seq":`, int64(e.Seq))
 		if e.FP.Plan != 0 {
-			b = appendKey(b, "plan", int64(e.FP.Plan))
+			b = appendKey(b, `,"plan":`, int64(e.FP.Plan))
 		}
 		if e.FP.Dtype != 0 {
-			b = appendStrKey(b, "dtype", kx.Dtype(e.FP.Dtype).String())
-			b = appendStrKey(b, "op", kx.Op(e.FP.Op).String())
-			b = appendKey(b, "width", int64(e.FP.Width))
+			b = appendStrKey(b, `,"dtype":`, kx.Dtype(e.FP.Dtype).String())
+			b = appendStrKey(b, `,"op":`, kx.Op(e.FP.Op).String())
+			b = appendKey(b, `,"width":`, int64(e.FP.Width))
 		}
 		if e.FP.Count != 0 {
-			b = appendKey(b, "count", e.FP.Count)
+			b = appendKey(b, `,"count":`, e.FP.Count)
 		}
 		if e.N[2] > 0 || e.N[3] > 0 {
-			b = appendKey(b, "keys_out", e.N[2])
-			b = appendKey(b, "keys_in", e.N[3])
+			b = appendKey(b, `,"keys_out":`, e.N[2])
+			b = appendKey(b, `,"keys_in":`, e.N[3])
 		}
-		b = appendKey(b, "bytes_sent", e.N[0])
-		b = appendKey(b, "bytes_recv", e.N[1])
-		b = appendStrKey(b, "status", kx.Code(e.N[4]).String())
+		b = appendKey(b, `,"bytes_sent":`, e.N[0])
+		b = appendKey(b, `,"bytes_recv":`, e.N[1])
+		b = appendStrKey(b, `,"status":`, kx.Code(e.N[4]).String())
 		if e.Msg != "" {
-			b = appendStrKey(b, "error", e.Msg)
+			b = appendStrKey(b, `,"error":`, e.Msg)
 		}
 		if e.Steps[0] != 0 {
 			b = append(b, `,"steps":[`...)
@@ -216,7 +295,7 @@ func (e *Event) encode(b []byte, pid int) []byte {
 				b = append(b, `["`...)
 				b = append(b, Step(w>>8&0xff).String()...)
 				b = append(b, `",`...)
-				b = strconv.AppendInt(b, w&0xff, 10)
+				b = appendInt(b, w&0xff)
 				b = append(b, ',')
 				b = appendMicros(b, w>>16)
 				b = append(b, ',')
@@ -226,20 +305,20 @@ func (e *Event) encode(b []byte, pid int) []byte {
 			b = append(b, ']')
 		}
 	case kindStep:
-		b = appendKey(b, "seq", int64(e.Seq))
-		b = appendKey(b, "layer", int64(e.Layer))
+		b = appendKey(b, `,"seq":`, int64(e.Seq))
+		b = appendKey(b, `,"layer":`, int64(e.Layer))
 	case kindWait, kindSend:
-		b = appendKey(b, "seq", int64(e.Seq))
-		b = appendKey(b, "layer", int64(e.Layer))
-		b = appendStrKey(b, "phase", e.Phase.String())
-		b = appendKey(b, "peer", int64(e.Peer))
-		b = appendKey(b, "bytes", e.N[0])
+		b = appendKey(b, `,"seq":`, int64(e.Seq))
+		b = appendKey(b, `,"layer":`, int64(e.Layer))
+		b = appendStrKey(b, `,"phase":`, e.Phase.String())
+		b = appendKey(b, `,"peer":`, int64(e.Peer))
+		b = appendKey(b, `,"bytes":`, e.N[0])
 		if e.Msg != "" {
-			b = appendStrKey(b, "error", e.Msg)
+			b = appendStrKey(b, `,"error":`, e.Msg)
 		}
 	case kindInstant:
 		if e.Msg != "" {
-			b = appendStrKey(b, "detail", e.Msg)
+			b = appendStrKey(b, `,"detail":`, e.Msg)
 		}
 	case kindCounter:
 		for l := 0; l < int(e.Layer) && l < MaxCounterLayers; l++ {
@@ -253,4 +332,4 @@ func (e *Event) encode(b []byte, pid int) []byte {
 	return append(b, "}},\n"...)
 }
 
-var layerKeys = [MaxCounterLayers]string{"L0", "L1", "L2", "L3", "L4", "L5"}
+var layerKeys = [MaxCounterLayers]string{`,"L0":`, `,"L1":`, `,"L2":`, `,"L3":`, `,"L4":`, `,"L5":`}

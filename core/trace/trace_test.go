@@ -327,3 +327,204 @@ func TestRecordAllocatesNothing(t *testing.T) {
 		t.Errorf("%v allocations a call's events", n)
 	}
 }
+
+// The timeline's clock (the time-stamp counter where the kernel keeps time with it) stays with
+// the runtime's monotonic clock: never ahead of it (a phase never ends after its call, whose
+// end is a monotonic reading), never before the latest At (a phase never starts before its
+// call), and behind it by little.
+func TestClockFollowsMonotonic(t *testing.T) {
+	tr, err := Open(t.TempDir(), 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	tr.SetClock(0, 0, 0, "h") // calibrates
+	if tr.clk.on && tr.clk.cal.Load() == nil {
+		t.Fatal("counter on but not calibrated after SetClock")
+	}
+	t.Logf("counter clock: %v", tr.clk.on)
+	// At's readings (time.Time's) and nanotime's differ by how far apart Open read the two
+	const slack = 2000 // ns
+	behind := 0
+	for i := 0; i < 2000; i++ {
+		start := tr.At(time.Now())
+		a := nanotime() - tr.baseMono
+		n := tr.Now()
+		b := nanotime() - tr.baseMono
+		if tr.clk.on && n < start || n < start-slack {
+			t.Fatalf("reading %d: %d before the call's start %d", i, n, start)
+		}
+		if tr.clk.on && n > b+slack {
+			t.Fatalf("reading %d: %d ahead of the monotonic clock's %d", i, n, b)
+		}
+		if n < a-slack {
+			behind++ // a preemption between the reads, or a line far behind
+		}
+		if i%200 == 0 {
+			time.Sleep(time.Millisecond) // spans grow: the writer refines the rate
+		}
+	}
+	if behind > 20 { // a loaded machine preempts now and then; a drifting line would miss always
+		t.Errorf("%d of 2000 readings more than %d ns behind the monotonic clock", behind, slack)
+	}
+	// far from the last anchor (kylix_mark between calls), a mark anchors first
+	time.Sleep(20 * time.Millisecond)
+	a := nanotime() - tr.baseMono
+	n := tr.fresh()
+	b := nanotime() - tr.baseMono
+	if n < a-slack || n > b+slack {
+		t.Errorf("20 ms after the last anchor: %d, monotonic [%d, %d]", n, a, b)
+	}
+	// and plain readings fall behind by the rate's error bound only
+	time.Sleep(20 * time.Millisecond)
+	a = nanotime() - tr.baseMono
+	n = tr.Now()
+	b = nanotime() - tr.baseMono
+	if n < a-20_000 || n > b+slack {
+		t.Errorf("20 ms after the last anchor: %d, monotonic [%d, %d]", n, a, b)
+	}
+}
+
+func TestAppendNumbersMatchStrconv(t *testing.T) {
+	vals := []int64{0, 1, 9, 10, 99, 100, 101, 999, 1000, 12345, 99999, 100000, 1 << 32, math.MaxInt64, -1, -10, -12345, math.MinInt64 + 1}
+	for p := int64(1); p > 0 && p < math.MaxInt64/10; p *= 10 {
+		vals = append(vals, p-1, p, p+1)
+	}
+	for _, v := range vals {
+		if got, want := string(appendUint(nil, math.MaxUint64-uint64(max(v, 0)))), fmt.Sprint(uint64(math.MaxUint64)-uint64(max(v, 0))); got != want {
+			t.Errorf("appendUint = %q, want %q", got, want)
+		}
+		if got, want := string(appendInt([]byte("x"), v)), "x"+fmt.Sprint(v); got != want {
+			t.Errorf("appendInt(%d) = %q", v, got)
+		}
+		if v < 0 {
+			continue
+		}
+		want := fmt.Sprintf("%d.%03d", v/1000, v%1000)
+		if got := string(appendMicros(nil, v)); got != want {
+			t.Errorf("appendMicros(%d) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// BenchmarkEncodeCall: the writer's work for a small call's event (its phases inline).
+func BenchmarkEncodeCall(b *testing.B) {
+	fp := kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(kx.F32), Op: uint16(kx.Sum), Width: 1, Plan: 1}
+	e := Event{Kind: kindCall, Name: CallName(fp.Kind), TS: 12_345_678_901, Dur: 3900, Seq: 12345, FP: fp}
+	e.Steps[0], e.Steps[1] = InlineStep(0, StepFill, 0), 500
+	e.Steps[2], e.Steps[3] = InlineStep(500, StepCombine, 0), 1500
+	e.Steps[4], e.Steps[5] = InlineStep(2000, StepGather, 0), 1500
+	e.N[0], e.N[1], e.N[2], e.N[3] = 1000, 1000, 248, 248
+	var out []byte
+	c := &encoder{pid: 1}
+	for i := 0; i < b.N; i++ {
+		out = e.encode(out[:0], c)
+	}
+	b.SetBytes(int64(len(out)))
+}
+
+// BenchmarkNow: a reading of the timeline's clock (after calibration).
+func BenchmarkNow(b *testing.B) {
+	tr, err := Open(b.TempDir(), 0, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	tr.SetClock(0, 0, 0, "h")
+	var s int64
+	for i := 0; i < b.N; i++ {
+		s += tr.Now()
+	}
+	_ = s
+}
+
+// BenchmarkNowMonotonic: the same without the counter (the runtime's monotonic clock).
+func BenchmarkNowMonotonic(b *testing.B) {
+	tr, err := Open(b.TempDir(), 0, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	tr.clk.on = false
+	var s int64
+	for i := 0; i < b.N; i++ {
+		s += tr.Now()
+	}
+	_ = s
+}
+
+// Calls, messages and counters recorded from several goroutines at once (a comm's sends run
+// beside its caller; comms made by a shrink share the timeline) all land whole, and the
+// counter's last value is in the file.
+func TestConcurrentRecording(t *testing.T) {
+	tr, err := Open(t.TempDir(), 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.SetClock(0, 0, 0, "h")
+	const per = 300 // every event fits the buffer: no drop, whether the writer runs or not
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			var bytes [MaxCounterLayers]int64
+			for i := 0; i < per; i++ {
+				seq := uint64(g*per + i)
+				start := tr.At(time.Now())
+				tr.Message(kx.Tag{Seq: seq, Phase: kx.PhaseDown}, 1, 64, false, tr.Now(), tr.Now(), nil)
+				bytes[0] = int64(seq)
+				tr.Call(seq, kx.Fingerprint{Kind: kx.KindReduce}, start, tr.At(time.Now()), 64, 64, 0, 0, nil, nil)
+				tr.Counter(tr.Now(), &bytes, 1)
+			}
+		}(g)
+	}
+	wg.Wait()
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	calls, waits := 0, 0
+	for _, m := range readLines(t, tr.Path()) {
+		switch m["name"] {
+		case "kylix_reduce":
+			calls++
+		case "wait":
+			waits++
+		case "kylix_end":
+			if d := m["args"].(map[string]any)["dropped"].(float64); d != 0 {
+				t.Errorf("dropped %v", d)
+			}
+		}
+	}
+	if calls != 4*per || waits != 4*per {
+		t.Errorf("%d calls, %d waits, want %d each", calls, waits, 4*per)
+	}
+}
+
+// The bytes counter is recorded at most once a millisecond; its last value, when it moved
+// since, is recorded at Close.
+func TestCounterFinalValue(t *testing.T) {
+	tr, err := Open(t.TempDir(), 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bytes [MaxCounterLayers]int64
+	bytes[0], bytes[1] = 10, 1
+	tr.Counter(1000, &bytes, 2) // the first: recorded
+	bytes[0] = 20
+	tr.Counter(1500, &bytes, 2) // not due
+	bytes[0] = 30
+	tr.Counter(1800, &bytes, 2) // not due
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	for _, m := range readLines(t, tr.Path()) {
+		if m["name"] == "bytes" {
+			got = append(got, m["args"].(map[string]any)["L0"].(float64))
+		}
+	}
+	if len(got) != 2 || got[0] != 10 || got[1] != 30 {
+		t.Errorf("counter values %v, want [10 30]", got)
+	}
+}

@@ -24,26 +24,35 @@ const maxOpenSpans = 64
 
 // Tracer is one rank's timeline. Its methods may be called from any goroutine.
 type Tracer struct {
-	base      time.Time // the local clock's zero
-	baseMono  int64     // nanotime at base
-	rank      int
-	pid       int
-	f         *os.File
-	path      string
-	offset    atomic.Int64 // local clock -> rank 0's, ns (Align)
-	errNs     atomic.Int64 // the offset's error bound, ns; -1: not measured
-	mu        sync.Mutex
-	buf       []Event // filled by calls
-	spare     []Event // empty, or nil while the writer holds it
-	drops     uint64
-	closed    bool
-	kick      chan struct{}
-	stop      chan struct{}
-	done      chan struct{}
-	spans     []openSpan // the caller's open kylix_mark spans
-	written   atomic.Int64
-	counter   Event // the bytes counter's latest value; counterAt: when it was last recorded
-	counterAt int64
+	base     time.Time // the local clock's zero
+	baseMono int64     // nanotime at base
+	rank     int
+	pid      int
+	f        *os.File
+	path     string
+	offset   atomic.Int64 // local clock -> rank 0's, ns (Align)
+	errNs    atomic.Int64 // the offset's error bound, ns; -1: not measured
+	mu       sync.Mutex
+	buf      []Event // filled by calls
+	spare    []Event // empty, or nil while the writer holds it
+	drops    uint64
+	kickNow  bool    // slot's: wake the writer at release
+	enc      encoder // flush's
+	closed   bool
+	kick     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	spans    []openSpan // the caller's open kylix_mark spans
+	written  atomic.Int64
+	// The bytes counter: the array the latest Counter call read from (the recorder's, which it
+	// updates under its own lock) and its layers; when it was last recorded (0: never) and the
+	// values recorded then (under mu).
+	counterSrc    atomic.Pointer[[MaxCounterLayers]int64]
+	counterLayers atomic.Int64
+	counterAt     atomic.Int64
+	counterN      [MaxCounterLayers]int64
+	clk           tscClock   // clock.go
+	calMu         sync.Mutex // calibrate's
 }
 
 type openSpan struct {
@@ -71,6 +80,7 @@ func Open(dir string, rank int, joiner bool) (*Tracer, error) {
 		buf: make([]Event, 0, BufferEvents), spare: make([]Event, 0, BufferEvents),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	t.errNs.Store(-1)
+	t.startClock()
 	if _, err := f.WriteString("[\n"); err != nil {
 		f.Close()
 		return nil, kx.Errorf(kx.CodeNet, "timeline: cannot write %q: %v", path, err)
@@ -83,17 +93,30 @@ func Open(dir string, rank int, joiner bool) (*Tracer, error) {
 func (t *Tracer) Path() string { return t.path }
 
 // nanotime is the runtime's monotonic clock, which time.Time's monotonic readings also come
-// from: one clock read where time.Now makes two (wall and monotonic). A small call reads the
-// timeline's clock about ten times, which was most of what the timeline cost it.
+// from: one clock read where time.Now makes two (wall and monotonic).
 //
 //go:linkname nanotime runtime.nanotime
 func nanotime() int64
 
-// Now is the local clock: nanoseconds since Open.
-func (t *Tracer) Now() int64 { return nanotime() - t.baseMono }
+// Now is the local clock: nanoseconds since Open (clock.go: the time-stamp counter where the
+// kernel keeps time with it, else the monotonic clock).
+func (t *Tracer) Now() int64 { return t.now() }
 
-// At is tm on the local clock (no clock read: tm was read already).
-func (t *Tracer) At(tm time.Time) int64 { return int64(tm.Sub(t.base)) }
+// At is tm on the local clock (tm was read already: the start or end of a collective). With
+// the counter (clock.go), Now is not before it from here on, and the counter's line is anchored
+// again when its anchor is old.
+func (t *Tracer) At(tm time.Time) int64 {
+	ns := int64(tm.Sub(t.base))
+	if c := &t.clk; c.on {
+		if l := c.cal.Load(); l != nil {
+			t.at(l, ns)
+		} else if ns-c.n0 >= calibSpan && t.calMu.TryLock() { // a tracer SetClock did not calibrate
+			t.calibrate(false)
+			t.calMu.Unlock()
+		}
+	}
+	return ns
+}
 
 // wall is the local clock's reading as wall-clock nanoseconds (Unix), the scale Align compares.
 func (t *Tracer) wall() int64 { return t.base.UnixNano() + t.Now() }
@@ -102,6 +125,9 @@ func (t *Tracer) wall() int64 { return t.base.UnixNano() + t.Now() }
 // measured), and writes the process's metadata. rank is the rank's number (it may have changed
 // since Open, for a joiner), host its host name.
 func (t *Tracer) SetClock(offsetNs, errNs int64, rank int, host string) {
+	t.calMu.Lock()
+	t.calibrate(true) // before the first collective: the counter's first rate
+	t.calMu.Unlock()
 	t.offset.Store(offsetNs)
 	t.errNs.Store(errNs)
 	t.mu.Lock()
@@ -151,16 +177,31 @@ func micros(ns int64) string {
 // record copies e into the buffer, or counts it dropped when the buffer is full.
 func (t *Tracer) record(e *Event) {
 	t.mu.Lock()
+	if s := t.slot(); s != nil {
+		*s = *e
+	}
+	t.release()
+}
+
+// slot is the buffer's next event, zero, or nil (counted dropped) when the buffer is full; mu
+// is held, and release lets it go.
+func (t *Tracer) slot() *Event {
 	if len(t.buf) == cap(t.buf) || t.closed {
 		t.drops++
-		t.mu.Unlock()
-		t.wake() // the writer may be asleep with its spare back: swap now
-		return
+		t.kickNow = true // the writer may be asleep with its spare back: swap now
+		return nil
 	}
-	t.buf = append(t.buf, *e)
-	half := len(t.buf) == cap(t.buf)/2
+	t.buf = t.buf[:len(t.buf)+1]
+	t.kickNow = t.kickNow || len(t.buf) == cap(t.buf)/2
+	return &t.buf[len(t.buf)-1]
+}
+
+// release unlocks mu, and wakes the writer when slot asked for it.
+func (t *Tracer) release() {
+	kick := t.kickNow
+	t.kickNow = false
 	t.mu.Unlock()
-	if half {
+	if kick {
 		t.wake()
 	}
 }
@@ -189,11 +230,18 @@ func (t *Tracer) writer() {
 			stopping = true
 		}
 		out = t.flush(out[:0])
+		t.calMu.Lock()
+		t.calibrate(false) // refine the counter's rate over a longer span
+		t.calMu.Unlock()
 		if stopping {
 			return
 		}
 	}
 }
+
+// writeChunk bounds a write: the writer holds the rank's processor (kylixrun gives a rank
+// GOMAXPROCS=1) through a write to the page cache, and a call that wakes meanwhile waits for it.
+const writeChunk = 64 << 10
 
 // flush takes the filled buffer (giving the calls the spare), encodes it and writes it.
 func (t *Tracer) flush(out []byte) []byte {
@@ -206,8 +254,15 @@ func (t *Tracer) flush(out []byte) []byte {
 	t.buf, t.spare = t.spare[:0], nil
 	pid := t.rank
 	t.mu.Unlock()
+	if t.enc.pid != pid {
+		t.enc = encoder{pid: pid}
+	}
 	for i := range full {
-		out = full[i].encode(out, pid)
+		out = full[i].encode(out, &t.enc)
+		if len(out) >= writeChunk {
+			t.f.Write(out)
+			out = out[:0]
+		}
 	}
 	t.f.Write(out)
 	t.written.Add(int64(len(full)))
@@ -229,10 +284,16 @@ func (t *Tracer) Close() error {
 	close(t.stop)
 	<-t.done
 	t.mu.Lock()
-	last := t.counter
+	var last *Event
+	// the counter's final value, when it moved since it was last recorded: the recorder's
+	// last counts (its comm's collectives are over: Close comes after the last of them)
+	if src := t.counterSrc.Load(); src != nil && *src != t.counterN {
+		last = &Event{Kind: kindCounter, Name: "bytes", TS: max(t.Now(), t.counterAt.Load()), N: *src,
+			Layer: int16(min(t.counterLayers.Load(), MaxCounterLayers))}
+	}
 	t.mu.Unlock()
-	if last.Kind != 0 && last.TS != t.counterAt { // the counter's final value
-		t.record(&last)
+	if last != nil {
+		t.record(last)
 	}
 	t.flush(nil) // the writer's last flush may have found the spare still out
 	t.mu.Lock()
@@ -283,20 +344,27 @@ func (t *Tracer) Drops() uint64 {
 // not a plan's), its inline phases (nil: none; see InlineSteps) and outcome.
 func (t *Tracer) Call(seq uint64, fp kx.Fingerprint, start, end int64, sent, recv, keysOut, keysIn int64,
 	steps *[2 * InlineSteps]int64, err error) {
-	e := Event{Kind: kindCall, Name: CallName(fp.Kind), TS: start, Dur: end - start, Seq: seq, FP: fp}
-	if steps != nil {
-		e.Steps = *steps
-	}
-	e.N[0], e.N[1], e.N[2], e.N[3] = sent, recv, keysOut, keysIn
+	var msg string
 	if err != nil {
-		e.N[4] = int64(kx.CodeOf(err))
-		e.Msg = err.Error()
+		msg = err.Error()
 	}
-	t.record(&e)
+	t.mu.Lock() // written in place: a small call's one event, not built and then copied
+	if e := t.slot(); e != nil {
+		e.Kind, e.Name, e.TS, e.Dur, e.Seq, e.FP = kindCall, CallName(fp.Kind), start, end-start, seq, fp
+		if steps != nil {
+			e.Steps = *steps
+		}
+		e.N[0], e.N[1], e.N[2], e.N[3] = sent, recv, keysOut, keysIn
+		if err != nil {
+			e.N[4] = int64(kx.CodeOf(err))
+			e.Msg = msg
+		}
+	}
+	t.release()
 	if err != nil {
 		switch kx.CodeOf(err) {
 		case kx.CodePeer, kx.CodeTimeout, kx.CodeNet:
-			t.Instant(kx.CodeOf(err).String(), end, e.Msg)
+			t.Instant(kx.CodeOf(err).String(), end, msg)
 		}
 	}
 }
@@ -309,16 +377,19 @@ func (t *Tracer) Step(seq uint64, s Step, layer int, start, end int64) {
 
 // Message records a send or a receive of n bytes to or from peer (a wait when receiving).
 func (t *Tracer) Message(tag kx.Tag, peer, n int, sent bool, start, end int64, err error) {
-	e := Event{Kind: kindWait, Name: "wait", TS: start, Dur: end - start, Seq: tag.Seq, Layer: int16(tag.Layer),
-		Phase: tag.Phase, Peer: int32(peer)}
-	if sent {
-		e.Kind, e.Name = kindSend, "send"
-	}
-	e.N[0] = int64(n)
+	var msg string
 	if err != nil {
-		e.Msg = err.Error()
+		msg = err.Error()
 	}
-	t.record(&e)
+	t.mu.Lock() // written in place, as Call's
+	if e := t.slot(); e != nil {
+		e.Kind, e.Name, e.TS, e.Dur, e.Seq, e.Layer = kindWait, "wait", start, end-start, tag.Seq, int16(tag.Layer)
+		e.Phase, e.Peer, e.N[0], e.Msg = tag.Phase, int32(peer), int64(n), msg
+		if sent {
+			e.Kind, e.Name = kindSend, "send"
+		}
+	}
+	t.release()
 }
 
 // Instant records a moment worth seeing: a failure, a resize, a link probe's result.
@@ -331,20 +402,29 @@ func (t *Tracer) Instant(name string, at int64, detail string) {
 // otherwise add an event.
 const counterEvery = int64(time.Millisecond)
 
-// Counter records the bytes moved so far per layer (layers of them), at most once every
-// counterEvery; Close records the last value.
+// Counter records the bytes moved so far per layer (layers of them; perLayer is the
+// caller's, kept up to date under its own lock), at most once every counterEvery; Close
+// records the last value. A call that is not due takes no lock: it notes where the counts
+// are, which changes only when another comm's recorder calls.
 func (t *Tracer) Counter(at int64, perLayer *[MaxCounterLayers]int64, layers int) {
-	e := Event{Kind: kindCounter, Name: "bytes", TS: at, N: *perLayer, Layer: int16(min(layers, MaxCounterLayers))}
+	if t.counterSrc.Load() != perLayer {
+		t.counterSrc.Store(perLayer)
+	}
+	if int64(layers) != t.counterLayers.Load() {
+		t.counterLayers.Store(int64(layers))
+	}
+	if last := t.counterAt.Load(); at-last < counterEvery && last != 0 {
+		return
+	}
 	t.mu.Lock()
-	t.counter = e
-	due := at-t.counterAt >= counterEvery || t.counterAt == 0
-	if due {
-		t.counterAt = at
+	if last := t.counterAt.Load(); at-last >= counterEvery || last == 0 { // not taken meanwhile
+		t.counterAt.Store(at)
+		t.counterN = *perLayer
+		if e := t.slot(); e != nil {
+			e.Kind, e.Name, e.TS, e.N, e.Layer = kindCounter, "bytes", at, t.counterN, int16(min(layers, MaxCounterLayers))
+		}
 	}
-	t.mu.Unlock()
-	if due {
-		t.record(&e)
-	}
+	t.release()
 }
 
 // ---- the caller's marks (kylix_mark) ---------------------------------------------------------
@@ -359,7 +439,7 @@ const (
 // Mark records the caller's span or instant. END closes the innermost open span, which must
 // have the same name; anything else is CodeState.
 func (t *Tracer) Mark(name string, kind int) error {
-	now := t.Now()
+	now := t.fresh()
 	switch kind {
 	case MarkInstant:
 		t.record(&Event{Kind: kindMarkNow, Name: name, TS: now})

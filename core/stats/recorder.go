@@ -103,9 +103,9 @@ type activeColl struct {
 	seq       uint64
 	kind      kx.Kind
 	plan      *planRec // nil unless config, reduce or config_reduce
-	start     time.Time
+	start     int64    // kx.MonoNow
 	slot      int
-	slotStart time.Time
+	slotStart int64
 	tl        tlColl // the timeline's view of it (timeline.go); zero when off
 }
 
@@ -140,7 +140,7 @@ func NewRecorder() *Recorder {
 
 // Begin opens collective seq.
 func (s *Recorder) Begin(seq uint64, fp kx.Fingerprint) {
-	now := time.Now()
+	now := kx.MonoNow()
 	s.mu.Lock()
 	a := s.newActive()
 	// Field by field: the timeline's part is large, and zeroing it every call when the
@@ -154,7 +154,7 @@ func (s *Recorder) Begin(seq uint64, fp kx.Fingerprint) {
 		a.plan = s.planRecord(fp.Plan, fp.Kind)
 	}
 	if s.tl != nil {
-		a.tl = tlColl{start: s.tl.At(now), fp: fp}
+		a.tl = tlColl{start: s.tl.AtMono(now), fp: fp}
 	}
 	if len(s.active) >= 64 { // collectives whose end was never reported: close the oldest
 		old := ^uint64(0)
@@ -186,8 +186,8 @@ func (s *Recorder) Enter(tag kx.Tag) int64 {
 func (s *Recorder) enterLocked(a *activeColl, tag kx.Tag) {
 	if a != nil && a.plan != nil && tag.Phase != kx.PhaseSmall {
 		if sl := slotOf(a.kind, tag.Phase); sl != a.slot {
-			now := time.Now()
-			a.plan.secs[a.slot] += now.Sub(a.slotStart)
+			now := kx.MonoNow()
+			a.plan.secs[a.slot] += time.Duration(now - a.slotStart)
 			a.slot, a.slotStart = sl, now
 		}
 	}
@@ -233,7 +233,7 @@ func (s *Recorder) Count(tag kx.Tag, n int, sent bool) {
 // End closes collective seq: its time and outcome.
 func (s *Recorder) End(seq uint64, err error) {
 	s.mu.Lock()
-	s.endLocked(seq, err, time.Now())
+	s.endLocked(seq, err, kx.MonoNow())
 	s.mu.Unlock()
 }
 
@@ -274,7 +274,7 @@ func (s *Recorder) release(a *activeColl) {
 	}
 }
 
-func (s *Recorder) endLocked(seq uint64, err error, now time.Time) {
+func (s *Recorder) endLocked(seq uint64, err error, now int64) {
 	i := s.activeAt(seq)
 	if i < 0 {
 		return
@@ -290,12 +290,12 @@ func (s *Recorder) endLocked(seq uint64, err error, now time.Time) {
 	}
 	k := &s.kinds[a.kind]
 	k.calls++
-	k.secs += now.Sub(a.start)
+	k.secs += time.Duration(now - a.start)
 	if err != nil {
 		k.errors++
 	}
 	if p := a.plan; p != nil {
-		p.secs[a.slot] += now.Sub(a.slotStart)
+		p.secs[a.slot] += time.Duration(now - a.slotStart)
 		switch a.kind {
 		case kx.KindConfig:
 			p.calls.Config++
@@ -422,8 +422,9 @@ func (s *Recorder) Reset() {
 		r.calls, r.secs, r.agree, r.layers = PlanCalls{}, [numSlots]time.Duration{}, Traffic{}, nil
 		r.links, r.index = Traffic{}, nil
 	}
+	mono := kx.MonoNow()
 	for _, a := range s.active {
-		a.start, a.slotStart = now, now
+		a.start, a.slotStart = mono, mono
 	}
 }
 

@@ -3,7 +3,6 @@ package stats
 import (
 	"kylix/core/kx"
 	"kylix/core/trace"
-	"time"
 )
 
 // The recorder's side of the timeline (option timeline, core/trace): the same hooks that count
@@ -215,8 +214,8 @@ func (s *Recorder) tlCount(a *activeColl, tag kx.Tag, n int, sent bool) {
 }
 
 // tlEnd records the call that ends, with its last phase and the bytes counter; mu is held.
-func (s *Recorder) tlEnd(seq uint64, a *activeColl, err error, at time.Time) {
-	now := s.tl.At(at)
+func (s *Recorder) tlEnd(seq uint64, a *activeColl, err error, at int64) {
+	now := s.tl.AtMono(at)
 	s.endStep(seq, a, now)
 	var keysOut, keysIn int64
 	if a.plan != nil && a.plan.configured {

@@ -105,8 +105,11 @@ func (t *Tracer) Now() int64 { return t.now() }
 // At is tm on the local clock (tm was read already: the start or end of a collective). With
 // the counter (clock.go), Now is not before it from here on, and the counter's line is anchored
 // again when its anchor is old.
-func (t *Tracer) At(tm time.Time) int64 {
-	ns := int64(tm.Sub(t.base))
+func (t *Tracer) At(tm time.Time) int64 { return t.AtMono(t.baseMono + int64(tm.Sub(t.base))) }
+
+// AtMono is At for a reading of the runtime's monotonic clock (kx.MonoNow).
+func (t *Tracer) AtMono(mono int64) int64 {
+	ns := mono - t.baseMono
 	if c := &t.clk; c.on {
 		if l := c.cal.Load(); l != nil {
 			t.at(l, ns)

@@ -1,17 +1,13 @@
 package mailbox
 
 import (
+	"kylix/core/kx"
 	"sync/atomic"
 	"time"
-	_ "unsafe" // go:linkname
 )
 
-// monoNow is the runtime's monotonic clock (ns), the one time.Time's monotonic readings come
-// from: one vDSO read where time.Now makes two (wall and monotonic), and every frame received
-// is stamped with it.
-//
-//go:linkname monoNow runtime.nanotime
-func monoNow() int64
+// monoNow is the liveness clock: every frame received is stamped with it (kx.MonoNow).
+var monoNow = kx.MonoNow
 
 // liveness is the mailbox's clock of each peer: when data and any sign of life last came from
 // it, and the latest collective it told of. Transports judge a silent peer by it (TCP's

@@ -129,7 +129,9 @@ func withTags(tagged bool, args ...string) []string {
 func TestSignalWhileStoppingLeftovers(t *testing.T) {
 	asSubreaper(t)
 	dir := t.TempDir()
-	prog := `(trap '' TERM; exec sleep 287) & echo $! > "$OUT/bg"; echo $$ > "$OUT/pid"`
+	// The rank exits once its leftover runs sleep (see TestLeftoverIgnoringSIGTERMIsKilled).
+	prog := `(trap '' TERM; exec sleep 287) & echo $! > "$OUT/bg"
+		while [ "$(cat /proc/$!/comm 2>/dev/null)" != sleep ]; do sleep 0.01; done; echo $$ > "$OUT/pid"`
 	l := startLauncher(t, dir, []string{"OUT=" + dir}, nil, "-n", "1", "sh", "-c", prog)
 	rank := readPIDs(t, filepath.Join(dir, "pid"))[0]
 	for end := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
@@ -140,8 +142,8 @@ func TestSignalWhileStoppingLeftovers(t *testing.T) {
 			t.Fatal("rank 0 did not exit")
 		}
 	}
-	// The leftover ignores SIGTERM only once it runs sleep (it sets the trap, then execs): on a
-	// loaded machine the subshell may not have got that far, and SIGTERM would simply end it.
+	// The leftover ignores SIGTERM only once it runs sleep (it sets the trap, then execs): the
+	// rank waited for that before it exited, and the launcher's SIGTERM to its group comes after.
 	bg := readPIDs(t, filepath.Join(dir, "bg"))[0]
 	for end := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", bg)); err == nil && strings.TrimSpace(string(comm)) == "sleep" {

@@ -39,8 +39,8 @@ type peer struct {
 	rank int
 	conn net.Conn // heartbeats, and the bye that tells a finalized peer from a dead one, go here
 	sock *sockLink
-	data link          // data, abort and bye frames: sock, or a ring (ringLink)
-	w    wlock         // the write lock (wlock.go)
+	data link  // data, abort and bye frames: sock, or a ring (ringLink)
+	w    wlock // the write lock (wlock.go)
 
 	downOnce sync.Once
 	beating  atomic.Bool           // a heartbeat goroutine is running for this peer (liveness.go)

@@ -201,7 +201,13 @@ func (s *Recorder) Count(tag kx.Tag, n int, sent bool) {
 		u = Traffic{BytesSent: uint64(n), MsgsSent: 1}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.countLocked(tag, n, u)
+	s.mu.Unlock()
+}
+
+// countLocked is Count's body (without a deferred unlock: Count runs for every message).
+func (s *Recorder) countLocked(tag kx.Tag, n int, u Traffic) {
+	sent := u.MsgsSent > 0
 	a := s.find(tag.Seq)
 	if a == nil {
 		s.orphan.Add(u)

@@ -10,6 +10,7 @@ package mailbox
 import (
 	"kylix/core/kx"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,9 +33,10 @@ type Mailbox struct {
 	started bool // Begin was called at least once
 	cur     uint64
 	fp      kx.Fingerprint
-	boxes   []*seqBox // by sequence: the current collective's and those of early frames (tables.go)
-	dead    []error   // per rank: why it is gone, nil while alive
-	closed  error     // set by Close: every wait fails with it
+	boxes   []*seqBox   // by sequence: the current collective's and those of early frames (tables.go)
+	dead    []error     // per rank: why it is gone, nil while alive
+	anyDead atomic.Bool // some rank is dead: Dead, asked before every send, looks under mu only then
+	closed  error       // set by Close: every wait fails with it
 	waiters []*waiter
 	// freeWaiters are waiters done with, for reuse; freeBoxes the same for boxes.
 	freeWaiters []*waiter
@@ -330,6 +332,7 @@ func (m *Mailbox) MarkDead(r int, err error) {
 		return
 	}
 	m.dead[r] = err
+	m.anyDead.Store(true)
 	for _, w := range m.waiters {
 		wake(w) // deaths are rare; each wait checks whether it waited for r (or r's node)
 	}
@@ -337,6 +340,9 @@ func (m *Mailbox) MarkDead(r int, err error) {
 
 // Dead is why rank r is gone, or nil.
 func (m *Mailbox) Dead(r int) error {
+	if !m.anyDead.Load() {
+		return nil
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.dead[r]

@@ -37,26 +37,26 @@ type bufStack struct {
 var smallStacks [maxStackShift + 1]bufStack
 
 func (s *bufStack) pop() []byte {
+	var b []byte
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.n == 0 {
-		return nil
+	if s.n > 0 {
+		s.n--
+		b = s.bufs[s.n]
+		s.bufs[s.n] = nil
 	}
-	s.n--
-	b := s.bufs[s.n]
-	s.bufs[s.n] = nil
+	s.mu.Unlock()
 	return b
 }
 
 func (s *bufStack) push(b []byte) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.n == stackDepth {
-		return false
+	ok := s.n < stackDepth
+	if ok {
+		s.bufs[s.n] = b
+		s.n++
 	}
-	s.bufs[s.n] = b
-	s.n++
-	return true
+	s.mu.Unlock()
+	return ok
 }
 
 // holders are the *[]byte the pools hold buffers in, kept for reuse: a pool holds pointers, and

@@ -87,7 +87,7 @@ func (l *sockLink) sendOrLeave(h Header, bufs [][]byte, n int, leave <-chan stru
 
 // lockOrLeave takes the write lock unless the detacher's lag passes or leave closes first.
 func (p *peer) lockOrLeave(d *detacher, leave <-chan struct{}) bool {
-	if p.w.tryLock() {
+	if p.w.TryLock() {
 		return true
 	}
 	var lag <-chan time.Time
@@ -96,7 +96,7 @@ func (p *peer) lockOrLeave(d *detacher, leave <-chan struct{}) bool {
 		defer tm.Stop()
 		lag = tm.C
 	}
-	return p.w.lockOr(lag, leave)
+	return p.w.LockOr(lag, leave)
 }
 
 // frameBytes encodes a whole frame into one pooled buffer.

@@ -69,7 +69,7 @@ func (t *TCP) keepAlive(liveness time.Duration) {
 // its own heartbeats.
 func (p *peer) heartbeat(liveness time.Duration) {
 	defer p.beating.Store(false)
-	if !p.w.tryLock() {
+	if !p.w.TryLock() {
 		return
 	}
 	defer p.unlock()

@@ -55,7 +55,7 @@ func (t *TCP) Fits(rank, n int) bool {
 		return false
 	}
 	p := t.peers[rank]
-	if !p.w.tryLock() {
+	if !p.w.TryLock() {
 		return false
 	}
 	defer p.unlock()

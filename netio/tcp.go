@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"kylix/core/kx"
+	"kylix/netio/internal/wlock"
 	"kylix/netio/mailbox"
 	"kylix/netio/mesh"
 	"net"
@@ -39,8 +40,8 @@ type peer struct {
 	rank int
 	conn net.Conn // heartbeats, and the bye that tells a finalized peer from a dead one, go here
 	sock *sockLink
-	data link  // data, abort and bye frames: sock, or a ring (ringLink)
-	w    wlock // the write lock (wlock.go)
+	data link       // data, abort and bye frames: sock, or a ring (ringLink)
+	w    wlock.Lock // the write lock (netio/internal/wlock)
 
 	downOnce sync.Once
 	beating  atomic.Bool           // a heartbeat goroutine is running for this peer (liveness.go)
@@ -64,7 +65,7 @@ func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn,
 		if c == nil || r == rank {
 			continue
 		}
-		p := &peer{t: t, rank: r, conn: c, w: newWlock(), readDone: make(chan struct{})}
+		p := &peer{t: t, rank: r, conn: c, w: wlock.New(), readDone: make(chan struct{})}
 		p.sock = newSockLink(p)
 		p.data = p.sock
 		if r < len(pairs) {
@@ -291,16 +292,16 @@ func (p *peer) lingerForBye(deadline time.Time) {
 // lock takes p's write lock, waiting until deadline at most (zero: the transport's timeout
 // from when it starts to wait).
 func (p *peer) lock(deadline time.Time) bool {
-	if p.w.tryLock() {
+	if p.w.TryLock() {
 		return true
 	}
 	if deadline.IsZero() {
 		deadline = time.Now().Add(p.t.timeout)
 	}
-	return p.w.lockUntil(deadline)
+	return p.w.LockUntil(deadline)
 }
 
-func (p *peer) unlock() { p.w.unlock() }
+func (p *peer) unlock() { p.w.Unlock() }
 
 // write sends one frame. With a zero hard deadline each chunk may take up to the timeout (Send);
 // otherwise everything must be done by hard (Abort). A failed write leaves half a frame on the

@@ -1,4 +1,4 @@
-package netio
+package wlock
 
 import (
 	"sync"
@@ -8,8 +8,8 @@ import (
 
 // The write lock excludes: writers on many goroutines each add to a counter under it, with
 // no other synchronisation, and none of the additions is lost (go test -race sees any overlap).
-func TestWlockExcludes(t *testing.T) {
-	l := newWlock()
+func TestLockExcludes(t *testing.T) {
+	l := New()
 	var n, inside int
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
@@ -19,17 +19,17 @@ func TestWlockExcludes(t *testing.T) {
 			for i := 0; i < 2000; i++ {
 				switch i % 3 {
 				case 0:
-					if !l.lockUntil(time.Now().Add(time.Minute)) {
+					if !l.LockUntil(time.Now().Add(time.Minute)) {
 						t.Error("lockUntil gave up within a minute")
 						return
 					}
 				case 1:
-					if !l.lockOr(nil, nil) {
+					if !l.LockOr(nil, nil) {
 						t.Error("lockOr with no way out gave up")
 						return
 					}
 				default:
-					for !l.tryLock() {
+					for !l.TryLock() {
 					}
 				}
 				inside++
@@ -38,7 +38,7 @@ func TestWlockExcludes(t *testing.T) {
 				}
 				n++
 				inside--
-				l.unlock()
+				l.Unlock()
 			}
 		}()
 	}
@@ -50,29 +50,29 @@ func TestWlockExcludes(t *testing.T) {
 
 // A held lock: tryLock fails, a wait gives up when its deadline passes or leave closes, and a
 // waiter gets the lock once it is released.
-func TestWlockWaits(t *testing.T) {
-	l := newWlock()
-	if !l.tryLock() || l.tryLock() {
+func TestLockWaits(t *testing.T) {
+	l := New()
+	if !l.TryLock() || l.TryLock() {
 		t.Fatal("tryLock: the first must take the lock, the second must not")
 	}
-	if l.lockUntil(time.Now().Add(20 * time.Millisecond)) {
+	if l.LockUntil(time.Now().Add(20 * time.Millisecond)) {
 		t.Fatal("lockUntil took a held lock")
 	}
 	leave := make(chan struct{})
 	close(leave)
-	if l.lockOr(nil, leave) {
+	if l.LockOr(nil, leave) {
 		t.Fatal("lockOr took a held lock after leave closed")
 	}
 	got := make(chan bool)
-	go func() { got <- l.lockOr(nil, nil) }()
+	go func() { got <- l.LockOr(nil, nil) }()
 	for l.waiters.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	l.unlock()
+	l.Unlock()
 	if !<-got {
 		t.Fatal("the waiter did not get the released lock")
 	}
-	if l.tryLock() {
+	if l.TryLock() {
 		t.Fatal("the lock is free while the waiter holds it")
 	}
 }

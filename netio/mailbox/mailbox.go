@@ -143,8 +143,12 @@ func (m *Mailbox) box(seq uint64) *seqBox {
 // recycle empties a box of a collective left and keeps it for a later one.
 func (m *Mailbox) recycle(b *seqBox) {
 	b.free()
-	if len(b.accepted) > 0 { // racing only: an empty clear still costs a call
+	// Each only when not empty (racing fills the first two, timeouts the last): an empty
+	// clear still costs a call.
+	if len(b.accepted) > 0 {
 		clear(b.accepted)
+	}
+	if len(b.seen) > 0 {
 		clear(b.seen)
 	}
 	if len(b.stalled) > 0 {

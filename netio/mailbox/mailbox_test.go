@@ -271,3 +271,28 @@ func TestMailboxClose(t *testing.T) {
 	})
 	wantErr(t, err, kx.CodeState, "closed")
 }
+
+// A box left by a collective is reused for a later one with nothing of the old one in it: a
+// racing copy seen but never accepted (dropped with a failed collective) would otherwise number
+// the next collective's copies of its key from where the old one stopped.
+func TestRecycledBoxStartsEmpty(t *testing.T) {
+	m := New(0, 3, 5*time.Second)
+	m.Begin(1, fpAll)
+	m.mu.Lock()
+	old := m.box(1)
+	k := msgKey{layer: 1, phase: kx.PhaseDense | raceBit, src: 1}
+	old.seen[copyKey{k, 2}] = 1 // seen, not accepted
+	old.stalled = map[int]error{2: errors.New("stalled")}
+	m.mu.Unlock()
+	m.Begin(2, fpAll) // box 1 is recycled
+	m.mu.Lock()
+	b := m.box(2)
+	m.mu.Unlock()
+	if b != old {
+		t.Fatal("the recycled box was not reused")
+	}
+	if len(b.seen) != 0 || len(b.accepted) != 0 || len(b.stalled) != 0 || len(b.msgs) != 0 || b.fail != nil {
+		t.Fatalf("reused box keeps seen %v, accepted %v, stalled %v, %d queues, fail %v",
+			b.seen, b.accepted, b.stalled, len(b.msgs), b.fail)
+	}
+}

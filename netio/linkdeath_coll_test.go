@@ -67,7 +67,7 @@ func collChild(t *testing.T, tr kx.Transport, s deathSpec) {
 // bitwise right: the victim's sibling replica stands in for it.
 func TestLinkDeathInCollective(t *testing.T) {
 	if testing.Short() {
-		t.Skip("child processes and liveness waits")
+		t.Skip("-short: starts child processes and waits out liveness_ms")
 	}
 	for _, lk := range []string{"socket", "ring", "memory"} {
 		for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGSTOP} {

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"kylix/core/kx"
 	"math"
 	"math/bits"
 	"sync/atomic"
@@ -66,7 +67,7 @@ func (l *calLine) ns(tk int64) int64 {
 	return l.ns0 + int64(hi<<32|lo>>32)
 }
 
-// pair reads the counter, the local clock (nanotime-based) and the counter again, the
+// pair reads the counter, the local clock (kx.MonoNow) and the counter again, the
 // tightest of a few tries: tk is the second counter reading (at or after the clock's
 // reading), w the window between the two in ticks; ok is false when every try was
 // interrupted.
@@ -74,7 +75,7 @@ func (t *Tracer) pair() (tk, ns, w int64, ok bool) {
 	w = math.MaxInt64
 	for i := 0; i < 5; i++ {
 		a := rdtsc()
-		n := nanotime() - t.baseMono
+		n := kx.MonoNow() - t.baseMono
 		b := rdtsc()
 		if d := b - a; d >= 0 && d < w {
 			w, tk, ns = d, b, n
@@ -124,7 +125,7 @@ func (t *Tracer) calibrate(must bool) {
 	c.anchored.Store(ns)
 }
 
-// now is the local clock: the counter on its line (not before the latest At), or nanotime.
+// now is the local clock: the counter on its line (not before the latest At), or kx.MonoNow.
 func (t *Tracer) now() int64 {
 	c := &t.clk
 	if c.on {
@@ -132,7 +133,7 @@ func (t *Tracer) now() int64 {
 			return max(l.ns(rdtsc())+c.corr.Load(), atomic.LoadInt64(&c.lastAt))
 		}
 	}
-	return nanotime() - t.baseMono
+	return kx.MonoNow() - t.baseMono
 }
 
 // at is At's work with the counter: ns, the local clock just read by the caller, becomes the

@@ -343,14 +343,14 @@ func TestClockFollowsMonotonic(t *testing.T) {
 		t.Fatal("counter on but not calibrated after SetClock")
 	}
 	t.Logf("counter clock: %v", tr.clk.on)
-	// At's readings (time.Time's) and nanotime's differ by how far apart Open read the two
+	// At's readings (time.Time's) and kx.MonoNow's differ by how far apart Open read the two
 	const slack = 2000 // ns
 	behind := 0
 	for i := 0; i < 2000; i++ {
 		start := tr.At(time.Now())
-		a := nanotime() - tr.baseMono
+		a := kx.MonoNow() - tr.baseMono
 		n := tr.Now()
-		b := nanotime() - tr.baseMono
+		b := kx.MonoNow() - tr.baseMono
 		if tr.clk.on && n < start || n < start-slack {
 			t.Fatalf("reading %d: %d before the call's start %d", i, n, start)
 		}
@@ -369,17 +369,17 @@ func TestClockFollowsMonotonic(t *testing.T) {
 	}
 	// far from the last anchor (kylix_mark between calls), a mark anchors first
 	time.Sleep(20 * time.Millisecond)
-	a := nanotime() - tr.baseMono
+	a := kx.MonoNow() - tr.baseMono
 	n := tr.fresh()
-	b := nanotime() - tr.baseMono
+	b := kx.MonoNow() - tr.baseMono
 	if n < a-slack || n > b+slack {
 		t.Errorf("20 ms after the last anchor: %d, monotonic [%d, %d]", n, a, b)
 	}
 	// and plain readings fall behind by the rate's error bound only
 	time.Sleep(20 * time.Millisecond)
-	a = nanotime() - tr.baseMono
+	a = kx.MonoNow() - tr.baseMono
 	n = tr.Now()
-	b = nanotime() - tr.baseMono
+	b = kx.MonoNow() - tr.baseMono
 	if n < a-20_000 || n > b+slack {
 		t.Errorf("20 ms after the last anchor: %d, monotonic [%d, %d]", n, a, b)
 	}

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	_ "unsafe" // go:linkname
 )
 
 // BufferEvents is the size of each of a rank's two event buffers: about 1 MiB each. A writer
@@ -25,7 +24,7 @@ const maxOpenSpans = 64
 // Tracer is one rank's timeline. Its methods may be called from any goroutine.
 type Tracer struct {
 	base     time.Time // the local clock's zero
-	baseMono int64     // nanotime at base
+	baseMono int64     // kx.MonoNow at base
 	rank     int
 	pid      int
 	f        *os.File
@@ -76,7 +75,7 @@ func Open(dir string, rank int, joiner bool) (*Tracer, error) {
 	if err != nil {
 		return nil, kx.Errorf(kx.CodeArg, "timeline: cannot create %q: %v", path, err)
 	}
-	t := &Tracer{base: time.Now(), baseMono: nanotime(), rank: rank, pid: os.Getpid(), f: f, path: path,
+	t := &Tracer{base: time.Now(), baseMono: kx.MonoNow(), rank: rank, pid: os.Getpid(), f: f, path: path,
 		buf: make([]Event, 0, BufferEvents), spare: make([]Event, 0, BufferEvents),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	t.errNs.Store(-1)
@@ -91,12 +90,6 @@ func Open(dir string, rank int, joiner bool) (*Tracer, error) {
 
 // Path is the rank's file.
 func (t *Tracer) Path() string { return t.path }
-
-// nanotime is the runtime's monotonic clock, which time.Time's monotonic readings also come
-// from: one clock read where time.Now makes two (wall and monotonic).
-//
-//go:linkname nanotime runtime.nanotime
-func nanotime() int64
 
 // Now is the local clock: nanoseconds since Open (clock.go: the time-stamp counter where the
 // kernel keeps time with it, else the monotonic clock).

@@ -6,15 +6,12 @@ import (
 	"time"
 )
 
-// monoNow is the liveness clock: every frame received is stamped with it (kx.MonoNow).
-var monoNow = kx.MonoNow
-
 // liveness is the mailbox's clock of each peer: when data and any sign of life last came from
 // it, and the latest collective it told of. Transports judge a silent peer by it (TCP's
 // keepAlive); waits time out by the data clock alone, so a peer that is alive but late to a
 // collective (it keeps sending heartbeats) is waited for up to timeout_ms.
 type liveness struct {
-	// lastData[r] is when data bytes from r last arrived (monoNow): a wait on r times out only
+	// lastData[r] is when data bytes from r last arrived (kx.MonoNow: every frame received is stamped with it): a wait on r times out only
 	// after timeout without data, so a large message still streaming in is not a late peer.
 	// lastHeard[r] is when anything (data, heartbeat) last came from r.
 	lastData, lastHeard []atomic.Int64
@@ -26,7 +23,7 @@ type liveness struct {
 func newLiveness(size int) liveness {
 	l := liveness{lastData: make([]atomic.Int64, size), lastHeard: make([]atomic.Int64, size),
 		seqOf: make([]atomic.Uint64, size)}
-	now := monoNow()
+	now := kx.MonoNow()
 	for r := range l.lastHeard {
 		l.lastHeard[r].Store(now) // a peer's silence counts from the start
 	}
@@ -36,7 +33,7 @@ func newLiveness(size int) liveness {
 // heard records data bytes from src (which also prove it alive).
 func (l *liveness) heard(src int) {
 	if src >= 0 && src < len(l.lastHeard) {
-		now := monoNow()
+		now := kx.MonoNow()
 		l.lastData[src].Store(now)
 		l.lastHeard[src].Store(now)
 	}
@@ -45,7 +42,7 @@ func (l *liveness) heard(src int) {
 // alive records a sign of life from src that carries no data (a heartbeat, unread bytes).
 func (l *liveness) alive(src int) {
 	if src >= 0 && src < len(l.lastHeard) {
-		l.lastHeard[src].Store(monoNow())
+		l.lastHeard[src].Store(kx.MonoNow())
 	}
 }
 
@@ -64,10 +61,10 @@ func (l *liveness) calling(src int, seq uint64) {
 
 // silence is how long nothing has been heard from r.
 func (l *liveness) silence(r int) time.Duration {
-	return time.Duration(monoNow() - l.lastHeard[r].Load())
+	return time.Duration(kx.MonoNow() - l.lastHeard[r].Load())
 }
 
-// latestData is the latest data from any of srcs, or from one when srcs is nil (monoNow).
+// latestData is the latest data from any of srcs, or from one when srcs is nil (kx.MonoNow).
 func (l *liveness) latestData(srcs []int, one int) int64 {
 	if srcs == nil {
 		return l.lastData[one].Load()

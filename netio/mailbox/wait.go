@@ -153,7 +153,7 @@ func (m *Mailbox) wait(from int, tag kx.Tag, prefix int, try bool) (ready, error
 	k := m.race.key(tag.Layer, wirePhase(tag), from)
 	var w *waiter
 	var start time.Time // of the wait proper: set when it first sleeps
-	var startMono int64 // start on the liveness clock (monoNow)
+	var startMono int64 // start on the liveness clock (kx.MonoNow)
 	nextStall := m.stallEvery
 	m.mu.Lock()
 	defer func() {
@@ -172,7 +172,7 @@ func (m *Mailbox) wait(from int, tag kx.Tag, prefix int, try bool) (ready, error
 		if w == nil {
 			w = m.getWaiter(tag.Seq, k, prefix)
 			m.waiters = append(m.waiters, w)
-			start, startMono = time.Now(), monoNow()
+			start, startMono = time.Now(), kx.MonoNow()
 			w.plan(start, m.nextCheck(m.timeout, nextStall))
 		}
 		m.mu.Unlock()
@@ -190,7 +190,7 @@ func (m *Mailbox) wait(from int, tag kx.Tag, prefix int, try bool) (ready, error
 			// The timeout counts from the later of the start of this wait and the last data
 			// from the peer (a long message may still be arriving); heartbeats do not count.
 			last := max(startMono, m.live.latestData(m.race.sources(k, from)))
-			if left := time.Duration(last-monoNow()) + m.timeout; left > 0 {
+			if left := time.Duration(last-kx.MonoNow()) + m.timeout; left > 0 {
 				w.plan(time.Now(), m.nextCheck(left, nextStall-waited))
 				continue
 			}

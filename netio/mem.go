@@ -16,7 +16,7 @@ type Mem struct {
 	rank  int
 	job   *memJob
 	mb    *mailbox.Mailbox
-	stats []counters
+	stats []kx.PeerCounters
 
 	mu   sync.Mutex
 	gone error // set by Close or Kill: this rank can no longer send
@@ -32,7 +32,7 @@ type memJob struct {
 func NewMemJob(size int, timeout time.Duration) []*Mem {
 	j := &memJob{ranks: make([]*Mem, size), timeout: timeout}
 	for r := range j.ranks {
-		j.ranks[r] = &Mem{rank: r, job: j, mb: mailbox.New(r, size, timeout), stats: make([]counters, size)}
+		j.ranks[r] = &Mem{rank: r, job: j, mb: mailbox.New(r, size, timeout), stats: make([]kx.PeerCounters, size)}
 	}
 	return j.ranks
 }
@@ -74,10 +74,10 @@ func (m *Mem) Send(to int, tag kx.Tag, bufs ...[]byte) error {
 	}
 	dst := m.job.ranks[to]
 	dst.mb.Put(m.rank, tag, bufs, n)
-	m.stats[to].bytesSent.Add(uint64(n))
-	m.stats[to].msgsSent.Add(1)
-	dst.stats[m.rank].bytesRecv.Add(uint64(n))
-	dst.stats[m.rank].msgsRecv.Add(1)
+	m.stats[to].BytesSent.Add(uint64(n))
+	m.stats[to].MsgsSent.Add(1)
+	dst.stats[m.rank].BytesRecv.Add(uint64(n))
+	dst.stats[m.rank].MsgsRecv.Add(1)
 	return nil
 }
 
@@ -139,7 +139,7 @@ func (m *Mem) SendOrLeave(to int, tag kx.Tag, _ <-chan struct{}, bufs ...[]byte)
 func (m *Mem) Fits(int, int) bool { return true }
 
 // Stats returns the data messages exchanged with each rank (index = rank).
-func (m *Mem) Stats() []PeerStats { return snapshot(m.stats) }
+func (m *Mem) Stats() []kx.PeerStats { return kx.Snapshot(m.stats) }
 
 // memPeers is Mem's kx.Peers.
 type memPeers struct{ *mailbox.Mailbox }
@@ -161,6 +161,9 @@ func abortReason(err error) (code kx.Code, named int, msg string) {
 		if r, ok := e.Rank(); ok {
 			named = r
 		}
+	}
+	if e, ok := err.(*kx.Error); ok {
+		return code, named, e.Msg // a peer's report passed on: the receiver names this rank as the reporter
 	}
 	return code, named, err.Error()
 }

@@ -24,7 +24,7 @@ type TCP struct {
 	mb         *mailbox.Mailbox
 	stallNote  atomic.Pointer[func(msg string)] // NoteStalls
 	peers      []*peer                          // by rank; nil for this rank
-	stats      []counters
+	stats      []kx.PeerCounters
 	closing    atomic.Bool
 	closeOnce  sync.Once
 	wg         sync.WaitGroup // reader goroutines and keepAlive
@@ -58,7 +58,7 @@ const writeChunk = 8 << 20
 // links agreed with peers of this host (pairs, may be nil), and starts the readers.
 func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn, pairs []mesh.Pair) *TCP {
 	t := &TCP{rank: rank, size: size, job: job, timeout: timeout,
-		mb: mailbox.New(rank, size, timeout), peers: make([]*peer, size), stats: make([]counters, size),
+		mb: mailbox.New(rank, size, timeout), peers: make([]*peer, size), stats: make([]kx.PeerCounters, size),
 		done: make(chan struct{}), ranksOnHost: 1}
 	var rings []*ringLink
 	for r, c := range conns {
@@ -138,7 +138,7 @@ func (t *TCP) Timeout() time.Duration { return t.timeout }
 func (t *TCP) Job() uint64 { return t.job }
 
 // Stats returns the data messages exchanged with each rank (index = rank, this rank included).
-func (t *TCP) Stats() []PeerStats { return snapshot(t.stats) }
+func (t *TCP) Stats() []kx.PeerStats { return kx.Snapshot(t.stats) }
 
 func (t *TCP) closedErr() error {
 	return kx.Errorf(kx.CodeState, "transport of rank %d is closed", kx.RankRef(t.rank))
@@ -190,11 +190,11 @@ func (t *TCP) prepareSend(to int, tag kx.Tag, bufs [][]byte) (h Header, n int, d
 func (t *TCP) count(r, n int, sent bool) {
 	c := &t.stats[r]
 	if sent {
-		c.bytesSent.Add(uint64(n))
-		c.msgsSent.Add(1)
+		c.BytesSent.Add(uint64(n))
+		c.MsgsSent.Add(1)
 	} else {
-		c.bytesRecv.Add(uint64(n))
-		c.msgsRecv.Add(1)
+		c.BytesRecv.Add(uint64(n))
+		c.MsgsRecv.Add(1)
 	}
 }
 
@@ -235,6 +235,7 @@ func (t *TCP) Close() error {
 			}
 		}
 		deadline := time.Now().Add(min(t.timeout, time.Second))
+		relayH, relay := t.relayedAbort()
 		t.closing.Store(true)
 		t.interruptSelfRead()
 		close(t.done)
@@ -248,6 +249,9 @@ func (t *TCP) Close() error {
 				defer wg.Done()
 				if t.mb.Dead(p.rank) == nil && p.lock(deadline) {
 					if p.writable() == nil {
+						if relay != nil {
+							p.data.write(relayH, [][]byte{relay}, deadline)
+						}
 						p.data.sayBye(deadline) // a ring's, before the TCP bye: the peer's ring reader ends on it
 					}
 					var hb [HeaderSize]byte
@@ -269,6 +273,18 @@ func (t *TCP) Close() error {
 		t.stopSelfRead()
 	})
 	return nil
+}
+
+// relayedAbort is the abort a peer failed this rank's current collective with, passed on ahead
+// of this rank's bye on the same link: its sender's frame travels on another link, and a rank
+// still waiting here could read the bye first ("rank r has finalized") and miss the cause.
+func (t *TCP) relayedAbort() (h Header, payload []byte) {
+	seq, fp := t.mb.Current()
+	if err := t.mb.PeerAbort(seq); err != nil {
+		payload = encodeAbort(abortReason(err))
+		h = Header{Type: FrameAbort, Job: t.job, Seq: seq, FP: fp, Src: t.rank, Len: uint64(len(payload))}
+	}
+	return h, payload
 }
 
 // lingerForBye half-closes the connection after this rank's bye and lets the reader go on

@@ -317,6 +317,17 @@ func (m *Mailbox) AbortedByPeer(seq uint64) bool {
 	return b != nil && b.remote
 }
 
+// PeerAbort is the failure a peer's abort brought to collective seq, or nil (none, or a
+// failure of this rank's own).
+func (m *Mailbox) PeerAbort(seq uint64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if b := m.boxOf(seq); b != nil && b.remote {
+		return b.fail
+	}
+	return nil
+}
+
 func (m *Mailbox) failLocked(seq uint64, b *seqBox, err error) {
 	b.fail = err
 	b.free() // nothing of a failed collective will be read

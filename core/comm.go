@@ -41,6 +41,7 @@ type Comm struct {
 	rowKeyBuf [2][]uint64
 	// race: the transport's racing counts at the last ResetStats (stats_replicas.go).
 	race raceBase
+	held heldFigures // the transport's background figures, held between collectives (stats_held.go)
 
 	// Elastic membership (resize.go): the join client when elastic, and each rank's number in
 	// the comm this one was resized from (nil: an original comm).

@@ -55,7 +55,6 @@ func (c *Comm) Stats() stats.Stats {
 		st.Degrees = append([]int{}, c.plan.degrees...)
 	}
 	st.Threads, st.Kernels = c.cx.Threads, kernels.Level()
-	st.Replication = c.race.stats(c.v, max(c.opts.Replication, 1))
 	st.Options = stats.StatsOptions{TimeoutMS: c.opts.Timeout.Milliseconds(), LivenessMS: c.opts.Liveness.Milliseconds(), Threads: c.cx.Threads,
 		Log: c.opts.Log, MinPacket: c.opts.MinPacket, Replication: c.opts.Replication,
 		Compress: c.opts.Compress, Degrees: st.DegreesOption, Shm: c.opts.Shm}
@@ -66,7 +65,9 @@ func (c *Comm) Stats() stats.Stats {
 	st.Compression.Note = compressNote(c.opts.Compress)
 	st.Options.MinPacket = c.plan.minPacket()
 	st.Links = c.plan.links()
-	st.Shm = c.v.ShmStats()
+	st.Replication, st.Shm = c.held.get(st.Generation, func() (stats.ReplicationStats, *kx.ShmStats) {
+		return c.race.stats(c.v, max(c.opts.Replication, 1)), c.v.ShmStats()
+	})
 	return st
 }
 
@@ -82,6 +83,6 @@ func (c *Comm) StatsJSON() ([]byte, error) {
 // ResetStats sets every counter and timer to zero and restarts the clock of since_unix_s.
 // Configured plans keep their degrees and key counts; records of freed plans are dropped.
 func (c *Comm) ResetStats() {
+	c.race.reset(c.v) // first: the reset's new generation reads the racing from the new base
 	c.rec.Reset()
-	c.race.reset(c.v)
 }

@@ -7,6 +7,7 @@ import (
 	"kylix/core/stats"
 	"sync"
 	"testing"
+	"time"
 
 	"kylix/core"
 	"kylix/netio"
@@ -282,4 +283,49 @@ func TestStatsBoundedPlans(t *testing.T) {
 			t.Errorf("rank %d: %v", r, err)
 		}
 	}
+}
+
+// TestStatsHoldStillBetweenCalls: figures the transport moves in the background (here a
+// replica's copy that lands after the call it raced in has returned) do not change the JSON
+// between two looks with no call between them, so kylix_stats_json's size protocol (cap 0,
+// allocate *needed, call again) holds; the next collective shows them.
+func TestStatsHoldStillBetweenCalls(t *testing.T) {
+	const s, m = 2, 2
+	late := make(chan struct{}) // closed once the late replica's allreduce has returned
+	errs := runReplicated(t, s, m, "direct", func(c *core.Comm, _ *netio.Mem) error {
+		send := encode(kx.F64, kx.Sum, []float64{1, 2, 3, 4})
+		recv := make([]byte, len(send))
+		if c.Rank() == 3 { // node 1's second replica sends its copies after rank 0 has its result
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err := c.Allreduce(send, recv, kx.F64, kx.Sum); err != nil {
+			return err
+		}
+		if c.Rank() == 3 {
+			close(late)
+		}
+		if c.Rank() == 0 {
+			a, err := c.StatsJSON()
+			if err != nil {
+				return err
+			}
+			<-late
+			time.Sleep(20 * time.Millisecond) // rank 3's copies have landed here
+			b, err := c.StatsJSON()
+			if err != nil {
+				return err
+			}
+			if string(a) != string(b) {
+				return fmt.Errorf("the stats changed with no call between two looks:\n%s\n%s", a, b)
+			}
+		}
+		if err := c.Allreduce(send, recv, kx.F64, kx.Sum); err != nil {
+			return err
+		}
+		if st := c.Stats().Replication; c.Rank() == 0 && st.CopiesLost == 0 {
+			return fmt.Errorf("after the next collective the late copies are still not shown: %+v", st)
+		}
+		return nil
+	})
+	expectNoErrors(t, errs)
 }

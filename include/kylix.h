@@ -788,6 +788,9 @@ int kylix_join_address(const kylix_comm *c, char *buf, int64_t cap, int64_t *nee
  *   nothing to buf: call with cap 0 (buf may then be NULL), allocate *needed
  *   bytes and call again.  The size changes only when a collective runs, a
  *   plan is freed or the stats are reset; nothing is ever written past cap.
+ *   (The figures that move between calls, "replication" and "shm" - a copy
+ *   that lands late, a reader that sleeps while the caller computes - are
+ *   read at the first call after such an event and held until the next.)
  *
  * Counters are cumulative since kylix_init or the last kylix_stats_reset.
  * Bytes are message payload bytes (frame headers, 56 bytes a message on TCP,

@@ -73,11 +73,12 @@ func (m *Mem) Send(to int, tag kx.Tag, bufs ...[]byte) error {
 		return err
 	}
 	dst := m.job.ranks[to]
-	dst.mb.Put(m.rank, tag, bufs, n)
+	// Counted before the hand-over: a receiver woken by it may reset its statistics at once.
 	m.stats[to].BytesSent.Add(uint64(n))
 	m.stats[to].MsgsSent.Add(1)
 	dst.stats[m.rank].BytesRecv.Add(uint64(n))
 	dst.stats[m.rank].MsgsRecv.Add(1)
+	dst.mb.Put(m.rank, tag, bufs, n)
 	return nil
 }
 

@@ -100,10 +100,10 @@ func (t *TCP) receiveRef(p *peer, h *Header, r mailbox.Payload) error {
 	l.refsIn++
 	l.refsRead.Add(1)
 	l.ref = refPayload{link: l, refs: refs, idx: l.refsIn, rank: p.rank}
+	t.count(p.rank, int(n), false) // before the hand-over, as in file
 	if err := t.mb.Receive(p.rank, h.tag(), int(n), &l.ref); err != nil {
 		return err
 	}
-	t.count(p.rank, int(n), false)
 	return rp.r.Discard(rp.w, 8) // the trailer: releasing it frees the sender's buffers
 }
 

@@ -174,9 +174,9 @@ func (t *TCP) prepareSend(to int, tag kx.Tag, bufs [][]byte) (h Header, n int, d
 		return h, 0, false, kx.Errorf(kx.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, kx.RankRef(to), uint64(MaxPayload))
 	}
 	if to == t.rank {
-		t.mb.Put(t.rank, tag, bufs, n)
 		t.count(to, n, true)
 		t.count(to, n, false)
+		t.mb.Put(t.rank, tag, bufs, n)
 		return h, n, true, nil
 	}
 	if err := t.mb.Dead(to); err != nil {
@@ -410,10 +410,11 @@ func (t *TCP) file(p *peer, h *Header, r mailbox.Payload) (bye bool, err error) 
 	case FrameHeartbeat:
 		t.mb.Heartbeat(p.rank, h.Seq)
 	case FrameData:
+		// Counted before the hand-over: a caller woken by it may reset the statistics at once.
+		t.count(p.rank, int(h.Len), false)
 		if err := t.mb.Receive(p.rank, h.tag(), int(h.Len), r); err != nil {
 			return false, err
 		}
-		t.count(p.rank, int(h.Len), false)
 	case FrameAbort:
 		if h.Len > maxAbortPayload {
 			p.down(kx.Errorf(kx.CodeNet, "rank %d sent an abort frame of %d bytes", kx.RankRef(p.rank), h.Len))

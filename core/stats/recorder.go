@@ -131,6 +131,9 @@ type Recorder struct {
 	tl         *trace.Tracer // the timeline (option timeline), nil when off
 	tlBytes    [trace.MaxCounterLayers]int64
 	tlLayers   int
+	// gen counts the events that change the figures: a collective's end, a plan freed, a
+	// reset. The comm holds the transport's background figures from one to the next.
+	gen uint64
 }
 
 // NewRecorder starts counting.
@@ -291,6 +294,7 @@ func (s *Recorder) endLocked(seq uint64, err error, now int64) {
 	s.active[last] = nil
 	s.active = s.active[:last]
 	defer s.release(a)
+	s.gen++
 	if s.tl != nil {
 		s.tlEnd(seq, a, err, now)
 	}
@@ -410,6 +414,7 @@ func (s *Recorder) NoteFreed(id uint32) {
 	if r := s.plans[id]; r != nil {
 		r.freed = true
 	}
+	s.gen++
 	s.mu.Unlock()
 }
 
@@ -419,6 +424,7 @@ func (s *Recorder) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.retire(true)
+	s.gen++
 	s.since = now
 	s.kinds = [kx.NumKinds]kindRec{}
 	s.orphan = Traffic{}
@@ -438,7 +444,7 @@ func (s *Recorder) Reset() {
 func (s *Recorder) Snapshot() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Version: statsVersion, SinceUnix: float64(s.since.UnixNano()) / 1e9,
+	st := Stats{Version: statsVersion, Generation: s.gen, SinceUnix: float64(s.since.UnixNano()) / 1e9,
 		Collectives: map[string]KindStats{}, Plans: make([]PlanStats, 0, len(s.order))}
 	st.Totals = s.orphan
 	for k := range s.kinds {

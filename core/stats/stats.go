@@ -169,6 +169,8 @@ type Stats struct {
 	Retired       RetiredStats         `json:"retired_plans"`
 	Replication   ReplicationStats     `json:"replication"` // stats_replicas.go
 	Shm           *kx.ShmStats         `json:"shm"`         // null on a transport without shared memory
+	// Generation changes whenever the figures may: at a collective's end, a plan freed, a reset.
+	Generation uint64 `json:"-"`
 }
 
 // StatsOptions are the comm's options in effect, as kylix_init parsed them.

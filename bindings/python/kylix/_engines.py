@@ -15,9 +15,28 @@ from ._api import Comm, init
 
 
 def _free_port(host: str) -> int:
-    # Bind port 0 and let it go: another process could take the port before the library
-    # listens on it (rare); init then fails on that rank and the others time out.
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    """A port for this rank's listener, free a moment ago, announced before the library binds it.
+
+    Chosen at random below the kernel's ephemeral port range: a port-0 pick races, since the
+    kernel hands that same port to the next port-0 listen or outgoing connection of any process
+    on the host (a Spark executor's own connections, say), and the library's bind then fails.
+    Random from the OS (``secrets``): forked engine workers share the ``random`` module's state.
+    """
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    lo, hi = max(low - 12000, 1024), low
+    for _ in range(200):
+        p = lo + secrets.randbelow(hi - lo)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, p))
+            except OSError:
+                continue
+        return p
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # all taken: any free port
         s.bind((host, 0))
         return s.getsockname()[1]
 

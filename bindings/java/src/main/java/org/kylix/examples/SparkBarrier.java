@@ -97,10 +97,37 @@ public final class SparkBarrier {
     return Kylix.init(opts);
   }
 
+  /**
+   * A port for this rank's listener, free a moment ago, announced before the library binds it:
+   * chosen at random below the kernel's ephemeral range, where no port-0 listen or outgoing
+   * connection of another process (the executor's own, say) can be handed it in between.
+   */
   static int freePort(String host) {
-    try (ServerSocket s = new ServerSocket()) {
-      s.bind(new InetSocketAddress(InetAddress.getByName(host), 0));
-      return s.getLocalPort();
+    int low = 32768;
+    try {
+      String range = new String(java.nio.file.Files.readAllBytes(
+          java.nio.file.Paths.get("/proc/sys/net/ipv4/ip_local_port_range"))).trim();
+      low = Integer.parseInt(range.split("\\s+")[0]);
+    } catch (IOException | RuntimeException e) {
+      // not Linux, or unreadable: the usual default
+    }
+    int lo = Math.max(low - 12000, 1024), hi = low;
+    try {
+      InetAddress addr = InetAddress.getByName(host);
+      java.util.Random rnd = new java.security.SecureRandom();
+      for (int i = 0; i < 200; i++) {
+        int p = lo + rnd.nextInt(hi - lo);
+        try (ServerSocket s = new ServerSocket()) {
+          s.bind(new InetSocketAddress(addr, p));
+          return p;
+        } catch (IOException taken) {
+          // someone has it: another
+        }
+      }
+      try (ServerSocket s = new ServerSocket()) {
+        s.bind(new InetSocketAddress(addr, 0));
+        return s.getLocalPort();
+      }
     } catch (IOException e) {
       throw new UncheckedIOException("no free port on " + host, e);
     }

@@ -27,7 +27,8 @@ def _free_port(host: str) -> int:
             low = int(f.read().split()[0])
     except (OSError, ValueError, IndexError):
         low = 32768
-    lo, hi = max(low - 12000, 1024), low
+    lo = max(low - 12000, 1024)
+    hi = max(low, lo + 1000)  # a range starting near 1024 leaves no room below: take some above
     for _ in range(200):
         p = lo + secrets.randbelow(hi - lo)
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

@@ -62,7 +62,8 @@ def _free_ports(k):
             low = int(f.read().split()[0])
     except (OSError, ValueError, IndexError):
         low = 32768
-    lo, hi = max(low - 12000, 1024), low
+    lo = max(low - 12000, 1024)
+    hi = max(low, lo + 1000)  # a range starting near 1024 leaves no room below: take some above
     ports = []
     while len(ports) < k:
         p = random.randrange(lo, hi)

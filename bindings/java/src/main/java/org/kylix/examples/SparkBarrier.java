@@ -105,13 +105,15 @@ public final class SparkBarrier {
   static int freePort(String host) {
     int low = 32768;
     try {
-      String range = new String(java.nio.file.Files.readAllBytes(
-          java.nio.file.Paths.get("/proc/sys/net/ipv4/ip_local_port_range"))).trim();
-      low = Integer.parseInt(range.split("\\s+")[0]);
+      // readLine, not Files.readAllBytes: /proc files report size 0 and come back cut short
+      try (java.io.BufferedReader r = java.nio.file.Files.newBufferedReader(
+          java.nio.file.Paths.get("/proc/sys/net/ipv4/ip_local_port_range"))) {
+        low = Integer.parseInt(r.readLine().trim().split("\\s+")[0]);
+      }
     } catch (IOException | RuntimeException e) {
       // not Linux, or unreadable: the usual default
     }
-    int lo = Math.max(low - 12000, 1024), hi = low;
+    int lo = Math.max(low - 12000, 1024), hi = Math.max(low, lo + 1000);
     try {
       InetAddress addr = InetAddress.getByName(host);
       java.util.Random rnd = new java.security.SecureRandom();

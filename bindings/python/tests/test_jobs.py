@@ -1,9 +1,6 @@
 """Multi-process jobs under kylixrun over loopback TCP; each rank runs a worker script that
 checks its own results against numpy references (see _kyutil.py)."""
 
-import random
-import socket
-
 import pytest
 
 
@@ -53,28 +50,14 @@ def test_rsum_same_bits_across_job_sizes(job):
 
 
 def _free_ports(k):
-    """k loopback addresses for a static peers table, chosen at random below the kernel's
-    ephemeral port range and checked free. A port-0 pick would race: the kernel hands the same
-    port to the next port-0 listen or outgoing connection of any process (kylix/internal/freeport
-    does the same for the Go tests)."""
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            low = int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        low = 32768
-    lo = max(low - 12000, 1024)
-    hi = max(low, lo + 1000)  # a range starting near 1024 leaves no room below: take some above
+    """k distinct loopback addresses for a static peers table, each picked as the engines pick
+    a rank's port (below the kernel's ephemeral range, checked free: a port-0 pick races)."""
+    from kylix._engines import _free_port
     ports = []
     while len(ports) < k:
-        p = random.randrange(lo, hi)
-        if p in ports:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", p))
-            except OSError:
-                continue
-        ports.append(p)
+        p = _free_port("127.0.0.1")
+        if p not in ports:
+            ports.append(p)
     return ",".join(f"127.0.0.1:{p}" for p in ports)
 
 

@@ -105,14 +105,14 @@ func (w *Writer) WriteFrame(wt Wait, parts ...[]byte) error {
 	start := w.pos
 	off := start & w.mask
 	if w.free() >= total { // the common case: no wait, one publication
-		w.word(off + 8).Store(n)
+		storeRelease(w.word(off+8), n)
 		w.pos += prefix
 		for _, p := range parts {
 			w.copyIn(p)
 		}
 		w.end = w.pos
 		w.pos += pad16(n) - n
-		w.word(off).Store(w.check(start, n, true)) // the frame is there
+		storeRelease(w.word(off), w.check(start, n, true)) // the frame is there
 		w.publish()
 		return nil
 	}

@@ -71,6 +71,8 @@ type selfReads struct {
 	yield      bool
 	crowded    bool // the last yield gave the CPU away: offer it at once (driveQuiet)
 
+	// Counters, written by the driving wait only (under mu: kx.AddRelaxed, no locked
+	// instruction on the call path), read by anyone.
 	spins, spinHits, yields, sleeps atomic.Uint64 // for ShmStats: a spin never happens where it may not
 	driven                          atomic.Uint64 // frames filed by waits (tests)
 }
@@ -200,9 +202,9 @@ func (t *TCP) beginDrive(from int, tag kx.Tag) bool {
 	// clock (a fast wait reads none).
 	sr.looks, sr.end, sr.quiet, sr.yield = 0, time.Time{}, time.Time{}, !t.spin
 	if sr.yield {
-		sr.yields.Add(1)
+		kx.AddRelaxed(&sr.yields, 1)
 	} else {
-		sr.spins.Add(1)
+		kx.AddRelaxed(&sr.spins, 1)
 	}
 	return true
 }
@@ -211,7 +213,7 @@ func (t *TCP) beginDrive(from int, tag kx.Tag) bool {
 func (t *TCP) endDrive(hit bool) {
 	sr := &t.sr
 	if hit && !sr.yield && sr.looks > 1 {
-		sr.spinHits.Add(1)
+		kx.AddRelaxed(&sr.spinHits, 1)
 	}
 	t.releaseTokens()
 	sr.mu.Unlock()
@@ -244,7 +246,7 @@ func (t *TCP) driveStep(want *mailbox.Want) (filed, over bool) {
 		}
 	}
 	if !now.Before(sr.end) {
-		sr.sleeps.Add(1) // the wait sleeps now, as without reading on its thread
+		kx.AddRelaxed(&sr.sleeps, 1) // the wait sleeps now, as without reading on its thread
 		return false, true
 	}
 	if len(sr.socks) > 0 {
@@ -275,7 +277,7 @@ func (t *TCP) readSome(want *mailbox.Want) bool {
 	for _, h := range sr.held {
 		if r := h.l.rd(); !r.done && h.l.buffered() {
 			r.done = t.readFrame(h.p, h.l, want)
-			sr.driven.Add(1)
+			kx.AddRelaxed(&sr.driven, 1)
 			sr.dropDone()
 			return true
 		}
@@ -302,7 +304,7 @@ func (t *TCP) pollSocks() (filed int, closing bool) {
 	for i, l := range sr.socks {
 		if sr.pfds[i].Revents != 0 && !l.done {
 			l.done = t.readFrame(l.p, l, nil)
-			sr.driven.Add(1)
+			kx.AddRelaxed(&sr.driven, 1)
 			filed++
 		}
 	}

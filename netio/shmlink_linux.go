@@ -70,17 +70,13 @@ func (l *ringLink) share() bool       { l.shared = l.seg.SetShared() == nil; ret
 func (l *ringLink) buffered() bool { return l.pending() || l.tcpEnded() }
 
 func (l *ringLink) next(hb []byte) (mailbox.Payload, int, error) {
-	r := l.seg.Reader()
-	n, err := r.Next(l.pl.w)
+	n, err := l.seg.Reader().NextInto(l.pl.w, hb[:HeaderSize])
 	if err != nil {
 		return nil, 0, err
 	}
 	if n < HeaderSize {
 		l.p.down(kx.Errorf(kx.CodeNet, "rank %d sent a ring frame of %d bytes", kx.RankRef(l.p.rank), n))
 		return nil, 0, errDropped
-	}
-	if err := r.ReadFull(l.pl.w, hb); err != nil {
-		return nil, 0, err
 	}
 	return l.pl, n - HeaderSize, nil
 }

@@ -4,6 +4,7 @@ import (
 	"kylix/core/kx"
 	"kylix/core/trace"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -134,6 +135,11 @@ type Recorder struct {
 	// gen counts the events that change the figures: a collective's end, a plan freed, a
 	// reset. The comm holds the transport's background figures from one to the next.
 	gen uint64
+	// planActive counts the active collectives with a plan record (config, reduce,
+	// config_reduce): the only ones whose messages switch phase slots. While there are none
+	// and the timeline is off, Enter has nothing to do and takes no lock (a dense allreduce's
+	// two messages). Written under mu with kx.StoreRelaxed, read with an atomic load.
+	planActive int64
 }
 
 // NewRecorder starts counting.
@@ -166,7 +172,13 @@ func (s *Recorder) Begin(seq uint64, fp kx.Fingerprint) {
 		}
 		s.endLocked(old, nil, now)
 	}
+	if a.plan != nil {
+		s.addPlanActive(1)
+	}
 	if i := s.activeAt(seq); i >= 0 { // begun again: the new record replaces the old one
+		if s.active[i].plan != nil {
+			s.addPlanActive(-1)
+		}
 		s.active[i] = a
 	} else {
 		s.active = append(s.active, a)
@@ -174,9 +186,20 @@ func (s *Recorder) Begin(seq uint64, fp kx.Fingerprint) {
 	s.mu.Unlock()
 }
 
+// addPlanActive changes planActive by d; under mu.
+func (s *Recorder) addPlanActive(d int64) { kx.StoreRelaxed(&s.planActive, s.planActive+d) }
+
+// idle: no active collective has phase slots and the timeline is off, so entering a phase
+// does nothing (Enter, EnterSend, EnterWait). A collective's own hooks run after its Begin, on
+// its goroutine, so they never miss their own plan record.
+func (s *Recorder) idle() bool { return s.tl == nil && atomic.LoadInt64(&s.planActive) == 0 }
+
 // Enter switches the collective of tag to the slot of tag's phase, charging the time since the
 // last switch to the slot it leaves. It returns the timeline's clock for Message (0 when off).
 func (s *Recorder) Enter(tag kx.Tag) int64 {
+	if s.idle() {
+		return 0
+	}
 	s.mu.Lock()
 	s.enterLocked(s.find(tag.Seq), tag)
 	s.mu.Unlock()
@@ -297,6 +320,9 @@ func (s *Recorder) endLocked(seq uint64, err error, now int64) {
 	s.gen++
 	if s.tl != nil {
 		s.tlEnd(seq, a, err, now)
+	}
+	if a.plan != nil {
+		s.addPlanActive(-1)
 	}
 	k := &s.kinds[a.kind]
 	k.calls++

@@ -230,6 +230,40 @@ func TestRecorderCounts(t *testing.T) {
 		var seq uint64
 		play(r, m, rand.New(rand.NewPCG(seed, 1)), &seq, 6, 200)
 		m.compare(t, r.Snapshot())
+		if r.planActive != 0 { // every collective ended: Enter must take its fast path again
+			t.Fatalf("seed %d: planActive %d after every collective ended", seed, r.planActive)
+		}
+	}
+}
+
+// planActive counts the running collectives with phase slots, also when one is begun again
+// (its new record replaces the old) or never ended (the 65th closes the oldest); while it is
+// zero and the timeline is off, entering a phase takes no lock (idle).
+func TestRecorderPlanActive(t *testing.T) {
+	r := NewRecorder()
+	r.Begin(1, kx.Fingerprint{Kind: kx.KindAllreduce})
+	if !r.idle() {
+		t.Fatal("an allreduce alone: not idle")
+	}
+	r.Begin(2, kx.Fingerprint{Kind: kx.KindReduce, Plan: 1})
+	r.Begin(2, kx.Fingerprint{Kind: kx.KindReduce, Plan: 1}) // begun again
+	if r.idle() || r.planActive != 1 {
+		t.Fatalf("a reduce running: idle %v, planActive %d", r.idle(), r.planActive)
+	}
+	r.Enter(kx.Tag{Seq: 2, Phase: kx.PhaseUp})
+	r.End(2, nil)
+	r.End(1, nil)
+	if !r.idle() {
+		t.Fatalf("all ended: planActive %d", r.planActive)
+	}
+	if up := r.Snapshot().Plans[0].Seconds.ReduceUp; up <= 0 {
+		t.Fatalf("the reduce's up phase was not timed: %v", up)
+	}
+	for seq := uint64(10); seq < 10+70; seq++ { // never ended: the oldest are closed
+		r.Begin(seq, kx.Fingerprint{Kind: kx.KindConfig, Plan: 2})
+	}
+	if r.planActive != 64 {
+		t.Fatalf("70 begun, 64 kept: planActive %d", r.planActive)
 	}
 }
 

@@ -63,6 +63,9 @@ const timedSendBytes = 64 << 10
 // EnterSend is Enter for a send of bufs; with the timeline on it reads the clock only for a
 // send large enough to take time.
 func (s *Recorder) EnterSend(tag kx.Tag, bufs [][]byte) int64 {
+	if s.idle() {
+		return 0
+	}
 	s.mu.Lock()
 	s.enterLocked(s.find(tag.Seq), tag)
 	s.mu.Unlock()
@@ -85,6 +88,9 @@ func (s *Recorder) EnterSend(tag kx.Tag, bufs [][]byte) int64 {
 // for parts already landed, and the wait for the whole message after the combine waited for
 // all its rows finds it landed; a small call would spend more on clock reads than on waits.
 func (s *Recorder) EnterWait(tag kx.Tag, peer, n int) int64 {
+	if s.idle() {
+		return -1 // Message records nothing
+	}
 	s.mu.Lock()
 	a := s.find(tag.Seq)
 	s.enterLocked(a, tag)

@@ -43,7 +43,7 @@ type tscClock struct {
 	// is the anchors' correction, one word: an anchor is one compare-and-swap.
 	cal  atomic.Pointer[calLine]
 	corr atomic.Int64
-	// lastAt: the latest At (read with atomic.LoadInt64, written with storeRelaxed);
+	// lastAt: the latest At (read with atomic.LoadInt64, written with kx.StoreRelaxed);
 	// anchored: the local clock at the last anchor.
 	lastAt   int64
 	anchored atomic.Int64
@@ -141,7 +141,7 @@ func (t *Tracer) now() int64 {
 func (t *Tracer) at(l *calLine, ns int64) {
 	c := &t.clk
 	if ns > atomic.LoadInt64(&c.lastAt) {
-		storeRelaxed(&c.lastAt, ns)
+		kx.StoreRelaxed(&c.lastAt, ns) // no fence: the floor needs none
 	}
 	if ns-c.anchored.Load() >= anchorEvery {
 		t.anchor(l)

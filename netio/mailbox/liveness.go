@@ -33,9 +33,11 @@ func newLiveness(size int) liveness {
 // heard records data bytes from src (which also prove it alive).
 func (l *liveness) heard(src int) {
 	if src >= 0 && src < len(l.lastHeard) {
+		// Relaxed stores: every frame received passes here, and a stamp needs no fence (its
+		// readers judge silence in milliseconds; concurrent stamps are the same moment).
 		now := kx.MonoNow()
-		l.lastData[src].Store(now)
-		l.lastHeard[src].Store(now)
+		kx.StoreRelaxedInt64(&l.lastData[src], now)
+		kx.StoreRelaxedInt64(&l.lastHeard[src], now)
 	}
 }
 

@@ -3,6 +3,7 @@
 package shm
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -409,5 +410,37 @@ func TestNoAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per frame", allocs)
+	}
+}
+
+// NextInto reads a frame's head with its length in one call: frames shorter than the head are
+// left whole (Next's contract), longer ones continue where the head ends, across the ring's wrap.
+func TestNextInto(t *testing.T) {
+	a, b := pair(t, 4096, Options{})
+	w, r := a.Writer(), b.Reader()
+	for i, n := range []int{0, 10, 56, 57, 300, 1000, 3000, 56, 2500, 7} {
+		frame := make([]byte, n)
+		for k := range frame {
+			frame[k] = byte(i*31 + k)
+		}
+		if err := w.WriteFrame(bounded(), frame); err != nil {
+			t.Fatal(err)
+		}
+		var head [56]byte
+		got, err := r.NextInto(bounded(), head[:])
+		if err != nil || got != n {
+			t.Fatalf("frame %d of %d bytes: NextInto = %d, %v", i, n, got, err)
+		}
+		all := make([]byte, 0, n)
+		if n >= len(head) {
+			all = append(all, head[:]...)
+		}
+		rest := make([]byte, r.Remaining())
+		if err := r.ReadFull(bounded(), rest); err != nil {
+			t.Fatalf("frame %d: the rest: %v", i, err)
+		}
+		if all = append(all, rest...); !bytes.Equal(all, frame) {
+			t.Fatalf("frame %d of %d bytes: read back differs", i, n)
+		}
 	}
 }

@@ -169,8 +169,8 @@ func predictPlans(w io.Writer, n int64, density, alpha float64, ranks int, plann
 		fmt.Fprintf(w, "%-10s %-12s %-12.4g %-12.4g %.4g\n", p.name, kx.FormatDegrees(p.ds), tp.ConfigS, tp.ReduceS, tp.ConfigS+tp.ReduceS)
 	}
 	if best, bt, err := planning.PlanDegreesByCost(n, density, ranks, alpha, ts.link, ts.cluster, ts.rates, ts.work); err == nil {
-		fmt.Fprintf(w, "%-10s %-12s %-12.4g %-12.4g %.4g   (degrees=auto on measured links: fewest layers within 5%% of the cheapest)\n",
-			"by cost", kx.FormatDegrees(best), bt.ConfigS, bt.ReduceS, bt.ConfigS+bt.ReduceS)
+		fmt.Fprintf(w, "%-10s %-12s %-12.4g %-12.4g %.4g   (degrees=auto on measured links: fewest layers within %.0f%% of the cheapest)\n",
+			"by cost", kx.FormatDegrees(best), bt.ConfigS, bt.ReduceS, bt.ConfigS+bt.ReduceS, 100*planning.PlanSlack(ts.cluster))
 	}
 	tp := preds[0]
 	fmt.Fprintf(w, "%s %s by layer (ms): config top sort %.3g, reduce top+bottom gathers %.3g\n", how, kx.FormatDegrees(planned), 1e3*tp.SortS, 1e3*tp.TopS)

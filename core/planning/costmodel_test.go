@@ -121,3 +121,18 @@ func TestPlanDegreesByCost(t *testing.T) {
 		t.Error("no link accepted")
 	}
 }
+
+// A plan of more layers is chosen only when predicted cheaper by more than the slack, which is
+// wider on a crowded host (ranks outnumbering cores), where each layer's wait for cores is not
+// priced: [4,2] predicted 10% under [8] wins on its own cores and loses on a crowded host.
+func TestFewestLayersWithinSlack(t *testing.T) {
+	cands := [][]int{{8}, {4, 2}, {2, 2, 2}}
+	preds := []TimePrediction{{ConfigS: 1.0, ReduceS: 0.1}, {ConfigS: 0.89, ReduceS: 0.1}, {ConfigS: 1.2, ReduceS: 0.2}}
+	cheapest := 0.99
+	if got := cands[fewestLayersWithin(cands, preds, cheapest, planSlack)]; len(got) != 2 {
+		t.Errorf("uncrowded: %v, want [4 2] (11%% cheaper than direct)", got)
+	}
+	if got := cands[fewestLayersWithin(cands, preds, cheapest, crowdedPlanSlack)]; len(got) != 1 {
+		t.Errorf("crowded: %v, want [8] (within %.0f%%)", got, 100*crowdedPlanSlack)
+	}
+}

@@ -299,12 +299,15 @@ func TestPassThroughOutput(t *testing.T) {
 func TestFailingRankStopsOthers(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	// The sleeping ranks run sleep as a child ("; true" keeps sh from exec'ing it), so the
-	// whole process group has to go.
+	// The sleeping ranks run sleep as a child, so the whole process group has to go. Each
+	// starts its sleep before it says it is ready and then waits in the shell's wait, which a
+	// trapped signal interrupts at once: a foreground sleep started just after the group's
+	// SIGTERM landed (the rank had said it was ready a moment before) would hold the trap back
+	// until the grace's SIGKILL (CI, under load: "rank 2 was not stopped by SIGTERM").
 	prog := `cd "$OUT"; if [ "$KYLIX_RANK" = 1 ]; then
 		while [ ! -s pid.0 ] || [ ! -s pid.2 ]; do sleep 0.05; done; exit 3; fi
 		trap 'touch term.$KYLIX_RANK; exit 143' TERM
-		echo $$ > pid.$KYLIX_RANK; sleep 287; touch survived.$KYLIX_RANK`
+		sleep 287 & echo $$ > pid.$KYLIX_RANK; wait; touch survived.$KYLIX_RANK`
 	l := startLauncher(t, dir, []string{"OUT=" + dir}, nil, "-n", "3", "sh", "-c", prog)
 	pids := readPIDs(t, filepath.Join(dir, "pid.0"), filepath.Join(dir, "pid.2"))
 	r := l.wait(t, 60*time.Second) // fail-safe: the job ends within a second

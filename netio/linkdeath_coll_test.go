@@ -160,6 +160,14 @@ func collDeath(t *testing.T, lk string, s deathSpec) {
 			done[r]++
 		}
 		failed[r] = c.FailedRanks()
+		// With a live replica of every node the calls need not wait for the death to be
+		// noticed (the replica's copies win the race): it must be noticed, not before the
+		// last call. The socket's end comes with the killed process; the wait is a bound.
+		for end := time.Now().Add(20 * time.Second); s.Coll.Replicas > 1 && s.Sig == syscall.SIGKILL &&
+			!slices.Contains(failed[r], victim) && time.Now().Before(end); {
+			time.Sleep(5 * time.Millisecond)
+			failed[r] = c.FailedRanks()
+		}
 		return nil
 	})
 	for r, err := range errs {

@@ -10,9 +10,14 @@
 //
 // Cost: a comm without a timeline pays one nil test a hook. With one, an event is a fixed-size
 // record written into one of two fixed buffers under a mutex; a writer goroutine swaps the
-// buffers and encodes off the call path (on the rank's processor, between calls). When the
-// writer falls behind and both buffers are full, events are dropped and counted (the count
-// goes in the file): a call never waits for the disk.
+// buffers, encodes and writes. It runs when a call lets it, at the end of every flushCalls-th
+// collective, which every rank reaches at once so that their pauses overlap (letWriterRun), and
+// otherwise every flushEvery or when a buffer is half full. When the writer falls behind and
+// both buffers are full, events are dropped and counted (the count goes in the file): a call
+// never waits for the disk. The file's blocks are reserved ahead of its end where the kernel
+// can (reserve_linux.go), which halves a write's cost on ext4. A small call's own share (its
+// clock reads and records) and the writer's (encoding and writing about 280 bytes an event)
+// are measured in docs/measurements.md, "The timeline's cost".
 //
 // Clocks: each rank's events are on its own monotonic clock, started at its wall-clock time,
 // plus the offset to rank 0's clock that Align measures at init over the job's own connections;

@@ -528,3 +528,57 @@ func TestCounterFinalValue(t *testing.T) {
 		t.Errorf("counter values %v, want [10 30]", got)
 	}
 }
+
+// The encoder reuses a call's arguments only while they are the same: a line encoded after
+// others matches the line a fresh encoder writes for the same event.
+func TestCallArgsReusedOnlyWhenSame(t *testing.T) {
+	fp := kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(kx.F32), Op: uint16(kx.Sum), Width: 1, Plan: 3}
+	base := Event{Kind: kindCall, Name: CallName(fp.Kind), TS: 1000, Dur: 500, Seq: 1, FP: fp}
+	base.N[0], base.N[1], base.N[2], base.N[3] = 100, 200, 25, 50
+	vary := []func(e *Event){
+		func(e *Event) {},
+		func(e *Event) { e.N[0]++ },
+		func(e *Event) { e.N[3] = 0; e.N[2] = 0 },
+		func(e *Event) { e.FP.Plan = 4 },
+		func(e *Event) { e.FP.Op = uint16(kx.Max) },
+		func(e *Event) { e.FP.Kind, e.FP.Plan, e.FP.Count = kx.KindAllreduce, 0, 8 },
+		func(e *Event) { e.N[4], e.Msg = int64(kx.CodePeer), "rank 1 died" },
+		func(e *Event) { e.Seq, e.TS = 99, 5000 },
+	}
+	c := &encoder{pid: 2}
+	for round := 0; round < 2; round++ { // each change after every other
+		for i, f := range vary {
+			e := base
+			f(&e)
+			got := string(e.encode(nil, c))
+			want := string(e.encode(nil, &encoder{pid: 2}))
+			if got != want {
+				t.Fatalf("round %d, event %d: reused %q, fresh %q", round, i, got, want)
+			}
+		}
+	}
+}
+
+// The writer runs when a call lets it in, at every flushCalls-th collective: with its clock
+// stopped and the buffers far from half full, nothing else wakes it.
+func TestWriterLetInAtSharedSequenceNumbers(t *testing.T) {
+	old := flushEvery
+	flushEvery = time.Hour
+	defer func() { flushEvery = old }()
+	tr, err := Open(t.TempDir(), 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	fp := kx.Fingerprint{Kind: kx.KindAllreduce, Dtype: uint8(kx.F32), Op: uint16(kx.Sum), Width: 1, Count: 8}
+	for seq := uint64(1); seq <= flushCalls; seq++ {
+		tr.Call(seq, fp, int64(seq)*1000, int64(seq)*1000+500, 32, 32, 0, 0, nil, nil)
+	}
+	deadline := time.Now().Add(20 * time.Second) // fail-safe: the writer needs only a turn
+	for tr.written.Load() < flushCalls && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := tr.written.Load(); n != flushCalls {
+		t.Fatalf("written after the %d-th call: %d events, want %d", flushCalls, n, flushCalls)
+	}
+}

@@ -8,12 +8,14 @@
 # ratio on/off. With --before=DIR (another checkout, built with `make all`), that build's runs
 # alternate with this one's (before off, before on, this off, this on, ...) and both are
 # summarized: a change's effect measured in the same run. Not a test: `make test` does not run it.
+# The latency runs are long enough (20000 calls of each kind) for the timeline's writer to run
+# many times inside them: 2000 calls filled less than half a buffer, so its cost fell outside.
 #
-#   tests/bench/run_timeline_overhead.sh [--ranks=2] [--reps=5] [--iters=2000] [--n=1e7]
+#   tests/bench/run_timeline_overhead.sh [--ranks=2] [--reps=5] [--iters=20000] [--n=1e7]
 #                                        [--density=0.2] [--only=lat|large] [--before=DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-ranks=2 reps=5 iters=2000 n=1e7 density=0.2 only= before=
+ranks=2 reps=5 iters=20000 n=1e7 density=0.2 only= before=
 for a in "$@"; do
   case $a in
   --ranks=*) ranks=${a#*=} ;;

@@ -313,10 +313,40 @@ func takeStream(t *testing.T, rv kx.Receiver) (int, error) {
 		}
 		pattern(want, k)
 		if string(b) != string(want) {
-			t.Fatalf("stream message %d: %d bytes, not the ones sent", k, len(b))
+			t.Fatalf("stream message %d: %d bytes, not the ones sent: %s", k, len(b), describeMismatch(b, want))
 		}
 		rv.Release(b)
 	}
+}
+
+// describeMismatch says how b differs from want (pattern's bytes): where the first wrong byte
+// is, how many are wrong, and which message's pattern b starts with and how far it holds (a
+// whole other message is a payload buffer given out twice; a tail of other bytes, a frame
+// handed over before all of it was written).
+func describeMismatch(b, want []byte) string {
+	first, wrong := -1, 0
+	for i := range min(len(b), len(want)) {
+		if b[i] != want[i] {
+			wrong++
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	other := "none"
+	if len(b) > 0 && b[0] != 0 {
+		k := (int(b[0]) - 1 + 251) % 251 // pattern(k) starts with k%251+1
+		held := 0
+		for held < len(b) && b[held] == byte((held+k)%251+1) {
+			held++
+		}
+		other = fmt.Sprintf("message k≡%d (mod 251) for its first %d bytes", k, held)
+	}
+	if first < 0 {
+		return fmt.Sprintf("%d bytes, %d wanted; the bytes are %s", len(b), len(want), other)
+	}
+	return fmt.Sprintf("first wrong byte at %d (%d there, %d wanted), %d of %d wrong; the bytes are %s",
+		first, b[first], want[first], wrong, len(b), other)
 }
 
 // memStream is TestLinkDeathStream in memory: rank 1 sends 20 messages, then is killed or

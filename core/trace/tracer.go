@@ -213,8 +213,8 @@ func (t *Tracer) wake() {
 	}
 }
 
-// writer encodes the full buffer while calls fill the other, every flushEvery or sooner when
-// the buffer is half full.
+// writer encodes the full buffer while calls fill the other: when a call lets it in
+// (letWriterRun), every flushEvery, or sooner when the buffer is half full.
 func (t *Tracer) writer() {
 	defer close(t.done)
 	tick := time.NewTicker(flushEvery)

@@ -143,7 +143,7 @@ func (t *TCP) readFrame(p *peer, l link, want *mailbox.Want) (done bool) {
 		p.ring().endTCP(true) // the bye in the ring, behind the data, is the one that counts
 		return true
 	case bye:
-		p.bye.Store(true)
+		p.t.mb.MarkFinalized(p.rank)
 		p.down(mailbox.FinalizedError(p.rank))
 		return true
 	}

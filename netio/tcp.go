@@ -48,8 +48,6 @@ type peer struct {
 	werr     atomic.Pointer[error] // set once a write failed: later writes fail with it
 	late     lateQueue             // frames a slow replica has yet to take (latesend.go)
 	readDone chan struct{}         // closed when the socket's readLoop returns
-	downed   chan struct{}         // closed by down
-	bye      atomic.Bool           // its bye was read: it finalized (finalizedWhileCopied)
 }
 
 // writeChunk is how much one writev may carry before the write deadline is pushed on: the
@@ -67,7 +65,7 @@ func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn,
 		if c == nil || r == rank {
 			continue
 		}
-		p := &peer{t: t, rank: r, conn: c, w: wlock.New(), readDone: make(chan struct{}), downed: make(chan struct{})}
+		p := &peer{t: t, rank: r, conn: c, w: wlock.New(), readDone: make(chan struct{})}
 		p.sock = newSockLink(p)
 		p.data = p.sock
 		if r < len(pairs) {
@@ -379,7 +377,6 @@ func (t *TCP) DropPeer(rank int) {
 func (p *peer) down(err error) {
 	p.downOnce.Do(func() {
 		p.t.mb.MarkDead(p.rank, err)
-		close(p.downed)
 		p.conn.Close()
 		p.data.close() // a ring's ends its reader and any write waiting for room
 	})

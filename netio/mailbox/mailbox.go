@@ -35,6 +35,7 @@ type Mailbox struct {
 	fp      kx.Fingerprint
 	boxes   []*seqBox   // by sequence: the current collective's and those of early frames (tables.go)
 	dead    []error     // per rank: why it is gone, nil while alive
+	bye     []bool      // per rank: it is gone because it said bye (MarkFinalized)
 	anyDead atomic.Bool // some rank is dead: Dead, asked before every send, looks under mu only then
 	closed  error       // set by Close: every wait fails with it
 	waiters []*waiter
@@ -96,6 +97,7 @@ func New(rank, size int, timeout time.Duration) *Mailbox {
 		race:    raceTable{counts: make([]raceCounters, size)},
 		scratch: make([][]byte, size),
 		dead:    make([]error, size),
+		bye:     make([]bool, size),
 	}
 	m.quiet.L = &m.mu
 	return m
@@ -350,6 +352,36 @@ func (m *Mailbox) MarkDead(r int, err error) {
 	m.anyDead.Store(true)
 	for _, w := range m.waiters {
 		wake(w) // deaths are rare; each wait checks whether it waited for r (or r's node)
+	}
+}
+
+// MarkFinalized is MarkDead for a rank that said bye (FinalizedError), which Finalized tells
+// apart from a death.
+func (m *Mailbox) MarkFinalized(r int) {
+	m.mu.Lock()
+	if r >= 0 && r < m.size && m.dead[r] == nil {
+		m.bye[r] = true
+	}
+	m.mu.Unlock()
+	m.MarkDead(r, FinalizedError(r))
+}
+
+// Finalized waits up to d for rank r to be marked gone and tells whether it said bye (false
+// for a death, or when nothing was marked by then). A send that waited for the peer to release
+// its payload asks (netio: awaitRefCopied), where the peer's bye and its release race.
+func (m *Mailbox) Finalized(r int, d time.Duration) bool {
+	if r < 0 || r >= m.size {
+		return false
+	}
+	deadline := time.Now().Add(d)
+	for {
+		m.mu.Lock()
+		gone, bye := m.dead[r] != nil, m.bye[r]
+		m.mu.Unlock()
+		if gone || !time.Now().Before(deadline) {
+			return bye
+		}
+		time.Sleep(100 * time.Microsecond) // a rare path: the reader is about to read the bye
 	}
 }
 

@@ -296,3 +296,35 @@ func TestRecycledBoxStartsEmpty(t *testing.T) {
 			b.seen, b.accepted, b.stalled, len(b.msgs), b.fail)
 	}
 }
+
+// Finalized tells a rank that said bye (MarkFinalized) from one that died, waiting a bounded
+// time for the verdict: a send whose wait the peer's bye ended counts as done (netio's
+// awaitRefCopied), a death does not.
+func TestFinalizedTellsByeFromDeath(t *testing.T) {
+	m := New(0, 4, time.Second)
+	m.MarkFinalized(1)
+	m.MarkDead(2, LostError(2, "its process died (shared memory)"))
+	if !m.Finalized(1, 0) {
+		t.Errorf("rank 1 said bye: Finalized = false")
+	}
+	if m.Finalized(2, time.Second) {
+		t.Errorf("rank 2 died: Finalized = true")
+	}
+	_, err := m.Recv(1, kx.Tag{FP: fpAll, Phase: 1})
+	wantErr(t, err, kx.CodePeer, "rank 1 has finalized")
+	go func() {
+		time.Sleep(20 * time.Millisecond) // the reader reaches the bye after the wait ended
+		m.MarkFinalized(3)
+	}()
+	if !m.Finalized(3, 10*time.Second) {
+		t.Errorf("rank 3's bye, marked after the question: not waited for")
+	}
+	start := time.Now()
+	if m.Finalized(0, 50*time.Millisecond) || time.Since(start) < 50*time.Millisecond {
+		t.Errorf("a rank not marked gone: Finalized true, or it did not wait its bound")
+	}
+	m.MarkDead(3, LostError(3, "late")) // a later death does not undo the bye
+	if !m.Finalized(3, 0) {
+		t.Errorf("rank 3's bye forgotten")
+	}
+}

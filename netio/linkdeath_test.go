@@ -170,8 +170,8 @@ func wantRankErr(t *testing.T, err error, code kx.Code, rank int) {
 // startChild starts rank 1 of a 2-rank job with spec s and connects rank 0 here. The caller
 // kills and waits for the child (stop).
 //
-// A port of the spec found taken when rank 0 binds it (about one run in twenty of the netio
-// package under load, by whom is not known: internal/freeport checked it free and gives it out
+// A port of the spec found taken when rank 0 binds it (3 of 94 runs of the netio package under
+// two busy loops, by whom is not known: internal/freeport checked it free and gives it out
 // once in this process) is not what these tests are about: both ranks start again on fresh
 // ports, twice at most.
 func startChild(t *testing.T, s deathSpec) (tr *netio.TCP, stop func()) {

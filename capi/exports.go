@@ -160,10 +160,15 @@ func reduceArgs(dtype, op C.int, width C.int32_t) (kx.Dtype, kx.Op, int, error) 
 func viewable(d kx.Dtype, w int) bool { return d.Valid() && w >= 1 }
 
 func debugf(ce *commEntry, format string, args ...any) {
-	if ce.logLevel >= logDebug {
+	if ce.debug() {
 		logf(logDebug, ce.logLevel, ce.c.Rank(), format, args...)
 	}
 }
+
+// debug tells whether the comm logs at debug level. The calls made in loops test it before
+// debugf: its arguments are boxed (allocated) before debugf can look, and an allocation a call
+// brings the garbage collector's pauses into a loop of small steps.
+func (ce *commEntry) debug() bool { return ce.logLevel >= logDebug }
 
 // ---- membership ----------------------------------------------------------------------------
 
@@ -424,6 +429,9 @@ func kylixgo_reduce(h C.uintptr_t, outVals, inVals unsafe.Pointer, dtype, op C.i
 		d, o, w, ob, ib, err := reduceBufs(pe, outVals, inVals, dtype, op, width)
 		if err != nil {
 			return reject(name, s, err)
+		}
+		if !ce.debug() {
+			return status(name, s, pe.p.Reduce(ob, ib, d, o, w))
 		}
 		t0 := time.Now()
 		err = pe.p.Reduce(ob, ib, d, o, w)

@@ -34,7 +34,9 @@ func kylixgo_ireduce(h C.uintptr_t, outVals, inVals unsafe.Pointer, dtype, op C.
 			return fail(name, s, err)
 		}
 		*req = C.uintptr_t(addRequest(ce, r, name))
-		debugf(ce, "%s: plan %#x %s/%s width %d -> request %#x", name, pe.h, d, o, w, uint64(*req))
+		if ce.debug() {
+			debugf(ce, "%s: plan %#x %s/%s width %d -> request %#x", name, pe.h, d, o, w, uint64(*req))
+		}
 		return 0
 	})
 }
@@ -56,7 +58,9 @@ func kylixgo_iallreduce(h C.uintptr_t, send, recv unsafe.Pointer, count C.int64_
 			return fail(name, s, err)
 		}
 		*req = C.uintptr_t(addRequest(ce, r, name))
-		debugf(ce, "%s: count %d %s/%s -> request %#x", name, int64(count), d, o, uint64(*req))
+		if ce.debug() {
+			debugf(ce, "%s: count %d %s/%s -> request %#x", name, int64(count), d, o, uint64(*req))
+		}
 		return 0
 	})
 }

@@ -22,10 +22,15 @@ type valueSpec struct {
 	// the bottom rounds them once and the up phase carries the caller's floats (upSpec): the
 	// accumulator form lives only where values are combined.
 	acc bool
+	up  *valueSpec // an RSum's upSpec, made with it so that a reduce allocates none
 }
 
 func newValueSpec(d kx.Dtype, o kx.Op, width int) *valueSpec {
-	return &valueSpec{d: d, o: o, width: width, es: width * kernels.ElemBytes(d, o), acc: o == kx.RSum}
+	vs := &valueSpec{d: d, o: o, width: width, es: width * kernels.ElemBytes(d, o), acc: o == kx.RSum}
+	if vs.acc {
+		vs.up = &valueSpec{d: d, o: kx.Sum, width: width, es: width * d.Size()}
+	}
+	return vs
 }
 
 // upSpec is the spec of the up phase's values: the caller's own. An RSum's bottom values are
@@ -35,7 +40,7 @@ func (vs *valueSpec) upSpec() *valueSpec {
 	if !vs.acc {
 		return vs
 	}
-	return &valueSpec{d: vs.d, o: kx.Sum, width: vs.width, es: vs.width * vs.d.Size()}
+	return vs.up
 }
 
 // intoAcc folds the caller's values into the fresh vector v: row outPos[p] gets caller row p,

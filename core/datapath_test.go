@@ -73,6 +73,53 @@ func TestReduceAllocatesNoValueMemory(t *testing.T) {
 	}
 }
 
+// A loop of small reduces on a kept plan allocates nothing once warm: an allocation a call
+// brings the garbage collector's pauses into the loop (a 248-key reduce on 2 ranks lost 14% of
+// its mean to them, docs/measurements.md "Small steps: no allocation a reduce"). Counted over
+// all ranks of an in-memory job (the process's count): one allocation a call would be
+// thousands. RSum has specs of its own (the up phase's), so it is looped too.
+func TestSmallReduceAllocatesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		m       int
+		degrees string
+		d       kx.Dtype
+		o       kx.Op
+	}{{2, "direct", kx.F32, kx.Sum}, {3, "direct", kx.F64, kx.RSum}, {4, "2x2", kx.F32, kx.Max}} {
+		t.Run(fmt.Sprintf("m%d_%s_%s_%s", tc.m, tc.degrees, tc.d, tc.o), func(t *testing.T) {
+			const k, calls = 248, 2000
+			j := newLiveJob(t, tc.m, kx.Options{Degrees: tc.degrees, Threads: 1})
+			sets := benchSets(tc.m, k, 1_000_000)
+			plans := make([]*core.Plan, tc.m)
+			j.each(t, func(r int, c *core.Comm) (err error) {
+				plans[r], err = c.Config(sets[r], sets[r])
+				return err
+			})
+			var before, after runtime.MemStats
+			loop := func(n int) {
+				j.each(t, func(r int, c *core.Comm) error {
+					v, res := make([]byte, k*tc.d.Size()), make([]byte, k*tc.d.Size())
+					for i := 0; i < n; i++ {
+						if err := plans[r].Reduce(v, res, tc.d, tc.o, 1); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+			}
+			loop(50) // sizes the plans' buffers and the transport's free lists
+			runtime.ReadMemStats(&before)
+			loop(calls)
+			runtime.ReadMemStats(&after)
+			// The loop's own goroutines and buffers are a few dozen allocations, once.
+			n := after.Mallocs - before.Mallocs
+			t.Logf("%d allocations over %d reduces on each of %d ranks", n, calls, tc.m)
+			if n > calls/20 {
+				t.Errorf("%d allocations over %d reduces on each of %d ranks, want next to none", n, calls, tc.m)
+			}
+		})
+	}
+}
+
 // randomData is rank data with random floats (not exact in any order): a change in the order
 // of operations changes the bits.
 func randomData(seed int64, rank, n, k, width int) rankData {

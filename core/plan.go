@@ -34,7 +34,8 @@ type Plan struct {
 	packed        bool
 	fusedUp       bool // reduce gathers layer 0's up messages as it combines (canFuseUp)
 	outDst, inRow []int32
-	vals          *planBufs // value buffers, sized by the first reduce (planbufs.go)
+	vals          *planBufs  // value buffers, sized by the first reduce (planbufs.go)
+	spec          *valueSpec // the last reduce's (Plan.valueSpec)
 	freed         bool
 }
 

@@ -50,7 +50,18 @@ func (p *Plan) checkReduce(outVals, inVals []byte, d kx.Dtype, o kx.Op, width in
 		return kx.Fingerprint{}, nil, nil, c.Reject(err)
 	}
 	fp := kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(d), Op: uint16(o), Width: int32(width), Plan: p.id}
-	return fp, b, newValueSpec(d, o, width), nil
+	return fp, b, p.valueSpec(d, o, width), nil
+}
+
+// valueSpec is the spec of a reduce's values: the last one's while the arguments repeat, as
+// they do in a loop of small steps, where an allocation a call would bring the garbage
+// collector's pauses (a spec is never changed once made, so a queued request keeps its own).
+func (p *Plan) valueSpec(d kx.Dtype, o kx.Op, width int) *valueSpec {
+	if vs := p.spec; vs != nil && vs.d == d && vs.o == o && vs.width == width {
+		return vs
+	}
+	p.spec = newValueSpec(d, o, width)
+	return p.spec
 }
 
 // reduceBody runs collective seq, a reduce whose arguments checkReduce accepted.
@@ -218,11 +229,18 @@ func (p *Plan) combineBuckets(i int, b *planBufs, vs *valueSpec, tag kx.Tag, dst
 		if w == 1 {
 			p.combineSub(i, s0, s1, b, own, dst, vs, &cb)
 		} else {
-			keyset.Parallel(s1-s0, func(k int) { p.combineSub(i, s0+k, s0+k+1, b, own, dst, vs, nil) })
+			p.combineSubs(i, s0, s1, b, own, dst, vs)
 		}
 		s0 = s1
 	}
 	return nil
+}
+
+// combineSubs combines sub-ranges s0..s1-1 of layer i, one a worker. A function of its own so
+// that combineBuckets' loop variables stay on the stack: a closure that captures one it
+// changes moves it to the heap, an allocation a call even where no worker runs.
+func (p *Plan) combineSubs(i, s0, s1 int, b *planBufs, own, dst []byte, vs *valueSpec) {
+	keyset.Parallel(s1-s0, func(k int) { p.combineSub(i, s0+k, s0+k+1, b, own, dst, vs, nil) })
 }
 
 // subGroupBytes bounds the merged rows one combineSub call covers on one thread: sub-ranges

@@ -39,9 +39,11 @@ type Mailbox struct {
 	anyDead atomic.Bool // some rank is dead: Dead, asked before every send, looks under mu only then
 	closed  error       // set by Close: every wait fails with it
 	waiters []*waiter
-	// freeWaiters are waiters done with, for reuse; freeBoxes the same for boxes.
+	// freeWaiters are waiters done with, for reuse; freeBoxes and freePosts the same for boxes
+	// and posts (a small step allocates nothing: no collector's pauses in a loop of them).
 	freeWaiters []*waiter
 	freeBoxes   []*seqBox
+	freePosts   []*post
 	// posts are the landing places core named with Post for the current collective (cur):
 	// a data frame for one of them is read straight into it (see claim).
 	posts []*post
@@ -175,6 +177,7 @@ func (m *Mailbox) Begin(seq uint64, fp kx.Fingerprint) {
 		if p.state == postEarly {
 			PutBuf(p.data)
 		}
+		m.recyclePost(p)
 		m.posts[i] = nil
 	}
 	m.posts = m.posts[:0]

@@ -57,13 +57,37 @@ func (m *Mailbox) expect(from int, tag kx.Tag, dst []byte, fold kx.Fold) {
 	if m.closed != nil || !m.started || tag.Seq != m.cur {
 		return
 	}
-	p := &post{key: k, seq: tag.Seq, layer: tag.Layer, phase: k.phase, dst: dst, fold: fold}
+	p := m.newPost()
+	*p = post{key: k, seq: tag.Seq, layer: tag.Layer, phase: k.phase, dst: dst, fold: fold}
 	if b := m.boxOf(tag.Seq); b != nil {
 		if data := takeMsg(b, k); data != nil {
 			p.state, p.data = postEarly, data
 		}
 	}
 	m.setPost(p)
+}
+
+// newPost is a post from the free list, or a new one.
+func (m *Mailbox) newPost() *post {
+	if n := len(m.freePosts); n > 0 {
+		p := m.freePosts[n-1]
+		m.freePosts[n-1] = nil
+		m.freePosts = m.freePosts[:n-1]
+		return p
+	}
+	return new(post)
+}
+
+// recyclePost keeps a post of a collective that ended (Begin) for newPost, unless someone may
+// still hold it: a reader filling it (claim handed it out; landed or unfill is its last touch),
+// or one of a racing message, whose readers offer chunks to a post they claimed until they see
+// it landed (offer), which a post reused for the same key would not be.
+func (m *Mailbox) recyclePost(p *post) {
+	if p.state == postFilling || p.phase&raceBit != 0 || len(m.freePosts) >= 64 {
+		return
+	}
+	*p = post{}
+	m.freePosts = append(m.freePosts, p)
 }
 
 // claim is asked by a transport, before it reads a data frame's payload of n bytes, whether the

@@ -33,8 +33,7 @@ type ringLink struct {
 	gone    sync.Once
 
 	// guarded by the peer's write lock
-	hdr   [HeaderSize]byte
-	parts [][]byte // WriteFrame's argument
+	hdr [HeaderSize]byte
 
 	// The read side, guarded by the read token.
 	pl     *ringPayload // the current frame's payload as a mailbox.Payload
@@ -111,10 +110,7 @@ func setSpin(links []*ringLink, spin bool) {
 // stops reading is declared dead by liveness first).
 func (l *ringLink) write(h Header, bufs [][]byte, hard time.Time) error {
 	EncodeHeader(l.hdr[:], &h)
-	l.parts = append(append(l.parts[:0], l.hdr[:]), bufs...)
-	err := l.seg.Writer().WriteFrame(shm.Wait{Deadline: hard, Timeout: l.p.t.timeout}, l.parts...)
-	clear(l.parts) // drop references to the caller's memory
-	l.parts = l.parts[:0]
+	err := l.seg.Writer().WriteFrameHead(shm.Wait{Deadline: hard, Timeout: l.p.t.timeout}, l.hdr[:], bufs)
 	if err != nil {
 		return l.p.writeFailed(&h, err)
 	}

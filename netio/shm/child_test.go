@@ -133,7 +133,13 @@ func produce(w *Writer, count, maxPayload int, seed uint64) error {
 		binary.LittleEndian.PutUint32(hdr[4:], crc32.ChecksumIEEE(p))
 		a := rng.IntN(n + 1)
 		b := a + rng.IntN(n-a+1)
-		if err := w.WriteFrame(Wait{}, hdr[:], p[:a], p[a:b], p[b:]); err != nil {
+		var err error
+		if i%2 == 0 {
+			err = w.WriteFrame(Wait{}, hdr[:], p[:a], p[a:b], p[b:])
+		} else { // as a transport writes: its header, then its buffers
+			err = w.WriteFrameHead(Wait{}, hdr[:], [][]byte{p[:a], p[a:b], p[b:]})
+		}
+		if err != nil {
 			return fmt.Errorf("frame %d: %w", i, err)
 		}
 	}

@@ -87,11 +87,17 @@ func (w *Writer) free() uint64 { return w.size - (w.pos - w.headSeen) }
 // through it in chunks as the reader frees space. On error the frame may be cut short; the
 // ring is then unusable (the peer sees the cut only as a peer error), so close it.
 func (w *Writer) WriteFrame(wt Wait, parts ...[]byte) error {
+	return w.WriteFrameHead(wt, nil, parts)
+}
+
+// WriteFrameHead is WriteFrame of head followed by parts: a transport's frame header and the
+// caller's buffers, without first building one list of them.
+func (w *Writer) WriteFrameHead(wt Wait, head []byte, parts [][]byte) error {
 	if err := w.s.enter(); err != nil {
 		return err
 	}
 	defer w.s.exit()
-	var n uint64
+	n := uint64(len(head))
 	for _, p := range parts {
 		n += uint64(len(p))
 	}
@@ -107,6 +113,7 @@ func (w *Writer) WriteFrame(wt Wait, parts ...[]byte) error {
 	if w.free() >= total { // the common case: no wait, one publication
 		storeRelease(w.word(off+8), n)
 		w.pos += prefix
+		w.copyIn(head)
 		for _, p := range parts {
 			w.copyIn(p)
 		}
@@ -123,7 +130,11 @@ func (w *Writer) WriteFrame(wt Wait, parts ...[]byte) error {
 	w.word(off).Store(w.check(start, n, false)) // the frame streams in behind the tail
 	w.pos += prefix
 	left := pad16(n) // what the frame still needs, padding included
-	for _, p := range parts {
+	for i := -1; i < len(parts); i++ {
+		p := head
+		if i >= 0 {
+			p = parts[i]
+		}
 		for len(p) > 0 {
 			if w.free() == 0 {
 				if err := w.reserve(&wt, min(left, w.size/4)); err != nil {
@@ -165,8 +176,9 @@ func (w *Writer) Fits(n int) bool {
 // copyIn copies p (len(p) <= free) at pos, in two pieces when it wraps.
 func (w *Writer) copyIn(p []byte) {
 	off := w.pos & w.mask
-	k := copy(w.data[off:], p)
-	copy(w.data, p[k:])
+	if k := copy(w.data[off:], p); k < len(p) {
+		copy(w.data, p[k:])
+	}
 	w.pos += uint64(len(p))
 }
 

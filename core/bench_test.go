@@ -212,3 +212,35 @@ func benchAllreduce(b *testing.B, m, n int) {
 		return nil
 	})
 }
+
+// BenchmarkSmallReduce248x2 loops 248-key reduces of a kept plan on 2 in-memory ranks, each
+// on its own goroutine (as two processes loop them): the small step's cost without a network,
+// and with -benchmem its allocations (none: docs/measurements.md, "Small steps: no allocation
+// a reduce").
+func BenchmarkSmallReduce248x2(b *testing.B) {
+	const m, k = 2, 248
+	j := newLiveJob(b, m, kx.Options{Threads: 1})
+	sets := benchSets(m, k, 1_000_000)
+	plans := make([]*core.Plan, m)
+	j.each(b, func(r int, c *core.Comm) (err error) {
+		plans[r], err = c.Config(sets[r], sets[r])
+		return err
+	})
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for r := range plans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, res := make([]byte, 4*k), make([]byte, 4*k)
+			for i := 0; i < b.N; i++ {
+				if err := plans[r].Reduce(v, res, kx.F32, kx.Sum, 1); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -13,9 +13,16 @@ type receiver struct {
 	t *TCP
 }
 
+// recvLooked runs, when set (tests), between a Recv's first look and its driving wait: where a
+// reader goroutine may file the message before the wait takes the link (TestRecvKeepsKeyOrder).
+var recvLooked func()
+
 func (r receiver) Recv(from int, tag kx.Tag) ([]byte, error) {
 	if b, ok, err := r.TryRecv(from, tag); ok {
 		return b, err
+	}
+	if recvLooked != nil {
+		recvLooked()
 	}
 	if b, ok, err := r.t.recvDriven(from, tag); ok {
 		return b, err

@@ -139,6 +139,10 @@ func (t *TCP) recvDriven(from int, tag kx.Tag) (b []byte, ok bool, err error) {
 	var hand bool
 	if *want, hand = t.mb.WantOf(from, tag); !hand {
 		want = nil
+		if b, ok, err = t.mb.TryRecv(from, tag); ok { // filed before the tokens were taken
+			t.endDrive(true)
+			return b, true, err
+		}
 	}
 	for {
 		filed, over := t.driveStep(want)

@@ -64,7 +64,7 @@ func TestReduceAllocatesNoValueMemory(t *testing.T) {
 		if limit := float64(40 * tc.m); small > limit || large > limit {
 			t.Errorf("m=%d: %.0f / %.0f allocations per reduce, want at most %.0f", tc.m, small, large, limit)
 		}
-		if bytes > float64(tc.m*32<<10) {
+		if bytes > float64(tc.m*32<<10) && !raceOn { // the race detector's pools drop buffers
 			t.Errorf("m=%d: %.0f bytes allocated per reduce at 100K keys, want under 32 KiB per rank", tc.m, bytes)
 		}
 		if large > small*1.5+float64(4*tc.m) {
@@ -110,10 +110,12 @@ func TestSmallReduceAllocatesNothing(t *testing.T) {
 			runtime.ReadMemStats(&before)
 			loop(calls)
 			runtime.ReadMemStats(&after)
-			// The loop's own goroutines and buffers are a few dozen allocations, once.
+			// The loop's own goroutines and buffers are a few dozen allocations, once; with the
+			// race detector, whose pools drop a quarter of what is put back, about a hundred
+			// payload buffers more. One allocation a call would be thousands either way.
 			n := after.Mallocs - before.Mallocs
 			t.Logf("%d allocations over %d reduces on each of %d ranks", n, calls, tc.m)
-			if n > calls/20 {
+			if limit := uint64(calls / 20); n > limit && !raceOn || n > 4*limit {
 				t.Errorf("%d allocations over %d reduces on each of %d ranks, want next to none", n, calls, tc.m)
 			}
 		})

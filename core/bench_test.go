@@ -54,6 +54,17 @@ func newLiveJob(b testing.TB, m int, opts kx.Options) *liveJob {
 	return j
 }
 
+// plans configures sets[r] (in = out) on every rank and returns the plans.
+func (j *liveJob) plans(tb testing.TB, sets [][]int64) []*core.Plan {
+	tb.Helper()
+	plans := make([]*core.Plan, len(j.comms))
+	j.each(tb, func(r int, c *core.Comm) (err error) {
+		plans[r], err = c.Config(sets[r], sets[r])
+		return err
+	})
+	return plans
+}
+
 // each runs fn on every rank at once and fails the benchmark on any error.
 func (j *liveJob) each(b testing.TB, fn func(r int, c *core.Comm) error) {
 	b.Helper()
@@ -220,12 +231,7 @@ func benchAllreduce(b *testing.B, m, n int) {
 func BenchmarkSmallReduce248x2(b *testing.B) {
 	const m, k = 2, 248
 	j := newLiveJob(b, m, kx.Options{Threads: 1})
-	sets := benchSets(m, k, 1_000_000)
-	plans := make([]*core.Plan, m)
-	j.each(b, func(r int, c *core.Comm) (err error) {
-		plans[r], err = c.Config(sets[r], sets[r])
-		return err
-	})
+	plans := j.plans(b, benchSets(m, k, 1_000_000))
 	b.ReportAllocs()
 	b.ResetTimer()
 	var wg sync.WaitGroup

@@ -20,12 +20,7 @@ import (
 // with k indices per rank (averaged by testing.AllocsPerRun, which counts the whole process).
 func reduceAllocs(t *testing.T, m, k int, degrees string) (allocs, bytes float64) {
 	j := newLiveJob(t, m, kx.Options{Degrees: degrees, Threads: 1})
-	sets := benchSets(m, k, 20*k)
-	plans := make([]*core.Plan, m)
-	j.each(t, func(r int, c *core.Comm) (err error) {
-		plans[r], err = c.Config(sets[r], sets[r])
-		return err
-	})
+	plans := j.plans(t, benchSets(m, k, 20*k))
 	vals := make([][]byte, m)
 	res := make([][]byte, m)
 	for r := range vals {
@@ -88,12 +83,7 @@ func TestSmallReduceAllocatesNothing(t *testing.T) {
 		t.Run(fmt.Sprintf("m%d_%s_%s_%s", tc.m, tc.degrees, tc.d, tc.o), func(t *testing.T) {
 			const k, calls = 248, 2000
 			j := newLiveJob(t, tc.m, kx.Options{Degrees: tc.degrees, Threads: 1})
-			sets := benchSets(tc.m, k, 1_000_000)
-			plans := make([]*core.Plan, tc.m)
-			j.each(t, func(r int, c *core.Comm) (err error) {
-				plans[r], err = c.Config(sets[r], sets[r])
-				return err
-			})
+			plans := j.plans(t, benchSets(tc.m, k, 1_000_000))
 			var before, after runtime.MemStats
 			loop := func(n int) {
 				j.each(t, func(r int, c *core.Comm) error {

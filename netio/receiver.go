@@ -13,14 +13,15 @@ type receiver struct {
 	t *TCP
 }
 
-// recvLooked runs, when set (tests), between a Recv's first look and its driving wait: where a
-// reader goroutine may file the message before the wait takes the link (TestRecvKeepsKeyOrder).
+// recvLooked runs, when set (tests), at the start of a Recv, before its driving wait takes the
+// links: where a reader goroutine may file the message first (TestRecvKeepsKeyOrder).
 var recvLooked func()
 
+// Recv goes straight to the driving wait, whose first look (WantOf, then TryRecv when a frame
+// of the key is filed) comes after it took the links; a look before it would cost a small step
+// a pass through the mailbox for nothing where the waits read the links. Await looks first:
+// its driving wait looks only after each frame it files.
 func (r receiver) Recv(from int, tag kx.Tag) ([]byte, error) {
-	if b, ok, err := r.TryRecv(from, tag); ok {
-		return b, err
-	}
 	if recvLooked != nil {
 		recvLooked()
 	}

@@ -30,18 +30,19 @@ func (w *Want) Matches(src int, tag kx.Tag) bool {
 }
 
 // WantOf is the frame a Recv from `from` with tag waits for, and whether it may be handed over:
-// a message of the current collective that is not racing, none of whose key is filed already.
+// a message of the current collective that is not racing, none of whose key is filed already,
+// of a mailbox and collective that did not fail (the caller's TryRecv then says why).
 // The caller holds the read tokens of the links it may come on, so no other reader files one
-// meanwhile; a frame filed before it took them (by a reader goroutine, after the Recv's first
-// look) is the Recv's, and the next frame read a later message of the key: handing that over
-// would take a key's messages out of order.
+// meanwhile; a frame filed before it took them (by a reader goroutine) is the Recv's, and the
+// next frame read a later message of the key: handing that over would take a key's messages
+// out of order.
 func (m *Mailbox) WantOf(from int, tag kx.Tag) (Want, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if tag.Race || !m.started || tag.Seq != m.cur {
+	if tag.Race || !m.started || tag.Seq != m.cur || m.closed != nil {
 		return Want{}, false
 	}
-	if b := m.boxOf(tag.Seq); b != nil && b.msgAt(m.race.key(tag.Layer, wirePhase(tag), from)) >= 0 {
+	if b := m.boxOf(tag.Seq); b != nil && (b.fail != nil || b.msgAt(m.race.key(tag.Layer, wirePhase(tag), from)) >= 0) {
 		return Want{}, false
 	}
 	return Want{Src: from, Tag: kx.Tag{Seq: tag.Seq, Layer: tag.Layer, Phase: tag.Phase, FP: m.fp}}, true

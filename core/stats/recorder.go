@@ -104,7 +104,7 @@ type activeColl struct {
 	seq       uint64
 	kind      kx.Kind
 	plan      *planRec // nil unless config, reduce or config_reduce
-	start     int64    // kx.MonoNow
+	start     int64    // kx.FastMono
 	slot      int
 	slotStart int64
 	tl        tlColl // the timeline's view of it (timeline.go); zero when off
@@ -149,7 +149,7 @@ func NewRecorder() *Recorder {
 
 // Begin opens collective seq.
 func (s *Recorder) Begin(seq uint64, fp kx.Fingerprint) {
-	now := kx.MonoNow()
+	now := kx.FastMono()
 	s.mu.Lock()
 	a := s.newActive()
 	// Field by field: the timeline's part is large, and zeroing it every call when the
@@ -212,7 +212,7 @@ func (s *Recorder) Enter(tag kx.Tag) int64 {
 func (s *Recorder) enterLocked(a *activeColl, tag kx.Tag) {
 	if a != nil && a.plan != nil && tag.Phase != kx.PhaseSmall {
 		if sl := slotOf(a.kind, tag.Phase); sl != a.slot {
-			now := kx.MonoNow()
+			now := kx.FastMono()
 			a.plan.secs[a.slot] += time.Duration(now - a.slotStart)
 			a.slot, a.slotStart = sl, now
 		}
@@ -265,7 +265,7 @@ func (s *Recorder) countLocked(tag kx.Tag, n int, u Traffic) {
 // End closes collective seq: its time and outcome.
 func (s *Recorder) End(seq uint64, err error) {
 	s.mu.Lock()
-	s.endLocked(seq, err, kx.MonoNow())
+	s.endLocked(seq, err, kx.FastMono())
 	s.mu.Unlock()
 }
 
@@ -460,7 +460,7 @@ func (s *Recorder) Reset() {
 		r.calls, r.secs, r.agree, r.layers = PlanCalls{}, [numSlots]time.Duration{}, Traffic{}, nil
 		r.links, r.index = Traffic{}, nil
 	}
-	mono := kx.MonoNow()
+	mono := kx.FastMono()
 	for _, a := range s.active {
 		a.start, a.slotStart = mono, mono
 	}

@@ -11,7 +11,7 @@ import (
 // keepAlive); waits time out by the data clock alone, so a peer that is alive but late to a
 // collective (it keeps sending heartbeats) is waited for up to timeout_ms.
 type liveness struct {
-	// lastData[r] is when data bytes from r last arrived (kx.MonoNow: every frame received is stamped with it): a wait on r times out only
+	// lastData[r] is when data bytes from r last arrived (kx.FastMono: every frame received is stamped with it): a wait on r times out only
 	// after timeout without data, so a large message still streaming in is not a late peer.
 	// lastHeard[r] is when anything (data, heartbeat) last came from r.
 	lastData, lastHeard []atomic.Int64
@@ -34,8 +34,9 @@ func newLiveness(size int) liveness {
 func (l *liveness) heard(src int) {
 	if src >= 0 && src < len(l.lastHeard) {
 		// Relaxed stores: every frame received passes here, and a stamp needs no fence (its
-		// readers judge silence in milliseconds; concurrent stamps are the same moment).
-		now := kx.MonoNow()
+		// readers judge silence in milliseconds; concurrent stamps are the same moment). The
+		// counter's clock, for the same reason: it lags MonoNow by nanoseconds.
+		now := kx.FastMono()
 		kx.StoreRelaxedInt64(&l.lastData[src], now)
 		kx.StoreRelaxedInt64(&l.lastHeard[src], now)
 	}

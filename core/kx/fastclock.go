@@ -92,11 +92,22 @@ func (f *fastClock) refit() int64 {
 	}
 	l := &fastLine{t0: tk, ns0: ns, rate: uint64(r * (1 - slack) * (1 << 32)), span: int64(fastAnchorNs / r)}
 	if old := f.line.Load(); old != nil {
-		l.ns0 = max(ns, old.ns0+old.ns(max(tk-old.t0, 0))) // never back
+		at := old.ns0 + old.ns(max(tk-old.t0, 0))
+		if at-ns > fastAheadNs {
+			// a line that never reads ahead did: the counter's rate changed under it (a VM
+			// moved to another host?). Fit again from here; meanwhile FastMono is MonoNow.
+			f.t0, f.n0, f.w0 = tk, ns, w
+			f.line.Store(nil)
+			return ns
+		}
+		l.ns0 = max(ns, at) // never back
 	}
 	f.line.Store(l)
 	return l.ns0
 }
+
+// fastAheadNs: a line this far ahead of MonoNow at a refit no longer fits the counter.
+const fastAheadNs = 1000
 
 // extend is the last line read past its span, or MonoNow before the first line.
 func (f *fastClock) extend() int64 {

@@ -81,3 +81,37 @@ func BenchmarkMonoNow(b *testing.B) {
 		MonoNow()
 	}
 }
+
+// A line found reading ahead of MonoNow at a refit (the counter's rate changed under it) is
+// dropped, and a new one fitted from there a millisecond later.
+func TestFastMonoRefitsAfterRateChange(t *testing.T) {
+	if !tscUsable() {
+		t.Skip("the kernel does not keep time with the time-stamp counter here")
+	}
+	var f fastClock
+	f.refit() // the first pair
+	time.Sleep(2 * time.Millisecond)
+	f.refit()
+	l := f.line.Load()
+	if l == nil {
+		t.Fatal("no line after 2 ms")
+	}
+	fastRun := *l
+	fastRun.rate += fastRun.rate / 100 // 1% fast: 10 us ahead after 1 ms
+	f.line.Store(&fastRun)
+	time.Sleep(time.Millisecond)
+	if got, now := f.refit(), MonoNow(); got > now {
+		t.Fatalf("refit read %d, ahead of MonoNow %d", got, now)
+	}
+	if f.line.Load() != nil {
+		t.Fatal("the line that ran ahead was kept")
+	}
+	time.Sleep(2 * time.Millisecond)
+	f.refit()
+	if f.line.Load() == nil {
+		t.Fatal("no new line 2 ms after the reset")
+	}
+	if v, now := f.extend(), MonoNow(); v > now {
+		t.Fatalf("the new line reads %d, ahead of MonoNow %d", v, now)
+	}
+}

@@ -79,7 +79,7 @@ func Open(dir string, rank int, joiner bool) (*Tracer, error) {
 		return nil, kx.Errorf(kx.CodeArg, "timeline: cannot create %q: %v", path, err)
 	}
 	t := &Tracer{base: time.Now(), baseMono: kx.MonoNow(), rank: rank, pid: os.Getpid(), f: f, path: path,
-		buf: make([]Event, 0, BufferEvents), spare: make([]Event, 0, BufferEvents),
+		buf: newBuffer(), spare: newBuffer(),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	t.errNs.Store(-1)
 	t.startClock()
@@ -89,6 +89,19 @@ func Open(dir string, rank int, joiner bool) (*Tracer, error) {
 	}
 	go t.writer()
 	return t, nil
+}
+
+// newBuffer is an empty event buffer whose memory is in place already: a fresh allocation
+// this large comes from pages the kernel has not given yet, and the first write to each page
+// faults (a few µs on a VM). Touched here, at Open, those faults are not taken from the calls
+// that fill the buffers (about 800 of them, 0.1-0.2 µs a call on a 20000-call run of small
+// reduces).
+func newBuffer() []Event {
+	b := make([]Event, BufferEvents)
+	for i := range b {
+		b[i].Kind = 0 // a store, not a read: a read would map the shared zero page
+	}
+	return b[:0]
 }
 
 // Path is the rank's file.

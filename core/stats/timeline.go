@@ -19,7 +19,7 @@ type tlColl struct {
 	sent, recv int64
 	// steps are the phases so far, kept for the call's own event while the call is short;
 	// spilled: recorded as events of their own (a long call, or more than trace.InlineSteps).
-	steps   [2 * trace.InlineSteps]int64
+	steps   [trace.InlineSteps]int64
 	nsteps  int
 	spilled bool
 	// prefixes: per source, how much of its message a wait already covered (EnterWait).
@@ -102,8 +102,11 @@ func (s *Recorder) EnterWait(tag kx.Tag, peer, n int) int64 {
 	return -1 // Message records nothing
 }
 
-// inlineCallNs: a call shorter than this carries its phases in its own event.
+// inlineCallNs: a call shorter than this carries its phases in its own event (at most
+// trace.MaxInline: an inline phase's start and duration are packed in 24 bits each).
 const inlineCallNs = 200_000
+
+var _ [trace.MaxInline - inlineCallNs]struct{} // fails to build when inlineCallNs is too long
 
 // SetTracer attaches the timeline (nil detaches it). Called before the comm's first collective.
 func (s *Recorder) SetTracer(t *trace.Tracer) {
@@ -159,8 +162,7 @@ func (s *Recorder) endStep(seq uint64, a *activeColl, now int64) {
 		return
 	}
 	if !t.spilled && t.nsteps < trace.InlineSteps && now-t.start < inlineCallNs {
-		t.steps[2*t.nsteps] = trace.InlineStep(t.stepStart-t.start, t.step, t.stepLayer)
-		t.steps[2*t.nsteps+1] = now - t.stepStart
+		t.steps[t.nsteps] = trace.InlineStep(t.stepStart-t.start, now-t.stepStart, t.step, t.stepLayer)
 		t.nsteps++
 	} else {
 		s.spill(seq, a)
@@ -173,9 +175,9 @@ func (s *Recorder) endStep(seq uint64, a *activeColl, now int64) {
 func (s *Recorder) spill(seq uint64, a *activeColl) {
 	t := &a.tl
 	for i := 0; i < t.nsteps; i++ {
-		w, d := t.steps[2*i], t.steps[2*i+1]
-		at := t.start + w>>16
-		s.tl.Step(seq, trace.Step(w>>8&0xff), int(w&0xff), at, at+d)
+		rel, d, st, layer := trace.UnpackStep(t.steps[i])
+		at := t.start + rel
+		s.tl.Step(seq, st, layer, at, at+d)
 	}
 	t.nsteps, t.spilled = 0, true
 	clear(t.steps[:])
@@ -240,7 +242,7 @@ func (s *Recorder) tlEnd(seq uint64, a *activeColl, err error, at int64) {
 	if a.plan != nil && a.plan.configured {
 		keysOut, keysIn = int64(a.plan.static.NOut), int64(a.plan.static.NIn)
 	}
-	var steps *[2 * trace.InlineSteps]int64
+	var steps *[trace.InlineSteps]int64
 	if now-a.tl.start < inlineCallNs && a.tl.nsteps > 0 {
 		steps = &a.tl.steps
 	} else {

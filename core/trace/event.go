@@ -36,10 +36,20 @@ const MaxCounterLayers = 6
 // `kylix timeline` turns them back into nested events.
 const InlineSteps = 4
 
-// InlineStep packs a phase of a call for Event.Steps: its start after the call's (ns), the
-// step and its layer in one word, its duration in the next.
-func InlineStep(startRel int64, s Step, layer int) int64 {
-	return startRel<<16 | int64(s)<<8 | int64(uint8(layer))
+// InlineStep packs a phase of a call for Event.Steps in one word: its start after the call's
+// and its duration (ns, each at most MaxInline), the step and its layer. A call carries its
+// phases inline only when shorter than that (core/stats: 200 µs). One word, not two: the
+// event's copy into the buffer and the writer's read of it are a cache line shorter.
+func InlineStep(startRel, dur int64, s Step, layer int) int64 {
+	return startRel<<40 | dur<<16 | int64(s)<<8 | int64(uint8(layer))
+}
+
+// MaxInline bounds an inline phase's start and duration (ns): about 8 ms.
+const MaxInline = 1<<23 - 1
+
+// UnpackStep is InlineStep's inverse.
+func UnpackStep(w int64) (startRel, dur int64, s Step, layer int) {
+	return w >> 40, w >> 16 & (1<<24 - 1), Step(w >> 8 & 0xff), int(w & 0xff)
 }
 
 // Event is one record in the buffer: fixed size, no pointers but two strings the caller
@@ -51,7 +61,7 @@ type Event struct {
 	Seq     uint64
 	FP      kx.Fingerprint
 	N       [MaxCounterLayers]int64
-	Steps   [2 * InlineSteps]int64 // a call's inline phases (InlineStep, duration), 0 after the last
+	Steps   [InlineSteps]int64 // a call's inline phases (InlineStep), 0 after the last
 	Peer    int32
 	Layer   int16
 	Kind    uint8
@@ -360,12 +370,12 @@ func (e *Event) encode(b []byte, c *encoder) []byte {
 		}
 		if e.Steps[0] != 0 {
 			b = append(b, `,"steps":[`...)
-			for i := 0; i < len(e.Steps) && e.Steps[i] != 0; i += 2 {
-				w := e.Steps[i]
-				b = append(b, c.stepHead(i > 0, Step(w>>8&0xff), int(w&0xff))...)
-				b = appendMicros(b, w>>16)
+			for i := 0; i < len(e.Steps) && e.Steps[i] != 0; i++ {
+				start, dur, st, layer := UnpackStep(e.Steps[i])
+				b = append(b, c.stepHead(i > 0, st, layer)...)
+				b = appendMicros(b, start)
 				b = append(b, ',')
-				b = appendMicros(b, e.Steps[i+1])
+				b = appendMicros(b, dur)
 				b = append(b, ']')
 			}
 			b = append(b, ']')

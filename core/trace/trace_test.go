@@ -52,7 +52,7 @@ func TestFileIsJSONAndHasEveryKind(t *testing.T) {
 	tr.Message(tag, 2, 4096, false, 200, 800, nil)
 	tr.Message(tag, 2, 4096, true, 150, 160, nil)
 	tr.Call(7, kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(kx.F64), Op: uint16(kx.Sum), Width: 1, Plan: 5}, 50, 1000, 4096, 4096, 10, 12,
-		&[2 * InlineSteps]int64{InlineStep(0, StepFill, 0), 100, InlineStep(100, StepGather, 1), 850},
+		&[InlineSteps]int64{InlineStep(0, 100, StepFill, 0), InlineStep(100, 850, StepGather, 1)},
 		kx.Errorf(kx.CodePeer, "rank 2 \x01 died"))
 	var perLayer [MaxCounterLayers]int64
 	perLayer[0], perLayer[1] = 10, 20
@@ -414,9 +414,9 @@ func TestAppendNumbersMatchStrconv(t *testing.T) {
 func BenchmarkEncodeCall(b *testing.B) {
 	fp := kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(kx.F32), Op: uint16(kx.Sum), Width: 1, Plan: 1}
 	e := Event{Kind: kindCall, Name: CallName(fp.Kind), TS: 12_345_678_901, Dur: 3900, Seq: 12345, FP: fp}
-	e.Steps[0], e.Steps[1] = InlineStep(0, StepFill, 0), 500
-	e.Steps[2], e.Steps[3] = InlineStep(500, StepCombine, 0), 1500
-	e.Steps[4], e.Steps[5] = InlineStep(2000, StepGather, 0), 1500
+	e.Steps[0] = InlineStep(0, 500, StepFill, 0)
+	e.Steps[1] = InlineStep(500, 1500, StepCombine, 0)
+	e.Steps[2] = InlineStep(2000, 1500, StepGather, 0)
 	e.N[0], e.N[1], e.N[2], e.N[3] = 1000, 1000, 248, 248
 	var out []byte
 	c := &encoder{pid: 1}
@@ -595,10 +595,10 @@ func BenchmarkFlushCalls(b *testing.B) {
 	}
 	defer tr.Close()
 	fp := kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(kx.F32), Op: uint16(kx.Sum), Width: 1, Plan: 1}
-	var steps [2 * InlineSteps]int64
-	steps[0], steps[1] = InlineStep(0, StepFill, 0), 290
-	steps[2], steps[3] = InlineStep(290, StepCombine, 0), 1392
-	steps[4], steps[5] = InlineStep(1682, StepGather, 0), 1122
+	var steps [InlineSteps]int64
+	steps[0] = InlineStep(0, 290, StepFill, 0)
+	steps[1] = InlineStep(290, 1392, StepCombine, 0)
+	steps[2] = InlineStep(1682, 1122, StepGather, 0)
 	var out []byte
 	ts := int64(137_074_121)
 	b.ResetTimer()

@@ -363,7 +363,7 @@ func (t *Tracer) Drops() uint64 {
 // Call records a collective: kind, fingerprint, its span, bytes moved, keys (out, in; 0 when
 // not a plan's), its inline phases (nil: none; see InlineSteps) and outcome.
 func (t *Tracer) Call(seq uint64, fp kx.Fingerprint, start, end int64, sent, recv, keysOut, keysIn int64,
-	steps *[2 * InlineSteps]int64, err error) {
+	steps *[InlineSteps]int64, err error) {
 	var msg string
 	if err != nil {
 		msg = err.Error()

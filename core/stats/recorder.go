@@ -164,7 +164,7 @@ func (s *Recorder) Begin(seq uint64, fp kx.Fingerprint) {
 		a.plan = s.planRecord(fp.Plan, fp.Kind)
 	}
 	if s.tl != nil {
-		a.tl = tlColl{start: s.tl.AtMono(now), fp: fp}
+		a.tl.begin(fp, s.tl.AtMono(now))
 		s.tlRun = a
 	}
 	if len(s.active) >= 64 { // collectives whose end was never reported: close the oldest

@@ -27,6 +27,13 @@ type tlColl struct {
 	nprefixes int
 }
 
+// begin starts t for a collective: every field a zero tlColl has, but the prefixes past
+// nprefixes, which are never read (a third of the record, zeroed every call otherwise).
+func (t *tlColl) begin(fp kx.Fingerprint, start int64) {
+	t.fp, t.start, t.step, t.stepLayer, t.stepStart, t.sent, t.recv = fp, start, 0, 0, 0, 0, 0
+	t.steps, t.nsteps, t.spilled, t.nprefixes = [trace.InlineSteps]int64{}, 0, false, 0
+}
+
 type prefixSeen struct {
 	peer  int
 	layer uint8

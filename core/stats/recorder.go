@@ -130,6 +130,7 @@ type Recorder struct {
 	index      IndexBytes    // every config message's, for CompressionStats
 	packed     bool          // some message travelled compressed
 	tl         *trace.Tracer // the timeline (option timeline), nil when off
+	tlRun      *activeColl   // the collective begun last, for Step (timeline.go); nil when off
 	tlBytes    [trace.MaxCounterLayers]int64
 	tlLayers   int
 	// gen counts the events that change the figures: a collective's end, a plan freed, a
@@ -163,7 +164,8 @@ func (s *Recorder) Begin(seq uint64, fp kx.Fingerprint) {
 		a.plan = s.planRecord(fp.Plan, fp.Kind)
 	}
 	if s.tl != nil {
-		a.tl = tlColl{start: s.tl.AtMono(now), fp: fp}
+		a.tl.begin(fp, s.tl.AtMono(now))
+		s.tlRun = a
 	}
 	if len(s.active) >= 64 { // collectives whose end was never reported: close the oldest
 		old := ^uint64(0)
@@ -317,6 +319,9 @@ func (s *Recorder) endLocked(seq uint64, err error, now int64) {
 	s.active[last] = nil
 	s.active = s.active[:last]
 	defer s.release(a)
+	if s.tlRun == a {
+		s.tlRun = nil
+	}
 	s.gen++
 	if s.tl != nil {
 		s.tlEnd(seq, a, err, now)

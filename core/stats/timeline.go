@@ -19,12 +19,19 @@ type tlColl struct {
 	sent, recv int64
 	// steps are the phases so far, kept for the call's own event while the call is short;
 	// spilled: recorded as events of their own (a long call, or more than trace.InlineSteps).
-	steps   [2 * trace.InlineSteps]int64
+	steps   [trace.InlineSteps]int64
 	nsteps  int
 	spilled bool
 	// prefixes: per source, how much of its message a wait already covered (EnterWait).
 	prefixes  [8]prefixSeen
 	nprefixes int
+}
+
+// begin starts t for a collective: every field a zero tlColl has, but the prefixes past
+// nprefixes, which are never read (a third of the record, zeroed every call otherwise).
+func (t *tlColl) begin(fp kx.Fingerprint, start int64) {
+	t.fp, t.start, t.step, t.stepLayer, t.stepStart, t.sent, t.recv = fp, start, 0, 0, 0, 0, 0
+	t.steps, t.nsteps, t.spilled, t.nprefixes = [trace.InlineSteps]int64{}, 0, false, 0
 }
 
 type prefixSeen struct {
@@ -102,8 +109,11 @@ func (s *Recorder) EnterWait(tag kx.Tag, peer, n int) int64 {
 	return -1 // Message records nothing
 }
 
-// inlineCallNs: a call shorter than this carries its phases in its own event.
+// inlineCallNs: a call shorter than this carries its phases in its own event (at most
+// trace.MaxInline: an inline phase's start and duration are packed in 24 bits each).
 const inlineCallNs = 200_000
+
+var _ [trace.MaxInline - inlineCallNs]struct{} // fails to build when inlineCallNs is too long
 
 // SetTracer attaches the timeline (nil detaches it). Called before the comm's first collective.
 func (s *Recorder) SetTracer(t *trace.Tracer) {
@@ -122,21 +132,34 @@ func (s *Recorder) Step(seq uint64, st trace.Step, layer int) {
 	}
 }
 
+// step takes no lock for the running collective: only one collective runs at a time on a
+// comm (core's Comm.run), and its Begin, its steps and its End come one after the other from
+// the goroutine that runs it, so nothing else writes its phases meanwhile (the sends beside it
+// count bytes, other fields). That is three lock round trips fewer a small reduce. A step of
+// any other collective (none in core) takes the lock.
 func (s *Recorder) step(seq uint64, st trace.Step, layer int) {
+	if a := s.tlRun; a != nil && a.seq == seq {
+		s.stepIn(seq, a, st, layer)
+		return
+	}
 	s.mu.Lock()
 	if a := s.find(seq); a != nil {
-		var now int64
-		if st == trace.StepFill && a.tl.step == 0 && a.tl.nsteps == 0 && !a.tl.spilled {
-			// reduce's fill comes first, right after posting where messages land: the call's
-			// start serves, one clock read less on a small call
-			now = a.tl.start
-		} else {
-			now = s.tl.Now()
-		}
-		s.endStep(seq, a, now)
-		a.tl.step, a.tl.stepLayer, a.tl.stepStart = st, layer, now
+		s.stepIn(seq, a, st, layer)
 	}
 	s.mu.Unlock()
+}
+
+func (s *Recorder) stepIn(seq uint64, a *activeColl, st trace.Step, layer int) {
+	var now int64
+	if st == trace.StepFill && a.tl.step == 0 && a.tl.nsteps == 0 && !a.tl.spilled {
+		// reduce's fill comes first, right after posting where messages land: the call's
+		// start serves, one clock read less on a small call
+		now = a.tl.start
+	} else {
+		now = s.tl.Now()
+	}
+	s.endStep(seq, a, now)
+	a.tl.step, a.tl.stepLayer, a.tl.stepStart = st, layer, now
 }
 
 // endStep ends the running phase of a: kept inline while the call is short, else recorded.
@@ -146,8 +169,7 @@ func (s *Recorder) endStep(seq uint64, a *activeColl, now int64) {
 		return
 	}
 	if !t.spilled && t.nsteps < trace.InlineSteps && now-t.start < inlineCallNs {
-		t.steps[2*t.nsteps] = trace.InlineStep(t.stepStart-t.start, t.step, t.stepLayer)
-		t.steps[2*t.nsteps+1] = now - t.stepStart
+		t.steps[t.nsteps] = trace.InlineStep(t.stepStart-t.start, now-t.stepStart, t.step, t.stepLayer)
 		t.nsteps++
 	} else {
 		s.spill(seq, a)
@@ -160,9 +182,9 @@ func (s *Recorder) endStep(seq uint64, a *activeColl, now int64) {
 func (s *Recorder) spill(seq uint64, a *activeColl) {
 	t := &a.tl
 	for i := 0; i < t.nsteps; i++ {
-		w, d := t.steps[2*i], t.steps[2*i+1]
-		at := t.start + w>>16
-		s.tl.Step(seq, trace.Step(w>>8&0xff), int(w&0xff), at, at+d)
+		rel, d, st, layer := trace.UnpackStep(t.steps[i])
+		at := t.start + rel
+		s.tl.Step(seq, st, layer, at, at+d)
 	}
 	t.nsteps, t.spilled = 0, true
 	clear(t.steps[:])
@@ -227,7 +249,7 @@ func (s *Recorder) tlEnd(seq uint64, a *activeColl, err error, at int64) {
 	if a.plan != nil && a.plan.configured {
 		keysOut, keysIn = int64(a.plan.static.NOut), int64(a.plan.static.NIn)
 	}
-	var steps *[2 * trace.InlineSteps]int64
+	var steps *[trace.InlineSteps]int64
 	if now-a.tl.start < inlineCallNs && a.tl.nsteps > 0 {
 		steps = &a.tl.steps
 	} else {

@@ -175,3 +175,62 @@ func BenchmarkSmallReduceHooks(b *testing.B) {
 		})
 	}
 }
+
+// pathReduce drives the recorder as core's data path (core/wire.go) does for a 2-rank reduce
+// of one layer whose messages land before they are waited for: each send is small (no clock),
+// the combine waits for a prefix of the peer's message, then for all of it (counted), and the
+// gather waits for the answer.
+func pathReduce(s *Recorder, seq uint64) {
+	fp := kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(kx.F32), Op: uint16(kx.Sum), Width: 1, Plan: 1}
+	down := kx.Tag{Seq: seq, Phase: kx.PhaseDown}
+	up := kx.Tag{Seq: seq, Phase: kx.PhaseUp}
+	bufs := [][]byte{make([]byte, 0, 1000)[:1000]}
+	s.Begin(seq, fp)
+	s.Step(seq, trace.StepFill, 0)
+	for _, tag := range []kx.Tag{down, up} {
+		if tag.Phase == kx.PhaseUp {
+			s.Step(seq, trace.StepGather, 0)
+		} else {
+			s.Step(seq, trace.StepCombine, 0)
+		}
+		t0 := s.EnterSend(tag, bufs)
+		s.Count(tag, 1000, true)
+		s.Message(tag, 1, 1000, true, t0, nil)
+		if tag.Phase == kx.PhaseDown {
+			t0 = s.EnterWait(tag, 1, 500)
+			s.Message(tag, 1, -1, false, t0, nil)
+		}
+		t0 = s.EnterWait(tag, 1, -1)
+		s.Count(tag, 1000, false)
+		s.Message(tag, 1, 1000, false, t0, nil)
+	}
+	s.End(seq, nil)
+}
+
+// BenchmarkPathReduceHooks: what the data path's and the algorithm's hooks cost a small
+// reduce (pathReduce), timeline off and on. Run with -cpu 1 for a rank under kylixrun
+// (GOMAXPROCS=1): the writer's batches then take the benchmark's processor, as a rank's.
+func BenchmarkPathReduceHooks(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := NewRecorder()
+			if on {
+				tl, err := trace.Open(b.TempDir(), 0, false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tl.Close()
+				tl.SetClock(0, 0, 0, "h")
+				s.SetTracer(tl)
+			}
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				pathReduce(s, uint64(i+1))
+			}
+		})
+	}
+}

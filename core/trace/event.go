@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"encoding/binary"
 	"kylix/core/kx"
 	"math/bits"
 	"unicode/utf8"
@@ -35,10 +36,20 @@ const MaxCounterLayers = 6
 // `kylix timeline` turns them back into nested events.
 const InlineSteps = 4
 
-// InlineStep packs a phase of a call for Event.Steps: its start after the call's (ns), the
-// step and its layer in one word, its duration in the next.
-func InlineStep(startRel int64, s Step, layer int) int64 {
-	return startRel<<16 | int64(s)<<8 | int64(uint8(layer))
+// InlineStep packs a phase of a call for Event.Steps in one word: its start after the call's
+// and its duration (ns, each at most MaxInline), the step and its layer. A call carries its
+// phases inline only when shorter than that (core/stats: 200 µs). One word, not two: the
+// event's copy into the buffer and the writer's read of it are a cache line shorter.
+func InlineStep(startRel, dur int64, s Step, layer int) int64 {
+	return startRel<<40 | dur<<16 | int64(s)<<8 | int64(uint8(layer))
+}
+
+// MaxInline bounds an inline phase's start and duration (ns): about 8 ms.
+const MaxInline = 1<<23 - 1
+
+// UnpackStep is InlineStep's inverse.
+func UnpackStep(w int64) (startRel, dur int64, s Step, layer int) {
+	return w >> 40, w >> 16 & (1<<24 - 1), Step(w >> 8 & 0xff), int(w & 0xff)
 }
 
 // Event is one record in the buffer: fixed size, no pointers but two strings the caller
@@ -50,7 +61,7 @@ type Event struct {
 	Seq     uint64
 	FP      kx.Fingerprint
 	N       [MaxCounterLayers]int64
-	Steps   [2 * InlineSteps]int64 // a call's inline phases (InlineStep, duration), 0 after the last
+	Steps   [InlineSteps]int64 // a call's inline phases (InlineStep), 0 after the last
 	Peer    int32
 	Layer   int16
 	Kind    uint8
@@ -137,14 +148,38 @@ const digits2 = "000102030405060708091011121314151617181920212223242526272829303
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
 	"8081828384858687888990919293949596979899"
 
+// upTo999 is 0..999 in decimal, little-endian in a word: the digits in the low three bytes,
+// their count in the top one. frac3 is the same three digits after a '.' (always three).
+// The writer's numbers are mostly small (a phase's start and duration, a call's duration in
+// µs), and a table look-up and one 4-byte store is the cheapest way to write them.
+var upTo999, frac3 = func() (n, f [1000]uint32) {
+	for v := range n {
+		d := [3]uint32{uint32(v / 100), uint32(v / 10 % 10), uint32(v % 10)}
+		switch {
+		case v < 10:
+			n[v] = '0' + d[2] | 1<<24
+		case v < 100:
+			n[v] = '0' + d[1] | ('0'+d[2])<<8 | 2<<24
+		default:
+			n[v] = '0' + d[0] | ('0'+d[1])<<8 | ('0'+d[2])<<16 | 3<<24
+		}
+		f[v] = '.' | ('0'+d[0])<<8 | ('0'+d[1])<<16 | ('0'+d[2])<<24
+	}
+	return
+}()
+
+// append4 appends the n (1-4) low bytes of w, little-endian: one store.
+func append4(b []byte, w uint32, n int) []byte {
+	b = binary.LittleEndian.AppendUint32(b, w)
+	return b[:len(b)-4+n]
+}
+
 // appendUint appends v in decimal (strconv.AppendUint's output; the writer formats a dozen
 // numbers an event, and this is its most frequent step), two digits a step, in place.
 func appendUint(b []byte, v uint64) []byte {
-	if v < 10 {
-		return append(b, byte('0'+v))
-	}
-	if v < 100 {
-		return append(b, digits2[v*2], digits2[v*2+1])
+	if v < 1000 {
+		w := upTo999[v]
+		return append4(b, w, int(w>>24))
 	}
 	n := int(bits.Len64(v)*1233) >> 12 // digits − 1 or digits, as log10 from log2
 	if v >= pow10[n] {
@@ -181,13 +216,19 @@ func appendInt(b []byte, v int64) []byte {
 
 // appendMicros appends ns as microseconds with three decimals (the format's unit).
 func appendMicros(b []byte, ns int64) []byte {
+	v := uint64(ns)
 	if ns < 0 {
 		b = append(b, '-')
-		ns = -ns
+		v = uint64(-ns)
 	}
-	b = appendUint(b, uint64(ns/1000))
-	f := ns % 1000
-	return append(b, '.', byte('0'+f/100), digits2[f%100*2], digits2[f%100*2+1])
+	q, f := v/1000, v%1000
+	if q < 1000 {
+		w := upTo999[q]
+		b = append4(b, w, int(w>>24))
+	} else {
+		b = appendUint(b, q)
+	}
+	return binary.LittleEndian.AppendUint32(b, frac3[f])
 }
 
 // appendKey appends `,"k":v`; k is given with its punctuation, as `,"k":`.
@@ -210,7 +251,8 @@ type encoder struct {
 		kind uint8
 		head []byte
 	}
-	call struct { // callArgs's
+	steps [2][len(stepNames)][8][]byte // stepHead's: [not first][step][layer]
+	call  struct {                     // callArgs's
 		fp kx.Fingerprint
 		n  [5]int64
 		b  []byte
@@ -247,6 +289,29 @@ func (c *encoder) callArgs(e *Event) []byte {
 	b = appendKey(b, `,"bytes_recv":`, e.N[1])
 	a.b = appendStrKey(b, `,"status":`, kx.Code(e.N[4]).String())
 	return a.b
+}
+
+// stepHead is an inline phase's opening, `["combine",0,` (after a comma unless first), kept
+// for the first layers' phases.
+func (c *encoder) stepHead(comma bool, s Step, layer int) []byte {
+	k := 0
+	if comma {
+		k = 1
+	}
+	if int(s) < len(stepNames) && layer < len(c.steps[k][s]) {
+		if h := c.steps[k][s][layer]; h != nil {
+			return h
+		}
+	}
+	h := append([]byte(",")[:k], `["`...)
+	h = append(h, s.String()...)
+	h = append(h, `",`...)
+	h = appendInt(h, int64(layer))
+	h = append(h, ',')
+	if int(s) < len(stepNames) && layer < len(c.steps[k][s]) {
+		c.steps[k][s][layer] = h
+	}
+	return h
 }
 
 func (c *encoder) head(e *Event, ph, tid byte) []byte {
@@ -296,34 +361,30 @@ func (e *Event) encode(b []byte, c *encoder) []byte {
 	if ph == 'i' {
 		b = append(b, `,"s":"t"`...)
 	}
-	b = append(b, `,"args":{`...)
-	mark := len(b)
-	switch e.Kind {
-	case kindCall:
-		b = appendKey(b, `,"seq":`, int64(e.Seq))
+	if e.Kind == kindCall { // the one event of most calls: its arguments start without a comma
+		b = append(b, `,"args":{"seq":`...)
+		b = appendUint(b, e.Seq)
 		b = append(b, c.callArgs(e)...)
 		if e.Msg != "" {
 			b = appendStrKey(b, `,"error":`, e.Msg)
 		}
 		if e.Steps[0] != 0 {
 			b = append(b, `,"steps":[`...)
-			for i := 0; i < len(e.Steps) && e.Steps[i] != 0; i += 2 {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				w := e.Steps[i]
-				b = append(b, `["`...)
-				b = append(b, Step(w>>8&0xff).String()...)
-				b = append(b, `",`...)
-				b = appendInt(b, w&0xff)
+			for i := 0; i < len(e.Steps) && e.Steps[i] != 0; i++ {
+				start, dur, st, layer := UnpackStep(e.Steps[i])
+				b = append(b, c.stepHead(i > 0, st, layer)...)
+				b = appendMicros(b, start)
 				b = append(b, ',')
-				b = appendMicros(b, w>>16)
-				b = append(b, ',')
-				b = appendMicros(b, e.Steps[i+1])
+				b = appendMicros(b, dur)
 				b = append(b, ']')
 			}
 			b = append(b, ']')
 		}
+		return append(b, "}},\n"...)
+	}
+	b = append(b, `,"args":{`...)
+	mark := len(b)
+	switch e.Kind {
 	case kindStep:
 		b = appendKey(b, `,"seq":`, int64(e.Seq))
 		b = appendKey(b, `,"layer":`, int64(e.Layer))

@@ -52,7 +52,7 @@ func TestFileIsJSONAndHasEveryKind(t *testing.T) {
 	tr.Message(tag, 2, 4096, false, 200, 800, nil)
 	tr.Message(tag, 2, 4096, true, 150, 160, nil)
 	tr.Call(7, kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(kx.F64), Op: uint16(kx.Sum), Width: 1, Plan: 5}, 50, 1000, 4096, 4096, 10, 12,
-		&[2 * InlineSteps]int64{InlineStep(0, StepFill, 0), 100, InlineStep(100, StepGather, 1), 850},
+		&[InlineSteps]int64{InlineStep(0, 100, StepFill, 0), InlineStep(100, 850, StepGather, 1)},
 		kx.Errorf(kx.CodePeer, "rank 2 \x01 died"))
 	var perLayer [MaxCounterLayers]int64
 	perLayer[0], perLayer[1] = 10, 20
@@ -390,6 +390,9 @@ func TestAppendNumbersMatchStrconv(t *testing.T) {
 	for p := int64(1); p > 0 && p < math.MaxInt64/10; p *= 10 {
 		vals = append(vals, p-1, p, p+1)
 	}
+	for v := int64(0); v < 1_001_000; v += 997 { // the look-up tables' range (upTo999, frac3)
+		vals = append(vals, v, -v)
+	}
 	for _, v := range vals {
 		if got, want := string(appendUint(nil, math.MaxUint64-uint64(max(v, 0)))), fmt.Sprint(uint64(math.MaxUint64)-uint64(max(v, 0))); got != want {
 			t.Errorf("appendUint = %q, want %q", got, want)
@@ -397,10 +400,10 @@ func TestAppendNumbersMatchStrconv(t *testing.T) {
 		if got, want := string(appendInt([]byte("x"), v)), "x"+fmt.Sprint(v); got != want {
 			t.Errorf("appendInt(%d) = %q", v, got)
 		}
-		if v < 0 {
-			continue
-		}
 		want := fmt.Sprintf("%d.%03d", v/1000, v%1000)
+		if v < 0 {
+			want = fmt.Sprintf("-%d.%03d", -v/1000, -v%1000)
+		}
 		if got := string(appendMicros(nil, v)); got != want {
 			t.Errorf("appendMicros(%d) = %q, want %q", v, got, want)
 		}
@@ -411,9 +414,9 @@ func TestAppendNumbersMatchStrconv(t *testing.T) {
 func BenchmarkEncodeCall(b *testing.B) {
 	fp := kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(kx.F32), Op: uint16(kx.Sum), Width: 1, Plan: 1}
 	e := Event{Kind: kindCall, Name: CallName(fp.Kind), TS: 12_345_678_901, Dur: 3900, Seq: 12345, FP: fp}
-	e.Steps[0], e.Steps[1] = InlineStep(0, StepFill, 0), 500
-	e.Steps[2], e.Steps[3] = InlineStep(500, StepCombine, 0), 1500
-	e.Steps[4], e.Steps[5] = InlineStep(2000, StepGather, 0), 1500
+	e.Steps[0] = InlineStep(0, 500, StepFill, 0)
+	e.Steps[1] = InlineStep(500, 1500, StepCombine, 0)
+	e.Steps[2] = InlineStep(2000, 1500, StepGather, 0)
 	e.N[0], e.N[1], e.N[2], e.N[3] = 1000, 1000, 248, 248
 	var out []byte
 	c := &encoder{pid: 1}
@@ -580,5 +583,38 @@ func TestWriterLetInAtSharedSequenceNumbers(t *testing.T) {
 	}
 	if n := tr.written.Load(); n != flushCalls {
 		t.Fatalf("written after the %d-th call: %d events, want %d", flushCalls, n, flushCalls)
+	}
+}
+
+// BenchmarkFlushCalls: the writer's work for a small call's event, encoding and writing to the
+// file (a batch of flushCalls of them at a time, as letWriterRun lets it in), per event.
+func BenchmarkFlushCalls(b *testing.B) {
+	tr, err := Open(b.TempDir(), 0, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	fp := kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(kx.F32), Op: uint16(kx.Sum), Width: 1, Plan: 1}
+	var steps [InlineSteps]int64
+	steps[0] = InlineStep(0, 290, StepFill, 0)
+	steps[1] = InlineStep(290, 1392, StepCombine, 0)
+	steps[2] = InlineStep(1682, 1122, StepGather, 0)
+	var out []byte
+	ts := int64(137_074_121)
+	b.ResetTimer()
+	for i := 0; i < b.N; i += flushCalls {
+		b.StopTimer()
+		for j := 0; j < flushCalls; j++ {
+			ts += 3300 + int64(j%7)*13
+			tr.mu.Lock()
+			if e := tr.slot(); e != nil {
+				e.Kind, e.Name, e.TS, e.Dur, e.Seq, e.FP = kindCall, CallName(fp.Kind), ts, 2804+int64(j%5)*11, uint64(i+j), fp
+				e.Steps = steps
+				e.N[0], e.N[1], e.N[2], e.N[3] = 988, 988, 247, 247
+			}
+			tr.mu.Unlock()
+		}
+		b.StartTimer()
+		out = tr.flush(out[:0])
 	}
 }

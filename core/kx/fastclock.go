@@ -23,7 +23,7 @@ import (
 // the first millisecond) FastMono is MonoNow.
 func FastMono() int64 {
 	if l := fast.line.Load(); l != nil {
-		if d := rdtsc() - l.t0; d >= 0 && d < l.span {
+		if d := TSC() - l.t0; d >= 0 && d < l.span {
 			return l.ns0 + l.ns(d)
 		}
 	}
@@ -71,7 +71,7 @@ func (f *fastClock) refit() int64 {
 	defer f.mu.Unlock()
 	if f.state.Load() == 0 {
 		f.state.Store(-1)
-		if tscUsable() {
+		if TSCUsable() {
 			if tk, ns, w, ok := fastPair(); ok {
 				f.t0, f.n0, f.w0 = tk, ns, w
 				f.state.Store(1)
@@ -112,7 +112,7 @@ const fastAheadNs = 1000
 // extend is the last line read past its span, or MonoNow before the first line.
 func (f *fastClock) extend() int64 {
 	if l := f.line.Load(); l != nil {
-		return l.ns0 + l.ns(max(rdtsc()-l.t0, 0))
+		return l.ns0 + l.ns(max(TSC()-l.t0, 0))
 	}
 	return MonoNow()
 }
@@ -122,9 +122,9 @@ func (f *fastClock) extend() int64 {
 func fastPair() (tk, ns, w int64, ok bool) {
 	w = math.MaxInt64
 	for i := 0; i < 3; i++ {
-		a := rdtsc()
+		a := TSC()
 		n := MonoNow()
-		b := rdtsc()
+		b := TSC()
 		if d := b - a; d >= 0 && d < w {
 			w, tk, ns = d, b, n
 		}

@@ -63,7 +63,7 @@ func TestFastMonoFollowsMonoNow(t *testing.T) {
 	}
 	t.Logf("%d reads, %d on a line (counter serves: %v), worst lag %v", reads, fitted, fast.state.Load() > 0,
 		time.Duration(worstLag))
-	if tscUsable() && fitted == 0 {
+	if TSCUsable() && fitted == 0 {
 		t.Fatal("the counter serves, but no line was ever fitted")
 	}
 }
@@ -85,7 +85,7 @@ func BenchmarkMonoNow(b *testing.B) {
 // A line found reading ahead of MonoNow at a refit (the counter's rate changed under it) is
 // dropped, and a new one fitted from there a millisecond later.
 func TestFastMonoRefitsAfterRateChange(t *testing.T) {
-	if !tscUsable() {
+	if !TSCUsable() {
 		t.Skip("the kernel does not keep time with the time-stamp counter here")
 	}
 	var f fastClock

@@ -8,12 +8,12 @@ import (
 	"strings"
 )
 
-// rdtsc reads the CPU's time-stamp counter (tsc_amd64.s).
-func rdtsc() int64
+// TSC reads the CPU's time-stamp counter (tsc_amd64.s).
+func TSC() int64
 
-// tscUsable says whether the kernel keeps time with the time-stamp counter (Linux clocksource
+// TSCUsable says whether the kernel keeps time with the time-stamp counter (Linux clocksource
 // "tsc"), which it does only when the counter is invariant and synchronized across cores.
-func tscUsable() bool {
+func TSCUsable() bool {
 	if runtime.GOOS != "linux" {
 		return false
 	}

@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// func rdtsc() int64
-TEXT ·rdtsc(SB), NOSPLIT, $0-8
+// func TSC() int64
+TEXT ·TSC(SB), NOSPLIT, $0-8
 	RDTSC
 	SHLQ $32, DX
 	ORQ  DX, AX

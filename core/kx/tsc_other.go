@@ -2,7 +2,8 @@
 
 package kx
 
-func rdtsc() int64 { return 0 }
+// TSC: no counter read here.
+func TSC() int64 { return 0 }
 
-// tscUsable: no counter read here; FastMono is MonoNow.
-func tscUsable() bool { return false }
+// TSCUsable: no counter here; FastMono is MonoNow and the timeline reads it too.
+func TSCUsable() bool { return false }

@@ -74,9 +74,9 @@ func (l *calLine) ns(tk int64) int64 {
 func (t *Tracer) pair() (tk, ns, w int64, ok bool) {
 	w = math.MaxInt64
 	for i := 0; i < 5; i++ {
-		a := rdtsc()
+		a := kx.TSC()
 		n := kx.MonoNow() - t.baseMono
-		b := rdtsc()
+		b := kx.TSC()
 		if d := b - a; d >= 0 && d < w {
 			w, tk, ns = d, b, n
 		}
@@ -87,7 +87,7 @@ func (t *Tracer) pair() (tk, ns, w int64, ok bool) {
 // startClock takes the calibration's first pair (Open).
 func (t *Tracer) startClock() {
 	c := &t.clk
-	c.on = tscUsable()
+	c.on = kx.TSCUsable()
 	if c.on {
 		c.t0, c.n0, c.w0, c.on = t.pair()
 	}
@@ -130,7 +130,7 @@ func (t *Tracer) now() int64 {
 	c := &t.clk
 	if c.on {
 		if l := c.cal.Load(); l != nil {
-			return max(l.ns(rdtsc())+c.corr.Load(), atomic.LoadInt64(&c.lastAt))
+			return max(l.ns(kx.TSC())+c.corr.Load(), atomic.LoadInt64(&c.lastAt))
 		}
 	}
 	return kx.MonoNow() - t.baseMono

@@ -21,9 +21,9 @@
 //
 // Clocks: each rank's events are on its own monotonic clock, started at its wall-clock time,
 // plus the offset to rank 0's clock that Align measures at init over the job's own connections;
-// the offset's error bound is written in the file (merge and the tests use it). Where the
-// kernel keeps time with the CPU's time-stamp counter, the timeline reads that counter, on a
-// line calibrated and anchored against the monotonic clock and kept at or behind it (clock.go):
-// a small call reads the clock about six times, and the counter costs a fraction of a vDSO
-// clock_gettime.
+// the offset's error bound is written in the file (merge and the tests use it). The monotonic
+// clock is read as kx.FastMono (clock.go): where the kernel keeps time with the CPU's
+// time-stamp counter, that counter on a line fitted to the monotonic clock and kept at or
+// behind it; a small call reads the clock about six times, and the counter costs a fraction of
+// a vDSO clock_gettime.
 package trace

@@ -53,8 +53,7 @@ type Tracer struct {
 	counterLayers atomic.Int64
 	counterAt     atomic.Int64
 	counterN      [MaxCounterLayers]int64
-	clk           tscClock   // clock.go
-	calMu         sync.Mutex // calibrate's
+	lastAt        int64 // the latest At: Now's floor (clock.go; atomic.LoadInt64, kx.StoreRelaxed)
 }
 
 type openSpan struct {
@@ -82,7 +81,6 @@ func Open(dir string, rank int, joiner bool) (*Tracer, error) {
 		buf: newBuffer(), spare: newBuffer(),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	t.errNs.Store(-1)
-	t.startClock()
 	if _, err := f.WriteString("[\n"); err != nil {
 		f.Close()
 		return nil, kx.Errorf(kx.CodeNet, "timeline: cannot write %q: %v", path, err)
@@ -119,26 +117,17 @@ func newOut() []byte {
 // Path is the rank's file.
 func (t *Tracer) Path() string { return t.path }
 
-// Now is the local clock: nanoseconds since Open (clock.go: the time-stamp counter where the
-// kernel keeps time with it, else the monotonic clock).
+// Now is the local clock: nanoseconds since Open (clock.go: kx.FastMono).
 func (t *Tracer) Now() int64 { return t.now() }
 
-// At is tm on the local clock (tm was read already: the start or end of a collective). With
-// the counter (clock.go), Now is not before it from here on, and the counter's line is anchored
-// again when its anchor is old.
+// At is tm on the local clock (tm was read already: the start or end of a collective); Now
+// is not before it from here on (clock.go).
 func (t *Tracer) At(tm time.Time) int64 { return t.AtMono(t.baseMono + int64(tm.Sub(t.base))) }
 
-// AtMono is At for a reading of the runtime's monotonic clock (kx.MonoNow).
+// AtMono is At for a reading of the runtime's monotonic clock (kx.MonoNow or kx.FastMono).
 func (t *Tracer) AtMono(mono int64) int64 {
 	ns := mono - t.baseMono
-	if c := &t.clk; c.on {
-		if l := c.cal.Load(); l != nil {
-			t.at(l, ns)
-		} else if ns-c.n0 >= calibSpan && t.calMu.TryLock() { // a tracer SetClock did not calibrate
-			t.calibrate(false)
-			t.calMu.Unlock()
-		}
-	}
+	t.at(ns)
 	return ns
 }
 
@@ -149,9 +138,6 @@ func (t *Tracer) wall() int64 { return t.base.UnixNano() + t.Now() }
 // measured), and writes the process's metadata. rank is the rank's number (it may have changed
 // since Open, for a joiner), host its host name.
 func (t *Tracer) SetClock(offsetNs, errNs int64, rank int, host string) {
-	t.calMu.Lock()
-	t.calibrate(true) // before the first collective: the counter's first rate
-	t.calMu.Unlock()
 	t.offset.Store(offsetNs)
 	t.errNs.Store(errNs)
 	t.mu.Lock()
@@ -253,9 +239,6 @@ func (t *Tracer) writer(out []byte) {
 			stopping = true
 		}
 		out = t.flush(out[:0])
-		t.calMu.Lock()
-		t.calibrate(false) // refine the counter's rate over a longer span
-		t.calMu.Unlock()
 		if stopping {
 			return
 		}
@@ -498,7 +481,7 @@ const (
 // Mark records the caller's span or instant. END closes the innermost open span, which must
 // have the same name; anything else is CodeState.
 func (t *Tracer) Mark(name string, kind int) error {
-	now := t.fresh()
+	now := t.Now()
 	switch kind {
 	case MarkInstant:
 		t.record(&Event{Kind: kindMarkNow, Name: name, TS: now})

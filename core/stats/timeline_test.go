@@ -153,6 +153,11 @@ func TestTimelineHooksNestPhasesInTheCall(t *testing.T) {
 // BenchmarkSmallReduceHooks: what the hooks cost a small reduce, timeline off and on (the
 // difference is the timeline's cost on the call path; the writer runs beside it).
 func BenchmarkSmallReduceHooks(b *testing.B) {
+	benchHooks(b, func(s *Recorder, i int) { smallReduce(s, uint64(i), 0) })
+}
+
+// benchHooks runs call on a recorder with the timeline off, then on.
+func benchHooks(b *testing.B, call func(s *Recorder, i int)) {
 	for _, on := range []bool{false, true} {
 		name := "off"
 		if on {
@@ -166,11 +171,12 @@ func BenchmarkSmallReduceHooks(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer tl.Close()
+				tl.SetClock(0, 0, 0, "h")
 				s.SetTracer(tl)
 			}
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				smallReduce(s, uint64(i), 0)
+				call(s, i)
 			}
 		})
 	}
@@ -211,26 +217,5 @@ func pathReduce(s *Recorder, seq uint64) {
 // reduce (pathReduce), timeline off and on. Run with -cpu 1 for a rank under kylixrun
 // (GOMAXPROCS=1): the writer's batches then take the benchmark's processor, as a rank's.
 func BenchmarkPathReduceHooks(b *testing.B) {
-	for _, on := range []bool{false, true} {
-		name := "off"
-		if on {
-			name = "on"
-		}
-		b.Run(name, func(b *testing.B) {
-			s := NewRecorder()
-			if on {
-				tl, err := trace.Open(b.TempDir(), 0, false)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer tl.Close()
-				tl.SetClock(0, 0, 0, "h")
-				s.SetTracer(tl)
-			}
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				pathReduce(s, uint64(i+1))
-			}
-		})
-	}
+	benchHooks(b, func(s *Recorder, i int) { pathReduce(s, uint64(i+1)) })
 }

@@ -168,6 +168,7 @@ func (s *Recorder) endStep(seq uint64, a *activeColl, now int64) {
 	if t.step == 0 {
 		return
 	}
+	now = max(now, t.stepStart) // see tlEnd
 	if !t.spilled && t.nsteps < trace.InlineSteps && now-t.start < inlineCallNs {
 		t.steps[t.nsteps] = trace.InlineStep(t.stepStart-t.start, now-t.stepStart, t.step, t.stepLayer)
 		t.nsteps++
@@ -243,7 +244,10 @@ func (s *Recorder) tlCount(a *activeColl, tag kx.Tag, n int, sent bool) {
 
 // tlEnd records the call that ends, with its last phase and the bytes counter; mu is held.
 func (s *Recorder) tlEnd(seq uint64, a *activeColl, err error, at int64) {
-	now := s.tl.AtMono(at)
+	// not before the call's start nor its last phase's: kx.FastMono, which at and the phases
+	// read, may step back by nanoseconds when its first line is fitted, and an inline phase's
+	// duration is packed unsigned (trace.InlineStep)
+	now := max(s.tl.AtMono(at), a.tl.start, a.tl.stepStart)
 	s.endStep(seq, a, now)
 	var keysOut, keysIn int64
 	if a.plan != nil && a.plan.configured {

@@ -57,7 +57,15 @@ func recordedReduce(t *testing.T, wait time.Duration) []tlEv {
 	if err := tl.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, _ := os.Open(tl.Path())
+	return readEvents(t, tl.Path())
+}
+
+// readEvents is a timeline file's events.
+func readEvents(t *testing.T, path string) []tlEv {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer f.Close()
 	var evs []tlEv
 	sc := bufio.NewScanner(f)
@@ -114,6 +122,52 @@ func TestTimelineShortCallInlinesItsPhases(t *testing.T) {
 			t.Errorf("inline phases %q", names)
 		}
 	}
+}
+
+// A call's end read a little before its last phase began (kx.FastMono may step back by
+// nanoseconds when its first line is fitted) ends that phase and the call no earlier than the
+// phase's start: nothing negative is packed inline (a negative duration would spill into the
+// packed start's bits) or written.
+func TestTimelineEndBeforeLastPhase(t *testing.T) {
+	tl, err := trace.Open(t.TempDir(), 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewRecorder()
+	s.SetTracer(tl)
+	fp := kx.Fingerprint{Kind: kx.KindReduce, Dtype: uint8(kx.F32), Op: uint16(kx.Sum), Width: 1, Plan: 1}
+	s.Begin(5, fp)
+	s.Step(5, trace.StepFill, 0)
+	for t0 := time.Now(); time.Since(t0) < 2*time.Microsecond; { // a phase of some length, inline
+	}
+	s.Step(5, trace.StepGather, 0)
+	s.mu.Lock()
+	base := -tl.AtMono(0)                               // the monotonic reading of the timeline's zero (AtMono(0) moves no floor)
+	s.endLocked(5, nil, base+s.find(5).tl.stepStart-30) // the gather's start less 30 ns
+	s.mu.Unlock()
+	if err := tl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range readEvents(t, tl.Path()) {
+		if e.Name != "kylix_reduce" {
+			continue
+		}
+		if e.Dur < 0 {
+			t.Errorf("the call's duration %v", e.Dur)
+		}
+		steps, _ := e.Args["steps"].([]any)
+		if len(steps) != 2 {
+			t.Fatalf("inline phases %v", steps)
+		}
+		for _, st := range steps {
+			f := st.([]any)
+			if start, dur := f[2].(float64), f[3].(float64); start < 0 || dur < 0 || start+dur > e.Dur+0.002 {
+				t.Errorf("phase %v in a call of %v µs", f, e.Dur)
+			}
+		}
+		return
+	}
+	t.Fatal("no kylix_reduce event")
 }
 
 // A long call's phases and waits are events of their own, nested in it.

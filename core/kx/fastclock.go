@@ -19,8 +19,8 @@ import (
 // falls behind it by at most that bound times the time since the anchor: under a microsecond
 // while the fit spans the first milliseconds, a nanosecond once it spans a second. A new line
 // never starts behind the last one's reading, so a goroutine's readings go back by at most
-// that lag (one taken from MonoNow, before the first line, may be ahead of the next). Anywhere else (no counter, another clocksource,
-// the first millisecond) FastMono is MonoNow.
+// that lag (one taken from MonoNow, before the first line, may be ahead of the next). Anywhere
+// else (no counter, another clocksource, the first millisecond) FastMono is MonoNow.
 func FastMono() int64 {
 	if l := fast.line.Load(); l != nil {
 		if d := TSC() - l.t0; d >= 0 && d < l.span {

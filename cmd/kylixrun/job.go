@@ -148,12 +148,19 @@ func (j *job) finish(sigs <-chan os.Signal) {
 			j.drainOutput()
 			return
 		case sig := <-sigs:
-			for _, r := range j.ranks {
-				if groupAlive(r.pid) {
-					j.logf("got %s; sending SIGKILL to what %s left in its group", sigName(sig.(syscall.Signal)), r.where())
-					_ = syscall.Kill(-r.pid, syscall.SIGKILL)
-				}
-			}
+			j.killLeftovers(sig.(syscall.Signal))
+		}
+	}
+}
+
+// killLeftovers answers a signal that came once every rank's process had exited: the job is
+// over, and the signal only hastens the end of what the ranks left in their groups (SIGKILL
+// instead of the grace).
+func (j *job) killLeftovers(sig syscall.Signal) {
+	for _, r := range j.ranks {
+		if groupAlive(r.pid) {
+			j.logf("got %s; sending SIGKILL to what %s left in its group", sigName(sig), r.where())
+			_ = syscall.Kill(-r.pid, syscall.SIGKILL)
 		}
 	}
 }

@@ -121,6 +121,14 @@ func (s *supervisor) signalled(sig syscall.Signal) {
 		s.signalLive(syscall.SIGKILL)
 		return
 	}
+	if c := s.j.cfg; c.join == "" && !c.elastic && s.running() == 0 {
+		// A fixed job whose every rank's process has exited, their ends not all taken yet (the
+		// signal and an end can be ready at once): the job is over and nothing more starts,
+		// so its code is the ranks', as for a signal after it (finish). An elastic job may
+		// still start a rank: there the signal stops it as any other.
+		s.j.killLeftovers(sig)
+		return
+	}
 	if s.code == 0 {
 		s.code = 128 + int(sig)
 	}

@@ -42,8 +42,11 @@ func TestShapedLinkCompressAuto(t *testing.T) {
 		return v
 	}
 	o, a := run("off", true), run("auto", true)
-	if mbps := num(a, "link_mbps"); mbps > 50 {
-		t.Errorf("the link measurement saw %.0f MB/s on a 100 Mbit/s (12.5 MB/s) link", mbps)
+	// The links between the two hosts (remote_mbps, as TestShapedLinkHostPlan reads them): the
+	// all-links figure (link_mbps) blends in the host's own links, and read 55 MB/s once in CI
+	// under load.
+	if mbps := num(a, "remote_mbps"); !(mbps > 0 && mbps < 40) {
+		t.Errorf("the link measurement saw %.1f MB/s between the hosts on a 100 Mbit/s (12.5 MB/s) link (all links: %.1f)", mbps, num(a, "link_mbps"))
 	}
 	if raw, wire := num(o, "index_raw"), num(o, "index_wire"); raw != wire {
 		t.Errorf("compress=off: index bytes %g raw, %g on the wire", raw, wire)
@@ -62,8 +65,8 @@ func TestShapedLinkCompressAuto(t *testing.T) {
 	} else if across := wire - local; !(across < 0.5*(raw-local)) {
 		t.Errorf("compress=auto: about %g bytes crossed the shaped link where off sends %g: the lists across it did not shrink 2x", across, raw-local)
 	}
-	t.Logf("config on 100 Mbit/s, 4 ranks, n=1e6 density 0.2, direct: off %s ms, auto %s ms (times: tests/bench/run_net.sh)",
-		o["config_ms"], a["config_ms"])
+	t.Logf("config on 100 Mbit/s, 4 ranks, n=1e6 density 0.2, direct: off %s ms, auto %s ms (times: tests/bench/run_net.sh); links measured %s MB/s between the hosts, %s MB/s all links",
+		o["config_ms"], a["config_ms"], a["remote_mbps"], a["link_mbps"])
 }
 
 var resultRE = regexp.MustCompile(`(?m)^RESULT (.*)$`)

@@ -56,6 +56,9 @@ func FuzzRingReader(f *testing.F) {
 			flags, n, k := in[0], binary.LittleEndian.Uint64(in[1:9]), int(in[9])
 			in = in[10:]
 			k = min(k, len(in))
+			if pos+prefix+pad16(uint64(k)) > w.size {
+				break // its payload would wrap over the frames laid out before it
+			}
 			off := pos & w.mask
 			c := binary.LittleEndian.Uint64(append(in[:k:k], make([]byte, 8)...)) // garbage: payload bytes
 			if flags&1 != 0 {

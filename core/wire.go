@@ -18,15 +18,30 @@ func (c *Comm) abort(seq uint64, err error) {
 	c.v.Abort(seq, err)
 }
 
-func (p path) Send(to int, tag kx.Tag, bufs ...[]byte) error {
-	t0 := p.c.rec.EnterSend(tag, bufs)
+func (p path) Send(to int, tag kx.Tag, bufs ...[]byte) error { return p.send(to, tag, bufs, false) }
+
+// SendAside is Send from a goroutine beside the collective's own (coll.Path): the recorder
+// counts it under its lock (core/stats/own.go).
+func (p path) SendAside(to int, tag kx.Tag, bufs ...[]byte) error { return p.send(to, tag, bufs, true) }
+
+func (p path) send(to int, tag kx.Tag, bufs [][]byte, aside bool) error {
+	var t0 int64
+	if aside {
+		t0 = p.c.rec.EnterAside(bufs)
+	} else {
+		t0 = p.c.rec.EnterSend(tag, bufs)
+	}
 	err := p.c.v.Send(to, tag, bufs...)
 	if err == nil {
 		n := 0
 		for _, b := range bufs {
 			n += len(b)
 		}
-		p.c.rec.Count(tag, n, true)
+		if aside {
+			p.c.rec.CountAside(tag, n)
+		} else {
+			p.c.rec.Count(tag, n, true)
+		}
 		p.c.rec.Message(tag, to, n, true, t0, nil) // the timeline's send (core/stats/timeline.go)
 	}
 	return err

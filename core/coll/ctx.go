@@ -11,8 +11,11 @@ import "kylix/core/kx"
 // Path is the comm's data path (core/wire.go: the recorder, then the view). Ranks are nodes:
 // with replication s a message goes to every live replica of a node and comes from any.
 type Path interface {
-	// Send sends the concatenation of bufs to node to as one message.
+	// Send sends the concatenation of bufs to node to as one message, from the goroutine that
+	// runs the collective; SendAside does from any other (a send beside it), which the comm's
+	// statistics count under their lock.
 	Send(to int, tag kx.Tag, bufs ...[]byte) error
+	SendAside(to int, tag kx.Tag, bufs ...[]byte) error
 	// SendFits reports whether a message of n bytes to node to is written at once (small, or
 	// room for it in the ring or socket buffer): it may go out on the calling goroutine.
 	SendFits(to, n int) bool

@@ -67,7 +67,7 @@ func (g *Sends) Sendv(to int, tag kx.Tag, bufs [][]byte) {
 	go func() {
 		defer bg.wg.Done()
 		defer kx.AsyncSends.Add(-1)
-		if err := cx.Send(to, tag, bufs...); err != nil {
+		if err := cx.SendAside(to, tag, bufs...); err != nil {
 			bg.mu.Lock()
 			if bg.err == nil {
 				bg.err = err

@@ -236,7 +236,7 @@ func probeRound(cx *coll.Ctx, seq uint64, layer uint8, to, from int, b []byte) (
 	// this rank must meanwhile receive and acknowledge its own incoming probe, or the peer
 	// that sent it would time the wait for this rank's link as its own.
 	sent := make(chan error, 1)
-	go func() { sent <- cx.Send(to, probe, b) }()
+	go func() { sent <- cx.SendAside(to, probe, b) }()
 	p, err := cx.Recv(from, probe)
 	if err == nil {
 		cx.Release(p)

@@ -108,6 +108,10 @@ type activeColl struct {
 	slot      int
 	slotStart int64
 	tl        tlColl // the timeline's view of it (timeline.go); zero when off
+	// own and ownTl are what the collective's own goroutine counted without the lock (own.go);
+	// End folds them into the shared records and the timeline's.
+	own   ownCounts
+	ownTl ownTimeline
 }
 
 // Recorder keeps the statistics of one comm: the comm's data path (core/wire.go) tells it when a
@@ -130,9 +134,16 @@ type Recorder struct {
 	index      IndexBytes    // every config message's, for CompressionStats
 	packed     bool          // some message travelled compressed
 	tl         *trace.Tracer // the timeline (option timeline), nil when off
-	tlRun      *activeColl   // the collective begun last, for Step (timeline.go); nil when off
-	tlBytes    [trace.MaxCounterLayers]int64
-	tlLayers   int
+	// cur is the running collective: its own goroutine's hooks count into cur.own without the
+	// lock (own.go), and its timeline phases go to cur.tl (Step). Written by Begin and End, read
+	// by the hooks, all on the goroutine that runs the collective.
+	cur *activeColl
+	// resets counts Reset's calls, resetMono is the last one's moment: a collective that ran
+	// across a reset drops what it counted before it when it ends (own.go).
+	resets    uint64
+	resetMono int64
+	tlBytes   [trace.MaxCounterLayers]int64
+	tlLayers  int
 	// gen counts the events that change the figures: a collective's end, a plan freed, a
 	// reset. The comm holds the transport's background figures from one to the next.
 	gen uint64
@@ -163,10 +174,12 @@ func (s *Recorder) Begin(seq uint64, fp kx.Fingerprint) {
 		a.slot = sl
 		a.plan = s.planRecord(fp.Plan, fp.Kind)
 	}
+	a.own.begin(atomic.LoadUint64(&s.resets))
+	a.ownTl.begin()
 	if s.tl != nil {
 		a.tl.begin(fp, s.tl.AtMono(now))
-		s.tlRun = a
 	}
+	s.cur = a
 	if len(s.active) >= 64 { // collectives whose end was never reported: close the oldest
 		old := ^uint64(0)
 		for _, o := range s.active {
@@ -199,6 +212,13 @@ func (s *Recorder) idle() bool { return s.tl == nil && atomic.LoadInt64(&s.planA
 // Enter switches the collective of tag to the slot of tag's phase, charging the time since the
 // last switch to the slot it leaves. It returns the timeline's clock for Message (0 when off).
 func (s *Recorder) Enter(tag kx.Tag) int64 {
+	if a := s.owned(tag.Seq); a != nil {
+		s.enterOwn(a, tag)
+		if s.tl != nil {
+			return s.tl.Now()
+		}
+		return 0
+	}
 	if s.idle() {
 		return 0
 	}
@@ -215,6 +235,7 @@ func (s *Recorder) enterLocked(a *activeColl, tag kx.Tag) {
 	if a != nil && a.plan != nil && tag.Phase != kx.PhaseSmall {
 		if sl := slotOf(a.kind, tag.Phase); sl != a.slot {
 			now := kx.FastMono()
+			s.caughtUp(a)
 			a.plan.secs[a.slot] += time.Duration(now - a.slotStart)
 			a.slot, a.slotStart = sl, now
 		}
@@ -227,6 +248,9 @@ func (s *Recorder) Count(tag kx.Tag, n int, sent bool) {
 	u := Traffic{BytesRecv: uint64(n), MsgsRecv: 1}
 	if sent {
 		u = Traffic{BytesSent: uint64(n), MsgsSent: 1}
+	}
+	if a := s.owned(tag.Seq); a != nil && s.countOwn(a, tag, u) {
+		return
 	}
 	s.mu.Lock()
 	s.countLocked(tag, n, u)
@@ -319,9 +343,10 @@ func (s *Recorder) endLocked(seq uint64, err error, now int64) {
 	s.active[last] = nil
 	s.active = s.active[:last]
 	defer s.release(a)
-	if s.tlRun == a {
-		s.tlRun = nil
+	if s.cur == a {
+		s.cur = nil
 	}
+	s.foldOwn(a)
 	s.gen++
 	if s.tl != nil {
 		s.tlEnd(seq, a, err, now)
@@ -465,10 +490,8 @@ func (s *Recorder) Reset() {
 		r.calls, r.secs, r.agree, r.layers = PlanCalls{}, [numSlots]time.Duration{}, Traffic{}, nil
 		r.links, r.index = Traffic{}, nil
 	}
-	mono := kx.FastMono()
-	for _, a := range s.active {
-		a.start, a.slotStart = mono, mono
-	}
+	atomic.StoreInt64(&s.resetMono, kx.FastMono()) // before the count the hooks look at
+	atomic.AddUint64(&s.resets, 1)
 }
 
 // Snapshot returns the figures so far; the comm adds what only it knows (options, links).

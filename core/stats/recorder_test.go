@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"kylix/core/kx"
+	"kylix/core/trace"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // The recorder against a model written here from kylix_stats_json's description
@@ -199,7 +201,13 @@ func play(r *Recorder, m *model, rng *rand.Rand, seq *uint64, plans uint32, coll
 		}
 		for range rng.IntN(6) {
 			c := open[rng.IntN(len(open))]
-			tag := kx.Tag{Seq: c.seq, Layer: uint8(rng.IntN(4)), Phase: somePhases[rng.IntN(len(somePhases))]}
+			// Now and then a layer past ownLayers, which the running collective counts under
+			// the lock.
+			layer := rng.IntN(4)
+			if rng.IntN(10) == 0 {
+				layer = ownLayers + rng.IntN(3) - 1
+			}
+			tag := kx.Tag{Seq: c.seq, Layer: uint8(layer), Phase: somePhases[rng.IntN(len(somePhases))]}
 			n, sent := 1+rng.IntN(5000), rng.IntN(2) == 0
 			if rng.IntN(20) == 0 { // of no collective running here
 				tag.Seq = 1 << 40
@@ -451,4 +459,97 @@ func TestSnapshotJSONShape(t *testing.T) {
 	has("retired_plans", doc["retired_plans"], "plans", "calls", "seconds", "agree", "layers")
 	isArray("retired_plans.layers", doc["retired_plans"].(map[string]any)["layers"])
 	has("replication", doc["replication"], "replicas", "nodes", "node", "failed_ranks", "copies_won", "copies_lost", "duplicate_bytes", "peers")
+}
+
+// A reset while a collective runs drops what it counted before the reset, on its own goroutine
+// (own.go) as under the lock, and its time runs from the reset.
+func TestRecorderResetMidCollective(t *testing.T) {
+	for _, timeline := range []bool{false, true} {
+		r, m := NewRecorder(), newModel()
+		if timeline {
+			r.SetTracer(newTestTracer(t))
+		}
+		r.Begin(1, kx.Fingerprint{Kind: kx.KindReduce, Plan: 3})
+		down := kx.Tag{Seq: 1, Phase: kx.PhaseDown}
+		up := kx.Tag{Seq: 1, Layer: 1, Phase: kx.PhaseUp}
+		r.Enter(down)
+		r.Count(down, 100, true)
+		r.Count(kx.Tag{Seq: 1, Phase: kx.PhaseSmall}, 8, false)
+		time.Sleep(20 * time.Millisecond) // down's time before the reset, which it drops
+		r.Reset()
+		r.Enter(up)
+		r.Count(up, 40, false)
+		r.CountAside(up, 7)
+		r.End(1, nil)
+		m.plan(3, kx.KindReduce)
+		m.count(kx.KindReduce, 3, up, 40, false)
+		m.count(kx.KindReduce, 3, up, 7, true)
+		m.end(kx.KindReduce, 3, false)
+		st := r.Snapshot()
+		m.compare(t, st)
+		if s := st.Plans[0].Seconds; s.ReduceDown >= 0.01 || s.ReduceUp <= 0 {
+			t.Fatalf("timeline %v: phase seconds after a reset mid-call: %+v (down ran 20 ms before it)", timeline, s)
+		}
+	}
+}
+
+// Sends beside the running collective count under the lock while its own goroutine counts
+// without it (run with -race).
+func TestRecorderAsideWithOwn(t *testing.T) {
+	for _, timeline := range []bool{false, true} {
+		asideWithOwn(t, timeline)
+	}
+}
+
+func asideWithOwn(t *testing.T, timeline bool) {
+	r, m := NewRecorder(), newModel()
+	if timeline {
+		r.SetTracer(newTestTracer(t))
+	}
+	const asides, own = 4, 2000
+	for seq := uint64(1); seq <= 20; seq++ {
+		r.Begin(seq, kx.Fingerprint{Kind: kx.KindReduce, Plan: 1})
+		m.plan(1, kx.KindReduce)
+		done := make(chan struct{})
+		for g := range asides {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for i := range own / 10 {
+					tag := kx.Tag{Seq: seq, Layer: uint8(g % 3), Phase: kx.PhaseDown}
+					t0 := r.EnterAside([][]byte{make([]byte, 70<<10)})
+					r.CountAside(tag, i+1)
+					r.Message(tag, 1, i+1, true, t0, nil)
+				}
+			}()
+		}
+		for i := range own {
+			tag := kx.Tag{Seq: seq, Layer: uint8(i % 5), Phase: []kx.Phase{kx.PhaseDown, kx.PhaseUp}[i%2]}
+			if i%100 == 0 {
+				r.Step(seq, trace.StepCombine, i%5)
+			}
+			t0 := r.EnterWait(tag, 0, -1)
+			r.Count(tag, i, false)
+			r.Message(tag, 0, i, false, t0, nil)
+			m.count(kx.KindReduce, 1, tag, i, false)
+		}
+		for g := range asides {
+			<-done
+			for i := range own / 10 {
+				m.count(kx.KindReduce, 1, kx.Tag{Seq: seq, Layer: uint8(g % 3), Phase: kx.PhaseDown}, i+1, true)
+			}
+		}
+		r.End(seq, nil)
+		m.end(kx.KindReduce, 1, false)
+	}
+	m.compare(t, r.Snapshot())
+}
+
+// newTestTracer is a timeline in a test's directory, closed when the test ends.
+func newTestTracer(t *testing.T) *trace.Tracer {
+	tl, err := trace.Open(t.TempDir(), 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tl.Close() })
+	return tl
 }

@@ -70,12 +70,16 @@ const timedSendBytes = 64 << 10
 // EnterSend is Enter for a send of bufs; with the timeline on it reads the clock only for a
 // send large enough to take time.
 func (s *Recorder) EnterSend(tag kx.Tag, bufs [][]byte) int64 {
-	if s.idle() {
-		return 0
+	if a := s.owned(tag.Seq); a != nil {
+		s.enterOwn(a, tag)
+		return s.sendClock(bufs)
 	}
-	s.mu.Lock()
-	s.enterLocked(s.find(tag.Seq), tag)
-	s.mu.Unlock()
+	return s.enterSend(tag, bufs)
+}
+
+// sendClock is EnterSend's return once the phase is entered: the clock for a send worth
+// timing, 0 with the timeline off, -1 (Message records nothing) for a small send.
+func (s *Recorder) sendClock(bufs [][]byte) int64 {
 	if s.tl == nil {
 		return 0
 	}
@@ -84,9 +88,23 @@ func (s *Recorder) EnterSend(tag kx.Tag, bufs [][]byte) int64 {
 		n += len(b)
 	}
 	if n < timedSendBytes {
-		return -1 // Message records nothing
+		return -1
 	}
 	return s.tl.Now()
+}
+
+// EnterAside is EnterSend for a send beside the running collective, on a goroutine of its own
+// (CountAside): the collective's phase is its own goroutine's to switch.
+func (s *Recorder) EnterAside(bufs [][]byte) int64 { return s.sendClock(bufs) }
+
+func (s *Recorder) enterSend(tag kx.Tag, bufs [][]byte) int64 {
+	if s.idle() {
+		return 0
+	}
+	s.mu.Lock()
+	s.enterLocked(s.find(tag.Seq), tag)
+	s.mu.Unlock()
+	return s.sendClock(bufs)
 }
 
 // EnterWait is Enter for a wait for the first n bytes of peer's message of tag, or with n < 0
@@ -95,6 +113,13 @@ func (s *Recorder) EnterSend(tag kx.Tag, bufs [][]byte) int64 {
 // for parts already landed, and the wait for the whole message after the combine waited for
 // all its rows finds it landed; a small call would spend more on clock reads than on waits.
 func (s *Recorder) EnterWait(tag kx.Tag, peer, n int) int64 {
+	if a := s.owned(tag.Seq); a != nil {
+		s.enterOwn(a, tag)
+		if s.tl != nil && a.tl.newPrefix(tag, peer, n) {
+			return s.tl.Now()
+		}
+		return -1 // Message records nothing
+	}
 	if s.idle() {
 		return -1 // Message records nothing
 	}
@@ -132,13 +157,10 @@ func (s *Recorder) Step(seq uint64, st trace.Step, layer int) {
 	}
 }
 
-// step takes no lock for the running collective: only one collective runs at a time on a
-// comm (core's Comm.run), and its Begin, its steps and its End come one after the other from
-// the goroutine that runs it, so nothing else writes its phases meanwhile (the sends beside it
-// count bytes, other fields). That is three lock round trips fewer a small reduce. A step of
-// any other collective (none in core) takes the lock.
+// step takes no lock for the running collective (own.go): nothing but its own goroutine writes
+// its phases. A step of any other collective (none in core) takes the lock.
 func (s *Recorder) step(seq uint64, st trace.Step, layer int) {
-	if a := s.tlRun; a != nil && a.seq == seq {
+	if a := s.owned(seq); a != nil {
 		s.stepIn(seq, a, st, layer)
 		return
 	}
@@ -233,13 +255,19 @@ func (s *Recorder) tlCount(a *activeColl, tag kx.Tag, n int, sent bool) {
 	} else {
 		a.tl.recv += int64(n)
 	}
+	if l := int(tag.Layer); countedLayer(tag) && l < trace.MaxCounterLayers {
+		s.tlBytes[l] += int64(n)
+		s.tlLayers = max(s.tlLayers, l+1)
+	}
+}
+
+// countedLayer: a message of the butterfly's layers, which the bytes counter shows.
+func countedLayer(tag kx.Tag) bool {
 	switch tag.Phase {
 	case kx.PhaseConfig, kx.PhaseDown, kx.PhaseUp, kx.PhaseConfigDown:
-		if l := int(tag.Layer); l < trace.MaxCounterLayers {
-			s.tlBytes[l] += int64(n)
-			s.tlLayers = max(s.tlLayers, l+1)
-		}
+		return true
 	}
+	return false
 }
 
 // tlEnd records the call that ends, with its last phase and the bytes counter; mu is held.

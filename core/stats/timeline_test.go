@@ -267,6 +267,24 @@ func pathReduce(s *Recorder, seq uint64) {
 	s.End(seq, nil)
 }
 
+// BenchmarkAllreduceHooks: what the hooks cost an 8-float allreduce on 2 ranks (one send, one
+// receive, no plan), timeline off and on.
+func BenchmarkAllreduceHooks(b *testing.B) {
+	fp := kx.Fingerprint{Kind: kx.KindAllreduce, Dtype: uint8(kx.F32), Op: uint16(kx.Sum), Count: 8}
+	benchHooks(b, func(s *Recorder, i int) {
+		seq := uint64(i + 1)
+		tag := kx.Tag{Seq: seq, Phase: kx.PhaseSmall}
+		s.Begin(seq, fp)
+		t0 := s.EnterSend(tag, nil)
+		s.Count(tag, 32, true)
+		s.Message(tag, 1, 32, true, t0, nil)
+		t0 = s.Enter(tag)
+		s.Count(tag, 32, false)
+		s.Message(tag, 1, 32, false, t0, nil)
+		s.End(seq, nil)
+	})
+}
+
 // BenchmarkPathReduceHooks: what the data path's and the algorithm's hooks cost a small
 // reduce (pathReduce), timeline off and on. Run with -cpu 1 for a rank under kylixrun
 // (GOMAXPROCS=1): the writer's batches then take the benchmark's processor, as a rank's.

@@ -3,6 +3,7 @@ package core
 import (
 	"kylix/core/kx"
 	"sync"
+	"sync/atomic"
 )
 
 // Non-blocking collectives.
@@ -49,8 +50,10 @@ func (r *Request) Test() (done bool, err error) {
 type executor struct {
 	mu    sync.Mutex
 	queue []*Request
-	busy  bool          // a drain goroutine owns the transport: new collectives must queue
-	idle  chan struct{} // closed when that goroutine exits
+	// busy: a drain goroutine owns the transport, new collectives must queue. Changed under
+	// mu; read without it by waitIdle, whose caller alone makes it true (submit).
+	busy atomic.Bool
+	idle chan struct{} // closed when that goroutine exits
 }
 
 // submit queues a collective of c and starts the drain goroutine if none runs.
@@ -59,8 +62,8 @@ func (e *executor) submit(c *Comm, seq uint64, fp kx.Fingerprint, body func(uint
 	defer e.mu.Unlock()
 	r := &Request{done: make(chan struct{}), seq: seq, fp: fp, body: body}
 	e.queue = append(e.queue, r)
-	if !e.busy {
-		e.busy = true
+	if !e.busy.Load() {
+		e.busy.Store(true)
 		e.idle = make(chan struct{})
 		go e.drain(c, e.idle)
 	}
@@ -73,7 +76,7 @@ func (e *executor) drain(c *Comm, idle chan struct{}) {
 	for {
 		e.mu.Lock()
 		if len(e.queue) == 0 {
-			e.busy = false
+			e.busy.Store(false)
 			e.mu.Unlock()
 			return
 		}
@@ -105,17 +108,18 @@ func (r *Request) run(c *Comm) (err error) {
 
 // active reports whether a collective is queued or running on the executor.
 func (e *executor) active() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.busy
+	return e.busy.Load()
 }
 
 // waitIdle returns once nothing is queued or running. Only the goroutine that issues
 // collectives may rely on it staying idle afterwards.
 func (e *executor) waitIdle() {
+	if !e.busy.Load() { // the common case, a blocking call after blocking calls: no lock
+		return
+	}
 	e.mu.Lock()
 	ch := e.idle
-	busy := e.busy
+	busy := e.busy.Load()
 	e.mu.Unlock()
 	if busy {
 		<-ch

@@ -59,7 +59,7 @@ func (l *ringLink) close()            { l.seg.Close() }
 func (l *ringLink) kind() string      { return "shared-memory ring" }
 func (l *ringLink) closeWrite()       {} // a frame cut short already leaves the ring unusable
 func (l *ringLink) hidden() bool      { return false }
-func (l *ringLink) setDirect(bool)    {}
+func (l *ringLink) setDirect(on bool) { l.seg.Reader().Direct(on) }
 func (l *ringLink) pending() bool     { return l.seg.Reader().Ready() }
 func (l *ringLink) awaitFrame() error { return l.seg.AwaitFrame(l.pl.w) }
 func (l *ringLink) share() bool       { l.shared = l.seg.SetShared() == nil; return l.shared }

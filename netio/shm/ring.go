@@ -216,6 +216,35 @@ type Reader struct {
 	// The next frame as peek found it: its length, and a length past the bound or the ring.
 	next    uint64
 	nextBad bool
+	// held: the read token's holder entered the segment for a run of reads (Direct), which
+	// then skip their own entry and exit, a locked instruction each.
+	held bool
+}
+
+// Direct(true) enters the segment for a run of reads by the read token's holder (a wait that
+// reads the ring on its own thread); Direct(false) ends the run. Meanwhile Ready, Next,
+// NextInto, ReadFull and Discard look at the segment's closing instead of entering it, and
+// the segment stays mapped until the run ends.
+func (r *Reader) Direct(on bool) {
+	switch {
+	case on && !r.held:
+		r.held = r.s.enter() == nil
+	case !on && r.held:
+		r.held = false
+		r.s.exit()
+	}
+}
+
+// use enters the segment for one call of the reader's, unless a run holds it (Direct);
+// entered says whether the call must exit.
+func (r *Reader) use() (entered bool, err error) {
+	if r.held {
+		if r.s.closing() {
+			return false, ErrClosed
+		}
+		return false, nil
+	}
+	return true, r.s.enter()
 }
 
 func (r *Reader) init(s *Segment, ring int) {
@@ -230,20 +259,26 @@ func (r *Reader) avail() uint64 { return r.tailSeen - r.pos }
 // with ReadFull (into the caller's destination, in place) or Discard. Unread bytes of the
 // previous frame are skipped. At a frame boundary after the peer's Close it returns io.EOF.
 func (r *Reader) Next(wt Wait) (int, error) {
-	if err := r.s.enter(); err != nil {
+	entered, err := r.use()
+	if err != nil {
 		return 0, err
 	}
-	defer r.s.exit()
+	if entered {
+		defer r.s.exit()
+	}
 	return r.nextFrame(&wt)
 }
 
 // NextInto is Next followed by ReadFull(wt, dst) when the frame holds at least len(dst) bytes
 // (a frame's header): one entry into the segment instead of two, each a locked instruction pair.
 func (r *Reader) NextInto(wt Wait, dst []byte) (int, error) {
-	if err := r.s.enter(); err != nil {
+	entered, err := r.use()
+	if err != nil {
 		return 0, err
 	}
-	defer r.s.exit()
+	if entered {
+		defer r.s.exit()
+	}
 	n, err := r.nextFrame(&wt)
 	if err != nil || n < len(dst) {
 		return n, err
@@ -307,10 +342,13 @@ func (r *Reader) Remaining() int { return int(r.left) }
 // ReadFull copies the next len(dst) payload bytes of the current frame into dst, waiting
 // (and streaming through the ring) as needed; len(dst) must not exceed Remaining.
 func (r *Reader) ReadFull(wt Wait, dst []byte) error {
-	if err := r.s.enter(); err != nil {
+	entered, err := r.use()
+	if err != nil {
 		return err
 	}
-	defer r.s.exit()
+	if entered {
+		defer r.s.exit()
+	}
 	return r.readFull(&wt, dst)
 }
 
@@ -334,17 +372,22 @@ func (r *Reader) readFull(wt *Wait, dst []byte) error {
 		dst = dst[k:]
 		r.pos += k
 		r.left -= k
-		r.release()
+		if r.left == 0 { // the frame is read: its space goes back (a part read waits for the rest)
+			r.release()
+		}
 	}
 	return nil
 }
 
 // Discard skips n payload bytes of the current frame.
 func (r *Reader) Discard(wt Wait, n int) error {
-	if err := r.s.enter(); err != nil {
+	entered, err := r.use()
+	if err != nil {
 		return err
 	}
-	defer r.s.exit()
+	if entered {
+		defer r.s.exit()
+	}
 	if n < 0 || uint64(n) > r.left {
 		return fmt.Errorf("%w: discard %d, %d left", ErrFrameState, n, r.left)
 	}

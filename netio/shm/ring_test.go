@@ -444,3 +444,45 @@ func TestNextInto(t *testing.T) {
 		}
 	}
 }
+
+// A run of reads under Direct reads as without it, takes no entry of its own, sees a Close
+// that comes during the run, and keeps the mapping until the run ends.
+func TestDirectReads(t *testing.T) {
+	a, b := pair(t, 4096, Options{})
+	w, r := a.Writer(), b.Reader()
+	r.Direct(true)
+	held := b.state.Load()
+	for i, n := range []int{0, 60, 3000, 700} {
+		frame := bytes.Repeat([]byte{byte(i + 1)}, n)
+		if err := w.WriteFrame(bounded(), frame); err != nil {
+			t.Fatal(err)
+		}
+		if !r.Ready() {
+			t.Fatalf("frame %d: not ready under Direct", i)
+		}
+		dst := make([]byte, n)
+		if got, err := r.ReadFrame(bounded(), dst); err != nil || got != n || !bytes.Equal(dst, frame) {
+			t.Fatalf("frame %d of %d bytes under Direct: %d, %v", i, n, got, err)
+		}
+		if st := b.state.Load(); st != held {
+			t.Fatalf("frame %d: the segment's count moved under Direct: %d, held %d", i, st, held)
+		}
+	}
+	if err := w.WriteFrame(bounded(), []byte("late")); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if !r.Ready() { // closing: Next reports it
+		t.Fatal("Ready after Close under Direct: false")
+	}
+	if _, err := r.Next(bounded()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Next after Close under Direct: %v, want ErrClosed", err)
+	}
+	if b.state.Load()&^closingBit == 0 {
+		t.Fatal("the run's entry is gone before the run ended")
+	}
+	r.Direct(false)
+	if st := b.state.Load(); st != closingBit {
+		t.Fatalf("after the run: state %#x, want only the closing bit (unmapped)", st)
+	}
+}

@@ -87,9 +87,12 @@ func (s *Segment) AwaitFrame(wt Wait) error {
 // Ready tells the token holder whether Next would return a frame (or an error) without
 // waiting.
 func (r *Reader) Ready() bool {
-	if r.s.enter() != nil {
+	entered, err := r.use()
+	if err != nil {
 		return true // closing: Next reports it
 	}
-	defer r.s.exit()
+	if entered {
+		defer r.s.exit()
+	}
 	return r.left > 0 || r.peek()
 }

@@ -155,7 +155,7 @@ func (t *TCP) recvDriven(from int, tag kx.Tag) (b []byte, ok bool, err error) {
 		case want != nil && want.Data != nil:
 			data := want.Data
 			want.Data = nil
-			if t.mb.HandOver(tag.Seq, data) {
+			if t.mb.HandOver(want, data) {
 				t.endDrive(true)
 				return data, true, nil
 			}

@@ -187,16 +187,9 @@ func (t *TCP) prepareSend(to int, tag kx.Tag, bufs [][]byte) (h Header, n int, d
 	return h, n, false, nil
 }
 
-func (t *TCP) count(r, n int, sent bool) {
-	c := &t.stats[r]
-	if sent {
-		c.BytesSent.Add(uint64(n))
-		c.MsgsSent.Add(1)
-	} else {
-		c.BytesRecv.Add(uint64(n))
-		c.MsgsRecv.Add(1)
-	}
-}
+// count counts a data message with rank r. Receives from a peer are counted under its read
+// token, one reader at a time: relaxed. Sends to a peer run side by side, and so do self-sends.
+func (t *TCP) count(r, n int, sent bool) { t.stats[r].Count(n, sent, !sent && r != t.rank) }
 
 // Abort fails collective seq here and sends an abort frame to every live peer, all at once; it
 // returns within Timeout() whatever the peers do. When seq already failed through a peer's

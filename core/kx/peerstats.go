@@ -17,6 +17,22 @@ type PeerCounters struct {
 	BytesSent, MsgsSent, BytesRecv, MsgsRecv atomic.Uint64
 }
 
+// Count adds a message of n bytes, sent or received. relaxed: its counters have one writer at
+// a time (AddRelaxed, no locked instruction); else they take atomic adds.
+func (c *PeerCounters) Count(n int, sent, relaxed bool) {
+	bytes, msgs := &c.BytesRecv, &c.MsgsRecv
+	if sent {
+		bytes, msgs = &c.BytesSent, &c.MsgsSent
+	}
+	if relaxed {
+		AddRelaxed(bytes, uint64(n))
+		AddRelaxed(msgs, 1)
+		return
+	}
+	bytes.Add(uint64(n))
+	msgs.Add(1)
+}
+
 // Snapshot reads the counters of every peer (cs[r] is rank r's).
 func Snapshot(cs []PeerCounters) []PeerStats {
 	out := make([]PeerStats, len(cs))

@@ -22,6 +22,9 @@ type Want struct {
 	Src  int
 	Tag  kx.Tag
 	Data []byte
+	// changes is the mailbox's count of failures and closes when WantOf named the frame:
+	// HandOver takes no lock while it has not moved.
+	changes uint64
 }
 
 // Matches tells whether a data frame from src with tag is the one wanted.
@@ -45,7 +48,8 @@ func (m *Mailbox) WantOf(from int, tag kx.Tag) (Want, bool) {
 	if b := m.boxOf(tag.Seq); b != nil && (b.fail != nil || b.msgAt(m.race.key(tag.Layer, wirePhase(tag), from)) >= 0) {
 		return Want{}, false
 	}
-	return Want{Src: from, Tag: kx.Tag{Seq: tag.Seq, Layer: tag.Layer, Phase: tag.Phase, FP: m.fp}}, true
+	return Want{Src: from, Tag: kx.Tag{Seq: tag.Seq, Layer: tag.Layer, Phase: tag.Phase, FP: m.fp},
+		changes: m.changes.Load()}, true
 }
 
 // Took records that the reader took the wanted frame from src, read whole: src was heard from
@@ -55,10 +59,15 @@ func (m *Mailbox) Took(src int, seq uint64) {
 	m.live.heard(src)
 }
 
-// HandOver gives a Recv the payload of its wanted frame, read whole (Want.Data): ok is false
+// HandOver gives a Recv the payload of w, its wanted frame, read whole (Want.Data): ok is false
 // when its collective is over or failed meanwhile (the payload goes back to the pool, and the
-// Recv's next look says why).
-func (m *Mailbox) HandOver(seq uint64, data []byte) (ok bool) {
+// Recv's next look says why). Nothing failed or closed since WantOf: ok without the lock (the
+// collective is still current: only the Recv's own goroutine begins the next).
+func (m *Mailbox) HandOver(w *Want, data []byte) (ok bool) {
+	if m.changes.Load() == w.changes {
+		return true
+	}
+	seq := w.Tag.Seq
 	m.mu.Lock()
 	b := m.boxOf(seq)
 	ok = m.closed == nil && !m.stale(seq) && (b == nil || b.fail == nil)

@@ -21,11 +21,20 @@ func TestPullHandsOverTheWantedFrame(t *testing.T) {
 			want.Matches(0, kx.Tag{Seq: 4, Layer: 2, Phase: kx.PhaseSmall, FP: fpAll}) {
 			t.Fatalf("want %+v (%v) does not name the awaited frame alone", want, ok)
 		}
-		if !m.HandOver(4, []byte("direct")) {
+		if !m.HandOver(&want, []byte("direct")) {
 			t.Fatal("the payload of a running collective was refused")
 		}
 		if _, ok := m.WantOf(1, kx.Tag{FP: fpAll, Seq: 4, Layer: 2, Phase: kx.PhaseSmall, Race: true}); ok {
 			t.Fatal("a racing message may be handed over")
+		}
+	})
+	t.Run("closed", func(t *testing.T) {
+		m := New(0, 2, time.Second)
+		m.Begin(4, fpAll)
+		want, _ := m.WantOf(1, tag)
+		m.Close(kx.Errorf(kx.CodeState, "closed"))
+		if m.HandOver(&want, []byte("late")) {
+			t.Fatal("a payload was handed over by a closed mailbox")
 		}
 	})
 	t.Run("other frames filed", func(t *testing.T) {
@@ -42,8 +51,12 @@ func TestPullHandsOverTheWantedFrame(t *testing.T) {
 	t.Run("collective failed", func(t *testing.T) {
 		m := New(0, 3, time.Second)
 		m.Begin(4, fpAll)
+		want, ok := m.WantOf(1, tag)
+		if !ok {
+			t.Fatal("WantOf refused a running collective")
+		}
 		m.deliver(2, 4, 0, kx.PhaseSmall, fpRed, []byte("x")) // another rank's mismatch
-		if m.HandOver(4, []byte("late")) {
+		if m.HandOver(&want, []byte("late")) {
 			t.Fatal("a payload was handed over in a failed collective")
 		}
 		within(t, time.Second, func() {

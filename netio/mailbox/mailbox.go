@@ -33,11 +33,12 @@ type Mailbox struct {
 	started bool // Begin was called at least once
 	cur     uint64
 	fp      kx.Fingerprint
-	boxes   []*seqBox   // by sequence: the current collective's and those of early frames (tables.go)
-	dead    []error     // per rank: why it is gone, nil while alive
-	bye     []bool      // per rank: it is gone because it said bye (MarkFinalized)
-	anyDead atomic.Bool // some rank is dead: Dead, asked before every send, looks under mu only then
-	closed  error       // set by Close: every wait fails with it
+	boxes   []*seqBox     // by sequence: the current collective's and those of early frames (tables.go)
+	dead    []error       // per rank: why it is gone, nil while alive
+	bye     []bool        // per rank: it is gone because it said bye (MarkFinalized)
+	anyDead atomic.Bool   // some rank is dead: Dead, asked before every send, looks under mu only then
+	changes atomic.Uint64 // failures and closes so far, counted under mu (HandOver)
+	closed  error         // set by Close: every wait fails with it
 	waiters []*waiter
 	// freeWaiters are waiters done with, for reuse; freeBoxes and freePosts the same for boxes
 	// and posts (a small step allocates nothing: no collector's pauses in a loop of them).
@@ -335,6 +336,7 @@ func (m *Mailbox) PeerAbort(seq uint64) error {
 
 func (m *Mailbox) failLocked(seq uint64, b *seqBox, err error) {
 	b.fail = err
+	m.changes.Add(1)
 	b.free() // nothing of a failed collective will be read
 	for _, w := range m.waiters {
 		if w.seq == seq {
@@ -419,6 +421,7 @@ func (m *Mailbox) Close(err error) {
 		return
 	}
 	m.closed = err
+	m.changes.Add(1)
 	for _, b := range m.boxes {
 		b.free()
 	}

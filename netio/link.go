@@ -125,9 +125,9 @@ func (t *TCP) readFrame(p *peer, l link, want *mailbox.Want) (done bool) {
 		return true
 	}
 	if h.Type == FrameData && want.Matches(p.rank, h.tag()) {
-		data := mailbox.GetBuf(int(h.Len))
+		data := t.mb.WantBuf(int(h.Len))
 		if _, err := io.ReadFull(pl, data); err != nil {
-			mailbox.PutBuf(data)
+			t.mb.Release(data)
 			return t.readEnded(p, l, err)
 		}
 		t.mb.Took(p.rank, h.Seq)

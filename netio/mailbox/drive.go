@@ -73,9 +73,26 @@ func (m *Mailbox) HandOver(w *Want, data []byte) (ok bool) {
 	ok = m.closed == nil && !m.stale(seq) && (b == nil || b.fail == nil)
 	m.mu.Unlock()
 	if !ok {
-		PutBuf(data)
+		m.Release(data)
 	}
 	return ok
+}
+
+// wantedBytes is the size of WantBuf's buffer: a small step's message.
+const wantedBytes = 4 << 10
+
+// WantBuf is a buffer of n bytes for the payload of a Recv's wanted frame (Want.Data), read on
+// the Recv's own thread; Release gives it back. A small one is the mailbox's own while it is
+// free, so a small step's receive takes no pooled buffer (whose pool takes a lock each way).
+func (m *Mailbox) WantBuf(n int) []byte {
+	if n > wantedBytes || m.wantedOut {
+		return GetBuf(n)
+	}
+	if m.wanted == nil {
+		m.wanted = make([]byte, wantedBytes)
+	}
+	m.wantedOut = true
+	return m.wanted[:n]
 }
 
 // Sources puts into buf the ranks a message from `from` with tag may come from, and returns it:

@@ -68,3 +68,33 @@ func TestPullHandsOverTheWantedFrame(t *testing.T) {
 		})
 	})
 }
+
+// A small wanted frame is read into the mailbox's own buffer while it is free, and Release
+// gives it back; a second one while the first is out, or a large one, comes from the pool.
+func TestWantBufReusedOnceReleased(t *testing.T) {
+	m := New(0, 2, time.Second)
+	a := m.WantBuf(32)
+	b := m.WantBuf(32) // a is out
+	if len(a) != 32 || len(b) != 32 || &a[0] == &b[0] {
+		t.Fatalf("two buffers out at once share memory: %p %p", &a[0], &b[0])
+	}
+	m.Release(a)
+	m.Release(b)
+	c := m.WantBuf(100)
+	if &c[0] != &a[0] {
+		t.Fatal("the released buffer was not used again")
+	}
+	big := m.WantBuf(wantedBytes + 1)
+	if &big[0] == &a[0] || len(big) != wantedBytes+1 {
+		t.Fatal("a large frame got the small buffer")
+	}
+	m.Release(big)
+	m.Release(c)
+	if m.wantedOut {
+		t.Fatal("still out after its release")
+	}
+	allocs := testing.AllocsPerRun(100, func() { m.Release(m.WantBuf(64)) })
+	if allocs != 0 {
+		t.Fatalf("%v allocations a wanted frame", allocs)
+	}
+}

@@ -28,6 +28,11 @@ type Mailbox struct {
 	// scratch[src] is where src's reader puts racing chunks before offering them, and the
 	// pieces of a folded message (fold.go); only that reader touches it.
 	scratch [][]byte
+	// wanted is the buffer a small frame a Recv waits for is read into on the waiting thread
+	// (WantBuf), until the Recv's caller gives it back (Release); wantedOut while it is out.
+	// Both run on the goroutine that runs the collective: no pool lock, no lock at all.
+	wanted    []byte
+	wantedOut bool
 
 	mu      sync.Mutex
 	started bool // Begin was called at least once

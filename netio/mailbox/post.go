@@ -3,6 +3,7 @@ package mailbox
 import (
 	"kylix/core/kx"
 	"slices"
+	"unsafe"
 )
 
 // Receive in place: core posts where a message lands (Post), a transport asks before reading a
@@ -47,8 +48,14 @@ func (m *Mailbox) Post(from int, tag kx.Tag, dst []byte, fold kx.Fold) {
 	m.expect(from, tag, dst, fold)
 }
 
-// Release gives a payload of Recv back to the pool (PutBuf).
-func (m *Mailbox) Release(b []byte) { PutBuf(b) }
+// Release gives a payload of Recv back: to WantBuf's buffer or to the pool (PutBuf).
+func (m *Mailbox) Release(b []byte) {
+	if m.wantedOut && cap(b) > 0 && unsafe.SliceData(b) == unsafe.SliceData(m.wanted) {
+		m.wantedOut = false
+		return
+	}
+	PutBuf(b)
+}
 
 func (m *Mailbox) expect(from int, tag kx.Tag, dst []byte, fold kx.Fold) {
 	m.mu.Lock()

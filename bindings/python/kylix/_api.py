@@ -528,7 +528,8 @@ class Comm(CommHandle):
         if h is not None and type(arr) is _ndarray and type(out) is _ndarray and \
                 id(arr) == h.aid and id(out) == h.oid and op is h.op and dtype is None and \
                 h.f == h.fb and h.d == h.db:
-            self._seen = None            # what comes next in the lean path is not a repeat
+            if self._seen is not None:   # what comes next in the lean path is not a repeat
+                self._seen = None        # (a load costs less than a store, every call)
             st = _allreduce_untyped(*h.args)
             if st:
                 self._check(st, "kylix_allreduce")
@@ -886,7 +887,8 @@ class Plan(PlanHandle):
         if h is not None and type(out_vals) is _ndarray and type(out) is _ndarray and \
                 id(out_vals) == h.aid and id(out) == h.oid and op is h.op and dtype is None and \
                 h.f == h.fb and h.d == h.db:
-            self._seen = None
+            if self._seen is not None:
+                self._seen = None
             st = _reduce_untyped(*h.args)
             if st:
                 self._comm._check(st, "kylix_reduce")

@@ -53,9 +53,12 @@ def executed(path):
 def main():
     cg, lib, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
     counts, first = executed(cg)
+    # Place the library by an exported function the run called (any one will do).
     sym = subprocess.run(["nm", "-D", lib], capture_output=True, text=True, check=True).stdout
-    anchor = next(int(l.split()[0], 16) for l in sym.splitlines() if l.endswith(" kylix_allreduce"))
-    base = min(a for f, a in first.items() if f.split(":")[-1] == "kylix_allreduce") - anchor
+    exported = {l.split()[2]: int(l.split()[0], 16) for l in sym.splitlines()
+                if len(l.split()) == 3 and l.split()[1] == "T"}
+    name = next(f.split(":")[-1] for f in first if f.split(":")[-1] in exported)
+    base = min(a for f, a in first.items() if f.split(":")[-1] == name) - exported[name]
     dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", lib], capture_output=True,
                          text=True, check=True).stdout
     locked, fn = {}, "?"

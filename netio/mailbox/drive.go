@@ -83,15 +83,11 @@ const wantedBytes = 4 << 10
 
 // WantBuf is a buffer of n bytes for the payload of a Recv's wanted frame (Want.Data), read on
 // the Recv's own thread; Release gives it back. A small one is the mailbox's own while it is
-// free, so a small step's receive takes no pooled buffer (whose pool takes a lock each way).
+// free, so a small step's receive takes no pooled buffer.
 func (m *Mailbox) WantBuf(n int) []byte {
-	if n > wantedBytes || m.wantedOut {
+	if n > wantedBytes || m.wantedOut.Load() || !m.wantedOut.CompareAndSwap(false, true) {
 		return GetBuf(n)
 	}
-	if m.wanted == nil {
-		m.wanted = make([]byte, wantedBytes)
-	}
-	m.wantedOut = true
 	return m.wanted[:n]
 }
 

@@ -90,7 +90,7 @@ func TestWantBufReusedOnceReleased(t *testing.T) {
 	}
 	m.Release(big)
 	m.Release(c)
-	if m.wantedOut {
+	if m.wantedOut.Load() {
 		t.Fatal("still out after its release")
 	}
 	allocs := testing.AllocsPerRun(100, func() { m.Release(m.WantBuf(64)) })

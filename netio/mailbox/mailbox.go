@@ -29,10 +29,12 @@ type Mailbox struct {
 	// pieces of a folded message (fold.go); only that reader touches it.
 	scratch [][]byte
 	// wanted is the buffer a small frame a Recv waits for is read into on the waiting thread
-	// (WantBuf), until the Recv's caller gives it back (Release); wantedOut while it is out.
-	// Both run on the goroutine that runs the collective: no pool lock, no lock at all.
+	// (WantBuf), until the Recv's caller gives it back (Release, on any goroutine); wantedOut
+	// while it is out. Made with the mailbox and never replaced, so that Release may compare
+	// any payload with it: one compare-and-swap and one store a use, where the pool's stack
+	// takes a lock each way.
 	wanted    []byte
-	wantedOut bool
+	wantedOut atomic.Bool
 
 	mu      sync.Mutex
 	started bool // Begin was called at least once
@@ -106,6 +108,7 @@ func New(rank, size int, timeout time.Duration) *Mailbox {
 		scratch: make([][]byte, size),
 		dead:    make([]error, size),
 		bye:     make([]bool, size),
+		wanted:  make([]byte, wantedBytes),
 	}
 	m.quiet.L = &m.mu
 	return m

@@ -50,8 +50,8 @@ func (m *Mailbox) Post(from int, tag kx.Tag, dst []byte, fold kx.Fold) {
 
 // Release gives a payload of Recv back: to WantBuf's buffer or to the pool (PutBuf).
 func (m *Mailbox) Release(b []byte) {
-	if m.wantedOut && cap(b) > 0 && unsafe.SliceData(b) == unsafe.SliceData(m.wanted) {
-		m.wantedOut = false
+	if cap(b) > 0 && unsafe.SliceData(b) == unsafe.SliceData(m.wanted) {
+		m.wantedOut.Store(false)
 		return
 	}
 	PutBuf(b)

@@ -66,7 +66,9 @@ for ns in "$A" "$B"; do
   i=$((i + 1))
 done
 t=0
-until [ "$(grep -c 'Registering worker' "$logs/master.log" 2>/dev/null)" = 2 ]; do
+# Distinct workers: one whose first registration's answer was late registers again (a second
+# "Registering worker" line for the same address), and the count of lines then never read 2.
+until [ "$(grep -o 'Registering worker [0-9.:]*' "$logs/master.log" 2>/dev/null | sort -u | wc -l)" -ge 2 ]; do
   sleep 1; t=$((t + 1))
   # A fail-safe, not a speed check: three JVMs on 2 cores that other work keeps busy have taken
   # over 2 minutes to start and register (about 10 s on a quiet machine).

@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"kylix/core/keyset"
 	"kylix/core/kx"
+	"kylix/netio/memnet"
 	"math"
 	"sync"
 	"testing"
 	"time"
 
 	"kylix/core"
-	"kylix/netio"
 )
 
 // benchSets are m ranks' index sets of k indices each over [0, n): uniformly scattered, so
@@ -32,7 +32,7 @@ type liveJob struct{ comms []*core.Comm }
 
 func newLiveJob(b testing.TB, m int, opts kx.Options) *liveJob {
 	b.Helper()
-	ts := netio.NewMemJob(m, 30*time.Second)
+	ts := memnet.NewJob(m, 30*time.Second)
 	j := &liveJob{comms: make([]*core.Comm, m)}
 	for r := range j.comms {
 		o := opts

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"kylix/core/kx"
+	"kylix/netio/memnet"
 	"math"
 	"math/rand"
 	"sync"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"kylix/core"
-	"kylix/netio"
 )
 
 // rankData is one rank's sparse contribution and request, regenerated from (seed, rank) so the
@@ -286,14 +286,14 @@ func runJob(t testing.TB, m int, degrees string, fn func(c *core.Comm) error) []
 	t.Helper()
 	return runMem(t, m, func(r int) kx.Options {
 		return kx.Options{Rank: r, Size: m, Degrees: degrees, Replication: 1, MinPacket: 4096, Timeout: jobTimeout}
-	}, func(c *core.Comm, _ *netio.Mem) error { return fn(c) })
+	}, func(c *core.Comm, _ *memnet.Mem) error { return fn(c) })
 }
 
 // runMem runs fn on every rank of an in-memory job of size ranks at once, rank r's comm made
 // with opts(r), and returns the errors by rank. fn gets the rank's transport too (to kill it).
-func runMem(t testing.TB, size int, opts func(r int) kx.Options, fn func(c *core.Comm, mem *netio.Mem) error) []error {
+func runMem(t testing.TB, size int, opts func(r int) kx.Options, fn func(c *core.Comm, mem *memnet.Mem) error) []error {
 	t.Helper()
-	ts := netio.NewMemJob(size, jobTimeout)
+	ts := memnet.NewJob(size, jobTimeout)
 	errs := make([]error, size)
 	var wg sync.WaitGroup
 	for r := 0; r < size; r++ {

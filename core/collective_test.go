@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"kylix/core/kx"
+	"kylix/netio/memnet"
 	"strings"
 	"testing"
 	"time"
 
 	"kylix/core"
-	"kylix/netio"
 )
 
 func TestBcastAndBarrier(t *testing.T) {
@@ -133,7 +133,7 @@ func TestBadArgumentsLeaveCommUsable(t *testing.T) {
 // later calls fail with CodeState.
 func TestDeadRankReported(t *testing.T) {
 	const m = 4
-	ts := netio.NewMemJob(m, 3*time.Second)
+	ts := memnet.NewJob(m, 3*time.Second)
 	errs := make(chan error, m)
 	for r := 0; r < m; r++ {
 		go func(r int) {

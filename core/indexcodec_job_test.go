@@ -6,6 +6,7 @@ import (
 	"kylix/core/keyset"
 	"kylix/core/kx"
 	"kylix/core/planning"
+	"kylix/netio/memnet"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -13,7 +14,6 @@ import (
 	"testing"
 
 	"kylix/core"
-	"kylix/netio"
 )
 
 // Compression changes how index lists travel, never what arrives: every result is bitwise the
@@ -145,7 +145,7 @@ func (cs corruptingSender) Send(to int, tag kx.Tag, bufs ...[]byte) error {
 // ranks that received it: no crash, no hang.
 func TestCompressCorruptPayload(t *testing.T) {
 	const m, bad = 4, 2
-	ts := netio.NewMemJob(m, jobTimeout)
+	ts := memnet.NewJob(m, jobTimeout)
 	errs := make([]error, m)
 	var wg sync.WaitGroup
 	for r := 0; r < m; r++ {

@@ -3,18 +3,18 @@ package core_test
 import (
 	"fmt"
 	"kylix/core/kx"
+	"kylix/netio/memnet"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"kylix/core"
-	"kylix/netio"
 )
 
 // runReplicated runs fn on every rank of an in-memory job of s replicas of m nodes at once and
 // returns the errors by rank.
-func runReplicated(t *testing.T, s, m int, degrees string, fn func(c *core.Comm, mem *netio.Mem) error) []error {
+func runReplicated(t *testing.T, s, m int, degrees string, fn func(c *core.Comm, mem *memnet.Mem) error) []error {
 	t.Helper()
 	return runMem(t, s*m, func(r int) kx.Options {
 		return kx.Options{Rank: r, Size: s * m, Degrees: degrees, Replication: s, MinPacket: 4096, Timeout: jobTimeout}
@@ -48,7 +48,7 @@ func TestReplicatedAgainstBruteForce(t *testing.T) {
 	}{{2, 4, "direct"}, {2, 4, "binary"}, {2, 4, "auto"}, {3, 2, "direct"}, {2, 5, "direct"}, {2, 3, "auto"}, {2, 1, "auto"}} {
 		t.Run(fmt.Sprintf("s%d_m%d_%s", pl.s, pl.m, pl.degrees), func(t *testing.T) {
 			all := nodeData(pl.m, 2, int64(pl.s*100+pl.m))
-			errs := runReplicated(t, pl.s, pl.m, pl.degrees, func(c *core.Comm, _ *netio.Mem) error {
+			errs := runReplicated(t, pl.s, pl.m, pl.degrees, func(c *core.Comm, _ *memnet.Mem) error {
 				if c.Size() != pl.s*pl.m {
 					return fmt.Errorf("Size() = %d, want %d (processes, replicas included)", c.Size(), pl.s*pl.m)
 				}
@@ -80,7 +80,7 @@ func TestReplicaKilledMidJob(t *testing.T) {
 	victims := map[int]int{5: 1, 2: 3} // rank -> the iteration in which it dies
 	var kills sync.WaitGroup
 	kills.Add(len(victims))
-	errs := runReplicated(t, s, m, "2x2", func(c *core.Comm, mem *netio.Mem) error {
+	errs := runReplicated(t, s, m, "2x2", func(c *core.Comm, mem *memnet.Mem) error {
 		r := c.Rank()
 		rd := all[r%m]
 		for it := 0; it < 5; it++ {
@@ -137,7 +137,7 @@ func TestReplicaKilledMidJob(t *testing.T) {
 // When every replica of a node is dead, every survivor's call fails with CodePeer naming them.
 func TestEveryReplicaOfANodeKilled(t *testing.T) {
 	const s, m = 2, 3
-	errs := runReplicated(t, s, m, "direct", func(c *core.Comm, mem *netio.Mem) error {
+	errs := runReplicated(t, s, m, "direct", func(c *core.Comm, mem *memnet.Mem) error {
 		r := c.Rank()
 		if r%m == 1 {
 			mem.Kill()
@@ -167,7 +167,7 @@ func TestShrinkReplicated(t *testing.T) {
 	const s, m, width = 2, 4, 1
 	all := nodeData(m, width, 11)
 	dead := map[int]bool{5: true, 2: true, 6: true} // replica 1 of node 1; both of node 2
-	errs := runReplicated(t, s, m, "direct", func(c *core.Comm, mem *netio.Mem) error {
+	errs := runReplicated(t, s, m, "direct", func(c *core.Comm, mem *memnet.Mem) error {
 		r := c.Rank()
 		if dead[r] {
 			mem.Kill()

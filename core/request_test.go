@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"kylix/core/kx"
+	"kylix/netio/memnet"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"kylix/core"
-	"kylix/netio"
 )
 
 // pollDone polls r with Test, sleeping between polls, until it is done or limit passes.
@@ -258,7 +258,7 @@ func TestRequestArgErrors(t *testing.T) {
 // behind it, and later calls, fail with CodeState.
 func TestRequestsAfterPeerFailure(t *testing.T) {
 	const m = 3
-	ts := netio.NewMemJob(m, 2*time.Second)
+	ts := memnet.NewJob(m, 2*time.Second)
 	errs := make(chan error, m)
 	// Rank 2 dies once the others have issued their requests: a kill before that would fail
 	// the first request, and break the comm, before the later ones were issued.

@@ -6,6 +6,7 @@ import (
 	"kylix/core"
 	"kylix/core/kx"
 	"kylix/netio"
+	"kylix/netio/memnet"
 	"kylix/netio/rendezvous"
 	"os"
 	"runtime"
@@ -333,7 +334,7 @@ func TestResizeWaitsForRequests(t *testing.T) {
 
 // A comm that is not elastic has no join address, and its resize admits nobody.
 func TestResizeNotElastic(t *testing.T) {
-	ts := netio.NewMemJob(2, 2*time.Second)
+	ts := memnet.NewJob(2, 2*time.Second)
 	comms := make([]*core.Comm, 2)
 	for r := range comms {
 		c, err := core.NewComm(ts[r], kx.Options{Rank: r, Size: 2, Degrees: "auto", Replication: 1, MinPacket: 4096, Timeout: 2 * time.Second})
@@ -364,7 +365,7 @@ func TestResizeQuorum(t *testing.T) {
 		goesOn bool
 	}{{[]int{2, 3}, true}, {[]int{0, 1}, false}, {[]int{1, 2, 3}, false}, {[]int{3}, true}} {
 		t.Run(fmt.Sprintf("dead%v", tc.dead), func(t *testing.T) {
-			ts := netio.NewMemJob(4, 2*time.Second)
+			ts := memnet.NewJob(4, 2*time.Second)
 			var live []*core.Comm
 			for r := 0; r < 4; r++ {
 				c, err := core.NewComm(ts[r], kx.Options{Rank: r, Size: 4, Degrees: "auto", Replication: 1, MinPacket: 4096, Timeout: 2 * time.Second})

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"kylix/core/kx"
 	"kylix/core/rsum"
+	"kylix/netio/memnet"
 	"math"
 	"math/big"
 	"math/rand"
 	"testing"
 
 	"kylix/core"
-	"kylix/netio"
 )
 
 // KYLIX_RSUM through the butterfly. The promise (include/kylix.h) is that the result depends
@@ -491,7 +491,7 @@ func TestRSumDeadReplica(t *testing.T) {
 	cs := rsumMultiset(21, n, keys, 1, 60)
 	want := rsumFold(kx.F64, cs, keys, 1)
 	all := rsumDeal(cs, m, 1, keys, 4)
-	errs := runReplicated(t, s, m, "direct", func(c *core.Comm, mem *netio.Mem) error {
+	errs := runReplicated(t, s, m, "direct", func(c *core.Comm, mem *memnet.Mem) error {
 		if c.Rank() == m+1 {
 			mem.Kill()
 			return nil

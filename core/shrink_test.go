@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"kylix/core/kx"
 	"kylix/internal/freeport"
+	"kylix/netio/memnet"
 	"math"
 	"slices"
 	"strings"
@@ -140,7 +141,7 @@ func TestShrinkMem(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("m%d_%s_kill%v", tc.m, tc.degrees, tc.victims), func(t *testing.T) {
 			const timeout = 5 * time.Second
-			ts := netio.NewMemJob(tc.m, timeout)
+			ts := memnet.NewJob(tc.m, timeout)
 			survivors := survivorsOf(tc.m, tc.victims)
 			k := len(survivors)
 			errs := make([]error, tc.m)
@@ -243,7 +244,7 @@ func TestShrinkMem(t *testing.T) {
 // numbers, and the second shrink gives a working comm of the rest.
 func TestShrinkTwice(t *testing.T) {
 	const m, timeout = 6, 5 * time.Second
-	ts := netio.NewMemJob(m, timeout)
+	ts := memnet.NewJob(m, timeout)
 	first, second := 1, 4 // ranks of the original comm; 4 is rank 3 of the first shrunk comm
 	errs := make([]error, m)
 	var wg sync.WaitGroup
@@ -359,7 +360,7 @@ func TestShrinkNoFailure(t *testing.T) {
 // comm the others are not in.
 func TestShrinkLateRankExcluded(t *testing.T) {
 	const m, timeout, late = 4, time.Second, 2
-	ts := netio.NewMemJob(m, timeout)
+	ts := memnet.NewJob(m, timeout)
 	errs := make([]error, m)
 	var wg sync.WaitGroup
 	var lateDone sync.WaitGroup
@@ -507,7 +508,7 @@ type blindTransport struct{ kx.Transport }
 // dyingTransport kills its rank in the middle of the shrink agreement: after `after` of its
 // agreement messages went out (sent concurrently, so which peers got them varies).
 type dyingTransport struct {
-	*netio.Mem
+	*memnet.Mem
 	mu    sync.Mutex
 	sent  int
 	after int
@@ -537,7 +538,7 @@ func TestShrinkDeathDuringAgreement(t *testing.T) {
 	const m, timeout = 5, 3 * time.Second
 	for _, after := range []int{0, 1, 3, 4, 5, 7, 8, 9, 12} {
 		t.Run(fmt.Sprintf("after%d", after), func(t *testing.T) {
-			ts := netio.NewMemJob(m, timeout)
+			ts := memnet.NewJob(m, timeout)
 			const first, victim = 4, 1 // first dies before the shrink, victim during it
 			var mu sync.Mutex
 			sizes := map[int][]int{} // survivor -> size of each comm shrink gave it

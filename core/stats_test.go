@@ -5,19 +5,19 @@ import (
 	"fmt"
 	"kylix/core/kx"
 	"kylix/core/stats"
+	"kylix/netio/memnet"
 	"sync"
 	"testing"
 	"time"
 
 	"kylix/core"
-	"kylix/netio"
 )
 
 // memTotals sums a Mem transport's per-peer counters (self-sends included, as the transport
 // counts them; core never sends to itself in config and reduce).
 func memTotals(c *core.Comm) stats.Traffic {
 	var t stats.Traffic
-	for _, p := range core.ProcTransport(c).(*netio.Mem).Stats() {
+	for _, p := range core.ProcTransport(c).(*memnet.Mem).Stats() {
 		t.Add(stats.Traffic{BytesSent: p.BytesSent, BytesRecv: p.BytesRecv, MsgsSent: p.MsgsSent, MsgsRecv: p.MsgsRecv})
 	}
 	return t
@@ -292,7 +292,7 @@ func TestStatsBoundedPlans(t *testing.T) {
 func TestStatsHoldStillBetweenCalls(t *testing.T) {
 	const s, m = 2, 2
 	late := make(chan struct{}) // closed once the late replica's allreduce has returned
-	errs := runReplicated(t, s, m, "direct", func(c *core.Comm, _ *netio.Mem) error {
+	errs := runReplicated(t, s, m, "direct", func(c *core.Comm, _ *memnet.Mem) error {
 		send := encode(kx.F64, kx.Sum, []float64{1, 2, 3, 4})
 		recv := make([]byte, len(send))
 		if c.Rank() == 3 { // node 1's second replica sends its copies after rank 0 has its result

@@ -3,6 +3,7 @@ package netio
 import (
 	"bytes"
 	"kylix/core/kx"
+	"kylix/netio/memnet"
 	"runtime"
 	"testing"
 	"time"
@@ -90,7 +91,7 @@ func testExpect(t *testing.T, ts []kx.Transport) {
 }
 
 func TestExpectMem(t *testing.T) {
-	testExpect(t, memTransports(NewMemJob(2, 5*time.Second)))
+	testExpect(t, memTransports(memnet.NewJob(2, 5*time.Second)))
 }
 
 func TestExpectTCP(t *testing.T) {

@@ -5,6 +5,7 @@ package netio
 import (
 	"bytes"
 	"kylix/core/kx"
+	"kylix/netio/memnet"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,7 +24,7 @@ func TestWaitNotHeldUpByFlood(t *testing.T) {
 	jobs := map[string]func(t *testing.T) []kx.Transport{
 		"socket": func(t *testing.T) []kx.Transport { return tcpTransports(startShmJob(t, 3, "off")) },
 		"ring":   func(t *testing.T) []kx.Transport { return tcpTransports(startShmJob(t, 3, "auto")) },
-		"memory": func(t *testing.T) []kx.Transport { return memTransports(NewMemJob(3, 10*time.Second)) },
+		"memory": func(t *testing.T) []kx.Transport { return memTransports(memnet.NewJob(3, 10*time.Second)) },
 	}
 	for name, start := range jobs {
 		t.Run(name, func(t *testing.T) {

@@ -52,10 +52,8 @@ func (t FrameType) String() string {
 	return "frame?"
 }
 
-// MaxPayload bounds a single data frame. A header announcing more is refused before anything is
-// allocated, so a corrupt or hostile length cannot exhaust memory; Send refuses larger messages
-// with CodeArg, so core must cut bigger transfers into pieces.
-const MaxPayload = 1 << 32
+// MaxPayload bounds a single data frame (kx.MaxPayload).
+const MaxPayload = kx.MaxPayload
 
 // maxAbortPayload bounds abort frames (1 byte code + message).
 const maxAbortPayload = 64 << 10

@@ -8,6 +8,7 @@ import (
 	"kylix/core/kx"
 	"kylix/netio"
 	"kylix/netio/internal/nettest"
+	"kylix/netio/memnet"
 	"slices"
 	"sync"
 	"syscall"
@@ -107,7 +108,7 @@ func collDeath(t *testing.T, lk string, s deathSpec) {
 	victimDone := make(chan struct{})
 	switch lk {
 	case "memory":
-		ms := netio.NewMemJob(s.Ranks, slow*2*time.Second)
+		ms := memnet.NewJob(s.Ranks, slow*2*time.Second)
 		for _, m := range ms[:victim] {
 			ts = append(ts, m)
 		}
@@ -198,7 +199,7 @@ func collDeath(t *testing.T, lk string, s deathSpec) {
 
 // memVictim is the in-memory victim: it runs its calls, and in call SigAt is killed (Kill, from
 // another goroutine Delay into the call) or stops calling until resume.
-func memVictim(t *testing.T, m *netio.Mem, s deathSpec, resume <-chan struct{}, done chan<- struct{}) {
+func memVictim(t *testing.T, m *memnet.Mem, s deathSpec, resume <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	rank := s.Ranks - 1
 	node := rank % (s.Ranks / s.Coll.Replicas)

@@ -16,6 +16,7 @@ import (
 	"kylix/core/kx"
 	"kylix/netio"
 	"kylix/netio/internal/nettest"
+	"kylix/netio/memnet"
 	"os"
 	"os/exec"
 	"strings"
@@ -364,7 +365,7 @@ func describeMismatch(b, want []byte) string {
 // memStream is TestLinkDeathStream in memory: rank 1 sends 20 messages, then is killed or
 // stops sending until the test ends.
 func memStream(t *testing.T, sig syscall.Signal) {
-	ms := netio.NewMemJob(2, slow*time.Second)
+	ms := memnet.NewJob(2, slow*time.Second)
 	defer ms[0].Close()
 	for _, m := range ms {
 		m.Receiver().Begin(3, deathFP)

@@ -18,6 +18,7 @@ import (
 	"kylix/core/kx"
 	"kylix/netio"
 	"kylix/netio/internal/nettest"
+	"kylix/netio/memnet"
 	"sync"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ var linkKinds = []linkKind{
 	{"ring", func(t *testing.T, n int, o kx.Options) []kx.Transport { o.Shm = "auto"; return tcpJob(t, n, o) }},
 	{"memory", func(t *testing.T, n int, o kx.Options) []kx.Transport {
 		var ts []kx.Transport
-		for _, m := range netio.NewMemJob(n, o.Timeout) {
+		for _, m := range memnet.NewJob(n, o.Timeout) {
 			ts = append(ts, m)
 		}
 		return ts

@@ -3,6 +3,7 @@ package netio
 import (
 	"bytes"
 	"kylix/core/kx"
+	"kylix/netio/memnet"
 	"strings"
 	"sync"
 	"testing"
@@ -63,7 +64,7 @@ func exchangeAll(t *testing.T, ts []kx.Transport, sizes []int) {
 	}
 }
 
-func memTransports(ms []*Mem) []kx.Transport {
+func memTransports(ms []*memnet.Mem) []kx.Transport {
 	ts := make([]kx.Transport, len(ms))
 	for i, m := range ms {
 		ts[i] = m
@@ -73,7 +74,7 @@ func memTransports(ms []*Mem) []kx.Transport {
 
 func TestMemExchange(t *testing.T) {
 	for n := 1; n <= 5; n++ {
-		ms := NewMemJob(n, 2*time.Second)
+		ms := memnet.NewJob(n, 2*time.Second)
 		exchangeAll(t, memTransports(ms), []int{0, 1, 1 << 20})
 		st := ms[0].Stats()
 		if len(st) != n || st[n-1].MsgsSent != 3 || st[n-1].BytesSent != 1<<20+1 || st[n-1].MsgsRecv != 3 {
@@ -86,7 +87,7 @@ func TestMemExchange(t *testing.T) {
 }
 
 func TestMemSendCopies(t *testing.T) {
-	ms := NewMemJob(2, time.Second)
+	ms := memnet.NewJob(2, time.Second)
 	buf := []byte("hello")
 	ms[0].Sender().Send(1, kx.Tag{FP: fpAll, Phase: 1}, buf)
 	buf[0] = 'j'
@@ -100,7 +101,7 @@ func TestMemSendCopies(t *testing.T) {
 }
 
 func TestMemMismatchAndAbort(t *testing.T) {
-	ms := NewMemJob(3, 2*time.Second)
+	ms := memnet.NewJob(3, 2*time.Second)
 	ms[0].Receiver().Begin(0, fpAll)
 	ms[1].Receiver().Begin(0, fpRed)
 	ms[2].Receiver().Begin(0, fpAll)
@@ -114,7 +115,7 @@ func TestMemMismatchAndAbort(t *testing.T) {
 }
 
 func TestMemKillAndClose(t *testing.T) {
-	ms := NewMemJob(3, 3*time.Second)
+	ms := memnet.NewJob(3, 3*time.Second)
 	for _, m := range ms {
 		m.Receiver().Begin(0, fpAll)
 	}
@@ -142,7 +143,7 @@ func TestMemKillAndClose(t *testing.T) {
 }
 
 func TestMemTimeout(t *testing.T) {
-	ms := NewMemJob(2, 100*time.Millisecond)
+	ms := memnet.NewJob(2, 100*time.Millisecond)
 	ms[0].Receiver().Begin(0, fpAll)
 	var err error
 	within(t, time.Second, func() { _, err = ms[0].Receiver().Recv(1, kx.Tag{FP: fpAll, Phase: kx.PhaseBcast}) })
@@ -150,7 +151,7 @@ func TestMemTimeout(t *testing.T) {
 }
 
 func TestMemAbortNotEchoed(t *testing.T) {
-	ms := NewMemJob(3, time.Second)
+	ms := memnet.NewJob(3, time.Second)
 	for _, m := range ms {
 		m.Receiver().Begin(0, fpAll)
 	}

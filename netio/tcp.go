@@ -164,14 +164,8 @@ func (t *TCP) prepareSend(to int, tag kx.Tag, bufs [][]byte) (h Header, n int, d
 	if t.closing.Load() {
 		return h, 0, false, t.closedErr()
 	}
-	if to < 0 || to >= t.size {
-		return h, 0, false, kx.Errorf(kx.CodeArg, "send: destination rank %d is not in 0..%d", kx.RankRef(to), t.size-1)
-	}
-	for _, b := range bufs {
-		n += len(b)
-	}
-	if uint64(n) > MaxPayload {
-		return h, 0, false, kx.Errorf(kx.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, kx.RankRef(to), uint64(MaxPayload))
+	if n, err = kx.CheckSend(to, t.size, bufs); err != nil {
+		return h, 0, false, err
 	}
 	if to == t.rank {
 		t.count(to, n, true)
@@ -195,7 +189,7 @@ func (t *TCP) count(r, n int, sent bool) { t.stats[r].Count(n, sent, !sent && r 
 // returns within Timeout() whatever the peers do. When seq already failed through a peer's
 // abort, that peer has told everyone and nothing is sent.
 func (t *TCP) Abort(seq uint64, err error) {
-	code, named, msg := abortReason(err)
+	code, named, msg := kx.AbortReason(err)
 	t.mb.Abort(seq, -1, code, named, msg)
 	if t.closing.Load() || t.mb.AbortedByPeer(seq) {
 		return
@@ -274,7 +268,7 @@ func (t *TCP) Close() error {
 func (t *TCP) relayedAbort() (h Header, payload []byte) {
 	seq, fp := t.mb.Current()
 	if err := t.mb.PeerAbort(seq); err != nil {
-		payload = encodeAbort(abortReason(err))
+		payload = encodeAbort(kx.AbortReason(err))
 		h = Header{Type: FrameAbort, Job: t.job, Seq: seq, FP: fp, Src: t.rank, Len: uint64(len(payload))}
 	}
 	return h, payload

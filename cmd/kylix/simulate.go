@@ -5,6 +5,7 @@ import (
 	"kylix/core/kx"
 	"kylix/core/planning"
 	"kylix/core/stats"
+	"kylix/netio/memnet"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"kylix/core"
-	"kylix/netio"
 )
 
 // The simulator behind `kylix simulate`: the real core (core.NewComm, Config, Reduce)
@@ -175,7 +175,7 @@ func simulate(cfg simConfig) (simResult, error) {
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
 	}
-	ts := netio.NewMemJob(m, timeout)
+	ts := memnet.NewJob(m, timeout)
 	degrees := kx.FormatDegrees(cfg.Degrees)
 	if m == 1 {
 		degrees = "direct"

@@ -233,3 +233,25 @@ func (e *Error) Reworded(msg string) *Error {
 	out.Msg, out.format = msg, ""
 	return &out
 }
+
+// AbortReason turns the error a collective failed with into what a transport's abort carries to
+// the peers: its code, the rank it names first (-1: none) and its message.
+func AbortReason(err error) (code Code, named int, msg string) {
+	if err == nil {
+		return CodeInternal, -1, "collective aborted without a reason"
+	}
+	code, named = CodeOf(err), -1
+	if code == OK {
+		code = CodeInternal
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		if r, ok := e.Rank(); ok {
+			named = r
+		}
+	}
+	if e, ok := err.(*Error); ok {
+		return code, named, e.Msg // a peer's report passed on: the receiver names this rank as the reporter
+	}
+	return code, named, err.Error()
+}

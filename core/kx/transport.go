@@ -250,3 +250,23 @@ type ShmStats struct {
 	RefFrames   uint64 `json:"ref_frames"`
 	WrittenBack uint64 `json:"written_back_bytes"`
 }
+
+// MaxPayload bounds a single message. A transport refuses to read a frame announcing more before
+// it allocates anything, so a corrupt or hostile length cannot exhaust memory; Send refuses
+// larger messages with CodeArg (CheckSend), so core cuts bigger transfers into pieces.
+const MaxPayload = 1 << 32
+
+// CheckSend is a transport's check of a send of bufs to rank `to` of a job of size ranks: the
+// message's length, or CodeArg naming the destination or the length.
+func CheckSend(to, size int, bufs [][]byte) (n int, err error) {
+	if to < 0 || to >= size {
+		return 0, Errorf(CodeArg, "send: destination rank %d is not in 0..%d", RankRef(to), size-1)
+	}
+	for _, b := range bufs {
+		n += len(b)
+	}
+	if uint64(n) > MaxPayload {
+		return 0, Errorf(CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, RankRef(to), uint64(MaxPayload))
+	}
+	return n, nil
+}

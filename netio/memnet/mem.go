@@ -1,7 +1,6 @@
-package netio
+package memnet
 
 import (
-	"errors"
 	"kylix/core/kx"
 	"kylix/netio/mailbox"
 	"sync"
@@ -27,9 +26,9 @@ type memJob struct {
 	timeout time.Duration
 }
 
-// NewMemJob creates the size ranks of an in-memory job; any wait for a peer is bounded by
+// NewJob creates the size ranks of an in-memory job; any wait for a peer is bounded by
 // timeout.
-func NewMemJob(size int, timeout time.Duration) []*Mem {
+func NewJob(size int, timeout time.Duration) []*Mem {
 	j := &memJob{ranks: make([]*Mem, size), timeout: timeout}
 	for r := range j.ranks {
 		j.ranks[r] = &Mem{rank: r, job: j, mb: mailbox.New(r, size, timeout), stats: make([]kx.PeerCounters, size)}
@@ -59,15 +58,9 @@ func (m *Mem) Send(to int, tag kx.Tag, bufs ...[]byte) error {
 	if err := m.goneErr(); err != nil {
 		return err
 	}
-	if to < 0 || to >= m.Size() {
-		return kx.Errorf(kx.CodeArg, "send: destination rank %d is not in 0..%d", kx.RankRef(to), m.Size()-1)
-	}
-	n := 0
-	for _, b := range bufs {
-		n += len(b)
-	}
-	if uint64(n) > MaxPayload {
-		return kx.Errorf(kx.CodeArg, "send: message of %d bytes to rank %d exceeds the frame bound of %d", n, kx.RankRef(to), uint64(MaxPayload))
+	n, err := kx.CheckSend(to, m.Size(), bufs)
+	if err != nil {
+		return err
 	}
 	if err := m.mb.Dead(to); err != nil {
 		return err
@@ -88,7 +81,7 @@ func (m *Mem) WritesBack(rank, n int) bool { return false }
 // Abort fails collective seq here and on every live peer with err's code and message (unless
 // seq already failed through a peer's abort, which reached everyone).
 func (m *Mem) Abort(seq uint64, err error) {
-	code, named, msg := abortReason(err)
+	code, named, msg := kx.AbortReason(err)
 	m.mb.Abort(seq, -1, code, named, msg)
 	if m.goneErr() != nil || m.mb.AbortedByPeer(seq) {
 		return
@@ -147,26 +140,5 @@ type memPeers struct{ *mailbox.Mailbox }
 
 func (memPeers) SameHost(int) bool      { return false }
 func (memPeers) ShmStats() *kx.ShmStats { return nil }
-
-// abortReason turns the error a collective failed with into what an abort frame carries.
-func abortReason(err error) (code kx.Code, named int, msg string) {
-	if err == nil {
-		return kx.CodeInternal, -1, "collective aborted without a reason"
-	}
-	code, named = kx.CodeOf(err), -1
-	if code == kx.OK {
-		code = kx.CodeInternal
-	}
-	var e *kx.Error
-	if errors.As(err, &e) {
-		if r, ok := e.Rank(); ok {
-			named = r
-		}
-	}
-	if e, ok := err.(*kx.Error); ok {
-		return code, named, e.Msg // a peer's report passed on: the receiver names this rank as the reporter
-	}
-	return code, named, err.Error()
-}
 
 var _ kx.Transport = (*Mem)(nil)

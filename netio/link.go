@@ -124,16 +124,13 @@ func (t *TCP) readFrame(p *peer, l link, want *mailbox.Want) (done bool) {
 	if !ok {
 		return true
 	}
-	if h.Type == FrameData && want.Matches(p.rank, h.tag()) {
-		data := t.mb.WantBuf(int(h.Len))
-		if _, err := io.ReadFull(pl, data); err != nil {
-			t.mb.Release(data)
-			return t.readEnded(p, l, err)
-		}
-		t.mb.Took(p.rank, h.Seq)
-		t.count(p.rank, int(h.Len), false)
-		want.Data = data
-		return false
+	if h.Type == FrameData && want.Matches(p.rank, h.tag()) && (want.Into == nil || int(h.Len) == len(want.Into)) {
+		return t.readWanted(p, l, want, &h, pl)
+	}
+	if want.Claimed() {
+		// Any other frame is filed as usual, and it may be for the claimed place (by reference,
+		// or of another length: the wait then fails naming p): the place is given back first.
+		t.mb.Unwant(want)
 	}
 	bye, err := t.file(p, &h, pl)
 	switch {
@@ -147,6 +144,27 @@ func (t *TCP) readFrame(p *peer, l link, want *mailbox.Want) (done bool) {
 		p.down(mailbox.FinalizedError(p.rank))
 		return true
 	}
+	return false
+}
+
+// readWanted reads the payload of want's frame: into its posted place (an Await's), or into a
+// buffer of the mailbox's for a Recv.
+func (t *TCP) readWanted(p *peer, l link, want *mailbox.Want, h *Header, pl io.Reader) (done bool) {
+	data := want.Into
+	if data == nil {
+		data = t.mb.WantBuf(int(h.Len))
+	}
+	if _, err := io.ReadFull(pl, data); err != nil {
+		if want.Into != nil {
+			t.mb.FailWant(want)
+		} else {
+			t.mb.Release(data)
+		}
+		return t.readEnded(p, l, err)
+	}
+	t.mb.Took(p.rank, h.Seq)
+	t.count(p.rank, int(h.Len), false)
+	want.Data = data
 	return false
 }
 

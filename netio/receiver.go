@@ -19,8 +19,9 @@ var recvLooked func()
 
 // Recv goes straight to the driving wait, whose first look (WantOf, then TryRecv when a frame
 // of the key is filed) comes after it took the links; a look before it would cost a small step
-// a pass through the mailbox for nothing where the waits read the links. Await looks first:
-// its driving wait looks only after each frame it files.
+// a pass through the mailbox for nothing where the waits read the links. Await first looks
+// without the lock (Landed: a combine waits for a message it already has, a prefix at a time),
+// then drives, whose first look (TryAwaitWant) comes after it took the links.
 func (r receiver) Recv(from int, tag kx.Tag) ([]byte, error) {
 	if recvLooked != nil {
 		recvLooked()
@@ -32,8 +33,8 @@ func (r receiver) Recv(from int, tag kx.Tag) ([]byte, error) {
 }
 
 func (r receiver) Await(from int, tag kx.Tag, n int) (int, error) {
-	if got, ok, err := r.TryAwait(from, tag, n); ok {
-		return got, err
+	if got, ok := r.Landed(from, tag); ok {
+		return got, nil
 	}
 	if got, ok, err := r.t.awaitDriven(from, tag, n); ok {
 		return got, err

@@ -167,26 +167,50 @@ func (t *TCP) recvDriven(from int, tag kx.Tag) (b []byte, ok bool, err error) {
 	}
 }
 
-// awaitDriven is Await as recvDriven is Recv.
+// awaitDriven is Await as recvDriven is Recv. Its first look (TryAwaitWant) claims the posted
+// place when the message has not landed, so that the frame is read into it and landed with one
+// lock (LandWant); once another frame was filed first, it looks after each frame as a Recv does.
 func (t *TCP) awaitDriven(from int, tag kx.Tag, n int) (got int, ok bool, err error) {
 	if !t.beginDrive(from, tag) {
 		return 0, false, nil
 	}
+	want := &t.sr.want
+	if got, ok, err = t.mb.TryAwaitWant(from, tag, n, want); ok {
+		t.endDrive(true)
+		return got, true, err
+	}
+	if awaitClaimed != nil && want.Claimed() {
+		awaitClaimed()
+	}
 	for {
-		filed, over := t.driveStep(nil)
-		if over {
+		var w *mailbox.Want
+		if want.Claimed() {
+			w = want
+		}
+		filed, over := t.driveStep(w)
+		switch {
+		case over:
+			t.mb.Unwant(want) // before the tokens go: a reader goroutine lands it as any post
 			t.endDrive(false)
 			return 0, false, nil
-		}
-		if !filed {
+		case !filed:
 			continue
+		case want.Data != nil:
+			got, err = t.mb.LandWant(want)
+			t.endDrive(true)
+			return got, true, err
 		}
+		t.mb.Unwant(want)
 		if got, ok, err = t.mb.TryAwait(from, tag, n); ok {
 			t.endDrive(true)
 			return got, true, err
 		}
 	}
 }
+
+// awaitClaimed runs, when set (tests), once a driving Await claimed its place and before it
+// reads: a frame sent then is read by the wait itself (TestDrivenAwaitLandsInPlace).
+var awaitClaimed func()
 
 // beginDrive takes the driver (one wait drives at a time) and the free read tokens of the data
 // links of the ranks the message from `from` with tag may come from. It does not while any send
@@ -254,7 +278,7 @@ func (t *TCP) driveStep(want *mailbox.Want) (filed, over bool) {
 		return false, true
 	}
 	if len(sr.socks) > 0 {
-		if n, closing := t.pollSocks(); closing || n > 0 {
+		if n, closing := t.pollSocks(want); closing || n > 0 {
 			return n > 0, closing
 		}
 	}
@@ -290,8 +314,9 @@ func (t *TCP) readSome(want *mailbox.Want) bool {
 }
 
 // pollSocks looks, without waiting, at the held sockets and the close interrupt and reads a
-// frame from every socket that is readable. It reports the frames filed and the interrupt.
-func (t *TCP) pollSocks() (filed int, closing bool) {
+// frame from every socket that is readable (want's to want, as readSome). It reports the frames
+// filed and the interrupt.
+func (t *TCP) pollSocks(want *mailbox.Want) (filed int, closing bool) {
 	sr := &t.sr
 	sr.pfds = sr.pfds[:0]
 	for _, l := range sr.socks {
@@ -307,7 +332,7 @@ func (t *TCP) pollSocks() (filed int, closing bool) {
 	}
 	for i, l := range sr.socks {
 		if sr.pfds[i].Revents != 0 && !l.done {
-			l.done = t.readFrame(l.p, l, nil)
+			l.done = t.readFrame(l.p, l, want)
 			kx.AddRelaxed(&sr.driven, 1)
 			filed++
 		}

@@ -3,6 +3,7 @@
 package netio
 
 import (
+	"bytes"
 	"kylix/core/kx"
 	"runtime"
 	"sync"
@@ -127,5 +128,63 @@ func TestShmByReference(t *testing.T) {
 	}
 	if want := uint64(3 * 2 * 5); refs != want {
 		t.Errorf("%d frames went by reference, want %d", refs, want)
+	}
+}
+
+// A driving Await claims its place and reads the frame into it itself (one lock to land it): the
+// payload lands in place, a payload of another length fails the wait naming the sender with the
+// place untouched, and a message large enough to go by reference over a ring (which the wait
+// files as usual, having given its place back) lands too; over a ring and over a socket.
+func TestDrivenAwaitLandsInPlace(t *testing.T) {
+	defer func() { awaitClaimed = nil }()
+	for _, mode := range []string{"auto", "off"} {
+		t.Run("shm="+mode, func(t *testing.T) {
+			ts := startShmJob(t, 2, mode)
+			defer closeAll(ts)
+			const small, large = 40, refMin + 4096
+			for i, c := range []struct{ n, size int }{{small, small}, {small, small + 1}, {small, small - 1}, {large, large}} {
+				seq := uint64(10 + i)
+				for _, tr := range ts {
+					tr.Receiver().Begin(seq, fpAll)
+				}
+				tag := kx.Tag{FP: fpAll, Seq: seq, Phase: kx.PhaseDown}
+				whole, place := sentinelPlace(c.n)
+				ts[0].Receiver().Post(1, tag, place, kx.Fold{})
+				payload := bytes.Repeat([]byte{byte(i + 1)}, c.size)
+				claimed := 0
+				sent := make(chan error, 1)
+				awaitClaimed = func() {
+					claimed++
+					if c.size < large {
+						sent <- ts[1].Send(0, tag, payload)
+					} else { // a send by reference returns once the receiver copied it
+						go func() { sent <- ts[1].Send(0, tag, payload) }()
+					}
+				}
+				before := ts[0].sr.driven.Load()
+				got, err := ts[0].Receiver().Await(1, tag, kx.Whole)
+				awaitClaimed = nil
+				if claimed != 1 {
+					t.Fatalf("size %d: the wait claimed its place %d times, want once", c.size, claimed)
+				}
+				if err := <-sent; err != nil {
+					t.Fatal(err)
+				}
+				if c.size == c.n {
+					if err != nil || got != c.n || !bytes.Equal(place, payload) {
+						t.Fatalf("size %d: %d bytes landed, %v", c.size, got, err)
+					}
+				} else {
+					wantErr(t, err, kx.CodeInternal, "rank 1 sent", "want")
+					if !bytes.Equal(place, bytes.Repeat([]byte{0xA5}, c.n)) {
+						t.Fatalf("size %d: the place was written: %v", c.size, place)
+					}
+				}
+				sentinelsIntact(t, whole, c.n)
+				if mode == "auto" && c.size < large && ts[0].sr.driven.Load() == before {
+					t.Errorf("size %d: the frame was not read by the wait", c.size)
+				}
+			}
+		})
 	}
 }

@@ -57,6 +57,11 @@ type Mailbox struct {
 	posts []*post
 	// quiet is signalled when a post being filled lands or its reader fails (Quiesce).
 	quiet sync.Cond
+	// The posts that landed whole lately, for Await's look without the lock (landed.go):
+	// wholes, one slot a key, and gen, the collectives begun (or quiesced) so far, which tells
+	// which of them are the current collective's (written under mu).
+	wholes [8]atomic.Pointer[post]
+	gen    atomic.Uint64
 }
 
 type msgKey struct {
@@ -182,7 +187,11 @@ func (m *Mailbox) Begin(seq uint64, fp kx.Fingerprint) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.started, m.cur, m.fp = true, seq, fp
-	for i, p := range m.posts {
+	kx.AddRelaxed(&m.gen, 1) // the posts landed whole so far are not this collective's (Landed)
+	// Recycled backwards: the next collective's posts, taken from the free list's end, are then
+	// the same in the same order, and each finds its key's slot holding it already (wholeSlot).
+	for i := len(m.posts) - 1; i >= 0; i-- {
+		p := m.posts[i]
 		if p.state == postEarly {
 			PutBuf(p.data)
 		}

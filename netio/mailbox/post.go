@@ -23,6 +23,9 @@ type post struct {
 	err    error   // landed with an error (a payload of the wrong length)
 	filled int     // filling: bytes of dst already read (a prefix)
 	fold   kx.Fold // with Fn set, the payload is combined into dst, not copied
+	// wholeGen is the mailbox's gen when the post landed whole without error (0: it did not;
+	// stored atomically under the lock, loaded by Landed), wholeAt its changes then (landed.go).
+	wholeGen, wholeAt int64
 }
 
 type postState uint8
@@ -153,6 +156,7 @@ func (m *Mailbox) landed(src int, p *post, layer uint8, phase kx.Phase) {
 	defer m.mu.Unlock()
 	if p.state == postFilling {
 		p.state = postLanded
+		m.noteWhole(p)
 	}
 	m.wakeKey(p.seq, m.race.key(layer, phase, src))
 	m.quiet.Broadcast()
@@ -185,6 +189,7 @@ func (m *Mailbox) unfill(src int, p *post) {
 func (m *Mailbox) Quiesce(seq uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	kx.AddRelaxed(&m.gen, 1) // what landed is no answer any more: a look takes the lock (Landed)
 	for {
 		busy := false
 		m.posts = slices.DeleteFunc(m.posts, func(p *post) bool {
@@ -223,6 +228,9 @@ func (m *Mailbox) TryAwait(from int, tag kx.Tag, n int) (got int, ok bool, err e
 }
 
 func (m *Mailbox) await(from int, tag kx.Tag, n int, try bool) (int, bool, error) {
+	if got, ok := m.Landed(from, tag); ok {
+		return got, true, nil
+	}
 	if n < 0 {
 		n = postWhole
 	}

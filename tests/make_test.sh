@@ -6,7 +6,8 @@
 #   2. runs three lanes at once, since most of the run waits on timeouts, sleeps and child
 #      processes rather than on the 2 cores (make test used about half of one core before):
 #        Go:        go test ./... (live, through tests/testsum: each package's counts as it ends,
-#                   and what still runs during a long one), then the short fuzz runs;
+#                   and what still runs during a long one), the lock-free packages under the
+#                   race detector, then the short fuzz runs;
 #        userpaths: tests/userpaths, the longest suite;
 #        bindings:  go vet, the Python binding tests, the Java binding tests;
 #      the suites of the last two write build/test-results/<suite>.log, are announced when they
@@ -83,6 +84,12 @@ echo "== chaos (two elastic jobs under seeded faults, about a minute)"
 # Budgets are counts of executions (about 10 s each here), not durations: Go 1.26's fuzzing
 # coordinator can fail a duration-bounded run with "context deadline exceeded" at the deadline
 # under load (golang/go#75804, fixed in Go 1.27), with nothing found.
+# The packages whose hot paths take no lock (the mailbox's looks and hand-overs, the ring, the
+# recorder's own counts, relaxed stores) once more under the race detector, about 15 s. The
+# whole of netio under it (`go test -race ./netio/...`, two minutes) is run by hand.
+echo "== race (netio/mailbox, netio/shm, core/stats, core/kx under the race detector)"
+"$GO" test -race -json -count=1 -timeout 10m ./netio/mailbox ./netio/shm ./core/stats ./core/kx |
+  testsum go -name race -counts "$RES/race.counts" || go_ok=0
 # Every target's corpus (testdata/fuzz and its seeds) already ran in go test above; the long
 # runs are tests/bench/run_fuzz.sh.
 for f in "FuzzDecodeHeader ./netio 400000" "FuzzDecodeAbort ./netio 100000" \
@@ -101,7 +108,7 @@ wait "$userpaths" "$bindings"
 echo "== make test: $(secs "$t0") s"
 # Surefire writes one report per test class; a suite that failed before its report counts as
 # failed (testsum total counts a missing report as one failure).
-testsum total "$RES/go.counts" "$RES/chaos.counts" "$RES"/fuzz-*.counts "$RES/vet.counts" \
+testsum total "$RES/go.counts" "$RES/chaos.counts" "$RES/race.counts" "$RES"/fuzz-*.counts "$RES/vet.counts" \
   "python=$RES/python.xml" "java=bindings/java/target/surefire-reports/TEST-*.xml" \
   "userpaths=$RES/userpaths.xml"
 total_ok=$?

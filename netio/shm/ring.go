@@ -49,6 +49,8 @@ type ringView struct {
 	size   uint64
 	mask   uint64
 	key    uint64 // the segment's check key (check)
+	// raceSync orders the ring for the race detector (race_sync.go); nil in other builds
+	raceSync *uint64
 }
 
 func (v *ringView) init(s *Segment, ring int) {
@@ -63,6 +65,7 @@ func (v *ringView) init(s *Segment, ring int) {
 	v.size = uint64(s.ringSize)
 	v.mask = v.size - 1
 	v.key = s.u64(offKey).Load()
+	v.raceSync = raceSyncOf(v.key, ring)
 }
 
 // Writer sends frames on this side's outgoing ring.
@@ -119,6 +122,7 @@ func (w *Writer) WriteFrameHead(wt Wait, head []byte, parts [][]byte) error {
 		}
 		w.end = w.pos
 		w.pos += pad16(n) - n
+		w.raceRelease()
 		storeRelease(w.word(off), w.check(start, n, true)) // the frame is there
 		w.publish()
 		return nil
@@ -183,6 +187,7 @@ func (w *Writer) copyIn(p []byte) {
 }
 
 func (w *Writer) publish() {
+	w.raceRelease()
 	w.tail.Store(w.pos)
 	w.s.wake(w.rsleep)
 }
@@ -328,6 +333,7 @@ func (r *Reader) peek() bool {
 	default:
 		return false
 	}
+	r.raceAcquire()
 	r.next = n
 	r.nextBad = n > MaxFrame || end-start > r.size
 	if !r.nextBad && end-r.tailSeen < 1<<63 { // end is past tailSeen
@@ -458,6 +464,7 @@ func (r *Reader) seeTail() {
 	if t := r.tail.Load(); t-r.tailSeen < 1<<63 {
 		r.tailSeen = t
 	}
+	r.raceAcquire()
 }
 
 // midFrame turns a peer's Close inside a frame into an unexpected EOF.

@@ -181,8 +181,10 @@ def _count(n: int) -> ctypes.c_int64:
 # keeps the last call the lean path accepted with an out (or in place), as a _Hot: the arrays'
 # addresses, the C call's arguments, converted once (_frozen), and each array's stamp
 # (_arrays.stamp_words: the words of the fields and dimensions every check of the lean path
-# depends on, the data pointer among them).  The next call with the same op and exact ndarrays
-# at the same addresses whose stamps are unchanged passes every check the lean path made,
+# depends on, the data pointer among them, after the object's type pointer, _arrays.stamps).
+# The next call with the same op and objects at the same addresses whose stamps are unchanged
+# (so exact ndarrays: the type is in the stamp, and a comparison stops at the first word that
+# differs) passes every check the lean path made,
 # whether or not they are the very same objects (a new array may take a dead one's place), and
 # its data pointers are the kept ones: it makes the C call with the kept arguments; anything
 # else goes through the lean path.  The _Hot holds no reference to the arrays (a weak reference
@@ -522,12 +524,11 @@ class Comm(CommHandle):
         must then be a writable C-contiguous array of a supported dtype).
         """
         h = self._state.hot
-        # The repeated call (see its note at the top).  The types and addresses are tested
-        # before the stamps are read (they are then live arrays' fields), the fields before the
-        # dimensions (whose pointer is among them).
-        if h is not None and type(arr) is _ndarray and type(out) is _ndarray and \
-                id(arr) == h.aid and id(out) == h.oid and op is h.op and dtype is None and \
-                h.f == h.fb and h.d == h.db:
+        # The repeated call (see its note at the top).  The addresses are tested before the
+        # stamps are read (they are then live objects' words, the type first), the fields
+        # before the dimensions (whose pointer is among them).
+        if h is not None and id(arr) == h.aid and id(out) == h.oid and op is h.op and \
+                dtype is None and h.f == h.fb and h.d == h.db:
             if self._seen is not None:   # what comes next in the lean path is not a repeat
                 self._seen = None        # (a load costs less than a store, every call)
             st = _allreduce_untyped(*h.args)
@@ -884,9 +885,8 @@ class Plan(PlanHandle):
         """
         h = self._pstate.hot
         # The repeated call, as in Comm.allreduce (never in place: out may not overlap).
-        if h is not None and type(out_vals) is _ndarray and type(out) is _ndarray and \
-                id(out_vals) == h.aid and id(out) == h.oid and op is h.op and dtype is None and \
-                h.f == h.fb and h.d == h.db:
+        if h is not None and id(out_vals) == h.aid and id(out) == h.oid and op is h.op and \
+                dtype is None and h.f == h.fb and h.d == h.db:
             if self._seen is not None:
                 self._seen = None
             st = _reduce_untyped(*h.args)

@@ -290,17 +290,42 @@ _from_buffer = _probe_gather()
 GATHER = _from_buffer is not None
 
 
+def _probe_type_word() -> bool:
+    """Whether an object's type pointer is the word after its reference count (CPython's
+    object header), checked on known objects."""
+    try:
+        if sys.implementation.name != "cpython":
+            return False
+        class _Sub(np.ndarray):
+            pass
+        objs = [np.ones(3), np.arange(4).reshape(2, 2), np.ones(2).view(_Sub), 1.5, "s", [], ()]
+        return all(_word(id(o) + TYPE_OFFSET).value == id(type(o)) for o in objs)
+    except Exception:  # noqa: BLE001 - any surprise: no stamps, always check through numpy
+        return False
+
+
+#: Where an object's type pointer is from id(o): the first word of a stamp (stamps), so that a
+#: stamp that still matches also says the object is an exact ndarray.
+TYPE_OFFSET = 8
+_TYPE_WORD = _probe_type_word()
+
+
 def stamps(arrays: Tuple[np.ndarray, ...]) -> Optional[Tuple[Any, Any, Any]]:
     """The stamps of arrays (see stamp_words) as (fields, dimensions, keep): fields and
-    dimensions each compare with their snapshot_of() in one ``==`` (all the arrays' fields,
-    then, once they matched, all their dimensions); keep holds what they need alive.  None
-    where an array has no stamp."""
+    dimensions each compare with their snapshot_of() in one ``==`` (all the arrays' type
+    pointers, then their fields, then, once they matched, all their dimensions); keep holds
+    what they need alive.  None where an array has no stamp.  The type pointers come first: a
+    comparison stops at the first word that differs, so an object of another type that took an
+    array's address (a smaller one, perhaps) is never read past its header."""
     words = [stamp_words(a) for a in arrays]
-    if any(w is None for w in words):
+    if not _TYPE_WORD or any(w is None for w in words):
         return None
     if not GATHER:
-        return tuple(w[0] for w in words), tuple(w[1] for w in words), None
-    f_addrs, d_addrs = [], []
+        types = tuple(memoryview((ctypes.c_char * 8).from_address(id(a) + TYPE_OFFSET)).cast("B").cast("Q")
+                      for a in arrays)
+        return types + tuple(w[0] for w in words), tuple(w[1] for w in words), None
+    f_addrs = [id(a) + TYPE_OFFSET for a in arrays]
+    d_addrs = []
     for a in arrays:
         base = id(a) + DATA_OFFSET
         f_addrs += [base + 8 * i for i in range(STAMP_WORDS)]

@@ -399,8 +399,10 @@ def test_stamp_layout():
 
 @pytest.mark.parametrize("gather", [True, False])
 def test_stamps(monkeypatch, gather):
-    """A call's stamps (both arrays' fields, then both arrays' dimensions, each compared in
-    one go) see every change the checks depend on, in either array."""
+    """A call's stamps (both arrays' type pointers and fields, then both arrays' dimensions,
+    each compared in one go) see every change the checks depend on, in either array; the type
+    pointers come first, so that an object of another type at an array's address is told apart
+    before its other words are read."""
     if sys.implementation.name == "cpython":
         assert _arrays.GATHER                         # one memoryview per stamp here
     if not gather:
@@ -413,8 +415,10 @@ def test_stamps(monkeypatch, gather):
 
     f, d, keep, fb, db = fresh()
     assert f == fb and d == db
+    words = f.tolist() if gather else [w for v in f for w in v.tolist()]
+    assert words[:2] == [id(np.ndarray)] * 2
+    assert words[2] == a.ctypes.data and words[2 + _arrays.STAMP_WORDS] == b.ctypes.data
     if gather:
-        assert f.tolist()[0] == a.ctypes.data and f.tolist()[_arrays.STAMP_WORDS] == b.ctypes.data
         assert d.tolist() == [8, 2, 4]
     # The dimensions are read only while the fields match (their block may be gone otherwise).
     for change, undo in [

@@ -321,8 +321,8 @@ def stamps(arrays: Tuple[np.ndarray, ...]) -> Optional[Tuple[Any, Any, Any]]:
     if not _TYPE_WORD or any(w is None for w in words):
         return None
     if not GATHER:
-        types = tuple(memoryview((ctypes.c_char * 8).from_address(id(a) + TYPE_OFFSET)).cast("B").cast("Q")
-                      for a in arrays)
+        types = tuple(memoryview((ctypes.c_char * 8).from_address(id(a) + TYPE_OFFSET))
+                      .cast("B").cast("Q") for a in arrays)
         return types + tuple(w[0] for w in words), tuple(w[1] for w in words), None
     f_addrs = [id(a) + TYPE_OFFSET for a in arrays]
     d_addrs = []

@@ -77,7 +77,8 @@ func Open(dir string, rank int, joiner bool) (*Tracer, error) {
 	if err != nil {
 		return nil, kx.Errorf(kx.CodeArg, "timeline: cannot create %q: %v", path, err)
 	}
-	t := &Tracer{base: time.Now(), baseMono: kx.MonoNow(), rank: rank, pid: os.Getpid(), f: f, path: path,
+	base, baseMono := clockPair()
+	t := &Tracer{base: base, baseMono: baseMono, rank: rank, pid: os.Getpid(), f: f, path: path,
 		buf: newBuffer(), spare: newBuffer(),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	t.errNs.Store(-1)
@@ -90,6 +91,23 @@ func Open(dir string, rank int, joiner bool) (*Tracer, error) {
 	t.res.reserve(t.f, 1)
 	go t.writer(newOut())
 	return t, nil
+}
+
+// clockPair reads the wall clock and kx.MonoNow at (nearly) the same moment: At converts a
+// time.Time through the pair, so a preemption between the two reads would put every At that far
+// off Now. The pair with the tightest bracket of a few tries; a bracket is a few tens of ns.
+func clockPair() (time.Time, int64) {
+	var best time.Time
+	var bestMono, gap int64 = 0, -1
+	for range 5 {
+		m1 := kx.MonoNow()
+		tm := time.Now()
+		m2 := kx.MonoNow()
+		if gap < 0 || m2-m1 < gap {
+			best, bestMono, gap = tm, m1+(m2-m1)/2, m2-m1
+		}
+	}
+	return best, bestMono
 }
 
 // newBuffer is an empty event buffer whose memory is in place already: a fresh allocation

@@ -342,7 +342,6 @@ func (s *Recorder) endLocked(seq uint64, err error, now int64) {
 	copy(s.active[i:], s.active[i+1:])
 	s.active[last] = nil
 	s.active = s.active[:last]
-	defer s.release(a)
 	if s.cur == a {
 		s.cur = nil
 	}
@@ -374,6 +373,7 @@ func (s *Recorder) endLocked(seq uint64, err error, now int64) {
 			p.calls.Errors++
 		}
 	}
+	s.release(a) // not deferred: End runs for every collective, and nothing above panics
 }
 
 // planRecord finds or makes the record of plan id; a new record may push old ones out.

@@ -6,7 +6,8 @@ import (
 )
 
 // Combiner folds sources, in order, into a fresh value vector. For the built-in ops it is
-// Identity followed by the plain kernels (the fast path, unchanged). For a user op, which has
+// Identity followed by the plain kernels (for Sum the add kernel is resolved once, sumKernels:
+// the same loops without the per-source dispatch). For a user op, which has
 // no identity, the first contribution to a row is copied and later ones combined, tracked with
 // a bitmap of rows (sparse) or a flag (dense).
 type Combiner struct {

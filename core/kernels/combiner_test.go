@@ -46,6 +46,7 @@ func TestCombinerFoldsLikeTheReference(t *testing.T) {
 	}
 }
 
+// iota32 is the identity index list 0..n-1 (the reference folds a whole vector as a scatter).
 func iota32(n int) []int32 {
 	idx := make([]int32, n)
 	for i := range idx {

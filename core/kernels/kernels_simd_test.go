@@ -45,10 +45,7 @@ func TestKernelCombineEquivalence(t *testing.T) {
 					base, src := randBuf(d, off+n, r), randBuf(d, off+n, r)
 					all, _ := kerneltest.Guarded(base)
 					dst := all[off*sz : (off+n)*sz : (off+n)*sz]
-					idx := make([]int32, n)
-					for i := range idx {
-						idx[i] = int32(i)
-					}
+					idx := iota32(n)
 					want, mask := refScatter(d, o, slices.Clone(dst), src[off*sz:], idx, 1)
 					Combine(d, o, dst, src[off*sz:])
 					what := fmt.Sprintf("Combine n=%d off=%d", n, off)

@@ -205,10 +205,7 @@ func TestCombineReference(t *testing.T) {
 		d, o := kx.Dtype(p[0]), kx.Op(p[1])
 		for _, n := range []int{0, 1, 3, 15, 16, 17, 100, 1031} {
 			dst, src := randBuf(d, n, r), randBuf(d, n, r)
-			idx := make([]int32, n)
-			for i := range idx {
-				idx[i] = int32(i)
-			}
+			idx := iota32(n)
 			want, mask := refScatter(d, o, dst, src, idx, 1)
 			srcCopy := slices.Clone(src)
 			Combine(d, o, dst, src)

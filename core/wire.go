@@ -40,9 +40,44 @@ func (p path) send(to int, tag kx.Tag, bufs [][]byte, aside bool) error {
 		if aside {
 			p.c.rec.CountAside(tag, n)
 		} else {
-			p.c.rec.Count(tag, n, true)
+			p.sent(tag, to, n, t0)
 		}
-		p.c.rec.Message(tag, to, n, true, t0, nil) // the timeline's send (core/stats/timeline.go)
+	}
+	return err
+}
+
+// sent counts a send of the running collective that completed, and gives it to the timeline.
+func (p path) sent(tag kx.Tag, to, n int, t0 int64) {
+	p.c.rec.Count(tag, n, true)
+	p.c.rec.Message(tag, to, n, true, t0, nil) // the timeline's send (core/stats/timeline.go)
+}
+
+// Post is Send for a message the peer may copy by reference (kx.Sender.Post), from the
+// goroutine that runs the collective; Complete ends it there, and counts it then.
+func (p path) Post(to int, tag kx.Tag, bufs ...[]byte) (kx.Posted, error) {
+	t0 := p.c.rec.EnterSend(tag, bufs)
+	ps, err := p.c.v.Post(to, tag, bufs...)
+	if err != nil || ps.Mark == 0 {
+		if err == nil {
+			n := 0
+			for _, b := range bufs {
+				n += len(b)
+			}
+			p.sent(tag, to, n, t0)
+		}
+		return kx.Posted{}, err
+	}
+	ps.Node, ps.T0 = to, t0
+	return ps, nil
+}
+
+func (p path) Complete(ps kx.Posted) error {
+	if ps.Mark == 0 {
+		return nil
+	}
+	err := p.c.v.Complete(ps)
+	if err == nil {
+		p.sent(ps.Tag, ps.Node, ps.N, ps.T0)
 	}
 	return err
 }

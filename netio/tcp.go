@@ -158,6 +158,39 @@ func (t *TCP) Send(to int, tag kx.Tag, bufs ...[]byte) error {
 	return nil
 }
 
+// Post is Send, except that a data frame that goes by reference (shmref_linux.go) returns
+// once its frame is written; Complete then waits for the peer's copy (kx.Sender.Post).
+func (t *TCP) Post(to int, tag kx.Tag, bufs ...[]byte) (kx.Posted, error) {
+	h, n, done, err := t.prepareSend(to, tag, bufs)
+	if done || err != nil {
+		return kx.Posted{}, err
+	}
+	p := t.peers[to]
+	end, err := p.post(&h, bufs, time.Time{})
+	if err != nil {
+		return kx.Posted{}, err
+	}
+	if end == 0 { // written whole
+		t.count(to, n, true)
+		return kx.Posted{}, nil
+	}
+	return kx.Posted{Rank: to, Mark: end, Tag: tag, N: n}, nil
+}
+
+// Complete waits until the peer copied a posted message's payload (kx.Sender.Complete).
+func (t *TCP) Complete(ps kx.Posted) error {
+	if ps.Mark == 0 {
+		return nil
+	}
+	h := Header{Type: FrameData, Layer: ps.Tag.Layer, Phase: phaseByte(ps.Tag), Job: t.job, Seq: ps.Tag.Seq,
+		FP: ps.Tag.FP, Src: t.rank, Len: uint64(ps.N)}
+	if err := t.peers[ps.Rank].awaitRefCopied(&h, ps.Mark); err != nil {
+		return err
+	}
+	t.count(ps.Rank, ps.N, true)
+	return nil
+}
+
 // prepareSend checks a send and builds its frame header; a send to this rank itself is done
 // at once (done).
 func (t *TCP) prepareSend(to int, tag kx.Tag, bufs [][]byte) (h Header, n int, done bool, err error) {
@@ -310,31 +343,39 @@ func (p *peer) unlock() { p.w.Unlock() }
 // otherwise everything must be done by hard (Abort). A failed write leaves half a frame on the
 // stream, so the connection is dropped and the peer counted as lost.
 func (p *peer) write(h *Header, bufs [][]byte, hard time.Time) error {
-	t := p.t
-	if !p.lock(hard) {
-		return kx.Errorf(kx.CodeTimeout, "send to rank %d: its connection stayed busy for %v", kx.RankRef(p.rank), t.timeout)
-	}
-	if err := p.writable(); err != nil {
-		p.unlock()
-		return err
-	}
-	l := p.ring()
-	if l == nil || h.Type != FrameData || !l.byRef(h.Len) {
-		err := p.data.write(*h, bufs, hard)
-		p.unlock()
-		return err
-	}
-	// By reference (shmref_linux.go): the write lock goes back before the wait for the peer's
-	// copy, so that this rank's other frames to it (and its own answers) are not held up.
-	end, err := p.writeShmRef(h, bufs, hard)
-	p.unlock()
-	if err == nil {
+	end, err := p.post(h, bufs, hard)
+	if err == nil && end != 0 {
 		err = p.awaitRefCopied(h, end)
 	}
 	// The peer reads bufs by address until then: the collector must not free them before
 	// (nothing else here holds them).
 	runtime.KeepAlive(bufs)
 	return err
+}
+
+// post is write without the wait for the peer's copy of a frame sent by reference: it returns
+// the ring position the peer releases once it has copied the payload (awaitRefCopied), or 0
+// for a frame written whole.
+func (p *peer) post(h *Header, bufs [][]byte, hard time.Time) (end uint64, err error) {
+	t := p.t
+	if !p.lock(hard) {
+		return 0, kx.Errorf(kx.CodeTimeout, "send to rank %d: its connection stayed busy for %v", kx.RankRef(p.rank), t.timeout)
+	}
+	if err := p.writable(); err != nil {
+		p.unlock()
+		return 0, err
+	}
+	l := p.ring()
+	if l == nil || h.Type != FrameData || !l.byRef(h.Len) {
+		err := p.data.write(*h, bufs, hard)
+		p.unlock()
+		return 0, err
+	}
+	// By reference (shmref_linux.go): the write lock goes back before the wait for the peer's
+	// copy, so that this rank's other frames to it (and its own answers) are not held up.
+	end, err = p.writeShmRef(h, bufs, hard)
+	p.unlock()
+	return end, err
 }
 
 // writable is nil when frames may be written to p (the caller holds the write lock).

@@ -16,6 +16,11 @@ type Path interface {
 	// statistics count under their lock.
 	Send(to int, tag kx.Tag, bufs ...[]byte) error
 	SendAside(to int, tag kx.Tag, bufs ...[]byte) error
+	// Post sends a message the peer copies by reference (WritesBack) without waiting for the
+	// copy, from the goroutine that runs the collective; Complete waits for it there
+	// (kx.Sender.Post). bufs stay untouched until then.
+	Post(to int, tag kx.Tag, bufs ...[]byte) (kx.Posted, error)
+	Complete(p kx.Posted) error
 	// SendFits reports whether a message of n bytes to node to is written at once (small, or
 	// room for it in the ring or socket buffer): it may go out on the calling goroutine.
 	SendFits(to, n int) bool

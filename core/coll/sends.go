@@ -10,10 +10,11 @@ import (
 // buffers after Wait returns. It keeps the first error. It lives on the collective's stack:
 // only a send that goes out on a goroutine of its own makes the shared part (bg).
 type Sends struct {
-	cx  *Ctx
-	fp  kx.Fingerprint // the collective's, set on every message
-	err error          // the first error of a send made on this goroutine
-	bg  *bgSends
+	cx     *Ctx
+	fp     kx.Fingerprint // the collective's, set on every message
+	err    error          // the first error of a send made on this goroutine
+	bg     *bgSends
+	posted []kx.Posted // sends by reference whose copy Wait waits for
 }
 
 // bgSends are a group's sends on goroutines of their own.
@@ -57,6 +58,20 @@ func (g *Sends) Sendv(to int, tag kx.Tag, bufs [][]byte) {
 		}
 		return
 	}
+	// A message the peer copies by reference costs this rank one small frame: posted here, it
+	// needs no goroutine, and Wait waits for the copy.
+	if cx.WritesBack(to, n) {
+		ps, err := cx.Post(to, tag, bufs...)
+		switch {
+		case err != nil:
+			if g.err == nil {
+				g.err = err
+			}
+		case ps.Mark != 0:
+			g.posted = append(g.posted, ps)
+		}
+		return
+	}
 	if g.bg == nil {
 		g.bg = &bgSends{}
 	}
@@ -79,6 +94,12 @@ func (g *Sends) Sendv(to int, tag kx.Tag, bufs [][]byte) {
 
 // Wait waits for every send of the group and returns the first error.
 func (g *Sends) Wait() error {
+	for _, ps := range g.posted {
+		if err := g.cx.Complete(ps); err != nil && g.err == nil {
+			g.err = err
+		}
+	}
+	g.posted = g.posted[:0]
 	if g.bg != nil {
 		g.bg.wg.Wait()
 		if g.err == nil {

@@ -2,6 +2,7 @@ package coll
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,9 @@ type slowPath struct {
 }
 
 func (p *slowPath) SendFits(to, n int) bool { return n <= p.fits }
+
+// WritesBack: nothing goes by reference here (Post is the transport's; see TestSendsPost).
+func (p *slowPath) WritesBack(to, n int) bool { return false }
 
 // SendAside: the background sends of Sends come here; the fake counts them as any send.
 func (p *slowPath) SendAside(to int, tag kx.Tag, bufs ...[]byte) error {
@@ -82,6 +86,66 @@ func TestSendsWaitForEverySend(t *testing.T) {
 		}
 		if cx.one[0] != nil {
 			t.Errorf("the one-buffer list still holds a caller's buffer after the sends")
+		}
+	}
+}
+
+// postPath is a Path whose messages over postFrom bytes go by reference: Post returns at once
+// and Complete is where the peer's copy is waited for (kx.Sender.Post).
+type postPath struct {
+	Path     // unused methods panic
+	postFrom int
+	fail     int // Complete fails for this node
+	posted   []int
+	done     []int
+	inline   []int
+}
+
+func (p *postPath) SendFits(to, n int) bool   { return n < p.postFrom }
+func (p *postPath) WritesBack(to, n int) bool { return n >= p.postFrom }
+func (p *postPath) Send(to int, tag kx.Tag, bufs ...[]byte) error {
+	p.inline = append(p.inline, to)
+	return nil
+}
+func (p *postPath) Post(to int, tag kx.Tag, bufs ...[]byte) (kx.Posted, error) {
+	p.posted = append(p.posted, to)
+	return kx.Posted{Rank: to, Mark: uint64(len(p.posted)), Node: to, N: len(bufs[0])}, nil
+}
+func (p *postPath) Complete(ps kx.Posted) error {
+	p.done = append(p.done, ps.Node)
+	if ps.Node == p.fail {
+		return kx.Errorf(kx.CodePeer, "rank %d is gone", ps.Node)
+	}
+	return nil
+}
+
+// A message that goes by reference is posted on the calling goroutine, with no goroutine of its
+// own (so kx.AsyncSends stays 0 and the waits that follow may read on this thread), and Wait
+// completes every post, in order, even after one failed, reporting the first error.
+func TestSendsPostByReference(t *testing.T) {
+	for _, fail := range []int{-1, 1} {
+		p := &postPath{postFrom: 1000, fail: fail}
+		cx := &Ctx{Path: p, Nodes: 4}
+		sg := cx.Sends()
+		big, small := make([]byte, 1000), make([]byte, 10)
+		sg.Send(1, kx.Tag{}, big)
+		sg.Send(2, kx.Tag{}, small)
+		sg.Send(3, kx.Tag{}, big)
+		if n := kx.AsyncSends.Load(); n != 0 {
+			t.Fatalf("%d sends run on goroutines of their own", n)
+		}
+		if len(p.done) != 0 {
+			t.Fatalf("posts completed before Wait: %v", p.done)
+		}
+		err := sg.Wait()
+		if !slices.Equal(p.posted, []int{1, 3}) || !slices.Equal(p.done, []int{1, 3}) || !slices.Equal(p.inline, []int{2}) {
+			t.Fatalf("posted %v, completed %v, inline %v; want [1 3], [1 3], [2]", p.posted, p.done, p.inline)
+		}
+		if fail < 0 && err != nil || fail >= 0 && !errors.Is(err, kx.ErrPeer) {
+			t.Errorf("fail=%d: Wait = %v", fail, err)
+		}
+		if err := sg.Wait(); fail < 0 && err != nil || len(p.done) != 2 {
+			t.Errorf("a second Wait completed posts again (%v) or failed: %v", p.done, err)
 		}
 	}
 }

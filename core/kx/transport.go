@@ -56,6 +56,28 @@ type Sender interface {
 	// copies it out of this process's memory), so that a receiver folding it with
 	// Fold.WriteBack may write its result over the sent bytes before the Send returns.
 	WritesBack(rank, n int) bool
+	// Post is Send for a message that goes by reference (WritesBack): it returns once the
+	// frame that names bufs is written, before the peer has copied them, and bufs must stay
+	// alive and unchanged until Complete returns for it. Any other message is sent as Send
+	// sends it, and its Posted is already complete. Nothing runs on a goroutine of its own: a
+	// collective's waits go on reading on the calling thread (netio's caller-thread reads
+	// stand aside while a send does), and the peer's copy proceeds meanwhile.
+	Post(to int, tag Tag, bufs ...[]byte) (Posted, error)
+	// Complete waits until the peer no longer reads a posted message's buffers (its Send
+	// would have returned then) and reports the send's outcome.
+	Complete(p Posted) error
+}
+
+// Posted is a message Post wrote whose payload the peer may still be copying. The zero value
+// is a message already complete.
+type Posted struct {
+	Rank int    // the peer, a rank of the transport
+	Mark uint64 // the transport's: where the peer's copy ends; 0 when there is nothing to wait for
+	Tag  Tag
+	N    int // payload bytes
+	// The caller's, for its bookkeeping at Complete: the node it sent to and its clock then.
+	Node int
+	T0   int64
 }
 
 // Receiver is the receive side: landing places posted for the running collective, waits, and

@@ -140,6 +140,19 @@ func (v *View) SendFits(node, n int) bool {
 	return v.snd.Fits(v.replicas[node][0], n)
 }
 
+// Post is Send for a message that may go by reference (kx.Sender.Post); with replication it is
+// Send, and the message complete.
+func (v *View) Post(to int, tag kx.Tag, bufs ...[]byte) (kx.Posted, error) {
+	if v.s != 1 || to < 0 || to >= v.m {
+		return kx.Posted{}, v.Send(to, tag, bufs...)
+	}
+	ps, err := v.snd.Post(v.replicas[to][0], tag, bufs...)
+	return ps, v.translate(err)
+}
+
+// Complete waits until the peer copied a posted message (kx.Sender.Complete).
+func (v *View) Complete(ps kx.Posted) error { return v.translate(v.snd.Complete(ps)) }
+
 // WritesBack tells whether a message of n bytes to node goes by reference
 // (kx.Sender.WritesBack); with replication, never (racing copies are not).
 func (v *View) WritesBack(node, n int) bool {

@@ -7,7 +7,8 @@ import (
 )
 
 // AsyncSends counts the sends of this process running on goroutines of their own (large
-// messages, core/coll's Sends; writes left to slow replicas, netio's late sends). A transport
+// messages that do not go by reference, core/coll's Sends: those are posted, Sender.Post;
+// writes left to slow replicas, netio's late sends). A transport
 // whose waits read their sockets on the waiting thread (netio's caller-thread reads) waits the
 // old way while any is running: a thread blocked in poll(2) keeps the only P of a
 // GOMAXPROCS=1 rank, and the send would wait for the runtime's monitor to take it back.

@@ -14,7 +14,15 @@ type Sends struct {
 	fp     kx.Fingerprint // the collective's, set on every message
 	err    error          // the first error of a send made on this goroutine
 	bg     *bgSends
-	posted []kx.Posted // sends by reference whose copy Wait waits for
+	posted []posted // sends by reference whose copy Wait waits for
+}
+
+// posted is a send by reference in flight: the peer reads bufs by address until Complete
+// returns, and only this reference keeps them from the collector (a message's buffers may be
+// the only hold on memory the caller built for it).
+type posted struct {
+	ps   kx.Posted
+	bufs [][]byte
 }
 
 // bgSends are a group's sends on goroutines of their own.
@@ -68,7 +76,7 @@ func (g *Sends) Sendv(to int, tag kx.Tag, bufs [][]byte) {
 				g.err = err
 			}
 		case ps.Mark != 0:
-			g.posted = append(g.posted, ps)
+			g.posted = append(g.posted, posted{ps, slices.Clone(bufs)})
 		}
 		return
 	}
@@ -94,11 +102,12 @@ func (g *Sends) Sendv(to int, tag kx.Tag, bufs [][]byte) {
 
 // Wait waits for every send of the group and returns the first error.
 func (g *Sends) Wait() error {
-	for _, ps := range g.posted {
-		if err := g.cx.Complete(ps); err != nil && g.err == nil {
+	for _, p := range g.posted {
+		if err := g.cx.Complete(p.ps); err != nil && g.err == nil {
 			g.err = err
 		}
 	}
+	clear(g.posted) // the buffers are the caller's again
 	g.posted = g.posted[:0]
 	if g.bg != nil {
 		g.bg.wg.Wait()

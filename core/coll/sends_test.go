@@ -2,6 +2,7 @@ package coll
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -147,5 +148,30 @@ func TestSendsPostByReference(t *testing.T) {
 		if err := sg.Wait(); fail < 0 && err != nil || len(p.done) != 2 {
 			t.Errorf("a second Wait completed posts again (%v) or failed: %v", p.done, err)
 		}
+	}
+}
+
+// A posted message's buffers stay reachable until Wait: the peer reads them by address, and the
+// caller may hold no other reference (here a buffer made in a helper and dropped). The buffer's
+// finalizer must not run before Wait, whatever collections run meanwhile.
+func TestSendsKeepPostedBuffersAlive(t *testing.T) {
+	p := &postPath{postFrom: 1000, fail: -1}
+	cx := &Ctx{Path: p, Nodes: 2}
+	sg := cx.Sends()
+	var freed atomic.Bool
+	func() {
+		b := make([]byte, 1<<20)
+		runtime.SetFinalizer(&b[0], func(*byte) { freed.Store(true) })
+		sg.Send(1, kx.Tag{}, b)
+	}()
+	for range 5 {
+		runtime.GC()
+		time.Sleep(time.Millisecond) // finalizers run on a goroutine of their own
+	}
+	if freed.Load() {
+		t.Fatal("a posted buffer was collected before Wait")
+	}
+	if err := sg.Wait(); err != nil {
+		t.Fatal(err)
 	}
 }

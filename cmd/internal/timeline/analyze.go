@@ -109,6 +109,7 @@ type Summary struct {
 	Incomplete  []string // files of ranks that did not finalize
 	ClockErrMax float64
 	Unaligned   int // ranks on their own wall clock (joiners: error unknown)
+	Lag         Lag // how far apart the ranks start their calls, carried from the call before
 }
 
 // LayerSummary is one layer over all ranks: bytes moved, measured phase time, and the cost
@@ -180,6 +181,7 @@ func Summarize(ranks []*Rank) *Summary {
 	if hi > lo {
 		s.SpanUs = hi - lo
 	}
+	s.Lag = callLag(ranks)
 	pred := predictLayers(ranks)
 	for l := 0; ; l++ {
 		us, okU := layerUs[l]

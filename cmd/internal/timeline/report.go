@@ -70,6 +70,10 @@ func (s *Summary) WriteSummary(w io.Writer) {
 		}
 		fmt.Fprintf(w, "; the next rank: %s)\n", dur(others))
 	}
+	if l := s.Lag; l.Carried() {
+		fmt.Fprintf(w, "calls start apart: rank %d starts %.0f%% of %d calls last, a median %s after the first rank (a call takes %s), while still in its call before: a lag one call hands on to the next; compare one call's events on every rank\n",
+			l.Rank, 100*l.Share, l.Calls, dur(l.MedianUs), dur(l.CallUs))
+	}
 	if s.Dropped > 0 {
 		fmt.Fprintf(w, "warning: %d events were dropped (the writer fell behind)\n", s.Dropped)
 	}

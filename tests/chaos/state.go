@@ -27,7 +27,7 @@ var checkKinds = []struct{ key, name string }{
 	{"plan", "reduce on a kept plan (F64 SUM)"},
 	{"dense", "dense allreduce (I64 SUM)"},
 	{"rsum", "dense allreduce (F64 RSUM, bitwise)"},
-	{"bcast", "bcast (1 B to 70 kB)"},
+	{"bcast", "bcast (1 B to 70 kB; to 600 kB on one host)"},
 	{"members", "membership agreement after a resize"},
 }
 

@@ -68,6 +68,12 @@
 #define RSUM_N 64
 #define MAX_DENSE 3000
 #define MAX_BCAST 70000
+/* On one host a bcast goes up to 600 kB: from 256 KiB a message between ranks of a host goes by
+   reference (the peer copies it out of the sender's memory), so kills, stops and resizes also
+   meet copies in flight. Across the namespaces 70 kB, so that a link held to 2 Mbit/s stays
+   within the calls' bounds. */
+#define MAX_BCAST_HOST 600000
+static int64_t max_bcast = MAX_BCAST;
 
 enum { K_SPARSE, K_PLAN, K_DENSE, K_RSUM, K_BCAST, K_MEMBERS, NKIND };
 static const char *kind_name[NKIND] = {"sparse", "plan", "dense", "rsum", "bcast", "members"};
@@ -115,7 +121,7 @@ static double rval(int64_t t, int n, int64_t i) {
   return ldexp((double)(h >> 11) / 9007199254740992.0 - 0.5, (int)(h % 61) - 30);
 }
 static int64_t dense_count(int64_t t) { return 1 + (int64_t)(h4(S_COUNT, t, 0, 0) % MAX_DENSE); }
-static int64_t bcast_len(int64_t t) { return 1 + (int64_t)(h4(S_COUNT, t, 1, 0) % MAX_BCAST); }
+static int64_t bcast_len(int64_t t) { return 1 + (int64_t)(h4(S_COUNT, t, 1, 0) % (uint64_t)max_bcast); }
 static unsigned char bbyte(int64_t t, int root, int64_t i) { return (unsigned char)h4(S_BCAST, t, root, i / 8) >> (i % 8); }
 
 /* ---------------------------------------------------------------- state record */
@@ -516,7 +522,7 @@ static int rsum_step(void) {
 }
 
 static int bcast_step(void) {
-  static unsigned char buf[MAX_BCAST];
+  static unsigned char buf[MAX_BCAST_HOST];
   int64_t len = bcast_len(step);
   int root = (int)(step % nodes);
   for (int64_t i = 0; i < len; i++) buf[i] = node == root ? bbyte(step, root, i) : 0xa5;
@@ -574,6 +580,7 @@ static void on_usr1(int sig) {
 int main(int argc, char **argv) {
   (void)argc;
   enter_netns(argv);
+  if (!getenv("CHAOS_NETNS")) max_bcast = MAX_BCAST_HOST;
   setvbuf(stdout, NULL, _IOLBF, 0);
   const char *dir = getenv("CHAOS_STATE");
   if (!dir) {

@@ -26,7 +26,10 @@ func (l Lag) Carried() bool {
 // callLag measures Lag over aligned ranks: calls are matched across ranks by name and sequence
 // number (a key some rank ran twice, as after a resize renumbered, is left out).
 func callLag(ranks []*Rank) Lag {
-	type span struct{ start, end, prevEnd float64 }
+	type span struct {
+		start, end, prevEnd float64
+		hasPrev, twice      bool // the rank ran a call before this one; ran this key twice
+	}
 	byKey := map[string]map[int]span{} // name/seq -> rank -> its call
 	for _, r := range ranks {
 		var calls []*Event
@@ -36,7 +39,7 @@ func callLag(ranks []*Rank) Lag {
 			}
 		}
 		sort.Slice(calls, func(i, j int) bool { return calls[i].TS < calls[j].TS })
-		prevEnd := -1.0 // no call before
+		prevEnd, hasPrev := 0.0, false // aligned times may be negative: no sentinel value
 		for _, e := range calls {
 			key := e.Name + "/" + fmt.Sprint(e.Args["seq"])
 			m := byKey[key]
@@ -45,11 +48,13 @@ func callLag(ranks []*Rank) Lag {
 				byKey[key] = m
 			}
 			if _, twice := m[r.Rank]; twice {
-				m[r.Rank] = span{start: -1} // marks the key ambiguous
+				m[r.Rank] = span{twice: true}
 			} else {
-				m[r.Rank] = span{e.TS, e.TS + e.Dur, prevEnd}
+				m[r.Rank] = span{start: e.TS, end: e.TS + e.Dur, prevEnd: prevEnd, hasPrev: hasPrev}
 			}
-			prevEnd = max(prevEnd, e.TS+e.Dur)
+			if !hasPrev || e.TS+e.Dur > prevEnd {
+				prevEnd, hasPrev = e.TS+e.Dur, true
+			}
 		}
 	}
 	var lags, durs []float64
@@ -61,7 +66,7 @@ func callLag(ranks []*Rank) Lag {
 		first, lastRank, latest := 1e300, -1, -1e300
 		ok := true
 		for r, s := range m {
-			if s.start < 0 {
+			if s.twice {
 				ok = false
 				break
 			}
@@ -71,7 +76,7 @@ func callLag(ranks []*Rank) Lag {
 			}
 		}
 		s := m[lastRank]
-		if !ok || s.prevEnd < 0 {
+		if !ok || !s.hasPrev {
 			continue
 		}
 		// The part of the late start the rank spent in its previous call.

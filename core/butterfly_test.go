@@ -293,14 +293,24 @@ func runJob(t testing.TB, m int, degrees string, fn func(c *core.Comm) error) []
 // with opts(r), and returns the errors by rank. fn gets the rank's transport too (to kill it).
 func runMem(t testing.TB, size int, opts func(r int) kx.Options, fn func(c *core.Comm, mem *memnet.Mem) error) []error {
 	t.Helper()
-	ts := memnet.NewJob(size, jobTimeout)
+	return runMemJob(t, memnet.NewJob(size, jobTimeout), opts, fn)
+}
+
+// runMemJob is runMem on the ranks ts (a job made by memnet.NewJobWithLanes gets its lanes).
+func runMemJob(t testing.TB, ts []*memnet.Mem, opts func(r int) kx.Options, fn func(c *core.Comm, mem *memnet.Mem) error) []error {
+	t.Helper()
+	size := len(ts)
 	errs := make([]error, size)
 	var wg sync.WaitGroup
 	for r := 0; r < size; r++ {
 		wg.Add(1)
 		go func(r int) {
 			defer wg.Done()
-			c, err := core.NewComm(ts[r], opts(r))
+			var tr kx.Transport = ts[r]
+			if ts[r].HasLanes() {
+				tr = ts[r].WithLanes()
+			}
+			c, err := core.NewComm(tr, opts(r))
 			if err != nil {
 				errs[r] = err
 				return

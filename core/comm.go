@@ -81,6 +81,10 @@ func newComm(v *members.View, opts kx.Options) (*Comm, error) {
 	c := &Comm{v: v, rec: stats.NewRecorder(), opts: opts, seq: v.Base()}
 	c.cx = coll.Ctx{Path: path{c}, Node: v.Node(), Nodes: v.Nodes(), Replication: v.Replication(),
 		Threads: max(opts.Threads, 1)}
+	if v.HasLanes() {
+		v.ClaimLanes() // unclaimed, LaneMax is 0 to every node
+		c.cx.Lanes = lanePath{c}
+	}
 	c.dense = dense.New(&c.cx, ds)
 	c.mix = mix.New(&c.cx, ds)
 	c.plan = planner{cx: &c.cx, rec: c.rec, opts: opts, degrees: ds}

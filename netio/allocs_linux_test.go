@@ -14,8 +14,12 @@ import (
 // buffer, the wait reads on its own thread and hands the payload over from the pool. Counted
 // over both ranks (the count is the process's): an allocation a step would be thousands.
 func TestSmallStepAllocatesNothing(t *testing.T) {
-	for _, shm := range []string{"off", "auto"} {
+	for _, shm := range []string{"off", "auto", "lanes"} {
 		t.Run("shm="+shm, func(t *testing.T) {
+			lanes := shm == "lanes" // the shared-memory lanes (lanes_linux.go)
+			if lanes {
+				shm = "auto"
+			}
 			ts := startShmJob(t, 2, shm)
 			defer closeAll(ts)
 			const calls = 2000
@@ -32,6 +36,16 @@ func TestSmallStepAllocatesNothing(t *testing.T) {
 					step := func(seq uint64) error {
 						rcv.Begin(seq, fpAll)
 						tag := kx.Tag{FP: fpAll, Seq: seq, Layer: 1, Phase: kx.PhaseDense}
+						if lanes {
+							if err := tr.LanePut(other, tag, bufs[0]); err != nil {
+								return err
+							}
+							_, _, err := tr.LaneAwait(other, tag)
+							if err == nil {
+								tr.LaneDone(other, tag)
+							}
+							return err
+						}
 						if err := snd.Send(other, tag, bufs...); err != nil {
 							return err
 						}

@@ -17,9 +17,10 @@ import (
 )
 
 // collSpec is a "coll" child's job: dense allreduces, the child signalling itself Delay into
-// call SigAt.
+// call SigAt (with Before, before it enters the call: the others wait in it for the child).
 type collSpec struct {
 	Replicas, Iters, SigAt, Len int
+	Before                      bool
 }
 
 // The allreduces of a "coll" job cycle through these dtypes and ops.
@@ -50,6 +51,9 @@ func collChild(t *testing.T, tr kx.Transport, s deathSpec) {
 	for it := 0; it < s.Coll.Iters; it++ {
 		if it == s.Coll.SigAt {
 			signalSelf(s)
+			if s.Coll.Before {
+				time.Sleep(time.Minute)
+			}
 		}
 		op := collOps[it%len(collOps)]
 		send := nettest.Encode(op.d, op.o, collInput(s, it, node))
@@ -70,15 +74,23 @@ func TestLinkDeathInCollective(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts child processes and waits out liveness_ms")
 	}
-	for _, lk := range []string{"socket", "ring", "memory"} {
+	// "lane": a ring job of vectors small enough for the lanes (netio/shm/lane.go), where the
+	// survivors wait on the victim's lane, not its ring
+	for _, lk := range []string{"socket", "ring", "memory", "lane"} {
 		for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGSTOP} {
 			for _, repl := range []int{1, 2} {
+				if lk == "lane" && repl == 2 {
+					continue // a replicated comm has no lanes
+				}
 				t.Run(fmt.Sprintf("%s/%s/replication%d", lk, sigName[sig], repl), func(t *testing.T) {
 					t.Parallel() // mostly waits: for liveness_ms, for a child process
 					s := deathSpec{Mode: "coll", Sig: sig, Delay: time.Millisecond, Ranks: 3,
 						Coll: collSpec{Replicas: repl, Iters: 16, SigAt: 3, Len: 100003}}
 					if repl == 2 {
 						s.Ranks = 4
+					}
+					if lk == "lane" {
+						s.Coll.Len, s.Coll.Before = 5, true // a call takes microseconds: signalled before it
 					}
 					collDeath(t, lk, s)
 				})
@@ -117,7 +129,7 @@ func collDeath(t *testing.T, lk string, s deathSpec) {
 		go memVictim(t, ms[victim], s, resume, victimDone)
 	default:
 		close(victimDone)
-		s.Shm = map[string]string{"socket": "off", "ring": "auto"}[lk]
+		s.Shm = map[string]string{"socket": "off", "ring": "auto", "lane": "auto"}[lk]
 		s.Peers = nettest.FreePorts(t, s.Ranks)
 		stop := spawnChild(t, s)
 		defer stop()
@@ -171,6 +183,13 @@ func collDeath(t *testing.T, lk string, s deathSpec) {
 		}
 		return nil
 	})
+	if lk == "lane" {
+		for r, tr := range ts {
+			if n := tr.(*netio.TCP).ShmStats().LaneMsgs; n < uint64(2*s.Coll.SigAt) {
+				t.Errorf("rank %d read %d lane messages in %d calls: the lanes were not taken", r, n, s.Coll.SigAt)
+			}
+		}
+	}
 	for r, err := range errs {
 		t.Logf("rank %d: %d calls, then %v; failed ranks %v", r, done[r], err, failed[r])
 		if s.Coll.Replicas > 1 {

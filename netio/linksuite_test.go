@@ -259,6 +259,17 @@ func everyDtypeOp(t *testing.T, c *core.Comm, all []nettest.Contribution, node, 
 				return fmt.Errorf("allreduce %s %s: %w", d, o, err)
 			}
 			check("allreduce", d, o, recv, nettest.DenseRef(small, d, o))
+
+			// five values: over the lanes where the nodes share a host (netio/shm/lane.go)
+			tiny := make([][]int8, len(small))
+			for nd := range small {
+				tiny[nd] = small[nd][:5]
+			}
+			send = nettest.Encode(d, o, tiny[node])
+			if err := c.Allreduce(send, send, d, o); err != nil {
+				return fmt.Errorf("small allreduce %s %s: %w", d, o, err)
+			}
+			check("small allreduce", d, o, send, nettest.DenseRef(tiny, d, o))
 		}
 	}
 	for _, lg := range large {

@@ -239,6 +239,7 @@ func (t *TCP) ShmStats() ShmStats {
 	s.SpinHits += t.sr.spinHits.Load()
 	s.Sleeps += t.sr.sleeps.Load()
 	s.Yields += t.sr.yields.Load()
+	s.LaneMsgs, s.LaneSleeps = t.laneMsgs.Load(), t.laneSleeps.Load()
 	s.RanksOnHost = t.ranksOnHost
 	s.SpinAllowed = t.spin
 	return s

@@ -33,6 +33,11 @@ type TCP struct {
 	ranksOnHost int       // this rank and the peers found on its host at set-up
 	spin        bool      // waits on shared-memory rings may spin (spinAllowed(ranksOnHost))
 	sr          selfReads // waits that read their sockets on their own thread (selfread_linux.go)
+
+	lanesClaimed atomic.Bool // kx.Lanes: given to one comm (lanes_linux.go)
+	// lane messages read and lane waits that slept; written by the comm's collective, one
+	// at a time (kx.AddRelaxed)
+	laneMsgs, laneSleeps atomic.Uint64
 }
 
 type peer struct {

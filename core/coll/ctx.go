@@ -40,6 +40,18 @@ type Path interface {
 	SameHost(node int) bool
 }
 
+// Lanes are the comm's lanes to the nodes of its host (kx.Lanes, addressed by node and counted
+// by the comm's statistics): one small message a collective to each, read in place.
+type Lanes interface {
+	// LaneMax is the largest payload of the lane to node, 0 where there is none.
+	LaneMax(node int) int
+	LanePut(to int, tag kx.Tag, b []byte) error
+	// LaneAwait returns the fingerprint and payload of node from's message of tag.Seq, valid
+	// until LaneDone, which must follow every LaneAwait that succeeded.
+	LaneAwait(from int, tag kx.Tag) (kx.Fingerprint, []byte, error)
+	LaneDone(from int, tag kx.Tag)
+}
+
 // Ctx is a comm's context for its algorithms: the data path and the facts every algorithm
 // needs. The comm owns one and keeps it for its life; collectives of a comm run one at a time,
 // so the running one owns it.
@@ -50,6 +62,9 @@ type Ctx struct {
 	Threads     int // workers a kernel may use, at least 1
 	// FP is the running collective's fingerprint, carried by its sends (set by the comm).
 	FP kx.Fingerprint
+	// Lanes are the comm's lanes, nil where it has none (another transport, replication, a
+	// transport whose lanes another comm has).
+	Lanes Lanes
 	// one is the one-buffer list Sends.Send hands the path, so a send allocates nothing: the
 	// path's Send takes an interface call's arguments, which escape.
 	one [1][]byte

@@ -8,8 +8,13 @@ import (
 // AllgatherSmall gives every node every node's few words, in node order. Each node sends its
 // words straight to every other: m-1 tiny messages, fine for the agreement exchanges it serves.
 func AllgatherSmall(cx *Ctx, seq uint64, words []uint64) ([]uint64, error) {
+	return AllgatherSmallAt(cx, kx.Tag{Seq: seq, Phase: kx.PhaseSmall}, words)
+}
+
+// AllgatherSmallAt is AllgatherSmall on messages of tag: an agreement inside a collective that
+// sends other small messages.
+func AllgatherSmallAt(cx *Ctx, tag kx.Tag, words []uint64) ([]uint64, error) {
 	m, me, k := cx.Nodes, cx.Node, len(words)
-	tag := kx.Tag{Seq: seq, Phase: kx.PhaseSmall}
 	sg := cx.Sends()
 	for r := 0; r < m; r++ {
 		if r != me {

@@ -29,6 +29,8 @@ type Allreduce struct {
 	// this rank's own vector in the direct exchange.
 	buf   []byte
 	small []byte
+	// lanes: what the comm's ranks agreed on their lanes (lane.go)
+	lanes laneAgreement
 }
 
 // New makes the dense allreduce of the comm whose context is cx.
@@ -73,7 +75,7 @@ func (ar *Allreduce) Run(seq uint64, send, recv []byte, d kx.Dtype, o kx.Op) err
 		copy(recv, send)
 	}
 	if n*es <= ar.switchBytes() {
-		return ar.direct(seq, recv, d, o)
+		return ar.exchange(seq, recv, d, o)
 	}
 	return ar.butterfly(seq, recv, nil, n, d, o)
 }
@@ -102,7 +104,7 @@ func (ar *Allreduce) rsum(seq uint64, send, recv []byte, d kx.Dtype, n int) erro
 	if len(acc) > ar.switchBytes() {
 		return ar.butterfly(seq, acc, recv, n, d, kx.RSum)
 	}
-	if err := ar.direct(seq, acc, d, kx.RSum); err != nil {
+	if err := ar.exchange(seq, acc, d, kx.RSum); err != nil {
 		return err
 	}
 	kernels.Round(d, recv, acc)

@@ -272,6 +272,9 @@ type ShmStats struct {
 	// the bytes a folding reader wrote back over a peer's data (dense allreduce's last layer).
 	RefFrames   uint64 `json:"ref_frames"`
 	WrittenBack uint64 `json:"written_back_bytes"`
+	// Lanes (netio/shm/lane.go): messages read from a peer's lane, and lane waits that slept.
+	LaneMsgs   uint64 `json:"lane_msgs"`
+	LaneSleeps uint64 `json:"lane_sleeps"`
 }
 
 // MaxPayload bounds a single message. A transport refuses to read a frame announcing more before

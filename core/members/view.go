@@ -28,6 +28,8 @@ type View struct {
 	s, m, node int
 	replicas   [][]int // node -> the process ranks of its replicas, in replica order
 
+	lanes kx.Lanes // the transport's, once this comm claimed them (lanes.go)
+
 	once sync.Once
 }
 

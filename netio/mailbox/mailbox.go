@@ -229,7 +229,7 @@ func (m *Mailbox) Begin(seq uint64, fp kx.Fingerprint) {
 		}
 	}
 	if first >= 0 {
-		m.failLocked(seq, b, mismatchError(first, theirs, fp, seq))
+		m.failLocked(seq, b, kx.MismatchError(first, theirs, fp, seq))
 	}
 }
 
@@ -263,7 +263,7 @@ func (m *Mailbox) deliverCopy(src int, seq uint64, layer uint8, phase kx.Phase, 
 	}
 	if m.started && seq == m.cur && fp != m.fp {
 		PutBuf(data)
-		m.failLocked(seq, b, mismatchError(src, fp, m.fp, seq))
+		m.failLocked(seq, b, kx.MismatchError(src, fp, m.fp, seq))
 		return
 	}
 	k := m.race.key(layer, phase, src)

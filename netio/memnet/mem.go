@@ -4,6 +4,7 @@ import (
 	"kylix/core/kx"
 	"kylix/netio/mailbox"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,11 +20,15 @@ type Mem struct {
 
 	mu   sync.Mutex
 	gone error // set by Close or Kill: this rank can no longer send
+
+	lanesClaimed atomic.Bool // lanes.go
+	lanePuts     atomic.Uint64
 }
 
 type memJob struct {
 	ranks   []*Mem
 	timeout time.Duration
+	lanes   []memLane // [from*size+to], when made by NewJobWithLanes (lanes.go)
 }
 
 // NewJob creates the size ranks of an in-memory job; any wait for a peer is bounded by

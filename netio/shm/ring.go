@@ -74,6 +74,9 @@ type Writer struct {
 	pos      uint64 // next byte to write; equals the published tail between frames
 	headSeen uint64 // last head loaded: refreshed only when it looks too small
 	end      uint64 // the position just past the payload of the last frame written
+	// lanes (lane.go): the sequence last written in each slot, the peer's acknowledgement last loaded
+	laneSeq [2]uint64
+	laneAck uint64
 }
 
 func (w *Writer) init(s *Segment, ring int) {

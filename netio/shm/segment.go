@@ -54,7 +54,7 @@ import (
 // Segment layout. All offsets are fixed for a version; the data areas start page-aligned.
 const (
 	magic   = 0x314d48535849594b // "KYIXSHM1", little-endian
-	version = 2
+	version = 3                  // 3: lanes in the header page (lane.go)
 
 	// line is two cache lines: x86's adjacent-line prefetcher moves 128-byte pairs, so a
 	// field written by one side must not share 128 bytes with one written by the other.

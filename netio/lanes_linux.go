@@ -1,0 +1,181 @@
+//go:build linux
+
+package netio
+
+import (
+	"kylix/core/kx"
+	"kylix/netio/shm"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Lanes (kx.Lanes) between ranks of one host: the shared-memory segment's slots
+// (netio/shm/lane.go), one small message a collective to each peer, read in place. A lane's
+// waits are the driving waits' in shape (selfread_linux.go): spin where the host's ranks fit
+// its CPUs, offer the CPU where they do not, then sleep until the peer's put wakes them; now
+// and then they ask the mailbox whether the collective failed or the peer is gone, as the
+// reader goroutines file the frames that say so.
+
+// ClaimLanes gives the lanes to the first comm that asks (kx.Lanes).
+func (t *TCP) ClaimLanes() bool { return t.lanesClaimed.CompareAndSwap(false, true) }
+
+// laneNap bounds one sleep of a lane wait: the peer's put wakes it, and between naps it looks
+// for the collective's failure, which nothing wakes it for.
+const laneNap = 5 * time.Millisecond
+
+// laneWait is one lane wait's window.
+type laneWait struct {
+	looks int
+	start time.Time
+}
+
+// step is one look's wait: a spin, a yield or a nap (sleep), after the mailbox's verdict on the
+// collective and the timeout (both looked at every 64 looks while the wait spins, at every look
+// after).
+func (w *laneWait) step(t *TCP, from int, tag kx.Tag, sleep func(time.Duration)) error {
+	w.looks++
+	if t.spin && w.looks&63 != 0 {
+		return nil
+	}
+	now := time.Now()
+	if w.start.IsZero() {
+		w.start = now
+	}
+	if err := t.laneCheck(from, tag); err != nil {
+		return err
+	}
+	waited := now.Sub(w.start)
+	if waited >= t.timeout {
+		return kx.Errorf(kx.CodeTimeout, "rank %d sent nothing for %v: waited for its lane message of collective %d",
+			kx.RankRef(from), t.timeout, kx.SeqRef(tag.Seq))
+	}
+	switch {
+	case t.spin && waited < driveQuiet:
+	case t.spin && waited < driveSpin || !t.spin && waited < driveYield:
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	default:
+		kx.AddRelaxed(&t.laneSleeps, 1)
+		sleep(min(laneNap, t.timeout-waited))
+	}
+	return nil
+}
+
+// laneCheck is the mailbox's verdict on a lane wait for rank from in collective tag.Seq: nil
+// while the message may still come; else the collective's failure, the peer's loss or the
+// transport's close. It looks for a message nobody sends, so that only what ends a wait answers.
+func (t *TCP) laneCheck(from int, tag kx.Tag) error {
+	if t.closing.Load() {
+		return t.closedErr()
+	}
+	b, ok, err := t.mb.TryRecv(from, kx.Tag{Seq: tag.Seq, Layer: laneNone, Phase: kx.PhaseSmall, FP: tag.FP})
+	if b != nil {
+		t.mb.Release(b)
+	}
+	if ok && err == nil {
+		err = kx.Errorf(kx.CodeInternal, "rank %d sent a frame on the lane's check key", kx.RankRef(from))
+	}
+	return err
+}
+
+// laneNone is the layer of the key laneCheck looks for: no collective sends on it.
+const laneNone = 255
+
+// laneMeta packs a lane message's fingerprint in two words: a lane's count fits in 32 bits.
+func laneMeta(fp kx.Fingerprint) [2]uint64 {
+	return [2]uint64{uint64(fp.Kind) | uint64(fp.Dtype)<<8 | uint64(fp.Op)<<16 | uint64(uint32(fp.Width))<<32,
+		uint64(fp.Plan) | uint64(uint32(fp.Count))<<32}
+}
+
+func laneFP(m [2]uint64) kx.Fingerprint {
+	return kx.Fingerprint{Kind: kx.Kind(m[0]), Dtype: uint8(m[0] >> 8), Op: uint16(m[0] >> 16), Width: int32(uint32(m[0] >> 32)),
+		Plan: uint32(m[1]), Count: int64(uint32(m[1] >> 32))}
+}
+
+// LaneMax: a lane to each peer with a shared-memory ring (kx.Lanes).
+func (t *TCP) LaneMax(rank int) int {
+	if t.laneLink(rank) == nil {
+		return 0
+	}
+	return shm.LaneMax
+}
+
+func (t *TCP) laneLink(rank int) *ringLink {
+	if rank < 0 || rank >= len(t.peers) || t.peers[rank] == nil {
+		return nil
+	}
+	return t.peers[rank].ring()
+}
+
+// laneGone is a lane's error once its segment is closed: the peer's loss, or this transport's
+// close.
+func (t *TCP) laneGone(rank int) error {
+	if err := t.mb.Dead(rank); err != nil {
+		return err
+	}
+	if t.closing.Load() {
+		return t.closedErr()
+	}
+	return kx.Errorf(kx.CodePeer, "rank %d: the shared memory with it is closed", kx.RankRef(rank))
+}
+
+// LanePut (kx.Lanes).
+func (t *TCP) LanePut(to int, tag kx.Tag, b []byte) error {
+	l := t.laneLink(to)
+	switch {
+	case t.closing.Load():
+		return t.closedErr()
+	case l == nil || len(b) > shm.LaneMax:
+		return kx.Errorf(kx.CodeInternal, "lane put of %d bytes to rank %d, which has no lane for it", len(b), kx.RankRef(to))
+	}
+	if err := t.mb.Dead(to); err != nil {
+		return err
+	}
+	seg := l.seg
+	if seg.Hold() != nil {
+		return t.laneGone(to)
+	}
+	defer seg.Unhold()
+	var w laneWait
+	seq := tag.Seq + 1 // the lanes' sequences are never 0
+	for !seg.LanePut(seq, laneMeta(tag.FP), b) {
+		// the peer has not read its last two messages: it runs late, or failed them
+		if err := w.step(t, to, tag, func(d time.Duration) { seg.LaneSleep(seq, d) }); err != nil {
+			return err
+		}
+	}
+	t.stats[to].Count(len(b), true, false)
+	return nil
+}
+
+// LaneAwait (kx.Lanes): the segment stays held until LaneDone.
+func (t *TCP) LaneAwait(from int, tag kx.Tag) (kx.Fingerprint, []byte, error) {
+	l := t.laneLink(from)
+	if l == nil {
+		return kx.Fingerprint{}, nil, kx.Errorf(kx.CodeInternal, "lane wait for rank %d, which has no lane", kx.RankRef(from))
+	}
+	seg := l.seg
+	if seg.Hold() != nil {
+		return kx.Fingerprint{}, nil, t.laneGone(from)
+	}
+	seq := tag.Seq + 1
+	var w laneWait
+	for {
+		if meta, b, ok := seg.LaneLook(seq); ok {
+			t.stats[from].Count(len(b), false, false) // a reader goroutine may count the peer's frames meanwhile
+			kx.AddRelaxed(&t.laneMsgs, 1)
+			return laneFP(meta), b, nil
+		}
+		if err := w.step(t, from, tag, func(d time.Duration) { seg.LaneSleep(seq, d) }); err != nil {
+			seg.Unhold()
+			return kx.Fingerprint{}, nil, err
+		}
+	}
+}
+
+// LaneDone (kx.Lanes).
+func (t *TCP) LaneDone(from int, tag kx.Tag) {
+	seg := t.laneLink(from).seg
+	seg.LaneDone(tag.Seq + 1)
+	seg.Unhold()
+}

@@ -144,7 +144,7 @@ func (t *TCP) LanePut(to int, tag kx.Tag, b []byte) error {
 			return err
 		}
 	}
-	t.stats[to].Count(len(b), true, false)
+	t.laneStats[to].Count(len(b), true, true)
 	return nil
 }
 
@@ -162,7 +162,7 @@ func (t *TCP) LaneAwait(from int, tag kx.Tag) (kx.Fingerprint, []byte, error) {
 	var w laneWait
 	for {
 		if meta, b, ok := seg.LaneLook(seq); ok {
-			t.stats[from].Count(len(b), false, false) // a reader goroutine may count the peer's frames meanwhile
+			t.laneStats[from].Count(len(b), false, true)
 			kx.AddRelaxed(&t.laneMsgs, 1)
 			return laneFP(meta), b, nil
 		}

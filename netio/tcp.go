@@ -25,6 +25,7 @@ type TCP struct {
 	stallNote  atomic.Pointer[func(msg string)] // NoteStalls
 	peers      []*peer                          // by rank; nil for this rank
 	stats      []kx.PeerCounters
+	laneStats  []kx.PeerCounters // lane messages: one collective at a time counts them, relaxed
 	closing    atomic.Bool
 	closeOnce  sync.Once
 	wg         sync.WaitGroup // reader goroutines and keepAlive
@@ -64,7 +65,7 @@ const writeChunk = 8 << 20
 func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn, pairs []mesh.Pair) *TCP {
 	t := &TCP{rank: rank, size: size, job: job, timeout: timeout,
 		mb: mailbox.New(rank, size, timeout), peers: make([]*peer, size), stats: make([]kx.PeerCounters, size),
-		done: make(chan struct{}), ranksOnHost: 1}
+		laneStats: make([]kx.PeerCounters, size), done: make(chan struct{}), ranksOnHost: 1}
 	var rings []*ringLink
 	for r, c := range conns {
 		if c == nil || r == rank {
@@ -143,7 +144,16 @@ func (t *TCP) Timeout() time.Duration { return t.timeout }
 func (t *TCP) Job() uint64 { return t.job }
 
 // Stats returns the data messages exchanged with each rank (index = rank, this rank included).
-func (t *TCP) Stats() []kx.PeerStats { return kx.Snapshot(t.stats) }
+func (t *TCP) Stats() []kx.PeerStats {
+	all := kx.Snapshot(t.stats)
+	for r, l := range kx.Snapshot(t.laneStats) { // lanes_linux.go
+		all[r].BytesSent += l.BytesSent
+		all[r].MsgsSent += l.MsgsSent
+		all[r].BytesRecv += l.BytesRecv
+		all[r].MsgsRecv += l.MsgsRecv
+	}
+	return all
+}
 
 func (t *TCP) closedErr() error {
 	return kx.Errorf(kx.CodeState, "transport of rank %d is closed", kx.RankRef(t.rank))

@@ -53,6 +53,7 @@ func (c *Comm) resize(minSize int, admit bool, what string) (*Comm, error) {
 		// min_size not met: c carries on with the same members at fresh sequence numbers (the
 		// agreement moved the transport past the old ones).
 		old := c.v
+		un.View.TakeLanes(old) // the comm's ranks agreed on them (c.dense)
 		c.st.mu.Lock()
 		c.v, c.seq, c.st.broken = un.View, un.View.Base(), prior
 		c.cx.Node, c.cx.Nodes, c.cx.Replication = un.View.Node(), un.View.Nodes(), un.View.Replication()
@@ -75,6 +76,7 @@ func (c *Comm) resize(minSize int, admit bool, what string) (*Comm, error) {
 		return nil, kx.Prefixed(what, err)
 	}
 	nc.dense.Switch = c.dense.Switch
+	nc.v.TakeLanes(c.v) // over the same transport (a shrink): nc's ranks agree on them anew
 	return nc, nil
 }
 

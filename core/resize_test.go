@@ -29,7 +29,8 @@ func elasticOpts(addr string, timeout time.Duration) kx.Options {
 }
 
 // elasticJob starts n ranks of an elastic job and returns the server and the comms, by rank.
-func elasticJob(t *testing.T, n int, timeout time.Duration) (*rendezvous.Server, []*core.Comm) {
+// shm, when given, replaces elasticOpts' "off" (the ranks of a test share this host).
+func elasticJob(t *testing.T, n int, timeout time.Duration, shm ...string) (*rendezvous.Server, []*core.Comm) {
 	t.Helper()
 	srv, err := rendezvous.NewServer("127.0.0.1:0", n, elasticSecret, timeout)
 	if err != nil {
@@ -45,6 +46,9 @@ func elasticJob(t *testing.T, n int, timeout time.Duration) (*rendezvous.Server,
 			defer wg.Done()
 			o := elasticOpts(srv.Addr(), timeout)
 			o.Rank, o.Size = r, n
+			if len(shm) > 0 {
+				o.Shm = shm[0]
+			}
 			tr, err := netio.Connect(o)
 			if err != nil {
 				errs[r] = err
@@ -244,9 +248,18 @@ func TestResizeLeaveRejoin(t *testing.T) {
 // min_size that no joiner meets: CodeTimeout after about the timeout, and the comm goes on
 // unchanged (same members, collectives work), then resizes normally.
 func TestResizeMinSizeTimeout(t *testing.T) {
+	for _, shm := range []string{"off", "auto"} {
+		t.Run("shm="+shm, func(t *testing.T) { resizeMinSizeTimeout(t, shm) })
+	}
+}
+
+// resizeMinSizeTimeout: with shm=auto the comm agrees on its lanes first (its first small
+// allreduce), and the unchanged comm goes on over them.
+func resizeMinSizeTimeout(t *testing.T, shm string) {
 	const timeout = 3 * time.Second
-	srv, c2 := elasticJob(t, 2, timeout)
+	srv, c2 := elasticJob(t, 2, timeout, shm)
 	defer closeAll(c2)
+	checkSums(t, c2, 4)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	start := time.Now()

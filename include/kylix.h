@@ -854,14 +854,19 @@ int kylix_join_address(const kylix_comm *c, char *buf, int64_t cap, int64_t *nee
  *                   peers with copies only; null without replication or on
  *                   a comm made by kylix_shrink)
  *   shm             {"peers","ranks_on_host","spin_allowed","spins",
- *                   "spin_hits","yields","sleeps","wakes_sent"}: the peers
- *                   reached through shared memory (shm=auto, same host and
- *                   user), the ranks found on this host, whether waits may
- *                   spin (only while those ranks fit the usable CPUs), and
- *                   the waits that spun, were satisfied spinning, yielded
- *                   the CPU between looks instead (where spinning is not
- *                   allowed), slept, and the wakes sent; null where the
- *                   comm's transport has no such figures
+ *                   "spin_hits","yields","sleeps","wakes_sent",
+ *                   "ref_frames","written_back_bytes","lane_msgs",
+ *                   "lane_sleeps"}: the peers reached through shared
+ *                   memory (shm=auto, same host and user), the ranks found
+ *                   on this host, whether waits may spin (only while those
+ *                   ranks fit the usable CPUs), the waits that spun, were
+ *                   satisfied spinning, yielded the CPU between looks
+ *                   instead (where spinning is not allowed), slept, and the
+ *                   wakes sent; the messages read straight out of a peer's
+ *                   memory and the bytes written back there; the small
+ *                   messages read from a peer's lane (a dense allreduce of
+ *                   up to 352 bytes) and the lane waits that slept; null
+ *                   where the comm's transport has no such figures
  *   retired_plans   {"plans","calls","seconds","agree","layers"}: the sum of
  *                   the plan records dropped to bound memory (beyond 64
  *                   records, the oldest freed plans and plans of

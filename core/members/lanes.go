@@ -24,6 +24,15 @@ func (v *View) ClaimLanes() bool {
 	return true
 }
 
+// TakeLanes moves old's claim on the lanes to v where both views are over one transport: a comm
+// that goes on over it after a resize (members unchanged, or only fewer), at fresh sequence
+// numbers, which no message of old's can carry.
+func (v *View) TakeLanes(old *View) {
+	if old.lanes != nil && old.t == v.t && v.HasLanes() {
+		v.lanes, old.lanes = old.lanes, nil
+	}
+}
+
 // LaneMax is the largest payload of the lane to node, 0 where there is none.
 func (v *View) LaneMax(node int) int {
 	if v.lanes == nil || node < 0 || node >= v.m || node == v.node {
@@ -32,13 +41,22 @@ func (v *View) LaneMax(node int) int {
 	return v.lanes.LaneMax(v.replicas[node][0])
 }
 
+// LanePut, LaneAwait and LaneDone need the lanes (LaneMax above 0): the comm agreed on them.
 func (v *View) LanePut(to int, tag kx.Tag, b []byte) error {
+	if v.lanes == nil {
+		return errNoLanes
+	}
 	return v.translate(v.lanes.LanePut(v.replicas[to][0], tag, b))
 }
 
 func (v *View) LaneAwait(from int, tag kx.Tag) (kx.Fingerprint, []byte, error) {
+	if v.lanes == nil {
+		return kx.Fingerprint{}, nil, errNoLanes
+	}
 	fp, b, err := v.lanes.LaneAwait(v.replicas[from][0], tag)
 	return fp, b, v.translate(err)
 }
+
+var errNoLanes = kx.Errorf(kx.CodeInternal, "a lane call on a comm without lanes")
 
 func (v *View) LaneDone(from int, tag kx.Tag) { v.lanes.LaneDone(v.replicas[from][0], tag) }

@@ -92,13 +92,18 @@ func (m LaneMem) LaneAwait(from int, tag kx.Tag) (kx.Fingerprint, []byte, error)
 	l := m.lane(from, m.rank)
 	start := time.Now()
 	nap := time.Microsecond
-	for {
+	look := func() (laneMsg, bool) {
 		l.mu.Lock()
+		defer l.mu.Unlock()
 		msg, ok := l.msgs[tag.Seq]
-		l.mu.Unlock()
 		if ok {
 			m.stats[from].BytesRecv.Add(uint64(len(msg.b)))
 			m.stats[from].MsgsRecv.Add(1)
+		}
+		return msg, ok
+	}
+	for {
+		if msg, ok := look(); ok {
 			return msg.fp, msg.b, nil
 		}
 		// a key nobody sends: only what ends a wait answers
@@ -108,6 +113,9 @@ func (m LaneMem) LaneAwait(from int, tag kx.Tag) (kx.Fingerprint, []byte, error)
 			}
 			if err == nil {
 				err = kx.Errorf(kx.CodeInternal, "rank %d sent a frame on the lane's check key", kx.RankRef(from))
+			}
+			if msg, ok := look(); ok { // put before the peer finalized or died: still read
+				return msg.fp, msg.b, nil
 			}
 			return kx.Fingerprint{}, nil, err
 		}

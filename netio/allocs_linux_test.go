@@ -22,6 +22,11 @@ func TestSmallStepAllocatesNothing(t *testing.T) {
 			}
 			ts := startShmJob(t, 2, shm)
 			defer closeAll(ts)
+			for _, tr := range ts {
+				if lanes && !tr.ClaimLanes() {
+					t.Fatal("the lanes of a new transport were claimed already")
+				}
+			}
 			const calls = 2000
 			var mallocs [2]uint64
 			var wg sync.WaitGroup

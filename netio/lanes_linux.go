@@ -17,8 +17,57 @@ import (
 // and then they ask the mailbox whether the collective failed or the peer is gone, as the
 // reader goroutines file the frames that say so.
 
-// ClaimLanes gives the lanes to the first comm that asks (kx.Lanes).
-func (t *TCP) ClaimLanes() bool { return t.lanesClaimed.CompareAndSwap(false, true) }
+// ClaimLanes gives the lanes to the first comm that asks (kx.Lanes), and holds every ring's
+// segment mapped until the transport closes: a message a peer put before it finalized or died
+// is still read after its segment was closed on that news (the rings' frames are read before
+// their bye; a lane's message has no place in that order).
+func (t *TCP) ClaimLanes() bool {
+	if !t.lanesClaimed.CompareAndSwap(false, true) {
+		return false
+	}
+	t.laneHeld = make([]*shm.Segment, len(t.peers))
+	for r, p := range t.peers {
+		if p != nil && p.ring() != nil && p.ring().seg.Hold() == nil {
+			t.laneHeld[r] = p.ring().seg
+		}
+	}
+	return true
+}
+
+// laneEnter counts a lane call in flight, so that the transport's close releases the segments'
+// holds only after the last one (laneExit); it fails once the transport closes.
+func (t *TCP) laneEnter() error {
+	if t.laneState.Add(1)&laneClosing != 0 {
+		t.laneExit()
+		return t.closedErr()
+	}
+	return nil
+}
+
+func (t *TCP) laneExit() {
+	if t.laneState.Add(-1) == laneClosing {
+		t.releaseLanes()
+	}
+}
+
+const laneClosing = 1 << 62
+
+// closeLanes is Close's: the holds go with the last lane call in flight, or now.
+func (t *TCP) closeLanes() {
+	if t.laneState.Add(laneClosing) == laneClosing {
+		t.releaseLanes()
+	}
+}
+
+func (t *TCP) releaseLanes() {
+	t.laneRelease.Do(func() {
+		for _, seg := range t.laneHeld {
+			if seg != nil {
+				seg.Unhold()
+			}
+		}
+	})
+}
 
 // laneNap bounds one sleep of a lane wait: the peer's put wakes it, and between naps it looks
 // for the collective's failure, which nothing wakes it for.
@@ -101,48 +150,37 @@ func laneFP(m [2]uint64) kx.Fingerprint {
 
 // LaneMax: a lane to each peer with a shared-memory ring (kx.Lanes).
 func (t *TCP) LaneMax(rank int) int {
-	if t.laneLink(rank) == nil {
+	if t.laneSeg(rank) == nil {
 		return 0
 	}
 	return shm.LaneMax
 }
 
-func (t *TCP) laneLink(rank int) *ringLink {
-	if rank < 0 || rank >= len(t.peers) || t.peers[rank] == nil {
+// laneSeg is the segment of rank's ring, whose lanes ClaimLanes holds mapped; nil before the
+// claim, or where it found none (no ring, or one closed already).
+func (t *TCP) laneSeg(rank int) *shm.Segment {
+	if rank < 0 || rank >= len(t.laneHeld) {
 		return nil
 	}
-	return t.peers[rank].ring()
-}
-
-// laneGone is a lane's error once its segment is closed: the peer's loss, or this transport's
-// close.
-func (t *TCP) laneGone(rank int) error {
-	if err := t.mb.Dead(rank); err != nil {
-		return err
-	}
-	if t.closing.Load() {
-		return t.closedErr()
-	}
-	return kx.Errorf(kx.CodePeer, "rank %d: the shared memory with it is closed", kx.RankRef(rank))
+	return t.laneHeld[rank]
 }
 
 // LanePut (kx.Lanes).
 func (t *TCP) LanePut(to int, tag kx.Tag, b []byte) error {
-	l := t.laneLink(to)
+	seg := t.laneSeg(to)
 	switch {
 	case t.closing.Load():
 		return t.closedErr()
-	case l == nil || len(b) > shm.LaneMax:
+	case seg == nil || len(b) > shm.LaneMax:
 		return kx.Errorf(kx.CodeInternal, "lane put of %d bytes to rank %d, which has no lane for it", len(b), kx.RankRef(to))
 	}
 	if err := t.mb.Dead(to); err != nil {
 		return err
 	}
-	seg := l.seg
-	if seg.Hold() != nil {
-		return t.laneGone(to)
+	if err := t.laneEnter(); err != nil {
+		return err
 	}
-	defer seg.Unhold()
+	defer t.laneExit()
 	var w laneWait
 	seq := tag.Seq + 1 // the lanes' sequences are never 0
 	for !seg.LanePut(seq, laneMeta(tag.FP), b) {
@@ -155,15 +193,14 @@ func (t *TCP) LanePut(to int, tag kx.Tag, b []byte) error {
 	return nil
 }
 
-// LaneAwait (kx.Lanes): the segment stays held until LaneDone.
+// LaneAwait (kx.Lanes): the call stays counted in flight until LaneDone.
 func (t *TCP) LaneAwait(from int, tag kx.Tag) (kx.Fingerprint, []byte, error) {
-	l := t.laneLink(from)
-	if l == nil {
+	seg := t.laneSeg(from)
+	if seg == nil {
 		return kx.Fingerprint{}, nil, kx.Errorf(kx.CodeInternal, "lane wait for rank %d, which has no lane", kx.RankRef(from))
 	}
-	seg := l.seg
-	if seg.Hold() != nil {
-		return kx.Fingerprint{}, nil, t.laneGone(from)
+	if err := t.laneEnter(); err != nil {
+		return kx.Fingerprint{}, nil, err
 	}
 	seq := tag.Seq + 1
 	var w laneWait
@@ -181,7 +218,7 @@ func (t *TCP) LaneAwait(from int, tag kx.Tag) (kx.Fingerprint, []byte, error) {
 				kx.AddRelaxed(&t.laneMsgs, 1)
 				return laneFP(meta), b, nil
 			}
-			seg.Unhold()
+			t.laneExit()
 			return kx.Fingerprint{}, nil, err
 		}
 	}
@@ -189,7 +226,7 @@ func (t *TCP) LaneAwait(from int, tag kx.Tag) (kx.Fingerprint, []byte, error) {
 
 // LaneDone (kx.Lanes).
 func (t *TCP) LaneDone(from int, tag kx.Tag) {
-	seg := t.laneLink(from).seg
+	seg := t.laneSeg(from)
 	seg.LaneDone(tag.Seq + 1)
-	seg.Unhold()
+	t.laneExit()
 }

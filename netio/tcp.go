@@ -7,6 +7,7 @@ import (
 	"kylix/netio/internal/wlock"
 	"kylix/netio/mailbox"
 	"kylix/netio/mesh"
+	"kylix/netio/shm"
 	"net"
 	"runtime"
 	"sync"
@@ -35,7 +36,10 @@ type TCP struct {
 	spin        bool      // waits on shared-memory rings may spin (spinAllowed(ranksOnHost))
 	sr          selfReads // waits that read their sockets on their own thread (selfread_linux.go)
 
-	lanesClaimed atomic.Bool // kx.Lanes: given to one comm (lanes_linux.go)
+	lanesClaimed atomic.Bool    // kx.Lanes: given to one comm (lanes_linux.go)
+	laneHeld     []*shm.Segment // the segments ClaimLanes holds mapped until the lanes close
+	laneState    atomic.Int64   // lane calls in flight, plus laneClosing once Close began
+	laneRelease  sync.Once
 	// lane messages read and lane waits that slept; written by the comm's collective, one
 	// at a time (kx.AddRelaxed)
 	laneMsgs, laneSleeps atomic.Uint64
@@ -304,6 +308,7 @@ func (t *TCP) Close() error {
 		}
 		wg.Wait()
 		t.mb.Close(t.closedErr())
+		t.closeLanes() // after the mailbox: a lane wait in flight ends on its close
 		t.wg.Wait()
 		t.stopSelfRead()
 	})

@@ -28,68 +28,77 @@ func TestSmallStepAllocatesNothing(t *testing.T) {
 				}
 			}
 			const calls = 2000
-			var mallocs [2]uint64
-			var wg sync.WaitGroup
-			errs := make([]error, 2)
-			for r := range ts {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					tr, other := ts[r], 1-r
-					rcv, snd := tr.Receiver(), tr.Sender()
-					bufs := [][]byte{make([]byte, 32)} // a list of the caller's, as core keeps one
-					step := func(seq uint64) error {
-						rcv.Begin(seq, fpAll)
-						tag := kx.Tag{FP: fpAll, Seq: seq, Layer: 1, Phase: kx.PhaseDense}
-						if lanes {
-							if err := tr.LanePut(other, tag, bufs[0]); err != nil {
+			// An allocation a step would show in every attempt; other goroutines of the test
+			// process (a loaded machine's timers, the package's other jobs) only in some.
+			var n uint64
+			for attempt := uint64(0); attempt < 3; attempt++ {
+				var mallocs [2]uint64
+				var wg sync.WaitGroup
+				errs := make([]error, 2)
+				for r := range ts {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						tr, other := ts[r], 1-r
+						rcv, snd := tr.Receiver(), tr.Sender()
+						bufs := [][]byte{make([]byte, 32)} // a list of the caller's, as core keeps one
+						step := func(seq uint64) error {
+							rcv.Begin(seq, fpAll)
+							tag := kx.Tag{FP: fpAll, Seq: seq, Layer: 1, Phase: kx.PhaseDense}
+							if lanes {
+								if err := tr.LanePut(other, tag, bufs[0]); err != nil {
+									return err
+								}
+								_, _, err := tr.LaneAwait(other, tag)
+								if err == nil {
+									tr.LaneDone(other, tag)
+								}
 								return err
 							}
-							_, _, err := tr.LaneAwait(other, tag)
-							if err == nil {
-								tr.LaneDone(other, tag)
+							if err := snd.Send(other, tag, bufs...); err != nil {
+								return err
 							}
+							b, err := rcv.Recv(other, tag)
+							rcv.Release(b)
 							return err
 						}
-						if err := snd.Send(other, tag, bufs...); err != nil {
-							return err
+						seq := 1 + attempt*10*calls
+						for warm := seq + 100; seq < warm; seq++ {
+							if errs[r] = step(seq); errs[r] != nil {
+								return
+							}
 						}
-						b, err := rcv.Recv(other, tag)
-						rcv.Release(b)
-						return err
-					}
-					seq := uint64(1)
-					for ; seq < 100; seq++ {
-						if errs[r] = step(seq); errs[r] != nil {
-							return
+						var ms runtime.MemStats
+						if r == 0 {
+							runtime.ReadMemStats(&ms)
+							mallocs[0] = ms.Mallocs
 						}
-					}
-					var ms runtime.MemStats
-					if r == 0 {
-						runtime.ReadMemStats(&ms)
-						mallocs[0] = ms.Mallocs
-					}
-					for end := seq + calls; seq < end; seq++ {
-						if errs[r] = step(seq); errs[r] != nil {
-							return
+						for end := seq + calls; seq < end; seq++ {
+							if errs[r] = step(seq); errs[r] != nil {
+								return
+							}
 						}
+						if r == 0 {
+							runtime.ReadMemStats(&ms)
+							mallocs[1] = ms.Mallocs
+						}
+					}()
+				}
+				within(t, 60*time.Second, wg.Wait)
+				for r, err := range errs {
+					if err != nil {
+						t.Fatalf("rank %d: %v", r, err)
 					}
-					if r == 0 {
-						runtime.ReadMemStats(&ms)
-						mallocs[1] = ms.Mallocs
-					}
-				}()
-			}
-			within(t, 60*time.Second, wg.Wait)
-			for r, err := range errs {
-				if err != nil {
-					t.Fatalf("rank %d: %v", r, err)
+				}
+				n = mallocs[1] - mallocs[0]
+				t.Logf("%d allocations over %d steps", n, calls)
+				if n <= calls/20 {
+					break
 				}
 			}
-			if n := mallocs[1] - mallocs[0]; n > calls/20 {
+			if n > calls/20 {
 				t.Errorf("%d allocations over %d small steps on 2 ranks, want next to none", n, calls)
 			}
-			t.Logf("%d allocations over %d steps", mallocs[1]-mallocs[0], calls)
 		})
 	}
 }

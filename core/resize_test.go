@@ -494,3 +494,40 @@ func TestResizeJoinServerGone(t *testing.T) {
 		t.Errorf("the resize took %v to find the join server gone", d)
 	}
 }
+
+// Lanes over real shared memory: two allreduces that one rank rejects (bad arguments) leave
+// the others' lane messages to it unread in both slots; the next allreduce must not wait for
+// them (the rank's own put acknowledges everything older). Found by the Java binding's tests:
+// "rank 2 sent nothing for 20s: waited for its lane message".
+func TestLanesAfterRejectedCalls(t *testing.T) {
+	const timeout = 5 * time.Second
+	_, c3 := elasticJob(t, 3, timeout, "auto")
+	defer closeAll(c3)
+	checkSums(t, c3, 0) // the comm agrees on its lanes
+	for i := 0; i < 2; i++ {
+		var wg sync.WaitGroup
+		errs := make([]error, 3)
+		for r, c := range c3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				send, recv := make([]byte, 24), make([]byte, 24)
+				if r == 1 {
+					recv = recv[:16] // rejected here: the others fail with a mismatch
+				}
+				errs[r] = c.Allreduce(send, recv, kx.I64, kx.Sum)
+			}()
+		}
+		wg.Wait()
+		for r, err := range errs {
+			if err == nil {
+				t.Fatalf("call %d: rank %d succeeded beside a rejected call", i, r)
+			}
+		}
+	}
+	start := time.Now()
+	checkSums(t, c3, 1)
+	if d := time.Since(start); d > timeout/2 {
+		t.Errorf("the allreduce after the rejected calls took %v", d)
+	}
+}

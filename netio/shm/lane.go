@@ -17,9 +17,10 @@ import (
 // order with the ring's frames.
 //
 // Each side writes two slots and an acknowledgement word, each in lines no other side writes.
-// A writer takes the slot holding the older message once the peer acknowledged it (LaneDone
-// stores the highest sequence consumed), so a slot is never written while its reader may still
-// read it, whichever messages of the peer were never consumed (a call that failed there).
+// A writer takes the slot holding the older message once the peer acknowledged it: the highest
+// sequence the peer read (LaneDone), or put itself (it reads nothing older afterwards). So a
+// slot is never written while its reader may still read it, and messages the peer never read
+// (calls that failed there) hold nothing up once it put a later one.
 const (
 	offLane   = offRing + 2*ringHdr // 1536
 	laneSlot  = 384                 // a slot: a header line and five payload lines
@@ -50,6 +51,11 @@ func (s *Segment) LanePut(seq uint64, meta [laneWords]uint64, payload []byte) bo
 	if len(payload) > LaneMax || seq == 0 {
 		panic("shm: lane payload over LaneMax, or sequence 0")
 	}
+	// A side puts only in the collective it runs and never reads an older message after
+	// that: the peer's messages before seq are acknowledged with the put, so that two the
+	// peer put in collectives that failed here, and never read, do not keep it from putting
+	// this one.
+	s.laneAckUpTo(seq - 1)
 	w := &s.w
 	i := 0 // the older slot
 	if w.laneSeq[1] < w.laneSeq[0] {
@@ -114,6 +120,12 @@ func (s *Segment) LaneLook(seq uint64) (meta [laneWords]uint64, payload []byte, 
 
 // LaneDone acknowledges the peer's messages up to seq: their slots may be written again. The
 // caller holds the segment.
-func (s *Segment) LaneDone(seq uint64) {
-	storeRelease(s.u64(offLane+s.side*laneSide+offAck), seq)
+func (s *Segment) LaneDone(seq uint64) { s.laneAckUpTo(seq) }
+
+// laneAckUpTo raises this side's acknowledgement to seq; it never goes down.
+func (s *Segment) laneAckUpTo(seq uint64) {
+	if seq > s.r.laneAcked {
+		s.r.laneAcked = seq
+		storeRelease(s.u64(offLane+s.side*laneSide+offAck), seq)
+	}
 }

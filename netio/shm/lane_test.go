@@ -99,3 +99,30 @@ func TestLaneSleepWakes(t *testing.T) {
 		t.Fatalf("slept %v for a message already there", d)
 	}
 }
+
+// Two messages the peer never read (its calls failed) do not keep a third from being put once
+// the peer puts a message of a later collective: it reads nothing older after that.
+func TestLanePutAcknowledgesOlder(t *testing.T) {
+	a, b := pair(t, MinRing, Options{})
+	defer a.Close()
+	defer b.Close()
+	a.Hold()
+	defer a.Unhold()
+	b.Hold()
+	defer b.Unhold()
+	a.LanePut(1, [2]uint64{}, []byte{1})
+	a.LanePut(2, [2]uint64{}, []byte{2})
+	if a.LanePut(5, [2]uint64{}, []byte{5}) {
+		t.Fatal("put over two messages the peer has not read")
+	}
+	b.LanePut(5, [2]uint64{}, []byte{50}) // b is in collective 5: 1 and 2 are not read any more
+	if !a.LanePut(5, [2]uint64{}, []byte{5}) {
+		t.Fatal("refused after the peer put a later collective's message")
+	}
+	if _, p, ok := b.LaneLook(5); !ok || p[0] != 5 {
+		t.Fatal("the message of collective 5 is not there")
+	}
+	if _, p, ok := a.LaneLook(5); !ok || p[0] != 50 {
+		t.Fatal("the peer's message of collective 5 is not there")
+	}
+}

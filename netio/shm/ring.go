@@ -227,6 +227,8 @@ type Reader struct {
 	// held: the read token's holder entered the segment for a run of reads (Direct), which
 	// then skip their own entry and exit, a locked instruction each.
 	held bool
+	// lanes (lane.go): the acknowledgement last stored; written by the lane calls, one at a time
+	laneAcked uint64
 }
 
 // Direct(true) enters the segment for a run of reads by the read token's holder (a wait that

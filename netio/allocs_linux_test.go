@@ -16,7 +16,7 @@ import (
 func TestSmallStepAllocatesNothing(t *testing.T) {
 	for _, shm := range []string{"off", "auto", "lanes"} {
 		t.Run("shm="+shm, func(t *testing.T) {
-			lanes := shm == "lanes" // the shared-memory lanes (lanes_linux.go)
+			lanes := shm == "lanes" // the shared-memory lanes (netio/lanes)
 			if lanes {
 				shm = "auto"
 			}

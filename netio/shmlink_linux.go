@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"kylix/core/kx"
+	"kylix/netio/lanes"
 	"kylix/netio/mailbox"
 	"kylix/netio/shm"
 	"sync"
@@ -239,8 +240,52 @@ func (t *TCP) ShmStats() ShmStats {
 	s.SpinHits += t.sr.spinHits.Load()
 	s.Sleeps += t.sr.sleeps.Load()
 	s.Yields += t.sr.yields.Load()
-	s.LaneMsgs, s.LaneSleeps = t.laneMsgs.Load(), t.laneSleeps.Load()
+	s.LaneMsgs, s.LaneSleeps = t.Set.Counts()
 	s.RanksOnHost = t.ranksOnHost
 	s.SpinAllowed = t.spin
 	return s
 }
+
+// makeLanes makes the transport's lanes over its rings' segments (netio/lanes), with the driving
+// waits' windows and the mailbox's verdicts.
+func (t *TCP) makeLanes() *lanes.Set {
+	return lanes.New(lanes.Config{Size: t.size, Timeout: t.timeout, Spin: t.spin,
+		Quiet: driveQuiet, SpinFor: driveSpin, YieldFor: driveYield,
+		Check: t.laneCheck, Dead: t.mb.Dead, Closed: t.closedErr,
+	}, func() []*shm.Segment {
+		segs := make([]*shm.Segment, len(t.peers))
+		for r, p := range t.peers {
+			if p != nil && p.ring() != nil {
+				segs[r] = p.ring().seg
+			}
+		}
+		return segs
+	})
+}
+
+// laneChecking runs, when set (tests), before a lane wait asks the mailbox, after a look that
+// found nothing.
+var laneChecking func()
+
+// laneCheck is the mailbox's verdict on a lane wait for rank from in collective tag.Seq: nil
+// while the message may still come; else the collective's failure, the peer's loss or the
+// transport's close. It looks for a message nobody sends, so that only what ends a wait answers.
+func (t *TCP) laneCheck(from int, tag kx.Tag) error {
+	if laneChecking != nil {
+		laneChecking()
+	}
+	if t.closing.Load() {
+		return t.closedErr()
+	}
+	b, ok, err := t.mb.TryRecv(from, kx.Tag{Seq: tag.Seq, Layer: laneNone, Phase: kx.PhaseSmall, FP: tag.FP})
+	if b != nil {
+		t.mb.Release(b)
+	}
+	if ok && err == nil {
+		err = kx.Errorf(kx.CodeInternal, "rank %d sent a frame on the lane's check key", kx.RankRef(from))
+	}
+	return err
+}
+
+// laneNone is the layer of the key laneCheck looks for: no collective sends on it.
+const laneNone = 255

@@ -4,6 +4,7 @@ package netio
 
 import (
 	"kylix/core/kx"
+	"kylix/netio/lanes"
 	"kylix/netio/mailbox"
 	"kylix/netio/shm"
 	"time"
@@ -46,4 +47,9 @@ func (p *peer) awaitRefCopied(*Header, uint64) error                         { r
 func (t *TCP) receiveRef(p *peer, h *Header, _ mailbox.Payload) error {
 	p.down(kx.Errorf(kx.CodeNet, "rank %d sent a reference frame outside shared memory", kx.RankRef(p.rank)))
 	return errDropped
+}
+
+// makeLanes: no rings, so lanes that reach no rank (netio/lanes).
+func (t *TCP) makeLanes() *lanes.Set {
+	return lanes.New(lanes.Config{Size: t.size}, func() []*shm.Segment { return nil })
 }

@@ -5,9 +5,9 @@ import (
 	"io"
 	"kylix/core/kx"
 	"kylix/netio/internal/wlock"
+	"kylix/netio/lanes"
 	"kylix/netio/mailbox"
 	"kylix/netio/mesh"
-	"kylix/netio/shm"
 	"net"
 	"runtime"
 	"sync"
@@ -26,7 +26,6 @@ type TCP struct {
 	stallNote  atomic.Pointer[func(msg string)] // NoteStalls
 	peers      []*peer                          // by rank; nil for this rank
 	stats      []kx.PeerCounters
-	laneStats  []kx.PeerCounters // lane messages: one collective at a time counts them, relaxed
 	closing    atomic.Bool
 	closeOnce  sync.Once
 	wg         sync.WaitGroup // reader goroutines and keepAlive
@@ -36,13 +35,9 @@ type TCP struct {
 	spin        bool      // waits on shared-memory rings may spin (spinAllowed(ranksOnHost))
 	sr          selfReads // waits that read their sockets on their own thread (selfread_linux.go)
 
-	lanesClaimed atomic.Bool    // kx.Lanes: given to one comm (lanes_linux.go)
-	laneHeld     []*shm.Segment // the segments ClaimLanes holds mapped until the lanes close
-	laneState    atomic.Int64   // lane calls in flight, plus laneClosing once Close began
-	laneRelease  sync.Once
-	// lane messages read and lane waits that slept; written by the comm's collective, one
-	// at a time (kx.AddRelaxed)
-	laneMsgs, laneSleeps atomic.Uint64
+	// The lanes (kx.Lanes, netio/lanes: its methods are TCP's), made once the rings are known
+	// (makeLanes, shmlink_linux.go).
+	*lanes.Set
 }
 
 type peer struct {
@@ -69,7 +64,7 @@ const writeChunk = 8 << 20
 func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn, pairs []mesh.Pair) *TCP {
 	t := &TCP{rank: rank, size: size, job: job, timeout: timeout,
 		mb: mailbox.New(rank, size, timeout), peers: make([]*peer, size), stats: make([]kx.PeerCounters, size),
-		laneStats: make([]kx.PeerCounters, size), done: make(chan struct{}), ranksOnHost: 1}
+		done: make(chan struct{}), ranksOnHost: 1}
 	var rings []*ringLink
 	for r, c := range conns {
 		if c == nil || r == rank {
@@ -93,6 +88,7 @@ func newTCP(rank, size int, job uint64, timeout time.Duration, conns []net.Conn,
 	// Spinning needs to know who shares this host, which only the shared-memory hello tells.
 	t.spin = pairs != nil && spinAllowed(t.ranksOnHost)
 	setSpin(rings, t.spin)
+	t.Set = t.makeLanes()
 	t.startSelfRead()
 	for _, p := range t.peers {
 		if p != nil {
@@ -150,7 +146,7 @@ func (t *TCP) Job() uint64 { return t.job }
 // Stats returns the data messages exchanged with each rank (index = rank, this rank included).
 func (t *TCP) Stats() []kx.PeerStats {
 	all := kx.Snapshot(t.stats)
-	for r, l := range kx.Snapshot(t.laneStats) { // lanes_linux.go
+	for r, l := range t.Set.Stats() {
 		all[r].BytesSent += l.BytesSent
 		all[r].MsgsSent += l.MsgsSent
 		all[r].BytesRecv += l.BytesRecv
@@ -308,7 +304,7 @@ func (t *TCP) Close() error {
 		}
 		wg.Wait()
 		t.mb.Close(t.closedErr())
-		t.closeLanes() // after the mailbox: a lane wait in flight ends on its close
+		t.Set.Close() // after the mailbox: a lane wait in flight ends on its close
 		t.wg.Wait()
 		t.stopSelfRead()
 	})

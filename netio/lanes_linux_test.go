@@ -4,6 +4,8 @@ package netio
 
 import (
 	"kylix/core/kx"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,4 +81,63 @@ func TestLaneReadAfterSegmentClosed(t *testing.T) {
 		t.Fatalf("got %v, %v; want the message put before the peer finalized", b, err)
 	}
 	ts[0].LaneDone(1, tag)
+}
+
+// shmMappings counts this process's mappings of shared-memory segments.
+func shmMappings(t *testing.T) int {
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "kylix-shm")
+}
+
+// A segment whose peer finalized is let go of (its mapping and descriptors) in the second lane
+// collective after it closed, not kept until the transport closes: an elastic job's survivors
+// would otherwise hold every lost peer's segment (the chaos run found +18 descriptors).
+func TestLaneLetsGoOfClosedSegments(t *testing.T) {
+	base := shmMappings(t) // another test's, not closed yet
+	ts := startShmJob(t, 3, "auto")
+	defer closeAll(ts)
+	for _, tr := range ts {
+		tr.ClaimLanes()
+	}
+	if n := shmMappings(t) - base; n != 6 {
+		t.Fatalf("%d mappings of segments for 3 ranks, want 6", n)
+	}
+	ts[2].Close()
+	waitSegClosed(t, ts[0], 2)
+	waitSegClosed(t, ts[1], 2)
+	if n := shmMappings(t) - base; n != 4 {
+		t.Fatalf("%d mappings once rank 2 closed, want 4 (ranks 0 and 1 hold theirs with it)", n)
+	}
+	exchange := func(seq uint64) {
+		var wg sync.WaitGroup
+		for r := 0; r < 2; r++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tag := kx.Tag{Seq: seq, Phase: kx.PhaseSmall, FP: fpAll}
+				ts[r].mb.Begin(seq, fpAll)
+				if err := ts[r].LanePut(1-r, tag, []byte{byte(r)}); err != nil {
+					t.Error(err)
+					return
+				}
+				if _, _, err := ts[r].LaneAwait(1-r, tag); err != nil {
+					t.Error(err)
+					return
+				}
+				ts[r].LaneDone(1-r, tag)
+			}()
+		}
+		wg.Wait()
+	}
+	exchange(11) // finds it closed: its peer's last message could still be read in this one
+	if n := shmMappings(t) - base; n != 4 {
+		t.Fatalf("%d mappings in the collective that found the segment closed, want 4", n)
+	}
+	exchange(12)
+	if n := shmMappings(t) - base; n != 2 {
+		t.Fatalf("%d mappings after the next collective, want 2", n)
+	}
 }

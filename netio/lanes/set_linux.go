@@ -18,6 +18,11 @@ type Set struct {
 	segs    func() []*shm.Segment // the segment of each rank's ring (nil: none), at the claim
 	claimed atomic.Bool
 	held    []*shm.Segment // held mapped from the claim until the lanes close
+	// A segment closed on its peer's loss is held until this rank's next collective on the
+	// lanes after the one that found it closed (sweep): its peer's last message may still be
+	// read in that one, and no later one reads it. Written by the lane calls, one at a time.
+	gone  []bool
+	swept uint64 // the collective (tag.Seq+1) last swept
 	// calls in flight, plus closing once Close began: the holds go with the last one
 	state   atomic.Int64
 	release sync.Once
@@ -44,6 +49,7 @@ func (s *Set) ClaimLanes() bool {
 		return false
 	}
 	s.held = s.segs()
+	s.gone = make([]bool, len(s.held))
 	for r, seg := range s.held {
 		if seg != nil && seg.Hold() != nil {
 			s.held[r] = nil // closed already
@@ -83,6 +89,25 @@ func (s *Set) releaseHolds() {
 	})
 }
 
+// sweep lets go of the segments closed since before collective seq began (sweep's comment on
+// gone): their descriptors and mapping go with their last hold, not with the transport.
+func (s *Set) sweep(seq uint64) {
+	if seq == s.swept {
+		return
+	}
+	s.swept = seq
+	for r, seg := range s.held {
+		switch {
+		case seg == nil || !seg.Closed():
+		case s.gone[r]:
+			s.held[r] = nil
+			seg.Unhold()
+		default:
+			s.gone[r] = true
+		}
+	}
+}
+
 // seg is rank's segment, nil before the claim or where there is none.
 func (s *Set) seg(rank int) *shm.Segment {
 	if rank < 0 || rank >= len(s.held) {
@@ -114,6 +139,7 @@ func (s *Set) LanePut(to int, tag kx.Tag, b []byte) error {
 	defer s.exit()
 	var w wait
 	seq := tag.Seq + 1 // the lanes' sequences are never 0
+	s.sweep(seq)
 	for !seg.LanePut(seq, metaOf(tag.FP), b) {
 		// the peer has not read its last two messages: it runs late, or failed them
 		if err := w.step(s, to, tag, func(d time.Duration) { seg.LaneSleep(seq, d) }); err != nil {

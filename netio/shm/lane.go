@@ -43,6 +43,9 @@ func laneSlotOff(side, i int) int { return offLane + side*laneSide + i*laneSlot 
 func (s *Segment) Hold() error { return s.enter() }
 func (s *Segment) Unhold()     { s.exit() }
 
+// Closed reports whether Close was called (the mapping stays while it is held).
+func (s *Segment) Closed() bool { return s.closing() }
+
 // LanePut writes payload (at most LaneMax bytes) with meta into a free slot of this side and
 // publishes it under seq (seqs grow and are never 0). It reports false, writing nothing, while
 // both slots hold messages the peer has not acknowledged. The caller holds the segment; one

@@ -16,11 +16,7 @@ import (
 // look that missed it and the next (as a frame sent before a bye is). Found by make test: the
 // last allreduce of a job failed on the slowest rank with "rank 3 has finalized".
 func TestLaneReadAfterPeerFinalized(t *testing.T) {
-	ts := startShmJob(t, 2, "auto")
-	defer closeAll(ts)
-	for _, tr := range ts {
-		tr.ClaimLanes()
-	}
+	ts := laneJob(t, 2)
 	tag := kx.Tag{Seq: 7, Phase: kx.PhaseSmall, FP: fpAll}
 	var once sync.Once
 	laneChecking = func() {
@@ -64,11 +60,7 @@ func waitSegClosed(tb testing.TB, t *TCP, rank int) {
 
 // The same with the wait starting after the segment was closed: the lanes keep it mapped.
 func TestLaneReadAfterSegmentClosed(t *testing.T) {
-	ts := startShmJob(t, 2, "auto")
-	defer closeAll(ts)
-	for _, tr := range ts {
-		tr.ClaimLanes()
-	}
+	ts := laneJob(t, 2)
 	tag := kx.Tag{Seq: 9, Phase: kx.PhaseSmall, FP: fpAll}
 	if err := ts[1].LanePut(0, tag, []byte{4, 5}); err != nil {
 		t.Fatal(err)
@@ -97,11 +89,7 @@ func shmMappings(t *testing.T) int {
 // would otherwise hold every lost peer's segment (the chaos run found +18 descriptors).
 func TestLaneLetsGoOfClosedSegments(t *testing.T) {
 	base := shmMappings(t) // another test's, not closed yet
-	ts := startShmJob(t, 3, "auto")
-	defer closeAll(ts)
-	for _, tr := range ts {
-		tr.ClaimLanes()
-	}
+	ts := laneJob(t, 3)
 	if n := shmMappings(t) - base; n != 6 {
 		t.Fatalf("%d mappings of segments for 3 ranks, want 6", n)
 	}
@@ -140,4 +128,17 @@ func TestLaneLetsGoOfClosedSegments(t *testing.T) {
 	if n := shmMappings(t) - base; n != 2 {
 		t.Fatalf("%d mappings after the next collective, want 2", n)
 	}
+}
+
+// laneJob is a job of n ranks on shared memory whose lanes are claimed, closed when the test
+// ends.
+func laneJob(t *testing.T, n int) []*TCP {
+	ts := startShmJob(t, n, "auto")
+	t.Cleanup(func() { closeAll(ts) })
+	for _, tr := range ts {
+		if !tr.ClaimLanes() {
+			t.Fatal("the lanes of a new transport were claimed already")
+		}
+	}
+	return ts
 }

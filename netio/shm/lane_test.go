@@ -12,15 +12,7 @@ import (
 // slot is not written again before its reader acknowledged it, and an acknowledgement of a
 // later message frees the slot of one that was never read.
 func TestLaneSlots(t *testing.T) {
-	a, b := pair(t, MinRing, Options{})
-	defer a.Close()
-	defer b.Close()
-	for _, s := range []*Segment{a, b} {
-		if err := s.Hold(); err != nil {
-			t.Fatal(err)
-		}
-		defer s.Unhold()
-	}
+	a, b := lanePair(t)
 	msg := func(seq uint64, n int) []byte { return bytes.Repeat([]byte{byte(seq)}, n) }
 	look := func(s *Segment, seq uint64, want []byte) {
 		t.Helper()
@@ -74,13 +66,7 @@ func TestLaneSlots(t *testing.T) {
 // LaneSleep returns at once when the message is there, and is woken by the peer's put well
 // before its bound.
 func TestLaneSleepWakes(t *testing.T) {
-	a, b := pair(t, MinRing, Options{})
-	defer a.Close()
-	defer b.Close()
-	a.Hold()
-	defer a.Unhold()
-	b.Hold()
-	defer b.Unhold()
+	a, b := lanePair(t)
 	start := time.Now()
 	go func() {
 		time.Sleep(20 * time.Millisecond)
@@ -103,13 +89,7 @@ func TestLaneSleepWakes(t *testing.T) {
 // Two messages the peer never read (its calls failed) do not keep a third from being put once
 // the peer puts a message of a later collective: it reads nothing older after that.
 func TestLanePutAcknowledgesOlder(t *testing.T) {
-	a, b := pair(t, MinRing, Options{})
-	defer a.Close()
-	defer b.Close()
-	a.Hold()
-	defer a.Unhold()
-	b.Hold()
-	defer b.Unhold()
+	a, b := lanePair(t)
 	a.LanePut(1, [2]uint64{}, []byte{1})
 	a.LanePut(2, [2]uint64{}, []byte{2})
 	if a.LanePut(5, [2]uint64{}, []byte{5}) {
@@ -125,4 +105,16 @@ func TestLanePutAcknowledgesOlder(t *testing.T) {
 	if _, p, ok := a.LaneLook(5); !ok || p[0] != 50 {
 		t.Fatal("the peer's message of collective 5 is not there")
 	}
+}
+
+// lanePair is a pair of segments held for lane calls, closed when the test ends.
+func lanePair(t *testing.T) (a, b *Segment) {
+	a, b = pair(t, MinRing, Options{})
+	for _, s := range []*Segment{a, b} {
+		if err := s.Hold(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Unhold(); s.Close() })
+	}
+	return a, b
 }

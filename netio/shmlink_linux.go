@@ -267,9 +267,8 @@ func (t *TCP) makeLanes() *lanes.Set {
 // found nothing.
 var laneChecking func()
 
-// laneCheck is the mailbox's verdict on a lane wait for rank from in collective tag.Seq: nil
-// while the message may still come; else the collective's failure, the peer's loss or the
-// transport's close. It looks for a message nobody sends, so that only what ends a wait answers.
+// laneCheck is a lane wait's look at whether its message can still come: the transport's
+// close, else the mailbox's verdict (Mailbox.Verdict).
 func (t *TCP) laneCheck(from int, tag kx.Tag) error {
 	if laneChecking != nil {
 		laneChecking()
@@ -277,15 +276,5 @@ func (t *TCP) laneCheck(from int, tag kx.Tag) error {
 	if t.closing.Load() {
 		return t.closedErr()
 	}
-	b, ok, err := t.mb.TryRecv(from, kx.Tag{Seq: tag.Seq, Layer: laneNone, Phase: kx.PhaseSmall, FP: tag.FP})
-	if b != nil {
-		t.mb.Release(b)
-	}
-	if ok && err == nil {
-		err = kx.Errorf(kx.CodeInternal, "rank %d sent a frame on the lane's check key", kx.RankRef(from))
-	}
-	return err
+	return t.mb.Verdict(from, tag)
 }
-
-// laneNone is the layer of the key laneCheck looks for: no collective sends on it.
-const laneNone = 255

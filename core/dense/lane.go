@@ -4,6 +4,7 @@ import (
 	"kylix/core/coll"
 	"kylix/core/kernels"
 	"kylix/core/kx"
+	"math"
 )
 
 // The direct exchange over lanes (coll.Lanes: shared-memory slots between the ranks of one
@@ -33,7 +34,7 @@ func (ar *Allreduce) lanesFor(seq uint64, size int) (bool, error) {
 		return false, nil
 	}
 	if !ar.lanes.agreed {
-		mine := LaneMax
+		mine := math.MaxInt
 		for r := 0; r < cx.Nodes; r++ {
 			if r != cx.Node {
 				mine = min(mine, cx.Lanes.LaneMax(r))
@@ -50,10 +51,6 @@ func (ar *Allreduce) lanesFor(seq uint64, size int) (bool, error) {
 	}
 	return size > 0 && size <= ar.lanes.max, nil
 }
-
-// LaneMax bounds what a comm's lanes carry, whatever the transport's take: past a few cache
-// lines a message's frames cost little next to its copy.
-const LaneMax = 1 << 20
 
 // laneExchange is direct over the lanes.
 func (ar *Allreduce) laneExchange(seq uint64, buf []byte, d kx.Dtype, o kx.Op) error {

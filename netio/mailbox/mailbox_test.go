@@ -328,3 +328,44 @@ func TestFinalizedTellsByeFromDeath(t *testing.T) {
 		t.Errorf("rank 3's bye forgotten")
 	}
 }
+
+// Verdict answers at once what would end a wait, and nothing while the message may still come:
+// a frame of another fingerprint, a peer's abort, the peer's loss, a frame on its own key.
+func TestMailboxVerdict(t *testing.T) {
+	m := New(0, 3, time.Second)
+	m.Begin(1, fpAll)
+	tag := kx.Tag{FP: fpAll, Seq: 1, Phase: kx.PhaseSmall}
+	m.deliver(1, 1, 0, kx.PhaseSmall, fpAll, []byte("a message of another key"))
+	if err := m.Verdict(1, tag); err != nil {
+		t.Fatalf("verdict while the message may still come: %v", err)
+	}
+	other := fpAll
+	other.Count++
+	m.deliver(2, 1, 0, kx.PhaseSmall, other, []byte("x"))
+	wantErr(t, m.Verdict(1, tag), kx.CodeMismatch, "rank 2", "count")
+
+	m.Begin(2, fpAll)
+	tag.Seq = 2
+	m.Abort(2, 2, kx.CodeTimeout, -1, "rank 1 sent nothing")
+	if err := m.Verdict(1, tag); err != nil { // rank 1 may still send (TestMailboxAbort)
+		t.Fatalf("a wait on rank 1 ended by rank 2's timeout report: %v", err)
+	}
+	// rank 2 gave up, so it sends nothing: as a wait on it, the verdict fails the collective
+	wantErr(t, m.Verdict(2, tag), kx.CodeTimeout, "reported by rank 2")
+	wantErr(t, m.Verdict(1, tag), kx.CodeTimeout, "reported by rank 2")
+
+	m.Begin(4, fpAll)
+	tag.Seq = 4
+	m.Abort(4, 2, kx.CodeMismatch, -1, "rank 2 rejected its arguments")
+	wantErr(t, m.Verdict(1, tag), kx.CodeMismatch, "rank 2 rejected")
+
+	m.Begin(5, fpAll)
+	tag.Seq = 5
+	m.MarkDead(1, LostError(1, "killed"))
+	wantErr(t, m.Verdict(1, tag), kx.CodePeer, "rank 1")
+	if err := m.Verdict(2, tag); err != nil {
+		t.Fatalf("rank 2's verdict after rank 1 died: %v", err)
+	}
+	m.deliver(2, 5, verdictLayer, kx.PhaseSmall, fpAll, []byte("y"))
+	wantErr(t, m.Verdict(2, tag), kx.CodeInternal, "rank 2", "no collective sends")
+}

@@ -114,6 +114,27 @@ func (m *Mailbox) TryRecv(from int, tag kx.Tag) (b []byte, ok bool, err error) {
 	return r.data, true, err
 }
 
+// Verdict is what would end a wait for rank from's message of collective tag.Seq now, without
+// waiting: nil while it may still come; else the mailbox's close, the collective left or failed
+// (a peer's abort, a frame of another fingerprint), the source's report that it gave up, or its
+// loss. A wait that watches another channel for the message (the lanes: netio/lanes) asks it
+// between looks. It looks for a key no collective sends, so that only what ends a wait answers.
+func (m *Mailbox) Verdict(from int, tag kx.Tag) error {
+	tag.Layer, tag.Phase, tag.Race = verdictLayer, kx.PhaseSmall, false
+	r, err := m.wait(from, tag, recvWhole, true)
+	switch {
+	case err == errNotYet:
+		return nil
+	case r.data != nil: // a frame on that key: a peer's bug
+		m.Release(r.data)
+		return kx.Errorf(kx.CodeInternal, "rank %d sent a frame of layer %d, which no collective sends", kx.RankRef(from), verdictLayer)
+	}
+	return err
+}
+
+// verdictLayer is the layer of the key Verdict looks for.
+const verdictLayer = 255
+
 // errNotYet ends a wait that may not sleep (TryRecv, TryAwait) before its message is there.
 var errNotYet = errors.New("not yet")
 

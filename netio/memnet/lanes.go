@@ -106,14 +106,7 @@ func (m LaneMem) LaneAwait(from int, tag kx.Tag) (kx.Fingerprint, []byte, error)
 		if msg, ok := look(); ok {
 			return msg.fp, msg.b, nil
 		}
-		// a key nobody sends: only what ends a wait answers
-		if b, done, err := m.mb.TryRecv(from, kx.Tag{Seq: tag.Seq, Layer: 255, Phase: kx.PhaseSmall, FP: tag.FP}); done {
-			if b != nil {
-				m.mb.Release(b)
-			}
-			if err == nil {
-				err = kx.Errorf(kx.CodeInternal, "rank %d sent a frame on the lane's check key", kx.RankRef(from))
-			}
+		if err := m.mb.Verdict(from, tag); err != nil {
 			if msg, ok := look(); ok { // put before the peer finalized or died: still read
 				return msg.fp, msg.b, nil
 			}

@@ -35,6 +35,8 @@ type commEntry struct {
 	errmsg *C.char
 	// sink is where the call on the comm running now reports its failure (useSink).
 	sink sink
+	// ex is the comm's express allreduce, lent to C between calls (express.go)
+	ex express
 }
 
 // useSink makes the comm's sink the running call's, reporting into buf (cap bytes) too.
@@ -85,12 +87,14 @@ func lookupComm(h uint64, arg string) (*commEntry, error) {
 	}
 	if live := tab.live.Load(); live != nil {
 		if ce := (*live)[h]; ce != nil {
+			ce.disarm() // Go runs nothing on a comm while C may
 			return ce, nil
 		}
 	}
 	tab.mu.Lock()
 	defer tab.mu.Unlock()
 	if ce := tab.comms[h]; ce != nil {
+		ce.disarm()
 		return ce, nil
 	}
 	if h < tab.next {
@@ -102,6 +106,7 @@ func lookupComm(h uint64, arg string) (*commEntry, error) {
 // removeComm takes the comm and its plans out of the table; it returns the plans so the caller
 // can free them outside the lock.
 func removeComm(ce *commEntry) []*planEntry {
+	ce.dropExpress()
 	tab.mu.Lock()
 	defer tab.mu.Unlock()
 	delete(tab.comms, ce.id)
@@ -149,6 +154,7 @@ func lookupPlan(h uint64, arg string) (pe *planEntry, ce *commEntry, err error) 
 	if n >= ce.nextPlan {
 		return nil, ce, kx.Errorf(kx.CodeArg, "%s (%#x) is not a kylix_plan handle", arg, h)
 	}
+	ce.disarm()
 	if pe = ce.plans[n]; pe == nil {
 		return nil, ce, kx.Errorf(kx.CodeState, "%s: plan was freed", arg)
 	}
@@ -203,6 +209,7 @@ func lookupRequest(h uint64, arg string, take bool) (*reqEntry, error) {
 	reqs.mu.Lock()
 	defer reqs.mu.Unlock()
 	if re := reqs.live[h]; re != nil {
+		re.ce.disarm()
 		if take {
 			delete(reqs.live, h)
 		}

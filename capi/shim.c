@@ -13,6 +13,7 @@
 
 #include "../include/kylix.h"
 #include "_cgo_export.h"
+#include "express.h"
 
 _Static_assert(sizeof(void *) == 8, "kylix handles need 64-bit pointers");
 
@@ -150,6 +151,7 @@ int kylix_barrier(kylix_comm *c) {
 int kylix_allreduce(kylix_comm *c, const void *send, void *recv, int64_t count, int dtype,
                     int op) {
   if (forked) return fork_fail();
+  if (kx_express_allreduce(H(c), send, recv, count, dtype, op)) return KYLIX_OK;  // express.c
   return kylixgo_allreduce(H(c), (void *)send, recv, count, dtype, op, EB);
 }
 

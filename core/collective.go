@@ -41,6 +41,9 @@ func (c *Comm) collective(fp kx.Fingerprint, body func(seq uint64) error) error 
 // instead of waiting out timeout_ms. The collective's sequence number is used up, as every
 // rank's call takes one.
 func (c *Comm) nextSeq() (uint64, error) {
+	if c.lent {
+		return 0, kx.Errorf(kx.CodeInternal, "a collective on a comm whose express allreduce is lent out of Go")
+	}
 	if err := c.st.usable(); err != nil {
 		c.tellBroken()
 		return 0, err

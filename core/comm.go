@@ -26,6 +26,9 @@ type Comm struct {
 	opts kx.Options
 	seq  uint64
 	st   state // broken and closed
+	lent bool  // the express allreduce is lent out of Go (express.go): the borrower owns seq
+	// expressCalls counts the allreduces the borrower ran (kylix_stats_json shm.express_calls)
+	expressCalls atomic.Uint64
 	// ex queues collectives issued while others are in flight (request.go).
 	ex executor
 

@@ -66,7 +66,11 @@ func (c *Comm) Stats() stats.Stats {
 	st.Options.MinPacket = c.plan.minPacket()
 	st.Links = c.plan.links()
 	st.Replication, st.Shm = c.held.get(st.Generation, func() (stats.ReplicationStats, *kx.ShmStats) {
-		return c.race.stats(c.v, max(c.opts.Replication, 1)), c.v.ShmStats()
+		sh := c.v.ShmStats()
+		if sh != nil {
+			sh.ExpressCalls = c.expressCalls.Load()
+		}
+		return c.race.stats(c.v, max(c.opts.Replication, 1)), sh
 	})
 	return st
 }

@@ -856,7 +856,7 @@ int kylix_join_address(const kylix_comm *c, char *buf, int64_t cap, int64_t *nee
  *   shm             {"peers","ranks_on_host","spin_allowed","spins",
  *                   "spin_hits","yields","sleeps","wakes_sent",
  *                   "ref_frames","written_back_bytes","lane_msgs",
- *                   "lane_sleeps"}: the peers reached through shared
+ *                   "lane_sleeps","express_calls"}: the peers reached through shared
  *                   memory (shm=auto, same host and user), the ranks found
  *                   on this host, whether waits may spin (only while those
  *                   ranks fit the usable CPUs), the waits that spun, were
@@ -865,7 +865,10 @@ int kylix_join_address(const kylix_comm *c, char *buf, int64_t cap, int64_t *nee
  *                   wakes sent; the messages read straight out of a peer's
  *                   memory and the bytes written back there; the small
  *                   messages read from a peer's lane (a dense allreduce of
- *                   up to 352 bytes) and the lane waits that slept; null
+ *                   up to 352 bytes) and the lane waits that slept, and
+ *                   the comm's allreduces that ran in C without entering the
+ *                   library's Go runtime (kylix_allreduce's KYLIX_SUM of up
+ *                   to 352 bytes, once the comm is in a run of them); null
  *                   where the comm's transport has no such figures
  *   retired_plans   {"plans","calls","seconds","agree","layers"}: the sum of
  *                   the plan records dropped to bound memory (beyond 64

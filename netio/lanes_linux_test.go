@@ -142,3 +142,68 @@ func laneJob(t *testing.T, n int) []*TCP {
 	}
 	return ts
 }
+
+// A lane lent out of Go (kx.LaneLender, the C ABI's express allreduce) holds its segment
+// mapped through a Close until it comes back, and the lane state goes out and comes back as it
+// was: Go's lane calls go on after a loan that changed nothing.
+func TestLaneLoanHoldsAndReturns(t *testing.T) {
+	base := shmMappings(t)
+	ts := laneJob(t, 2)
+	exchange := func(seq uint64) {
+		var wg sync.WaitGroup
+		for r := 0; r < 2; r++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tag := kx.Tag{Seq: seq, Phase: kx.PhaseSmall, FP: fpAll}
+				ts[r].mb.Begin(seq, fpAll)
+				if err := ts[r].LanePut(1-r, tag, []byte{byte(r), byte(seq)}); err != nil {
+					t.Error(err)
+					return
+				}
+				_, b, err := ts[r].LaneAwait(1-r, tag)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(b) != 2 || b[0] != byte(1-r) || b[1] != byte(seq) {
+					t.Errorf("rank %d read %v in collective %d", r, b, seq)
+				}
+				ts[r].LaneDone(1-r, tag)
+			}()
+		}
+		wg.Wait()
+	}
+	for seq := uint64(1); seq <= 5; seq++ {
+		exchange(seq)
+	}
+	l, ok := ts[0].LendLane(1)
+	if !ok {
+		t.Fatal("rank 0 could not lend its lane to rank 1")
+	}
+	if l.Seq != [2]uint64{6, 5} && l.Seq != [2]uint64{5, 6} || l.Acked != 6 || l.PeerAcked < 5 || !l.Spin {
+		t.Errorf("lent state %+v: want the sequences 5 and 6 put, 6 acknowledged, the peer's at least 5, spin", l)
+	}
+	if l.Put[0] == 0 || l.Look[0] == 0 || l.Put[0] == l.Look[0] || l.AckWord == l.PeerAckWord {
+		t.Errorf("lent words %+v", l)
+	}
+	ts[0].ReturnLane(1, &l)
+	for seq := uint64(6); seq <= 8; seq++ {
+		exchange(seq)
+	}
+	if l, ok = ts[0].LendLane(1); !ok {
+		t.Fatal("rank 0 could not lend its lane again")
+	}
+	ts[0].Close()
+	if n := shmMappings(t) - base; n != 2 {
+		t.Fatalf("%d mappings of segments after a Close with a lane lent, want 2 (the lent one held)", n)
+	}
+	l.Sent, l.BytesSent = 3, 24
+	ts[0].ReturnLane(1, &l)
+	if n := shmMappings(t) - base; n != 1 {
+		t.Fatalf("%d mappings once the lane came back, want 1", n)
+	}
+	if st := ts[0].Set.Stats()[1]; st.MsgsSent != 8+3 || st.BytesSent != 16+24 {
+		t.Errorf("lane stats to rank 1 %+v: the borrower's counts not added", st)
+	}
+}

@@ -21,7 +21,22 @@ import (
 type laneAgreement struct {
 	agreed bool
 	max    int // the largest payload every rank's lanes to every other take; 0: no lanes
+	// putOutside is seq+1 when collective seq's lane messages were put out of Go (the C ABI's
+	// express allreduce, core/express.go, which handed the collective back unfinished).
+	putOutside uint64
 }
+
+// LaneBytes is the largest vector, in bytes, whose allreduce takes the lanes: 0 before the
+// comm agreed on them, or without them.
+func (ar *Allreduce) LaneBytes() int {
+	if !ar.lanes.agreed {
+		return 0
+	}
+	return min(ar.lanes.max, ar.switchBytes())
+}
+
+// PutOutside says that collective seq+1's lane messages were put out of Go (0: none).
+func (ar *Allreduce) PutOutside(seqPlus1 uint64) { ar.lanes.putOutside = seqPlus1 }
 
 // laneLayer is the agreement's layer in its collective (direct's messages are layer 0).
 const laneLayer = 1
@@ -57,7 +72,9 @@ func (ar *Allreduce) laneExchange(seq uint64, buf []byte, d kx.Dtype, o kx.Op) e
 	cx := ar.cx
 	m, me := cx.Nodes, cx.Node
 	tag := kx.Tag{Seq: seq, Phase: kx.PhaseSmall, FP: cx.FP}
-	for r := 0; r < m; r++ {
+	put := ar.lanes.putOutside != seq+1
+	ar.lanes.putOutside = 0
+	for r := 0; put && r < m; r++ {
 		if r != me {
 			if err := cx.Lanes.LanePut(r, tag, buf); err != nil {
 				return err

@@ -28,3 +28,26 @@ type Lanes interface {
 	// LaneDone ends a LaneAwait that succeeded: the peer may write over its payload again.
 	LaneDone(from int, tag Tag)
 }
+
+// LaneLender is what a transport with lanes in shared memory may have besides (netio's): a
+// lane lent out of Go, whose protocol code that is not Go runs between the lender's calls (the
+// C ABI's express allreduce, capi/express.c) on the mapped words, from the loan's copy of the
+// lane's state, until ReturnLane takes the state and the borrower's counts back. No lane call
+// is made on a lent lane.
+type LaneLender interface {
+	LendLane(rank int) (LaneLoan, bool)
+	ReturnLane(rank int, l *LaneLoan)
+}
+
+// LaneLoan is one lane lent: the addresses of its words in the mapping (valid until it is
+// returned; netio/shm/lane_loan.go says what they hold), its state, whether its waits may spin
+// (this host's ranks fit its CPUs), and what the borrower counted.
+type LaneLoan struct {
+	Put, Look                           [2]uintptr // this side's slots, the peer's
+	AckWord, PeerAckWord, PeerSleepWord uintptr
+	Seq                                 [2]uint64 // the sequence last put in each of this side's slots
+	PeerAcked, Acked                    uint64    // at most the peer's acknowledgement; this side's
+	Spin                                bool
+	// counted by the borrower: messages put and read, their bytes, futex wakes sent
+	Sent, Read, BytesSent, BytesRead, Wakes uint64
+}

@@ -275,6 +275,9 @@ type ShmStats struct {
 	// Lanes (netio/shm/lane.go): messages read from a peer's lane, and lane waits that slept.
 	LaneMsgs   uint64 `json:"lane_msgs"`
 	LaneSleeps uint64 `json:"lane_sleeps"`
+	// The comm's small allreduces over the lanes that the C ABI ran without entering Go
+	// (capi/express.c); their messages are among LaneMsgs.
+	ExpressCalls uint64 `json:"express_calls"`
 }
 
 // MaxPayload bounds a single message. A transport refuses to read a frame announcing more before

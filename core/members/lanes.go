@@ -60,3 +60,39 @@ func (v *View) LaneAwait(from int, tag kx.Tag) (kx.Fingerprint, []byte, error) {
 var errNoLanes = kx.Errorf(kx.CodeInternal, "a lane call on a comm without lanes")
 
 func (v *View) LaneDone(from int, tag kx.Tag) { v.lanes.LaneDone(v.replicas[from][0], tag) }
+
+// LendLanes lends the lane to every other node out of Go (kx.LaneLender), into ls by node
+// (ls[v.Node()] is left zero): false, lending nothing, where the comm's lanes cannot be lent.
+func (v *View) LendLanes(ls []kx.LaneLoan) bool {
+	lender, ok := v.lanes.(kx.LaneLender)
+	if !ok || len(ls) != v.m {
+		return false
+	}
+	for n := range ls {
+		if n == v.node {
+			ls[n] = kx.LaneLoan{}
+			continue
+		}
+		l, ok := lender.LendLane(v.replicas[n][0])
+		if !ok {
+			for m := range n {
+				if m != v.node {
+					lender.ReturnLane(v.replicas[m][0], &ls[m])
+				}
+			}
+			return false
+		}
+		ls[n] = l
+	}
+	return true
+}
+
+// ReturnLanes takes back what LendLanes lent.
+func (v *View) ReturnLanes(ls []kx.LaneLoan) {
+	lender := v.lanes.(kx.LaneLender)
+	for n := range ls {
+		if n != v.node {
+			lender.ReturnLane(v.replicas[n][0], &ls[n])
+		}
+	}
+}

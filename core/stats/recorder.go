@@ -295,6 +295,21 @@ func (s *Recorder) End(seq uint64, err error) {
 	s.mu.Unlock()
 }
 
+// AddCalls counts calls collectives of kind k that ran outside the recorder's hooks (the C
+// ABI's express allreduce, core/express.go), their time and traffic.
+func (s *Recorder) AddCalls(k kx.Kind, calls uint64, d time.Duration, t Traffic) {
+	if calls == 0 && t == (Traffic{}) {
+		return
+	}
+	s.mu.Lock()
+	r := &s.kinds[k]
+	r.calls += calls
+	r.secs += d
+	r.tr.Add(t)
+	s.gen++
+	s.mu.Unlock()
+}
+
 // newActive is a record for a collective, reused from one that ended (a small collective
 // allocates nothing here).
 func (s *Recorder) newActive() *activeColl {

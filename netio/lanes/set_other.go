@@ -25,3 +25,5 @@ func (s *Set) LanePut(to int, _ kx.Tag, _ []byte) error {
 func (s *Set) LaneAwait(from int, _ kx.Tag) (kx.Fingerprint, []byte, error) {
 	return kx.Fingerprint{}, nil, kx.Errorf(kx.CodeInternal, "no lane to rank %d", kx.RankRef(from))
 }
+func (s *Set) LendLane(int) (kx.LaneLoan, bool) { return kx.LaneLoan{}, false }
+func (s *Set) ReturnLane(int, *kx.LaneLoan)     {}

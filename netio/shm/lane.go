@@ -18,7 +18,9 @@ import (
 //
 // Each side writes two slots and an acknowledgement word, each in lines no other side writes.
 // A writer takes the slot holding the older message once the peer acknowledged it: the highest
-// sequence the peer read (LaneDone), or put itself (it reads nothing older afterwards). So a
+// sequence the peer read (LaneDone), or put itself (it reads nothing older afterwards). A put
+// acknowledges first, so a message read tells what the peer had acknowledged, and in a run of
+// collectives the writer never loads the word. So a
 // slot is never written while its reader may still read it, and messages the peer never read
 // (calls that failed there) hold nothing up once it put a later one.
 const (
@@ -111,6 +113,10 @@ func (s *Segment) LaneLook(seq uint64) (meta [laneWords]uint64, payload []byte, 
 		if s.u64(off).Load() != seq {
 			continue
 		}
+		// The peer acknowledged its messages before seq-1 when it put this one (LanePut), so
+		// this side's next put needs no load of its acknowledgement's line: in back-to-back
+		// collectives that load was a cache miss on every call.
+		s.w.laneAck = max(s.w.laneAck, seq-1)
 		h := (*[4]uint64)(unsafe.Pointer(&s.mem[off]))
 		n := h[3]
 		if n > LaneMax { // a corrupted or hostile peer: never read past the slot

@@ -76,7 +76,7 @@ type Writer struct {
 	end      uint64 // the position just past the payload of the last frame written
 	// lanes (lane.go): the sequence last written in each slot, the peer's acknowledgement last loaded
 	laneSeq [2]uint64
-	laneAck uint64
+	laneAck uint64 // at most the peer's word: loaded, or known from the sequence of its last message (LaneLook)
 }
 
 func (w *Writer) init(s *Segment, ring int) {

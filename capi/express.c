@@ -105,15 +105,25 @@ static const uint64_t *look(kx_lane *l, uint64_t seq) {
   return NULL;
 }
 
-// await looks for the peer's message of seq until the call is ex->patience old: spinning
-// where the host's ranks fit its CPUs, else offering the CPU between looks.
+// yields: where the host's ranks outnumber its CPUs, a wait offers the CPU this many times
+// before Go's wait takes over (which offers it for a while more, then sleeps until the put
+// wakes it). A count, not a time: a yield that ran another rank for its whole slice would end a
+// time at once and send the wait to sleep, and a sleep costs the waker a system call
+// (docs/measurements.md, "The express allreduce").
+#define YIELDS 16
+
+// await looks for the peer's message of seq: spinning until the call is ex->patience old where
+// the host's ranks fit its CPUs, else offering the CPU between looks.
 static const uint64_t *await(const kx_express *ex, kx_lane *l, uint64_t seq, int64_t start) {
   for (unsigned k = 1;; k++) {
     const uint64_t *h = look(l, seq);
     if (h) return h;
-    if (ex->spin && k % 64 != 0) continue;
-    if (now(ex) - start > ex->patience) return NULL;
-    if (!ex->spin) sched_yield();
+    if (!ex->spin) {
+      if (k > YIELDS) return NULL;
+      sched_yield();
+    } else if (k % 64 == 0 && now(ex) - start > ex->patience) {
+      return NULL;
+    }
   }
 }
 

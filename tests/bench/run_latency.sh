@@ -101,7 +101,7 @@ if grep -q 'check=FAIL' "$log"; then echo "run_latency: a result check FAILED" >
       for (i = 2; i <= k; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
       return k % 2 ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
     }
-    function f(x) { return x == "-" ? "-" : sprintf(x >= 100 ? "%.0f" : "%.1f", x) }
+    function f(x) { return x == "-" ? "-" : sprintf(x >= 100 ? "%.0f" : x >= 1 ? "%.1f" : "%.2f", x) }
     function q(a, b) { return (a == "-" || b == "-" || b <= 0) ? "-" : sprintf("%.2f", a / b) }
     /^LAT/ {
       delete kv

@@ -42,9 +42,11 @@ func TestExpressAllreduce(t *testing.T) {
 				if want := lanes * uint64(n-1); st.Shm.LaneMsgs != want {
 					t.Errorf("rank %d: %d lane messages read, want %d (%d lane allreduces)", rk, st.Shm.LaneMsgs, want, lanes)
 				}
-				// most small Sums follow another: they ran in C
-				if st.Shm.Express < lanes/4 || st.Shm.Express > lanes {
-					t.Errorf("rank %d: %d allreduces ran in C, want between %d and %d", rk, st.Shm.Express, lanes/4, lanes)
+				// Most small Sums follow another and run in C (three quarters here, on a quiet
+				// machine or beside a chaos run); a call whose peers are late goes to Go, which a
+				// loaded machine makes more of: a tenth is the bound.
+				if st.Shm.Express < lanes/10 || st.Shm.Express > lanes {
+					t.Errorf("rank %d: %d allreduces ran in C, want between %d and %d", rk, st.Shm.Express, lanes/10, lanes)
 				}
 			}
 		})

@@ -15,9 +15,11 @@
  * bits whatever the number of ranks). Replicas of a node compute the same
  * data, as replication requires.
  *
- * After every change of membership, rank 0 broadcasts (step, epoch, size, a
- * digest of kylix_members) and every member checks the digest against its
- * own view: every member and joiner must get the same membership. A call
+ * After every change of membership, every member checks that all have the
+ * same digest of kylix_members (an allreduce of it); the first node whose
+ * replicas all survived broadcasts (step, epoch), and every member takes the
+ * smallest of the copies the ranks got (a node's replicas can be a step
+ * apart: sync_comm). A call
  * that fails with PEER or TIMEOUT (or STATE on a broken comm) makes the
  * process call kylix_resize and redo the step on the new comm; every
  * RESIZE_EVERY steps the members resize anyway, which admits joiners.
@@ -374,8 +376,17 @@ static int sync_comm(int32_t old_rank) {
     return 0;
   }
   if (hdr[0] != 0x6368616f73) wrong(K_MEMBERS, "the state from node %d has magic %" PRIx64, root, (uint64_t)hdr[0]);
-  step = hdr[1];
-  epoch = hdr[2];
+  /* The replicas of that node may hold different steps: one finished a step whose last call
+     failed on the other (a failure is each rank's own; with replication the racing copies let
+     one replica's call through), and each rank took one replica's copy of the bcast. Every
+     member then gave its replica's step, and replicas gave different index lists at every step
+     after (seed 52501 of run_chaos.sh: 30 resizes, each followed by MISMATCH, then GAVEUP). The
+     smallest is one every member can redo. */
+  int64_t se[2] = {hdr[1], hdr[2]}, least[2];
+  if (failed(timed("allreduce(state)", kylix_allreduce(C, se, least, 2, KYLIX_I64, KYLIX_MIN)), "allreduce(state)"))
+    return 0;
+  step = least[0];
+  epoch = least[1];
   last_resize = step; /* a membership made at this step needs no periodic resize here */
 
   if (plan) kylix_plan_free(plan);

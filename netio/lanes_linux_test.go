@@ -99,27 +99,7 @@ func TestLaneLetsGoOfClosedSegments(t *testing.T) {
 	if n := shmMappings(t) - base; n != 4 {
 		t.Fatalf("%d mappings once rank 2 closed, want 4 (ranks 0 and 1 hold theirs with it)", n)
 	}
-	exchange := func(seq uint64) {
-		var wg sync.WaitGroup
-		for r := 0; r < 2; r++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				tag := kx.Tag{Seq: seq, Phase: kx.PhaseSmall, FP: fpAll}
-				ts[r].mb.Begin(seq, fpAll)
-				if err := ts[r].LanePut(1-r, tag, []byte{byte(r)}); err != nil {
-					t.Error(err)
-					return
-				}
-				if _, _, err := ts[r].LaneAwait(1-r, tag); err != nil {
-					t.Error(err)
-					return
-				}
-				ts[r].LaneDone(1-r, tag)
-			}()
-		}
-		wg.Wait()
-	}
+	exchange := func(seq uint64) { lanePairExchange(t, ts, seq) }
 	exchange(11) // finds it closed: its peer's last message could still be read in this one
 	if n := shmMappings(t) - base; n != 4 {
 		t.Fatalf("%d mappings in the collective that found the segment closed, want 4", n)
@@ -149,31 +129,7 @@ func laneJob(t *testing.T, n int) []*TCP {
 func TestLaneLoanHoldsAndReturns(t *testing.T) {
 	base := shmMappings(t)
 	ts := laneJob(t, 2)
-	exchange := func(seq uint64) {
-		var wg sync.WaitGroup
-		for r := 0; r < 2; r++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				tag := kx.Tag{Seq: seq, Phase: kx.PhaseSmall, FP: fpAll}
-				ts[r].mb.Begin(seq, fpAll)
-				if err := ts[r].LanePut(1-r, tag, []byte{byte(r), byte(seq)}); err != nil {
-					t.Error(err)
-					return
-				}
-				_, b, err := ts[r].LaneAwait(1-r, tag)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if len(b) != 2 || b[0] != byte(1-r) || b[1] != byte(seq) {
-					t.Errorf("rank %d read %v in collective %d", r, b, seq)
-				}
-				ts[r].LaneDone(1-r, tag)
-			}()
-		}
-		wg.Wait()
-	}
+	exchange := func(seq uint64) { lanePairExchange(t, ts, seq) }
 	for seq := uint64(1); seq <= 5; seq++ {
 		exchange(seq)
 	}
@@ -206,4 +162,32 @@ func TestLaneLoanHoldsAndReturns(t *testing.T) {
 	if st := ts[0].Set.Stats()[1]; st.MsgsSent != 8+3 || st.BytesSent != 16+24 {
 		t.Errorf("lane stats to rank 1 %+v: the borrower's counts not added", st)
 	}
+}
+
+// lanePairExchange runs collective seq's lane exchange between ranks 0 and 1 of ts, each from
+// its own goroutine, and checks what each read.
+func lanePairExchange(t *testing.T, ts []*TCP, seq uint64) {
+	var wg sync.WaitGroup
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tag := kx.Tag{Seq: seq, Phase: kx.PhaseSmall, FP: fpAll}
+			ts[r].mb.Begin(seq, fpAll)
+			if err := ts[r].LanePut(1-r, tag, []byte{byte(r), byte(seq)}); err != nil {
+				t.Error(err)
+				return
+			}
+			_, b, err := ts[r].LaneAwait(1-r, tag)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if len(b) != 2 || b[0] != byte(1-r) || b[1] != byte(seq) {
+				t.Errorf("rank %d read %v in collective %d", r, b, seq)
+			}
+			ts[r].LaneDone(1-r, tag)
+		}()
+	}
+	wg.Wait()
 }

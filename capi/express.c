@@ -1,8 +1,9 @@
-// The express allreduce: kylix_allreduce's Sum of a small vector between the ranks of one host,
-// run here in C over the lanes Go lent out (core/express.go), without a cgo crossing. It is the
-// lane protocol of netio/shm/lane.go, side for side, and the direct exchange of
-// core/dense/lane.go: put this rank's vector into its lane to every other rank, wait for
-// theirs, add them all in rank order from zero (the same bits as Go's kernels), acknowledge.
+// The express allreduce: kylix_allreduce of a small vector between the ranks of one host, with
+// a built-in op (not RSUM), run here in C over the lanes Go lent out (core/express.go), without
+// a cgo crossing. It is the lane protocol of netio/shm/lane.go, side for side, and the direct
+// exchange of core/dense/lane.go: put this rank's vector into its lane to every other rank, wait
+// for theirs, combine them all in rank order from the op's identity (the same bits as Go's
+// kernels), acknowledge.
 // Anything else goes back to Go, which has every check, wait and error: a call this path does
 // not take, a peer whose both slots are still unread, a wait longer than the patience (a late,
 // dead or finalized peer), a message of another fingerprint. When its messages are out by then,
@@ -14,6 +15,7 @@
 #define _GNU_SOURCE
 #include "express.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "../include/kylix.h"
@@ -127,32 +129,100 @@ static const uint64_t *await(const kx_express *ex, kx_lane *l, uint64_t seq, int
   }
 }
 
-// add sums count values of src into dst: integers wrap, as Go's do.
-static void add(int dtype, void *dst, const void *src, int64_t count) {
+// Go's kernels, element for element (core/kernels: kernMin, kernMax, combineBytes): a NaN
+// already in the result stays, a NaN coming in replaces a number, and -0 orders before +0;
+// integers wrap.
+#define FMIN(a, b) ((a) != (a) ? (a) : (b) != (b) ? (b) : (a) == (b) ? (signbit(a) ? (a) : (b)) : (a) < (b) ? (a) : (b))
+#define FMAX(a, b) ((a) != (a) ? (a) : (b) != (b) ? (b) : (a) == (b) ? (signbit(a) ? (b) : (a)) : (a) > (b) ? (a) : (b))
+#define IMIN(a, b) ((b) < (a) ? (b) : (a))
+#define IMAX(a, b) ((b) > (a) ? (b) : (a))
+
+// LOOP applies d[i] = f(d[i], s[i]) over count values of type T.
+#define LOOP(T, f)                                   \
+  do {                                               \
+    T *d = dst;                                      \
+    const T *s = src;                                \
+    for (int64_t i = 0; i < count; i++) d[i] = f(d[i], s[i]); \
+  } while (0)
+#define ADD(a, b) ((a) + (b))
+#define MUL(a, b) ((a) * (b))
+#define AND(a, b) ((a) & (b))
+#define OR(a, b) ((a) | (b))
+#define XOR(a, b) ((a) ^ (b))
+
+// takes reports whether this path combines op for dtype: the built-in ops of each dtype (RSUM,
+// user ops and the bitwise ops of floats are Go's, as are the checks and their errors).
+static int takes(int dtype, int op) {
+  int integer = dtype == KYLIX_I32 || dtype == KYLIX_I64 || dtype == KYLIX_U64;
+  return (op >= KYLIX_SUM && op <= KYLIX_MAX) || (integer && op >= KYLIX_BAND && op <= KYLIX_BXOR);
+}
+
+// identity fills count values of dst with op's identity (core/kernels.Identity).
+static void identity(int dtype, int op, void *dst, int64_t count) {
+  for (int64_t i = 0; i < count; i++) {
+    switch (dtype) {
+      case KYLIX_F32:
+        ((float *)dst)[i] = op == KYLIX_SUM ? 0.0f : op == KYLIX_PROD ? 1.0f : op == KYLIX_MIN ? INFINITY : -INFINITY;
+        break;
+      case KYLIX_F64:
+        ((double *)dst)[i] = op == KYLIX_SUM ? 0.0 : op == KYLIX_PROD ? 1.0 : op == KYLIX_MIN ? INFINITY : -INFINITY;
+        break;
+      case KYLIX_I32:
+        ((int32_t *)dst)[i] = op == KYLIX_PROD ? 1 : op == KYLIX_MIN ? INT32_MAX : op == KYLIX_MAX ? INT32_MIN : op == KYLIX_BAND ? -1 : 0;
+        break;
+      case KYLIX_I64:
+        ((int64_t *)dst)[i] = op == KYLIX_PROD ? 1 : op == KYLIX_MIN ? INT64_MAX : op == KYLIX_MAX ? INT64_MIN : op == KYLIX_BAND ? -1 : 0;
+        break;
+      default:  // KYLIX_U64
+        ((uint64_t *)dst)[i] = op == KYLIX_PROD ? 1 : op == KYLIX_MIN || op == KYLIX_BAND ? UINT64_MAX : 0;
+    }
+  }
+}
+
+// combine folds count values of src into dst with op (wrapping integer sums and products in
+// unsigned arithmetic, as Go's).
+static void combine(int dtype, int op, void *dst, const void *src, int64_t count) {
   switch (dtype) {
-    case KYLIX_F32: {
-      float *d = dst;
-      const float *s = src;
-      for (int64_t i = 0; i < count; i++) d[i] += s[i];
-      break;
-    }
-    case KYLIX_F64: {
-      double *d = dst;
-      const double *s = src;
-      for (int64_t i = 0; i < count; i++) d[i] += s[i];
-      break;
-    }
-    case KYLIX_I32: {
-      uint32_t *d = dst;
-      const uint32_t *s = src;
-      for (int64_t i = 0; i < count; i++) d[i] += s[i];
-      break;
-    }
-    default: {  // KYLIX_I64, KYLIX_U64
-      uint64_t *d = dst;
-      const uint64_t *s = src;
-      for (int64_t i = 0; i < count; i++) d[i] += s[i];
-    }
+    case KYLIX_F32:
+      switch (op) {
+        case KYLIX_SUM: LOOP(float, ADD); return;
+        case KYLIX_PROD: LOOP(float, MUL); return;
+        case KYLIX_MIN: LOOP(float, FMIN); return;
+        default: LOOP(float, FMAX); return;
+      }
+    case KYLIX_F64:
+      switch (op) {
+        case KYLIX_SUM: LOOP(double, ADD); return;
+        case KYLIX_PROD: LOOP(double, MUL); return;
+        case KYLIX_MIN: LOOP(double, FMIN); return;
+        default: LOOP(double, FMAX); return;
+      }
+    case KYLIX_I32:
+      switch (op) {
+        case KYLIX_SUM: LOOP(uint32_t, ADD); return;
+        case KYLIX_PROD: LOOP(uint32_t, MUL); return;
+        case KYLIX_MIN: LOOP(int32_t, IMIN); return;
+        case KYLIX_MAX: LOOP(int32_t, IMAX); return;
+        case KYLIX_BAND: LOOP(uint32_t, AND); return;
+        case KYLIX_BOR: LOOP(uint32_t, OR); return;
+        default: LOOP(uint32_t, XOR); return;
+      }
+    case KYLIX_I64:
+      switch (op) {
+        case KYLIX_MIN: LOOP(int64_t, IMIN); return;
+        case KYLIX_MAX: LOOP(int64_t, IMAX); return;
+      }
+      __attribute__((fallthrough));  // the rest are the unsigned loops
+    default:
+      switch (op) {
+        case KYLIX_SUM: LOOP(uint64_t, ADD); return;
+        case KYLIX_PROD: LOOP(uint64_t, MUL); return;
+        case KYLIX_MIN: LOOP(uint64_t, IMIN); return;
+        case KYLIX_MAX: LOOP(uint64_t, IMAX); return;
+        case KYLIX_BAND: LOOP(uint64_t, AND); return;
+        case KYLIX_BOR: LOOP(uint64_t, OR); return;
+        default: LOOP(uint64_t, XOR); return;
+      }
   }
 }
 
@@ -181,7 +251,7 @@ int kx_express_allreduce(uintptr_t id, const void *send, void *recv, int64_t cou
   if (id >= KX_EXPRESS_IDS) return 0;
   kx_express *ex = __atomic_load_n(&table[id], __ATOMIC_ACQUIRE);
   int64_t es = elem_size(dtype);
-  if (ex == NULL || op != KYLIX_SUM || es == 0 || send == NULL || recv == NULL || count <= 0)
+  if (ex == NULL || es == 0 || !takes(dtype, op) || send == NULL || recv == NULL || count <= 0)
     return 0;
   uint32_t armed = KX_ARMED;
   if (!__atomic_compare_exchange_n(&ex->state, &armed, KX_RUNNING, 0, __ATOMIC_ACQUIRE,
@@ -217,14 +287,15 @@ int kx_express_allreduce(uintptr_t id, const void *send, void *recv, int64_t cou
     if (got[r] == NULL || got[r][1] != meta[0] || got[r][2] != meta[1] || got[r][3] != n)
       return hand_over(ex, seq);
   }
-  // The sum in rank order from zero, as Go's combiner: aligned scratch for the caller's
-  // buffers, which may be unaligned (the slots' payloads are 8-byte aligned).
+  // Every rank's vector in rank order from the op's identity, as Go's combiner: aligned
+  // scratch for the caller's buffers, which may be unaligned (the slots' payloads are 8-byte
+  // aligned).
   uint64_t acc[KX_EXPRESS_BYTES / 8], own[KX_EXPRESS_BYTES / 8];
-  memset(acc, 0, n);
+  identity(dtype, op, acc, count);
   memcpy(own, send, n);
   for (int r = 0; r < m; r++)
-    add(dtype, acc, r == me ? (const void *)own : (const unsigned char *)got[r] + KX_LANE_HEAD,
-        count);
+    combine(dtype, op, acc, r == me ? (const void *)own : (const unsigned char *)got[r] + KX_LANE_HEAD,
+            count);
   memcpy(recv, acc, n);
   for (int r = 0; r < m; r++) {
     if (r == me) continue;

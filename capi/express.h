@@ -1,4 +1,4 @@
-// The express allreduce (express.c): kylix_allreduce's small Sum over the lanes, run in C
+// The express allreduce (express.c): kylix_allreduce of a small vector over the lanes, run in C
 // while Go has lent a comm's lanes and sequence numbers out (core/express.go). Go fills the
 // struct and publishes it by comm id; the C side runs collectives from it and hands anything
 // else back to Go.

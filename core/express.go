@@ -7,7 +7,7 @@ import (
 )
 
 // Express is a comm's small allreduce over the lanes lent out of Go between the comm's calls:
-// the C ABI's express path (capi/express.c) runs kylix_allreduce's Sum of a vector the lanes
+// the C ABI's express path (capi/express.c) runs kylix_allreduce of a vector the lanes
 // take entirely in C, without a cgo crossing or this package's bookkeeping, and hands anything
 // else (another call, a wait longer than a spin, a mismatch) back to Go. While lent, the
 // borrower owns the comm's sequence numbers and the lanes' state (kx.LaneLender), and counts

@@ -867,8 +867,9 @@ int kylix_join_address(const kylix_comm *c, char *buf, int64_t cap, int64_t *nee
  *                   messages read from a peer's lane (a dense allreduce of
  *                   up to 352 bytes) and the lane waits that slept, and
  *                   the comm's allreduces that ran in C without entering the
- *                   library's Go runtime (kylix_allreduce's KYLIX_SUM of up
- *                   to 352 bytes, once the comm is in a run of them); null
+ *                   library's Go runtime (kylix_allreduce of up to 352
+ *                   bytes with a built-in op other than KYLIX_RSUM, once
+ *                   the comm is in a run of them); null
  *                   where the comm's transport has no such figures
  *   retired_plans   {"plans","calls","seconds","agree","layers"}: the sum of
  *                   the plan records dropped to bound memory (beyond 64

@@ -7,12 +7,13 @@ import (
 	"testing"
 )
 
-// kylix_allreduce's express path (capi/express.c): small Sums between the ranks of one host run
-// in C once the comm is in a run of them, and every other call takes the comm back into Go.
-// tests/c/express.c draws a sequence of calls (small Sums of every dtype and count, in place or
-// not, unaligned or not, between a Max, a vector past the lanes, a count of 0, a non-blocking
-// call, a barrier, a stats read), checks every result bit for bit against every rank's
-// regenerated vector summed in rank order, and the bytes around it. Here: the stats count every
+// kylix_allreduce's express path (capi/express.c): small allreduces between the ranks of one
+// host run in C once the comm is in a run of them, and every other call takes the comm back
+// into Go. tests/c/express.c draws a sequence of calls (small allreduces of every dtype, op but
+// RSUM and count, in place or not, unaligned or not, signed zeros, infinities and NaNs among
+// the floats where the op's result is promised for them, between a vector past the lanes, a
+// count of 0, a non-blocking call, a barrier, a stats read), checks every result bit for bit
+// against every rank's regenerated vector combined in rank order, and the bytes around it. Here: the stats count every
 // allreduce once (Go's and C's), every lane message once, and the express path did run.
 func TestExpressAllreduce(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 4, 5, 7, 8} {

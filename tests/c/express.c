@@ -1,15 +1,17 @@
 /*
- * express.c - kylix_allreduce's express path (capi/express.c): small KYLIX_SUMs between the
+ * express.c - kylix_allreduce's express path (capi/express.c): small allreduces between the
  * ranks of one host run in C, and every other call takes the comm back into Go first.
  *
  * usage: express check SEED ITERS
- *          a sequence of calls drawn from SEED (the same on every rank): small Sums of every
- *          dtype, counts 1..352 bytes, in place or not, unaligned or not (most of them: the
- *          express path), with other calls between them that enter Go (a Max, a vector past
- *          the lanes, a count of 0, kylix_iallreduce + kylix_wait, a barrier, kylix_stats_json,
- *          kylix_rank). Every result against the sum of every rank's regenerated vector in
- *          rank order (the same bits), the bytes around the result untouched. Prints the
- *          allreduces made and the lane allreduces among them ("INFO counts"), and the stats.
+ *          a sequence of calls drawn from SEED (the same on every rank): small allreduces of
+ *          every dtype and built-in op but RSUM, counts 1..352 bytes, in place or not,
+ *          unaligned or not, with zeros (of both signs for PROD, MIN and MAX) and for MIN
+ *          and MAX infinities and NaNs among the floats (most of them: the express path), with other calls between them
+ *          that enter Go (a vector past the lanes, a count of 0, kylix_iallreduce +
+ *          kylix_wait, a barrier, kylix_stats_json, kylix_rank). Every result against every
+ *          rank's regenerated vector combined in rank order from the op's identity (the same
+ *          bits), the bytes around the result untouched. Prints the allreduces made and the
+ *          lane allreduces among them ("INFO counts"), and the stats.
  *        express sigkill|hang VICTIM TIMEOUT_MS
  *          small Sums in a loop (the express path); at the 2000th the victim dies (SIGKILL) or
  *          is stopped for 2*TIMEOUT_MS + 2 s. The survivors' call fails with KYLIX_ERR_PEER or
@@ -27,25 +29,61 @@
 static int64_t esize(int d) { return d == KYLIX_F32 || d == KYLIX_I32 ? 4 : 8; }
 
 /* value i of rank r's vector in call it (dtype d), written at p */
-static void value(int d, uint64_t seed, int it, int r, int64_t i, unsigned char *p) {
+static void value(int d, int op, uint64_t seed, int it, int r, int64_t i, unsigned char *p) {
   rng_t g = rng_seed(seed, (uint64_t)it, (uint64_t)r, (uint64_t)i);
   uint64_t x = rng_next(&g);
+  /* One float in 16 is special: for MIN and MAX zeros of both signs, infinities and the quiet
+     NaN; for PROD signed zeros; for SUM +0. (Which NaN an arithmetic op passes on when two meet
+     is the hardware's, and not promised. A SUM starts from +0 on more than one rank, so -0s
+     alone sum to +0 there, and to -0 on one rank, which only copies: not promised either.) */
+  static const double special[] = {0.0, -0.0, INFINITY, -INFINITY, NAN};
+  int sp = (x >> 60) == 0, nsp = op == KYLIX_MIN || op == KYLIX_MAX ? 5 : op == KYLIX_PROD ? 2 : 1;
   switch (d) {
-    case KYLIX_F32: { float v = (float)((int64_t)(x % 2000001) - 1000000) / 7.0f; memcpy(p, &v, 4); break; }
-    case KYLIX_F64: { double v = (double)((int64_t)(x % 2000001) - 1000000) / 3.0; memcpy(p, &v, 8); break; }
-    case KYLIX_I32: { uint32_t v = (uint32_t)x; memcpy(p, &v, 4); break; } /* sums wrap */
+    case KYLIX_F32: { float v = sp ? (float)special[x % nsp] : (float)((int64_t)(x % 2000001) - 1000000) / 7.0f; memcpy(p, &v, 4); break; }
+    case KYLIX_F64: { double v = sp ? special[x % nsp] : (double)((int64_t)(x % 2000001) - 1000000) / 3.0; memcpy(p, &v, 8); break; }
+    case KYLIX_I32: { uint32_t v = (uint32_t)x; memcpy(p, &v, 4); break; } /* sums and products wrap */
     default: memcpy(p, &x, 8);
   }
 }
 
-/* combine v into acc (SUM or MAX), element by element */
-static void combine(int d, int op, unsigned char *acc, const unsigned char *v) {
+/* what the library promises of each op, written out here: a NaN already in the result stays and
+   one coming in replaces a number; MIN takes -0 over +0 and MAX +0 over -0; integers wrap */
+#define NAN_FIRST(a, b) (isnan(a) ? (a) : (b))
+static double fpick(int op, double a, double b) {
+  if (isnan(a) || isnan(b)) return NAN_FIRST(a, b);
+  if (a == 0 && b == 0) return (op == KYLIX_MIN) == (signbit(a) != 0) ? a : b;
+  return op == KYLIX_MIN ? (b < a ? b : a) : (b > a ? b : a);
+}
+static float fpick32(int op, float a, float b) {
+  if (isnan(a) || isnan(b)) return NAN_FIRST(a, b);
+  if (a == 0 && b == 0) return (op == KYLIX_MIN) == (signbit(a) != 0) ? a : b;
+  return op == KYLIX_MIN ? (b < a ? b : a) : (b > a ? b : a);
+}
+static uint64_t ibits(int op, uint64_t a, uint64_t b) {
+  return op == KYLIX_SUM ? a + b : op == KYLIX_PROD ? a * b : op == KYLIX_BAND ? (a & b) : op == KYLIX_BOR ? (a | b) : (a ^ b);
+}
+
+/* the op's identity at acc */
+static void start(int d, int op, unsigned char *acc) {
+  int mn = op == KYLIX_MIN, mx = op == KYLIX_MAX;
   switch (d) {
-    case KYLIX_F32: { float a, b; memcpy(&a, acc, 4); memcpy(&b, v, 4); a = op == KYLIX_SUM ? a + b : (b > a ? b : a); memcpy(acc, &a, 4); break; }
-    case KYLIX_F64: { double a, b; memcpy(&a, acc, 8); memcpy(&b, v, 8); a = op == KYLIX_SUM ? a + b : (b > a ? b : a); memcpy(acc, &a, 8); break; }
-    case KYLIX_I32: { int32_t a, b; memcpy(&a, acc, 4); memcpy(&b, v, 4); a = op == KYLIX_SUM ? (int32_t)((uint32_t)a + (uint32_t)b) : (b > a ? b : a); memcpy(acc, &a, 4); break; }
-    case KYLIX_I64: { int64_t a, b; memcpy(&a, acc, 8); memcpy(&b, v, 8); a = op == KYLIX_SUM ? (int64_t)((uint64_t)a + (uint64_t)b) : (b > a ? b : a); memcpy(acc, &a, 8); break; }
-    default: { uint64_t a, b; memcpy(&a, acc, 8); memcpy(&b, v, 8); a = op == KYLIX_SUM ? a + b : (b > a ? b : a); memcpy(acc, &a, 8); }
+    case KYLIX_F32: { float v = mn ? INFINITY : mx ? -INFINITY : op == KYLIX_PROD ? 1 : 0; memcpy(acc, &v, 4); break; }
+    case KYLIX_F64: { double v = mn ? INFINITY : mx ? -INFINITY : op == KYLIX_PROD ? 1 : 0; memcpy(acc, &v, 8); break; }
+    case KYLIX_I32: { int32_t v = mn ? INT32_MAX : mx ? INT32_MIN : op == KYLIX_PROD ? 1 : op == KYLIX_BAND ? -1 : 0; memcpy(acc, &v, 4); break; }
+    case KYLIX_I64: { int64_t v = mn ? INT64_MAX : mx ? INT64_MIN : op == KYLIX_PROD ? 1 : op == KYLIX_BAND ? -1 : 0; memcpy(acc, &v, 8); break; }
+    default: { uint64_t v = mn || op == KYLIX_BAND ? UINT64_MAX : op == KYLIX_PROD ? 1 : 0; memcpy(acc, &v, 8); }
+  }
+}
+
+/* combine v into acc with op, element by element */
+static void combine(int d, int op, unsigned char *acc, const unsigned char *v) {
+  int pick = op == KYLIX_MIN || op == KYLIX_MAX;
+  switch (d) {
+    case KYLIX_F32: { float a, b; memcpy(&a, acc, 4); memcpy(&b, v, 4); a = pick ? fpick32(op, a, b) : op == KYLIX_SUM ? a + b : a * b; memcpy(acc, &a, 4); break; }
+    case KYLIX_F64: { double a, b; memcpy(&a, acc, 8); memcpy(&b, v, 8); a = pick ? fpick(op, a, b) : op == KYLIX_SUM ? a + b : a * b; memcpy(acc, &a, 8); break; }
+    case KYLIX_I32: { int32_t a, b; memcpy(&a, acc, 4); memcpy(&b, v, 4); a = op == KYLIX_MIN ? (b < a ? b : a) : op == KYLIX_MAX ? (b > a ? b : a) : (int32_t)(uint32_t)ibits(op, (uint32_t)a, (uint32_t)b); memcpy(acc, &a, 4); break; }
+    case KYLIX_I64: { int64_t a, b; memcpy(&a, acc, 8); memcpy(&b, v, 8); a = op == KYLIX_MIN ? (b < a ? b : a) : op == KYLIX_MAX ? (b > a ? b : a) : (int64_t)ibits(op, (uint64_t)a, (uint64_t)b); memcpy(acc, &a, 8); break; }
+    default: { uint64_t a, b; memcpy(&a, acc, 8); memcpy(&b, v, 8); a = op == KYLIX_MIN ? (b < a ? b : a) : op == KYLIX_MAX ? (b > a ? b : a) : ibits(op, a, b); memcpy(acc, &a, 8); }
   }
 }
 
@@ -59,12 +97,11 @@ static int allreduce_checked(kylix_comm *c, uint64_t seed, int it, int d, int op
   unsigned char *want = xmalloc((size_t)n + 8), v[8];
   memset(sbuf, 0xA5, (size_t)(n + 2 * GUARD + 8));
   memset(rbuf, 0x5A, (size_t)(n + 2 * GUARD + 8));
-  for (int64_t i = 0; i < count; i++) value(d, seed, it, g_rank, i, send + i * es);
+  for (int64_t i = 0; i < count; i++) value(d, op, seed, it, g_rank, i, send + i * es);
   for (int64_t i = 0; i < count; i++) {
-    if (op == KYLIX_SUM) memset(want + i * es, 0, (size_t)es);
-    else value(d, seed, it, 0, i, want + i * es);
+    start(d, op, want + i * es);
     for (int r = 0; r < g_size; r++) {
-      value(d, seed, it, r, i, v);
+      value(d, op, seed, it, r, i, v);
       combine(d, op, want + i * es, v);
     }
   }
@@ -109,11 +146,10 @@ static int check(kylix_comm *c, uint64_t seed, int iters) {
     int64_t count = 1 + (int64_t)((x >> 16) % (uint64_t)(LANE_BYTES / esize(d)));
     int inplace = (x >> 32) & 1, offset = (x >> 33) & 1 ? 4 + (int)((x >> 34) & 3) : 0;
     int ok = 1;
-    if (a < 82) { /* the express path */
-      ok = allreduce_checked(c, seed, it, d, KYLIX_SUM, count, inplace, offset, 0);
-      allreduces++, lanes++;
-    } else if (a < 85) { /* a Max over the lanes, in Go */
-      ok = allreduce_checked(c, seed, it, d, KYLIX_MAX, count, inplace, offset, 0);
+    if (a < 85) { /* the express path: every built-in op of the dtype but RSUM */
+      int ops = d == KYLIX_F32 || d == KYLIX_F64 ? 4 : 7, op = KYLIX_SUM + (int)((x >> 40) % (uint64_t)ops);
+      if (a < 40) op = KYLIX_SUM;
+      ok = allreduce_checked(c, seed, it, d, op, count, inplace, offset, 0);
       allreduces++, lanes++;
     } else if (a < 88) { /* a vector past the lanes: messages */
       ok = allreduce_checked(c, seed, it, d, KYLIX_SUM, 1000, inplace, offset, 0);

@@ -9,7 +9,6 @@ import "C"
 import (
 	"kylix/core"
 	"kylix/core/kx"
-	"math/bits"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -56,8 +55,8 @@ func (ce *commEntry) arm() {
 		x.spin = 1
 	}
 	x.tsc, x.patience = 0, C.int64_t(patience)
-	if rate, ok := kx.TickRate(); ok {
-		x.tsc, x.patience = 1, C.int64_t((uint64(patience)<<32)/rate)
+	if ticks, ok := kx.TicksIn(int64(patience)); ok {
+		x.tsc, x.patience = 1, C.int64_t(ticks)
 	}
 	x.kind = C.uint64_t(kx.KindAllreduce)
 	x.seq, x.put_for, x.calls, x.time = C.uint64_t(l.Seq), 0, 0, 0
@@ -85,9 +84,8 @@ func (ce *commEntry) disarm() {
 	l.Seq, l.PutFor, l.Calls = uint64(x.seq), uint64(x.put_for), uint64(x.calls)
 	l.Time = time.Duration(x.time)
 	if x.tsc != 0 {
-		rate, _ := kx.TickRate()
-		hi, lo := bits.Mul64(uint64(x.time), rate)
-		l.Time = time.Duration(hi<<32 | lo>>32)
+		ns, _ := kx.TickNanos(int64(x.time))
+		l.Time = time.Duration(ns)
 	}
 	for i := range l.Lanes {
 		if i != l.Node {

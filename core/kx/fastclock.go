@@ -132,12 +132,19 @@ func fastPair() (tk, ns, w int64, ok bool) {
 	return tk, ns, w, w < math.MaxInt64
 }
 
-// TickRate is the counter's rate on FastMono's current line: ns per tick in 32.32 fixed point;
-// false before the first line, or where the counter does not serve. For code that reads the
-// counter itself (the C ABI's express allreduce times its calls with it).
-func TickRate() (uint64, bool) {
+// For code that reads the counter itself (the C ABI's express allreduce times its calls with
+// it): TickNanos is a span of ticks in ns, and TicksIn a span of ns in ticks, at the rate of
+// FastMono's current line; false before the first line, or where the counter does not serve.
+func TickNanos(ticks int64) (int64, bool) {
 	if l := fast.line.Load(); l != nil && l.rate > 0 {
-		return l.rate, true
+		return l.ns(ticks), true
+	}
+	return 0, false
+}
+
+func TicksIn(ns int64) (int64, bool) {
+	if l := fast.line.Load(); l != nil && l.rate > 0 {
+		return int64((uint64(ns) << 32) / l.rate), true
 	}
 	return 0, false
 }
